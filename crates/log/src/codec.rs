@@ -1,0 +1,616 @@
+//! Columnar encoding of records inside one frame.
+//!
+//! A frame's payload (before zstd) is:
+//!
+//! ```text
+//! varint n_records, varint n_strings, varint n_columns
+//! n_columns x (varint column_id, varint byte_len)
+//! the column bytes, in directory order
+//! ```
+//!
+//! Column 0 holds one kind byte per record, in record order. Columns 1 and 2
+//! hold the frame's string table (lengths, then the bytes); string ids are
+//! their index. Every other column is one field of one record kind:
+//! `id = kind << 4 | field`. Values are varints; timestamps are zigzag deltas
+//! from the previous record of the same kind, and fields that usually repeat
+//! are coded as differences from a prediction, so that zstd sees long runs of
+//! zeros. A reader ignores columns it does not know (a newer writer's extra
+//! fields) and reads a missing column as zeros (an older writer's), so fields
+//! can be added without a format break; a kind it does not know is skipped and
+//! counted.
+
+use crate::record::*;
+use crate::varint::{get_u64, put_i64, put_u64, unzigzag};
+
+pub(crate) const MAX_KINDS: usize = 32;
+pub(crate) const MAX_FIELDS: usize = 16;
+
+const COL_KIND: u64 = 0;
+const COL_STR_LEN: u64 = 1;
+const COL_STR_BYTES: u64 = 2;
+
+/// Record kind codes, as stored in column 0. Never reuse a code.
+pub(crate) mod kind {
+    pub const FORK: u8 = 1;
+    pub const EXEC: u8 = 2;
+    pub const COMM: u8 = 3;
+    pub const EXIT: u8 = 4;
+    pub const OPEN: u8 = 5;
+    pub const IO: u8 = 6;
+    pub const CLOSE: u8 = 7;
+    pub const TRANSFER: u8 = 8;
+    pub const LOST: u8 = 9;
+    /// The highest code this version writes and reads.
+    pub const LAST: u8 = LOST;
+}
+
+/// Per-kind prediction state, reset at every frame.
+#[derive(Clone, Copy, Default)]
+struct Prev {
+    ts: u64,
+    offset_end: u64,
+}
+
+/// Builds one frame's columns.
+pub(crate) struct Columns {
+    kinds: Vec<u8>,
+    cols: Vec<[Vec<u8>; MAX_FIELDS]>,
+    prev: [Prev; MAX_KINDS],
+}
+
+struct W<'a> {
+    cols: &'a mut [Vec<u8>; MAX_FIELDS],
+    prev: &'a mut Prev,
+}
+
+impl W<'_> {
+    #[inline]
+    fn u(&mut self, f: usize, v: u64) {
+        put_u64(&mut self.cols[f], v);
+    }
+    #[inline]
+    fn i(&mut self, f: usize, v: i64) {
+        put_i64(&mut self.cols[f], v);
+    }
+    #[inline]
+    fn s(&mut self, f: usize, v: StrId) {
+        put_u64(&mut self.cols[f], u64::from(v.0));
+    }
+    #[inline]
+    fn ts(&mut self, f: usize, ts: u64) {
+        let d = ts.wrapping_sub(self.prev.ts) as i64;
+        self.prev.ts = ts;
+        put_i64(&mut self.cols[f], d);
+    }
+    /// tid, then pid as its distance from tid (0 for a main thread).
+    #[inline]
+    fn ids(&mut self, tid_f: usize, pid_f: usize, pid: u32, tid: u32) {
+        self.u(tid_f, u64::from(tid));
+        self.i(pid_f, i64::from(tid) - i64::from(pid));
+    }
+}
+
+impl Columns {
+    pub fn new() -> Self {
+        Columns {
+            kinds: Vec::new(),
+            cols: (0..MAX_KINDS).map(|_| Default::default()).collect(),
+            prev: [Prev::default(); MAX_KINDS],
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.kinds.len()
+    }
+
+    /// Bytes held so far (a cheap size estimate for deciding when to cut a frame).
+    pub fn approx_bytes(&self) -> usize {
+        // Records average well under 24 bytes before compression.
+        self.kinds.len() * 24
+    }
+
+    fn w(&mut self, k: u8) -> W<'_> {
+        self.kinds.push(k);
+        W {
+            cols: &mut self.cols[k as usize],
+            prev: &mut self.prev[k as usize],
+        }
+    }
+
+    pub fn push(&mut self, rec: &Record) {
+        match rec {
+            Record::Fork(r) => {
+                let mut w = self.w(kind::FORK);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, u64::from(r.parent_tid));
+                w.i(4, i64::from(r.parent_tid) - i64::from(r.parent_pid));
+                w.u(5, u64::from(r.thread));
+            }
+            Record::Exec(r) => {
+                let mut w = self.w(kind::EXEC);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.s(3, r.filename);
+                w.s(4, r.argv);
+                w.u(5, u64::from(r.trunc));
+            }
+            Record::Comm(r) => {
+                let mut w = self.w(kind::COMM);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.s(3, r.comm);
+            }
+            Record::Exit(r) => {
+                let mut w = self.w(kind::EXIT);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.i(3, i64::from(r.status));
+                w.u(4, u64::from(r.process_exit));
+            }
+            Record::Open(r) => {
+                let mut w = self.w(kind::OPEN);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, r.dur);
+                w.u(4, r.op as u64);
+                w.i(5, i64::from(r.dirfd));
+                w.s(6, r.path);
+                w.s(7, r.abs_path);
+                w.u(8, u64::from(r.flags));
+                w.u(9, u64::from(r.mode));
+                w.i(10, r.ret);
+                w.u(11, r.kind as u64);
+                w.u(12, u64::from(r.trunc));
+            }
+            Record::Io(r) => {
+                let mut w = self.w(kind::IO);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, r.dur);
+                w.u(4, r.op as u64);
+                w.i(5, i64::from(r.fd));
+                w.s(6, r.path);
+                w.u(7, r.kind as u64);
+                // Sequential access predicts the next offset exactly.
+                let d = r.offset.wrapping_sub(w.prev.offset_end) as i64;
+                w.i(8, d);
+                w.prev.offset_end = r.offset.wrapping_add(r.ret.max(0) as u64);
+                w.u(9, r.offset_src as u64);
+                w.u(10, r.requested);
+                w.i(11, (r.requested as i64).wrapping_sub(r.ret));
+            }
+            Record::Close(r) => {
+                let mut w = self.w(kind::CLOSE);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, r.dur);
+                w.i(4, i64::from(r.fd));
+                w.s(5, r.path);
+                w.u(6, r.kind as u64);
+                w.i(7, r.ret);
+            }
+            Record::Transfer(r) => {
+                let mut w = self.w(kind::TRANSFER);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, r.dur);
+                w.u(4, r.op as u64);
+                w.i(5, i64::from(r.in_fd));
+                w.s(6, r.in_path);
+                w.i(7, i64::from(r.out_fd));
+                w.s(8, r.out_path);
+                w.u(9, r.requested);
+                w.i(10, (r.requested as i64).wrapping_sub(r.ret));
+            }
+            Record::Lost(r) => {
+                let mut w = self.w(kind::LOST);
+                w.ts(0, r.ts);
+                w.u(1, r.kind as u64);
+                w.u(2, r.count);
+            }
+        }
+    }
+
+    /// Appends the payload to `out` (string table given as lengths + bytes)
+    /// and resets for the next frame.
+    pub fn finish(
+        &mut self,
+        n_strings: usize,
+        str_lens: &[u8],
+        str_bytes: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        let mut dir: Vec<(u64, &[u8])> = Vec::with_capacity(16);
+        dir.push((COL_KIND, &self.kinds));
+        dir.push((COL_STR_LEN, str_lens));
+        dir.push((COL_STR_BYTES, str_bytes));
+        for (k, fields) in self.cols.iter().enumerate() {
+            for (f, col) in fields.iter().enumerate() {
+                if !col.is_empty() {
+                    dir.push((((k as u64) << 4) | f as u64, col));
+                }
+            }
+        }
+        put_u64(out, self.kinds.len() as u64);
+        put_u64(out, n_strings as u64);
+        put_u64(out, dir.len() as u64);
+        for (id, col) in &dir {
+            put_u64(out, *id);
+            put_u64(out, col.len() as u64);
+        }
+        for (_, col) in &dir {
+            out.extend_from_slice(col);
+        }
+        self.kinds.clear();
+        for fields in &mut self.cols {
+            for c in fields.iter_mut() {
+                c.clear();
+            }
+        }
+        self.prev = [Prev::default(); MAX_KINDS];
+    }
+}
+
+/// Why a payload could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Corrupt(pub String);
+
+#[derive(Clone, Copy, Default)]
+struct Col {
+    start: usize,
+    end: usize,
+    pos: usize,
+    present: bool,
+}
+
+/// Decodes the records of one frame payload. Holds no allocation per record.
+pub(crate) struct Decoder {
+    cols: Vec<[Col; MAX_FIELDS]>,
+    prev: [Prev; MAX_KINDS],
+    kinds: Col,
+    n_records: usize,
+    next: usize,
+    str_offsets: Vec<(u32, u32)>,
+    pub unknown_kinds: u64,
+}
+
+struct R<'a> {
+    buf: &'a [u8],
+    cols: &'a mut [Col; MAX_FIELDS],
+    prev: &'a mut Prev,
+    kind: u8,
+    n_strings: u32,
+}
+
+impl R<'_> {
+    #[inline]
+    fn u(&mut self, f: usize) -> Result<u64, Corrupt> {
+        let c = &mut self.cols[f];
+        if !c.present {
+            return Ok(0);
+        }
+        let mut pos = c.pos;
+        match get_u64(&self.buf[..c.end], &mut pos) {
+            Some(v) => {
+                c.pos = pos;
+                Ok(v)
+            }
+            None => Err(Corrupt(format!(
+                "column {} of record kind {} ends early or holds a bad varint",
+                f, self.kind
+            ))),
+        }
+    }
+    #[inline]
+    fn i(&mut self, f: usize) -> Result<i64, Corrupt> {
+        self.u(f).map(unzigzag)
+    }
+    #[inline]
+    fn i32(&mut self, f: usize) -> Result<i32, Corrupt> {
+        let v = self.i(f)?;
+        i32::try_from(v)
+            .map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
+    }
+    #[inline]
+    fn u32(&mut self, f: usize) -> Result<u32, Corrupt> {
+        let v = self.u(f)?;
+        u32::try_from(v)
+            .map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
+    }
+    #[inline]
+    fn u8(&mut self, f: usize) -> Result<u8, Corrupt> {
+        let v = self.u(f)?;
+        u8::try_from(v)
+            .map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
+    }
+    #[inline]
+    fn s(&mut self, f: usize) -> Result<StrId, Corrupt> {
+        let v = self.u32(f)?;
+        if v >= self.n_strings && self.cols[f].present {
+            return Err(Corrupt(format!(
+                "record kind {} refers to string {v}, the frame has {}",
+                self.kind, self.n_strings
+            )));
+        }
+        Ok(StrId(v))
+    }
+    #[inline]
+    fn ts(&mut self, f: usize) -> Result<u64, Corrupt> {
+        let d = self.i(f)?;
+        let ts = self.prev.ts.wrapping_add(d as u64);
+        self.prev.ts = ts;
+        Ok(ts)
+    }
+    #[inline]
+    fn ids(&mut self, tid_f: usize, pid_f: usize) -> Result<(u32, u32), Corrupt> {
+        let tid = self.u32(tid_f)?;
+        let d = self.i(pid_f)?;
+        let pid = u32::try_from(i64::from(tid) - d)
+            .map_err(|_| Corrupt(format!("pid of kind {} out of range", self.kind)))?;
+        Ok((pid, tid))
+    }
+}
+
+impl Decoder {
+    pub fn new() -> Self {
+        Decoder {
+            cols: vec![[Col::default(); MAX_FIELDS]; MAX_KINDS],
+            prev: [Prev::default(); MAX_KINDS],
+            kinds: Col::default(),
+            n_records: 0,
+            next: 0,
+            str_offsets: Vec::new(),
+            unknown_kinds: 0,
+        }
+    }
+
+    /// Parses the directory of `buf` (a whole payload). Afterwards
+    /// [`Decoder::next`] yields the records and [`Decoder::str`] the strings.
+    pub fn reset(&mut self, buf: &[u8]) -> Result<usize, Corrupt> {
+        for fields in &mut self.cols {
+            *fields = [Col::default(); MAX_FIELDS];
+        }
+        self.prev = [Prev::default(); MAX_KINDS];
+        self.kinds = Col::default();
+        self.next = 0;
+        self.str_offsets.clear();
+        let bad = |what: &str| Corrupt(format!("frame directory: {what}"));
+        let mut pos = 0usize;
+        let n_records = get_u64(buf, &mut pos).ok_or_else(|| bad("record count"))? as usize;
+        let n_strings = get_u64(buf, &mut pos).ok_or_else(|| bad("string count"))? as usize;
+        let n_cols = get_u64(buf, &mut pos).ok_or_else(|| bad("column count"))? as usize;
+        if n_cols > buf.len() || n_records > buf.len() || n_strings > buf.len() {
+            return Err(bad("counts larger than the frame"));
+        }
+        let mut entries = Vec::with_capacity(n_cols.min(64));
+        for _ in 0..n_cols {
+            let id = get_u64(buf, &mut pos).ok_or_else(|| bad("column id"))?;
+            let len = get_u64(buf, &mut pos).ok_or_else(|| bad("column length"))?;
+            entries.push((id, len));
+        }
+        let mut start = pos;
+        let mut str_lens = Col::default();
+        let mut str_bytes = Col::default();
+        for (id, len) in entries {
+            let end = usize::try_from(len)
+                .ok()
+                .and_then(|l| start.checked_add(l))
+                .filter(|&e| e <= buf.len())
+                .ok_or_else(|| bad("column runs past the end of the frame"))?;
+            let col = Col {
+                start,
+                end,
+                pos: start,
+                present: true,
+            };
+            match id {
+                COL_KIND => self.kinds = col,
+                COL_STR_LEN => str_lens = col,
+                COL_STR_BYTES => str_bytes = col,
+                _ => {
+                    let (k, f) = ((id >> 4) as usize, (id & 15) as usize);
+                    if k < MAX_KINDS {
+                        self.cols[k][f] = col;
+                    }
+                }
+            }
+            start = end;
+        }
+        if self.kinds.end - self.kinds.start != n_records {
+            return Err(bad("kind column length differs from the record count"));
+        }
+        let mut lp = str_lens.start;
+        let mut bp = str_bytes.start;
+        for _ in 0..n_strings {
+            let l = get_u64(&buf[..str_lens.end], &mut lp).ok_or_else(|| bad("string length"))?
+                as usize;
+            let e = bp
+                .checked_add(l)
+                .filter(|&e| e <= str_bytes.end)
+                .ok_or_else(|| bad("string runs past its column"))?;
+            self.str_offsets.push((bp as u32, e as u32));
+            bp = e;
+        }
+        self.n_records = n_records;
+        Ok(n_records)
+    }
+
+    pub fn str<'b>(&self, buf: &'b [u8], id: StrId) -> Option<&'b [u8]> {
+        let (s, e) = *self.str_offsets.get(id.0 as usize)?;
+        buf.get(s as usize..e as usize)
+    }
+
+    /// The next record of the payload `buf` given to [`Decoder::reset`].
+    pub fn next(&mut self, buf: &[u8]) -> Option<Result<Record, Corrupt>> {
+        loop {
+            if self.next >= self.n_records {
+                return None;
+            }
+            let k = buf[self.kinds.start + self.next];
+            self.next += 1;
+            if k as usize >= MAX_KINDS || !(kind::FORK..=kind::LAST).contains(&k) {
+                self.unknown_kinds += 1;
+                continue;
+            }
+            let n_strings = self.str_offsets.len() as u32;
+            let mut r = R {
+                buf,
+                cols: &mut self.cols[k as usize],
+                prev: &mut self.prev[k as usize],
+                kind: k,
+                n_strings,
+            };
+            return Some(decode_one(k, &mut r));
+        }
+    }
+}
+
+fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Corrupt> {
+    Ok(match k {
+        kind::FORK => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            let parent_tid = r.u32(3)?;
+            let d = r.i(4)?;
+            let parent_pid = u32::try_from(i64::from(parent_tid) - d)
+                .map_err(|_| Corrupt("fork parent pid out of range".into()))?;
+            Record::Fork(Fork {
+                ts,
+                pid,
+                tid,
+                parent_pid,
+                parent_tid,
+                thread: r.u(5)? != 0,
+            })
+        }
+        kind::EXEC => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            Record::Exec(Exec {
+                ts,
+                pid,
+                tid,
+                filename: r.s(3)?,
+                argv: r.s(4)?,
+                trunc: r.u8(5)?,
+            })
+        }
+        kind::COMM => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            Record::Comm(Comm {
+                ts,
+                pid,
+                tid,
+                comm: r.s(3)?,
+            })
+        }
+        kind::EXIT => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            Record::Exit(Exit {
+                ts,
+                pid,
+                tid,
+                status: r.i32(3)?,
+                process_exit: r.u(4)? != 0,
+            })
+        }
+        kind::OPEN => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            Record::Open(Open {
+                ts,
+                pid,
+                tid,
+                dur: r.u(3)?,
+                op: OpenOp::from_u8(r.u8(4)?),
+                dirfd: r.i32(5)?,
+                path: r.s(6)?,
+                abs_path: r.s(7)?,
+                flags: r.u32(8)?,
+                mode: r.u32(9)?,
+                ret: r.i(10)?,
+                kind: FileKind::from_u8(r.u8(11)?),
+                trunc: r.u8(12)?,
+            })
+        }
+        kind::IO => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            let dur = r.u(3)?;
+            let op = IoOp::from_u8(r.u8(4)?);
+            let fd = r.i32(5)?;
+            let path = r.s(6)?;
+            let kind = FileKind::from_u8(r.u8(7)?);
+            let offset = r.prev.offset_end.wrapping_add(r.i(8)? as u64);
+            let offset_src = OffsetSrc::from_u8(r.u8(9)?);
+            let requested = r.u(10)?;
+            let ret = (requested as i64).wrapping_sub(r.i(11)?);
+            r.prev.offset_end = offset.wrapping_add(ret.max(0) as u64);
+            Record::Io(Io {
+                ts,
+                dur,
+                pid,
+                tid,
+                op,
+                fd,
+                path,
+                kind,
+                offset,
+                offset_src,
+                requested,
+                ret,
+            })
+        }
+        kind::CLOSE => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            Record::Close(Close {
+                ts,
+                pid,
+                tid,
+                dur: r.u(3)?,
+                fd: r.i32(4)?,
+                path: r.s(5)?,
+                kind: FileKind::from_u8(r.u8(6)?),
+                ret: r.i(7)?,
+            })
+        }
+        kind::TRANSFER => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            let dur = r.u(3)?;
+            let op = TransferOp::from_u8(r.u8(4)?);
+            let in_fd = r.i32(5)?;
+            let in_path = r.s(6)?;
+            let out_fd = r.i32(7)?;
+            let out_path = r.s(8)?;
+            let requested = r.u(9)?;
+            let ret = (requested as i64).wrapping_sub(r.i(10)?);
+            Record::Transfer(Transfer {
+                ts,
+                dur,
+                pid,
+                tid,
+                op,
+                in_fd,
+                in_path,
+                out_fd,
+                out_path,
+                requested,
+                ret,
+            })
+        }
+        kind::LOST => {
+            let ts = r.ts(0)?;
+            Record::Lost(Lost {
+                ts,
+                kind: LostKind::from_u8(r.u8(1)?),
+                count: r.u(2)?,
+            })
+        }
+        _ => unreachable!("kind checked by caller"),
+    })
+}

@@ -1,0 +1,70 @@
+//! The log's header (written first) and trailer (written last), both JSON:
+//! they are read once per log, and JSON lets later versions add fields that
+//! older readers ignore. Unknown fields are kept out of the hot path entirely.
+
+use serde::{Deserialize, Serialize};
+
+/// Simultaneous readings of the clocks, taken by the recorder.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClockAnchor {
+    pub boottime_ns: u64,
+    pub realtime_ns: u64,
+    pub monotonic_ns: u64,
+}
+
+/// One probe that was active: which subsystem, which kernel mechanism, and
+/// what exactly was attached (e.g. `raw_tp:sys_enter`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Probe {
+    pub subsystem: String,
+    pub mechanism: String,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Header {
+    /// Version of the mltrace that wrote the log.
+    pub mltrace_version: String,
+    /// `record`, or `import` for converted traces.
+    pub source: String,
+    pub host: String,
+    /// `uname -r` of the recording machine.
+    pub kernel: String,
+    pub cpu_count: u32,
+    /// /proc/sys/kernel/random/boot_id: BOOTTIME stamps only compare within one boot.
+    pub boot_id: String,
+    /// The traced command line.
+    pub command: Vec<String>,
+    pub cwd: String,
+    /// pid of the traced command (0 for imports).
+    pub root_pid: u32,
+    pub recorder_pid: u32,
+    pub probes: Vec<Probe>,
+    /// The clock of every record timestamp; always `boottime` for now.
+    pub clock: String,
+    pub start: ClockAnchor,
+}
+
+/// Per-kind loss totals, as in [`crate::LostKind`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LostTotal {
+    pub kind: String,
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Trailer {
+    pub end: ClockAnchor,
+    /// wait(2) status of the traced command, when it was reaped.
+    pub exit_status: Option<i32>,
+    pub records: u64,
+    pub frames: u64,
+    pub lost: Vec<LostTotal>,
+    /// Why the recording stopped early, if it did (e.g. a write error).
+    pub stopped_early: Option<String>,
+}

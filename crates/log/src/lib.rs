@@ -1,0 +1,30 @@
+//! The mltrace log: the one contract between capture, importers and
+//! exporters.
+//!
+//! A log is a small JSON header, then frames of records, then a JSON trailer.
+//! Each frame is self-contained (its own string table, its own delta state)
+//! and checksummed, so a reader needs memory for one frame only, a damaged
+//! frame costs only its own records, and a log cut short by a killed recorder
+//! reads up to its last complete frame. Inside a frame, records are stored
+//! column by column (see [`codec`](crate::codec)) and zstd-compressed.
+//!
+//! Writing: [`FrameEncoder`] + [`LogWriter`], or [`RecordWriter`] for both.
+//! Reading: [`LogReader`] yields [`Frame`]s, which yield [`Record`]s.
+
+mod codec;
+mod error;
+pub mod frame;
+mod header;
+mod reader;
+pub mod record;
+mod varint;
+mod writer;
+
+pub use error::LogError;
+pub use header::{ClockAnchor, Header, LostTotal, Probe, Trailer};
+pub use reader::{describe_ts, Diagnostic, Frame, LogReader};
+pub use record::*;
+pub use writer::{EncodedFrame, FrameEncoder, LogWriter, RecordWriter, DEFAULT_FRAME_RECORDS};
+
+/// Version of this crate, written into headers.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,294 @@
+//! The records a log holds. They are plain `Copy` values: strings are
+//! referenced by [`StrId`], valid within the frame that carries the record
+//! (see `Frame::str`), so reading a record never allocates.
+//!
+//! Timestamps are CLOCK_BOOTTIME nanoseconds (the header's anchors relate them
+//! to wall-clock time); `dur` is nanoseconds. `pid` is the process (tgid),
+//! `tid` the thread.
+
+/// A string interned in the current frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct StrId(pub u32);
+
+/// Declares a `#[repr(u8)]` enum with a lossless `from_u8` (unknown codes map
+/// to the given fallback, so newer writers do not break older readers) and a
+/// display name.
+macro_rules! code_enum {
+    ($(#[$m:meta])* $name:ident, fallback $fb:ident, { $($(#[$vm:meta])* $var:ident = $val:expr => $s:expr),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum $name { $($(#[$vm])* $var = $val),+ }
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$var),+];
+            pub fn from_u8(v: u8) -> $name {
+                match v { $($val => $name::$var,)+ _ => $name::$fb }
+            }
+            pub fn name(self) -> &'static str {
+                match self { $($name::$var => $s),+ }
+            }
+        }
+        impl Default for $name {
+            fn default() -> Self { $name::$fb }
+        }
+    };
+}
+
+code_enum!(
+    /// The syscall behind an [`Open`].
+    OpenOp, fallback Openat, {
+        Open = 0 => "open",
+        Openat = 1 => "openat",
+        Openat2 = 2 => "openat2",
+        Creat = 3 => "creat",
+    }
+);
+
+code_enum!(
+    /// The syscall behind an [`Io`].
+    IoOp, fallback Read, {
+        Read = 0 => "read",
+        Pread64 = 1 => "pread64",
+        Readv = 2 => "readv",
+        Preadv = 3 => "preadv",
+        Preadv2 = 4 => "preadv2",
+        Write = 16 => "write",
+        Pwrite64 = 17 => "pwrite64",
+        Writev = 18 => "writev",
+        Pwritev = 19 => "pwritev",
+        Pwritev2 = 20 => "pwritev2",
+    }
+);
+
+impl IoOp {
+    pub fn is_write(self) -> bool {
+        (self as u8) >= 16
+    }
+}
+
+code_enum!(
+    /// The syscall behind a [`Transfer`] (data moved between two fds in the kernel).
+    TransferOp, fallback Sendfile, {
+        Sendfile = 0 => "sendfile",
+        CopyFileRange = 1 => "copy_file_range",
+    }
+);
+
+code_enum!(
+    /// What an fd refers to; non-files carry a kind-style path such as `pipe:[1234]`.
+    FileKind, fallback Unknown, {
+        Unknown = 0 => "unknown",
+        Regular = 1 => "file",
+        Directory = 2 => "directory",
+        Pipe = 3 => "pipe",
+        Socket = 4 => "socket",
+        Tty = 5 => "tty",
+        CharDev = 6 => "char device",
+        BlockDev = 7 => "block device",
+        AnonInode = 8 => "anon inode",
+        Memfd = 9 => "memfd",
+        Symlink = 10 => "symlink",
+    }
+);
+
+code_enum!(
+    /// Where an [`Io`]'s offset came from.
+    OffsetSrc, fallback None, {
+        None = 0 => "none",
+        /// The call's own offset argument (pread64, preadv...).
+        Explicit = 1 => "explicit",
+        /// The file position when the call started (read, write on a seekable file).
+        FilePos = 2 => "file position",
+    }
+);
+
+code_enum!(
+    /// Why events were lost; see [`Lost`].
+    LostKind, fallback Other, {
+        Other = 0 => "other",
+        /// The BPF ring buffer was full when an event was to be written.
+        RingFull = 1 => "ring buffer full",
+        /// A BPF hash map (threads in a syscall, traced processes) was full.
+        MapFull = 2 => "BPF map full",
+        /// A path or argument string could not be read from memory.
+        StringRead = 3 => "string unreadable",
+        /// A record from the kernel that user space could not decode.
+        Malformed = 4 => "malformed kernel record",
+        /// A file identity whose path never reached user space.
+        UnknownFile = 5 => "file path unknown",
+    }
+);
+
+/// Bits of [`Open::trunc`] / [`Exec::trunc`]: which strings were cut.
+pub mod trunc {
+    /// The path as passed (or argv) was cut at the capture limit.
+    pub const ARG: u8 = 1;
+    /// The resolved absolute path was cut (too long or too deep).
+    pub const ABS: u8 = 2;
+    /// The string could not be read at all.
+    pub const UNREADABLE: u8 = 4;
+}
+
+/// A new process (`thread == false`) or thread, created by `parent_tid`.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Fork {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub parent_pid: u32,
+    pub parent_tid: u32,
+    pub thread: bool,
+}
+
+/// A successful execve/execveat: `filename` is the executed path, `argv` the
+/// NUL-separated argument list.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Exec {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub filename: StrId,
+    pub argv: StrId,
+    pub trunc: u8,
+}
+
+/// A thread's name (comm) as of `ts`: set at exec and by prctl(PR_SET_NAME).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Comm {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: StrId,
+}
+
+/// A thread ended; `process_exit` when it was the last one of its process.
+/// `status` is in wait(2) form (exit code << 8, or the signal number).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Exit {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub status: i32,
+    pub process_exit: bool,
+}
+
+/// open/openat/openat2/creat.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Open {
+    pub ts: u64,
+    pub dur: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub op: OpenOp,
+    /// The dirfd argument (`AT_FDCWD` = -100 when relative to the cwd).
+    pub dirfd: i32,
+    /// The path exactly as passed.
+    pub path: StrId,
+    /// The absolute path: the kernel's own path of the opened file, or for a
+    /// failed open the passed path resolved against dirfd / cwd.
+    pub abs_path: StrId,
+    pub flags: u32,
+    pub mode: u32,
+    /// The new fd, or -errno.
+    pub ret: i64,
+    pub kind: FileKind,
+    /// [`trunc`] bits.
+    pub trunc: u8,
+}
+
+/// A read or write family syscall on one fd.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Io {
+    pub ts: u64,
+    pub dur: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub op: IoOp,
+    pub fd: i32,
+    pub path: StrId,
+    pub kind: FileKind,
+    pub offset: u64,
+    pub offset_src: OffsetSrc,
+    /// Bytes asked for (sum of iovecs for the vector calls).
+    pub requested: u64,
+    /// Bytes moved, or -errno.
+    pub ret: i64,
+}
+
+/// close(2).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Close {
+    pub ts: u64,
+    pub dur: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub fd: i32,
+    pub path: StrId,
+    pub kind: FileKind,
+    pub ret: i64,
+}
+
+/// sendfile / copy_file_range: bytes read from `in_fd` and written to `out_fd`.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Transfer {
+    pub ts: u64,
+    pub dur: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub op: TransferOp,
+    pub in_fd: i32,
+    pub in_path: StrId,
+    pub out_fd: i32,
+    pub out_path: StrId,
+    pub requested: u64,
+    pub ret: i64,
+}
+
+/// `count` events of some kind were lost in the interval ending at `ts`.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Lost {
+    pub ts: u64,
+    pub kind: LostKind,
+    pub count: u64,
+}
+
+/// One log record.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Record {
+    Fork(Fork),
+    Exec(Exec),
+    Comm(Comm),
+    Exit(Exit),
+    Open(Open),
+    Io(Io),
+    Close(Close),
+    Transfer(Transfer),
+    Lost(Lost),
+}
+
+impl Record {
+    pub fn ts(&self) -> u64 {
+        match self {
+            Record::Fork(r) => r.ts,
+            Record::Exec(r) => r.ts,
+            Record::Comm(r) => r.ts,
+            Record::Exit(r) => r.ts,
+            Record::Open(r) => r.ts,
+            Record::Io(r) => r.ts,
+            Record::Close(r) => r.ts,
+            Record::Transfer(r) => r.ts,
+            Record::Lost(r) => r.ts,
+        }
+    }
+
+    /// The time the record's operation ended (`ts + dur` for syscalls).
+    pub fn end_ts(&self) -> u64 {
+        match self {
+            Record::Open(r) => r.ts + r.dur,
+            Record::Io(r) => r.ts + r.dur,
+            Record::Close(r) => r.ts + r.dur,
+            Record::Transfer(r) => r.ts + r.dur,
+            r => r.ts(),
+        }
+    }
+}

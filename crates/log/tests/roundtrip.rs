@@ -1,0 +1,428 @@
+//! Round trips through the real file format, and the reader's behaviour on
+//! damaged and foreign files.
+
+use std::io::{Cursor, Write};
+use std::path::Path;
+
+use mltrace_log::*;
+
+fn header() -> Header {
+    Header {
+        mltrace_version: VERSION.into(),
+        source: "test".into(),
+        command: vec!["python".into(), "train.py".into()],
+        clock: "boottime".into(),
+        start: ClockAnchor {
+            boottime_ns: 1_000_000_000,
+            realtime_ns: 1_700_000_000_000_000_000,
+            monotonic_ns: 999,
+        },
+        ..Default::default()
+    }
+}
+
+/// Records with every kind and awkward values; strings given as text so the
+/// test can compare after reading.
+fn sample(i: u64) -> (Record, Vec<&'static str>) {
+    let ts = 1_000_000_000 + i * 1_337;
+    match i % 9 {
+        0 => (
+            Record::Fork(Fork {
+                ts,
+                pid: 10 + i as u32,
+                tid: 10 + i as u32,
+                parent_pid: 7,
+                parent_tid: 8,
+                thread: i % 2 == 0,
+            }),
+            vec![],
+        ),
+        1 => (
+            Record::Exec(Exec {
+                ts,
+                pid: 7,
+                tid: 7,
+                filename: StrId(0),
+                argv: StrId(1),
+                trunc: trunc::ARG,
+            }),
+            vec!["/usr/bin/python3", "python3\0train.py"],
+        ),
+        2 => (
+            Record::Comm(Comm {
+                ts,
+                pid: 7,
+                tid: 9,
+                comm: StrId(0),
+            }),
+            vec!["pt_data_worker"],
+        ),
+        3 => (
+            Record::Exit(Exit {
+                ts,
+                pid: 7,
+                tid: 7,
+                status: -9,
+                process_exit: true,
+            }),
+            vec![],
+        ),
+        4 => (
+            Record::Open(Open {
+                ts,
+                dur: 4_000,
+                pid: 7,
+                tid: 7,
+                op: OpenOp::Openat2,
+                dirfd: -100,
+                path: StrId(0),
+                abs_path: StrId(1),
+                flags: 0o2000101,
+                mode: 0o644,
+                ret: -2,
+                kind: FileKind::Unknown,
+                trunc: 0,
+            }),
+            vec!["data/x.bin", "/home/u/data/x.bin"],
+        ),
+        5 => (
+            Record::Io(Io {
+                ts,
+                dur: 800 + i,
+                pid: 7,
+                tid: 8,
+                op: if i % 2 == 0 {
+                    IoOp::Pread64
+                } else {
+                    IoOp::Writev
+                },
+                fd: 3,
+                path: StrId(0),
+                kind: FileKind::Regular,
+                offset: u64::MAX - i,
+                offset_src: OffsetSrc::Explicit,
+                requested: 65536,
+                ret: if i % 4 == 1 { -5 } else { 4096 },
+            }),
+            vec!["/data/shard-0001.tar"],
+        ),
+        6 => (
+            Record::Close(Close {
+                ts,
+                dur: 100,
+                pid: 7,
+                tid: 7,
+                fd: 3,
+                path: StrId(0),
+                kind: FileKind::Pipe,
+                ret: 0,
+            }),
+            vec!["pipe:[1234]"],
+        ),
+        7 => (
+            Record::Transfer(Transfer {
+                ts,
+                dur: 5,
+                pid: 7,
+                tid: 7,
+                op: TransferOp::CopyFileRange,
+                in_fd: 3,
+                in_path: StrId(0),
+                out_fd: 4,
+                out_path: StrId(1),
+                requested: 1 << 20,
+                ret: 12,
+            }),
+            vec!["/a", "/b"],
+        ),
+        _ => (
+            Record::Lost(Lost {
+                ts,
+                kind: LostKind::RingFull,
+                count: i,
+            }),
+            vec![],
+        ),
+    }
+}
+
+/// Rewrites the StrIds of `rec` in order to `ids`.
+fn with_ids(rec: Record, ids: &[StrId]) -> Record {
+    let mut it = ids.iter().copied();
+    let mut n = || it.next().unwrap();
+    match rec {
+        Record::Exec(mut r) => {
+            r.filename = n();
+            r.argv = n();
+            Record::Exec(r)
+        }
+        Record::Comm(mut r) => {
+            r.comm = n();
+            Record::Comm(r)
+        }
+        Record::Open(mut r) => {
+            r.path = n();
+            r.abs_path = n();
+            Record::Open(r)
+        }
+        Record::Io(mut r) => {
+            r.path = n();
+            Record::Io(r)
+        }
+        Record::Close(mut r) => {
+            r.path = n();
+            Record::Close(r)
+        }
+        Record::Transfer(mut r) => {
+            r.in_path = n();
+            r.out_path = n();
+            Record::Transfer(r)
+        }
+        r => r,
+    }
+}
+
+fn strings_of(frame: &Frame<'_>, rec: &Record) -> Vec<String> {
+    let s = |id| frame.str_lossy(id).into_owned();
+    match rec {
+        Record::Exec(r) => vec![s(r.filename), s(r.argv)],
+        Record::Comm(r) => vec![s(r.comm)],
+        Record::Open(r) => vec![s(r.path), s(r.abs_path)],
+        Record::Io(r) => vec![s(r.path)],
+        Record::Close(r) => vec![s(r.path)],
+        Record::Transfer(r) => vec![s(r.in_path), s(r.out_path)],
+        _ => vec![],
+    }
+}
+
+fn write_log(
+    n: u64,
+    frame_records: usize,
+    finish: bool,
+) -> (Vec<u8>, Vec<(Record, Vec<&'static str>)>) {
+    let mut w = RecordWriter::new(Vec::new(), &header())
+        .unwrap()
+        .with_frame_records(frame_records);
+    let mut expect = Vec::new();
+    for i in 0..n {
+        let (rec, strs) = sample(i);
+        w.push_with(|enc| {
+            let ids: Vec<StrId> = strs.iter().map(|s| enc.intern(s.as_bytes())).collect();
+            with_ids(rec, &ids)
+        })
+        .unwrap();
+        expect.push((rec, strs));
+    }
+    let out = if finish {
+        w.finish(&Trailer {
+            exit_status: Some(0),
+            ..Default::default()
+        })
+        .unwrap()
+    } else {
+        w.cut().unwrap();
+        // Reach in: a cut log is what's on disk when the recorder is killed.
+        let RecordWriterParts { out } = into_parts(w);
+        out
+    };
+    (out, expect)
+}
+
+struct RecordWriterParts {
+    out: Vec<u8>,
+}
+
+fn into_parts(w: RecordWriter<Vec<u8>>) -> RecordWriterParts {
+    // Finishing then stripping the trailer frame gives the bytes of a log
+    // whose recorder died right after its last frame.
+    let out = w.finish(&Trailer::default()).unwrap();
+    let trailer_len = out.len() - last_frame_start(&out);
+    RecordWriterParts {
+        out: out[..out.len() - trailer_len].to_vec(),
+    }
+}
+
+fn last_frame_start(b: &[u8]) -> usize {
+    (0..b.len() - 4)
+        .rev()
+        .find(|&i| &b[i..i + 4] == b"MLTF")
+        .unwrap()
+}
+
+fn read_all(bytes: &[u8]) -> (Vec<(Record, Vec<String>)>, Vec<Diagnostic>, Option<Trailer>) {
+    let mut r = LogReader::new(Path::new("mem.bin"), Cursor::new(bytes.to_vec())).unwrap();
+    let mut got = Vec::new();
+    while let Some(mut f) = r.next_frame().unwrap() {
+        while let Some(rec) = f.next_record() {
+            let strs = strings_of(&f, &rec);
+            got.push((rec, strs));
+        }
+    }
+    let t = r.trailer().cloned();
+    (got, r.take_diagnostics(), t)
+}
+
+fn normalise(rec: Record) -> Record {
+    with_ids(rec, &[StrId(0); 2])
+}
+
+#[test]
+fn every_kind_round_trips_across_frames() {
+    let (bytes, expect) = write_log(10_000, 777, true);
+    let (got, diags, trailer) = read_all(&bytes);
+    assert!(diags.is_empty(), "{diags:?}");
+    assert_eq!(got.len(), expect.len());
+    for ((g, gs), (e, es)) in got.iter().zip(&expect) {
+        assert_eq!(normalise(*g), normalise(*e));
+        assert_eq!(gs, es);
+    }
+    let t = trailer.unwrap();
+    assert_eq!(t.records, 10_000);
+    assert_eq!(t.frames, 13);
+    assert_eq!(t.exit_status, Some(0));
+}
+
+#[test]
+fn header_round_trips() {
+    let (bytes, _) = write_log(1, 10, true);
+    let r = LogReader::new(Path::new("h.bin"), Cursor::new(bytes)).unwrap();
+    assert_eq!(r.header(), &header());
+    assert_eq!(r.version(), (1, 0));
+}
+
+#[test]
+fn cut_log_reads_up_to_last_frame_and_says_so() {
+    let (bytes, expect) = write_log(1000, 100, false);
+    // Also cut in the middle of the last frame.
+    let last = last_frame_start(&bytes);
+    let mid = &bytes[..last + 60];
+    let (got, diags, trailer) = read_all(mid);
+    assert!(trailer.is_none());
+    assert_eq!(got.len(), 900);
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    match &diags[0] {
+        Diagnostic::Cut {
+            offset, last_ts, ..
+        } => {
+            assert_eq!(*offset as usize, last);
+            assert_eq!(*last_ts, Some(expect[899].0.end_ts()));
+        }
+        d => panic!("{d:?}"),
+    }
+    let (got, diags, _) = read_all(&bytes);
+    assert_eq!(got.len(), 1000);
+    assert!(matches!(diags[..], [Diagnostic::Cut { .. }]), "{diags:?}");
+}
+
+#[test]
+fn damaged_frame_is_skipped_with_its_offset_and_time() {
+    let (mut bytes, expect) = write_log(1000, 100, true);
+    // Damage the payload of the 4th frame.
+    let starts: Vec<usize> = (0..bytes.len() - 4)
+        .filter(|&i| &bytes[i..i + 4] == b"MLTF")
+        .collect();
+    let f4 = starts[3];
+    bytes[f4 + 60] ^= 0xff;
+    let (got, diags, trailer) = read_all(&bytes);
+    assert!(trailer.is_some());
+    assert_eq!(got.len(), 900);
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    match &diags[0] {
+        Diagnostic::Skipped {
+            offset,
+            first_ts,
+            last_ts,
+            reason,
+            ..
+        } => {
+            assert_eq!(*offset as usize, f4);
+            assert_eq!(*first_ts, Some(expect[300].0.ts()));
+            assert_eq!(*last_ts, Some(expect[399].0.end_ts()));
+            assert!(reason.contains("checksum"), "{reason}");
+            let text = diags[0].describe(&header());
+            assert!(text.contains(&format!("offset {f4}")), "{text}");
+            assert!(text.contains("UTC"), "{text}");
+        }
+        d => panic!("{d:?}"),
+    }
+    // Damage a frame header instead: the reader finds the next frame.
+    let (mut bytes, _) = write_log(1000, 100, true);
+    bytes[starts[5] + 10] ^= 0x55;
+    let (got, diags, trailer) = read_all(&bytes);
+    assert!(trailer.is_some());
+    assert_eq!(got.len(), 900);
+    assert!(
+        matches!(&diags[..], [Diagnostic::Skipped { first_ts: None, .. }]),
+        "{diags:?}"
+    );
+}
+
+#[test]
+fn foreign_and_broken_files_are_refused_clearly() {
+    let err = |b: &[u8]| {
+        LogReader::new(Path::new("x.bin"), Cursor::new(b.to_vec()))
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    assert!(err(b"").contains("empty"));
+    assert!(err(b"\x0a\x10\x08\x01").contains("Perfetto"));
+    assert!(err(b"{\"traceEvents\": []}").contains("JSON"));
+    assert!(err(b"Attaching 4 probes...\n").contains("mltrace import"));
+    assert!(err(b"MLTR").contains("cut short"));
+    let (bytes, _) = write_log(10, 10, true);
+    assert!(err(&bytes[..15]).contains("cut short"));
+    assert!(err(&bytes[..40]).contains("cut short"));
+    let mut newer = bytes.clone();
+    newer[8] = 2;
+    let e = err(&newer);
+    assert!(e.contains("format 2.0") && e.contains("x.bin"), "{e}");
+    let mut bad = bytes.clone();
+    bad[25] ^= 1;
+    assert!(err(&bad).contains("checksum"));
+}
+
+#[test]
+fn garbage_tail_is_reported_as_cut() {
+    let (mut bytes, _) = write_log(100, 50, false);
+    bytes.write_all(&[0xAB; 5000]).unwrap();
+    let (got, diags, _) = read_all(&bytes);
+    assert_eq!(got.len(), 100);
+    assert!(matches!(&diags[..], [Diagnostic::Cut { .. }]), "{diags:?}");
+}
+
+#[test]
+fn sequential_reads_compress_to_few_bytes() {
+    // 100k preads of 4 KiB walking a file with jittery timing: the columnar
+    // layout should leave little beyond the timing entropy.
+    let mut w = RecordWriter::new(Vec::new(), &header()).unwrap();
+    let mut ts = 1_000_000_000u64;
+    let mut seed = 12345u64;
+    for i in 0..100_000u64 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ts += 1200 + (seed >> 58);
+        w.push_with(|e| {
+            Record::Io(Io {
+                ts,
+                dur: 500 + (seed >> 60),
+                pid: 42,
+                tid: 42,
+                op: IoOp::Pread64,
+                fd: 3,
+                path: e.intern(b"/tmp/cached.bin"),
+                kind: FileKind::Regular,
+                offset: (i % 1024) * 4096,
+                offset_src: OffsetSrc::Explicit,
+                requested: 4096,
+                ret: 4096,
+            })
+        })
+        .unwrap();
+    }
+    let out = w.finish(&Trailer::default()).unwrap();
+    let per_event = out.len() as f64 / 100_000.0;
+    eprintln!("{per_event:.3} bytes/event");
+    assert!(per_event < 3.0, "{per_event} bytes/event");
+}
