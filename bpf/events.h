@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Records the BPF programs put in the ring buffer. User space gets these
+ * layouts from the generated skeleton (see the `keep_*` globals in
+ * mltrace.bpf.c), so the two sides cannot drift apart.
+ *
+ * Hot records (io, close, xfer) are fixed-size and reserved directly in the
+ * ring; records with strings are built in a per-CPU buffer and copied with
+ * their real length.
+ */
+#ifndef MLTRACE_EVENTS_H
+#define MLTRACE_EVENTS_H
+
+#define PATHBUF 4096   /* PATH_MAX: a passed path never needs more */
+#define ARGVBUF 4096
+#define MAX_SYSCALL_NR 512
+
+enum ev_kind {
+	EV_IO = 1,
+	EV_OPEN = 2,
+	EV_CLOSE = 3,
+	EV_XFER = 4,
+	EV_FILE = 5,
+	EV_FORK = 6,
+	EV_EXEC = 7,
+	EV_EXIT = 8,
+	EV_COMM = 9,
+};
+
+/* What a traced syscall is; user space fills sys_op[] from its own
+ * syscall numbers, so the BPF code never hard-codes an architecture's table. */
+enum op {
+	OP_NONE = 0,
+	OP_READ, OP_PREAD64, OP_READV, OP_PREADV, OP_PREADV2,
+	OP_WRITE, OP_PWRITE64, OP_WRITEV, OP_PWRITEV, OP_PWRITEV2,
+	OP_OPEN, OP_OPENAT, OP_OPENAT2, OP_CREAT,
+	OP_CLOSE,
+	OP_SENDFILE, OP_COPY_FILE_RANGE,
+	OP__COUNT,
+};
+
+/* Drop counters, indexed like mltrace_log::LostKind. */
+enum lost {
+	LOST_RING = 1,
+	LOST_MAP = 2,
+	LOST_STR = 3,
+	LOST__COUNT = 8,
+};
+
+/* ev_open.trunc / ev_file.flags / ev_exec.trunc bits */
+#define TR_ARG 1          /* passed string / argv cut */
+#define TR_ABS 2          /* resolved path cut (too long or too deep) */
+#define TR_UNREADABLE 4   /* string could not be read */
+#define F_DISCONNECTED 8  /* path is a lone dentry name (pipe, socket, memfd...) */
+#define F_BASE 16         /* ev_file describes a directory used as a base */
+
+/* ev_hdr.flags */
+#define IOF_FILEPOS 1      /* offset is the file position, not an argument */
+#define IOF_REQ_PARTIAL 2  /* more iovecs than summed: requested is a lower bound */
+
+struct ev_hdr {
+	u8 kind;
+	u8 op;
+	u16 flags;
+	u32 pid;
+	u32 tid;
+	u32 _pad1;
+	u64 ts;    /* CLOCK_BOOTTIME ns at syscall entry */
+};
+
+struct ev_io {
+	struct ev_hdr h;
+	u64 dur;
+	u64 file;  /* identity of the struct file, see ev_file */
+	u64 offset;
+	u64 requested;
+	s64 ret;
+	s32 fd;
+	u32 _pad;
+};
+
+struct ev_close {
+	struct ev_hdr h;
+	u64 dur;
+	u64 file;
+	s64 ret;
+	s32 fd;
+	u32 _pad;
+};
+
+struct ev_xfer {
+	struct ev_hdr h;
+	u64 dur;
+	u64 in_file;
+	u64 out_file;
+	u64 requested;
+	s64 ret;
+	s32 in_fd;
+	s32 out_fd;
+};
+
+/* Names a file identity (a struct file, or a cwd directory) the first time
+ * it is used, so hot records carry only the 8-byte key. */
+struct ev_file {
+	struct ev_hdr h;
+	u64 key;
+	u64 ino;
+	u64 magic;   /* super_block s_magic: tells pipefs, sockfs, anon inodes... */
+	u32 dev;
+	u32 rdev;
+	u16 mode;
+	u16 path_len;
+	u8 flags;
+	u8 _pad[3];
+	char path[PATHBUF];
+};
+
+struct ev_open {
+	struct ev_hdr h;
+	u64 dur;
+	u64 file;    /* key of the opened file (0 on failure) */
+	u64 base;    /* key of the dirfd/cwd directory, for failed relative opens */
+	s64 ret;
+	u64 flags;
+	u32 mode;
+	s32 dirfd;
+	u16 path_len;
+	u8 trunc;
+	u8 _pad[5];
+	char path[PATHBUF];
+};
+
+struct ev_fork {
+	struct ev_hdr h;     /* pid/tid: the new task */
+	u32 parent_pid;
+	u32 parent_tid;
+	u8 thread;
+	u8 _pad[7];
+};
+
+struct ev_exec {
+	struct ev_hdr h;
+	u16 filename_len;
+	u16 argv_len;
+	u8 trunc;
+	u8 _pad[3];
+	char data[PATHBUF + ARGVBUF];  /* filename, then argv (NUL-separated) */
+};
+
+struct ev_exit {
+	struct ev_hdr h;
+	s32 status;
+	u8 group_dead;
+	u8 _pad[3];
+};
+
+struct ev_comm {
+	struct ev_hdr h;
+	char comm[16];
+};
+
+#endif

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The few kernel types mltrace's BPF programs touch, declared by hand with
+ * preserve_access_index so that libbpf relocates every field access against
+ * the running kernel's BTF (CO-RE). Field order and padding here do not
+ * matter; names do. Keeping this small (instead of a generated vmlinux.h)
+ * keeps the build independent of bpftool and of the build machine's kernel.
+ */
+#ifndef MLTRACE_KERNEL_H
+#define MLTRACE_KERNEL_H
+
+#if !defined(__TARGET_ARCH_x86)
+#error "mltrace's BPF programs support x86_64 only for now (pt_regs layout below)"
+#endif
+
+/* Make bpf_tracing.h use the kernel's pt_regs field names. */
+#define __VMLINUX_H__
+
+typedef unsigned char __u8;
+typedef unsigned short __u16;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+typedef signed char __s8;
+typedef short __s16;
+typedef int __s32;
+typedef long long __s64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s32 s32;
+typedef __s64 s64;
+typedef int pid_t;
+typedef unsigned short umode_t;
+typedef __u32 dev_t;
+typedef long long loff_t;
+typedef _Bool bool;
+#define true 1
+#define false 0
+
+enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LRU_HASH = 9,
+	BPF_MAP_TYPE_RINGBUF = 27,
+};
+
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+	BPF_F_NO_PREALLOC = 1,
+};
+
+enum {
+	BPF_RB_NO_WAKEUP = 1,
+	BPF_RB_FORCE_WAKEUP = 2,
+};
+
+enum {
+	BPF_RB_AVAIL_DATA = 0,
+};
+
+struct bpf_raw_tracepoint_args {
+	__u64 args[0];
+};
+
+struct pt_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+} __attribute__((preserve_access_index));
+
+typedef struct {
+	int counter;
+} atomic_t;
+
+struct qstr {
+	union {
+		struct {
+			u32 hash;
+			u32 len;
+		};
+		u64 hash_len;
+	};
+	const unsigned char *name;
+} __attribute__((preserve_access_index));
+
+struct super_block {
+	unsigned long s_magic;
+	dev_t s_dev;
+} __attribute__((preserve_access_index));
+
+struct inode {
+	umode_t i_mode;
+	struct super_block *i_sb;
+	unsigned long i_ino;
+	dev_t i_rdev;
+} __attribute__((preserve_access_index));
+
+struct dentry {
+	struct dentry *d_parent;
+	struct qstr d_name;
+	struct inode *d_inode;
+} __attribute__((preserve_access_index));
+
+struct vfsmount {
+	struct dentry *mnt_root;
+	struct super_block *mnt_sb;
+} __attribute__((preserve_access_index));
+
+struct mount {
+	struct mount *mnt_parent;
+	struct dentry *mnt_mountpoint;
+	struct vfsmount mnt;
+} __attribute__((preserve_access_index));
+
+struct path {
+	struct vfsmount *mnt;
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct path f_path;
+	struct inode *f_inode;
+	loff_t f_pos;
+	unsigned int f_flags;
+} __attribute__((preserve_access_index));
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+
+struct fs_struct {
+	struct path root;
+	struct path pwd;
+} __attribute__((preserve_access_index));
+
+struct mm_struct {
+	unsigned long arg_start;
+	unsigned long arg_end;
+} __attribute__((preserve_access_index));
+
+struct signal_struct {
+	atomic_t live;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	pid_t pid;
+	pid_t tgid;
+	int exit_code;
+	char comm[16];
+	struct task_struct *real_parent;
+	struct task_struct *group_leader;
+	struct files_struct *files;
+	struct fs_struct *fs;
+	struct mm_struct *mm;
+	struct signal_struct *signal;
+} __attribute__((preserve_access_index));
+
+struct linux_binprm {
+	const char *filename;
+} __attribute__((preserve_access_index));
+
+/* User-space ABI structs (stable, no relocation needed). */
+struct open_how {
+	u64 flags;
+	u64 mode;
+	u64 resolve;
+};
+
+struct iovec {
+	void *iov_base;
+	u64 iov_len;
+};
+
+#endif

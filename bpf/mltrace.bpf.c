@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * mltrace's syscall and process capture.
+ *
+ * - Processes: a task is traced when its tgid is in `traced`. User space adds
+ *   the command it starts (before exec); sched_process_fork adds every child
+ *   of a traced process, so descendants are followed from their first
+ *   syscall, in the kernel, without polling /proc.
+ * - Syscalls: one raw_tp program on sys_enter and one on sys_exit, dispatched
+ *   by a per-syscall-number table (`sys_op`) that user space fills from its
+ *   own arch's numbers. Enter stores the start time per thread; exit builds
+ *   the record, reading the arguments back from the saved user registers.
+ * - Files: hot records carry only a file identity (the struct file address).
+ *   The first time an identity is seen (or its inode changed, i.e. the
+ *   address was reused), an EV_FILE record names it with the kernel's own
+ *   absolute path, so inherited fds, dup'd fds and fds passed over sockets
+ *   all get their path without user space tracking fd tables.
+ * - Nothing is dropped silently: every failure to record bumps a per-CPU
+ *   counter in `lost`, which user space reads and logs with timestamps.
+ */
+#include "kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "events.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AT_FDCWD -100
+#define MAX_DEPTH 64
+#define MAX_IOV 64
+
+/* Set by user space before load. */
+const volatile u8 sys_op[MAX_SYSCALL_NR] = {};
+/* Wake the consumer only when this much is waiting; it also polls. */
+const volatile u64 wakeup_bytes = 1 << 20;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, u32);
+} traced SEC(".maps");
+
+struct inflight {
+	u64 ts;
+	u64 file;
+	u8 op;
+	u8 _pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, struct inflight);
+} inflight SEC(".maps");
+
+/* file identity -> inode it had when its path was sent */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u64);
+	__type(value, u64);
+} files_seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LOST__COUNT);
+	__type(key, u32);
+	__type(value, u64);
+} lost SEC(".maps");
+
+/* Per-CPU scratch for records with strings (too big for the 512-byte stack). */
+struct heap {
+	u32 off;
+	u32 flags;
+	char walk[2 * PATHBUF];
+	struct ev_file file;
+	struct ev_open open;
+	struct ev_exec exec;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct heap);
+} heap SEC(".maps");
+
+/* Referenced so the skeleton generates Rust types with these exact layouts. */
+struct ev_io keep_io = {};
+struct ev_close keep_close = {};
+struct ev_xfer keep_xfer = {};
+struct ev_file keep_file = {};
+struct ev_open keep_open = {};
+struct ev_fork keep_fork = {};
+struct ev_exec keep_exec = {};
+struct ev_exit keep_exit = {};
+struct ev_comm keep_comm = {};
+enum ev_kind keep_kind = 0;
+enum op keep_op = 0;
+enum lost keep_lost = 0;
+
+static __always_inline void count_lost(u32 kind)
+{
+	u64 *c = bpf_map_lookup_elem(&lost, &kind);
+	if (c)
+		*c += 1;
+}
+
+static __always_inline u64 wake_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									     : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void fill_hdr(struct ev_hdr *h, u8 kind, u8 op, u64 id, u64 ts)
+{
+	h->kind = kind;
+	h->op = op;
+	h->flags = 0;
+	h->pid = id >> 32;
+	h->tid = (u32)id;
+	h->ts = ts;
+}
+
+static __always_inline struct file *fd_file(s64 fd)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds;
+	struct file *f = NULL;
+
+	if (fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+/*
+ * Writes the absolute path of (dentry, vfsmnt) backwards into hp->walk,
+ * ending at PATHBUF, crossing mount points up to the namespace root; leaves
+ * the start offset in hp->off and flags in hp->flags. A dentry that is its
+ * own parent but not a mount root (pipes, sockets, memfds: no place in any
+ * tree) yields its bare name with F_DISCONNECTED.
+ *
+ * The loop keeps its state in the map value, not in registers: the verifier
+ * then sees the same state at every iteration and prunes, instead of
+ * exploring every combination of branches.
+ */
+static __always_inline void walk_path(struct dentry *dentry, struct vfsmount *vfsmnt, struct heap *hp)
+{
+	struct mount *mnt = (void *)vfsmnt - bpf_core_field_offset(struct mount, mnt);
+	int i;
+
+	hp->off = PATHBUF;
+	for (i = 0; i < MAX_DEPTH; i++) {
+		struct dentry *root = BPF_CORE_READ(vfsmnt, mnt_root);
+		struct dentry *parent = BPF_CORE_READ(dentry, d_parent);
+		struct qstr q;
+		u32 len, off;
+
+		if (dentry == root) {
+			struct mount *mp = BPF_CORE_READ(mnt, mnt_parent);
+
+			if (mp == mnt)
+				break;
+			dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
+			mnt = mp;
+			vfsmnt = (void *)mp + bpf_core_field_offset(struct mount, mnt);
+			continue;
+		}
+		q = BPF_CORE_READ(dentry, d_name);
+		len = q.len & 255;
+		off = hp->off;
+		if (dentry == parent) {
+			/* Not in any tree: keep only the name, if nothing came before. */
+			if (off == PATHBUF && len + 1 < off) {
+				off -= len;
+				bpf_probe_read_kernel(&hp->walk[off & (PATHBUF - 1)], len, q.name);
+				hp->off = off;
+				hp->flags |= F_DISCONNECTED;
+			}
+			break;
+		}
+		if (len + 2 > off) {
+			hp->flags |= TR_ABS;
+			break;
+		}
+		off -= len + 1;
+		hp->walk[off & (PATHBUF - 1)] = '/';
+		bpf_probe_read_kernel(&hp->walk[(off + 1) & (PATHBUF - 1)], len, q.name);
+		hp->off = off;
+		dentry = parent;
+	}
+	if (i == MAX_DEPTH)
+		hp->flags |= TR_ABS;
+	if (hp->off == PATHBUF) {
+		hp->off = PATHBUF - 1;
+		hp->walk[PATHBUF - 1] = '/';
+	}
+}
+
+/*
+ * Sends an EV_FILE naming `key`. Returns 0 when it reached the ring.
+ * A global function, so the verifier checks it once, not at every caller;
+ * kernel pointers therefore travel as plain integers.
+ */
+__noinline int emit_path(u64 key, u64 path_ptr, u64 inode_ptr, u64 flags, u64 id)
+{
+	struct path *p = (void *)path_ptr;
+	struct inode *inode = (void *)inode_ptr;
+	u32 zero = 0;
+	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
+	struct ev_file *e;
+	u32 off, len;
+
+	if (!hp)
+		return -1;
+	e = &hp->file;
+	fill_hdr(&e->h, EV_FILE, 0, id, bpf_ktime_get_boot_ns());
+	e->key = key;
+	e->ino = BPF_CORE_READ(inode, i_ino);
+	e->mode = BPF_CORE_READ(inode, i_mode);
+	e->rdev = BPF_CORE_READ(inode, i_rdev);
+	e->magic = BPF_CORE_READ(inode, i_sb, s_magic);
+	e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	hp->flags = flags;
+	walk_path(BPF_CORE_READ(p, dentry), BPF_CORE_READ(p, mnt), hp);
+	off = hp->off;
+	if (off > PATHBUF - 1)
+		off = PATHBUF - 1;
+	len = PATHBUF - off;
+	bpf_probe_read_kernel(e->path, len & (PATHBUF - 1), &hp->walk[off & (PATHBUF - 1)]);
+	e->path_len = len;
+	e->flags = hp->flags;
+	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_file, path) + (len & (PATHBUF - 1)), 0)) {
+		count_lost(LOST_RING);
+		return -1;
+	}
+	return 0;
+}
+
+/* The identity of `f`, naming it first if user space has not seen it. */
+static __always_inline u64 file_key(struct file *f, u64 id)
+{
+	u64 key = (u64)f;
+	u64 ino;
+	u64 *seen;
+
+	if (!f)
+		return 0;
+	ino = (u64)BPF_CORE_READ(f, f_inode);
+	seen = bpf_map_lookup_elem(&files_seen, &key);
+	if (seen && *seen == ino)
+		return key;
+	if (emit_path(key, (u64)__builtin_preserve_access_index(&f->f_path), ino, 0, id) == 0)
+		bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
+	return key;
+}
+
+/* The identity of the current working directory (tagged so it never equals a file's). */
+static __always_inline u64 cwd_key(u64 id)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	struct fs_struct *fs = BPF_CORE_READ(task, fs);
+	struct dentry *d = BPF_CORE_READ(fs, pwd.dentry);
+	u64 key = (u64)d | 1;
+	u64 ino = (u64)BPF_CORE_READ(d, d_inode);
+	u64 *seen = bpf_map_lookup_elem(&files_seen, &key);
+
+	if (seen && *seen == ino)
+		return key;
+	if (emit_path(key, (u64)__builtin_preserve_access_index(&fs->pwd), ino, F_BASE, id) == 0)
+		bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
+	return key;
+}
+
+static __always_inline u64 iov_sum(const struct iovec *iov, u64 cnt, u16 *flags)
+{
+	u64 sum = 0;
+
+	if (cnt > MAX_IOV) {
+		*flags |= IOF_REQ_PARTIAL;
+		cnt = MAX_IOV;
+	}
+	for (int i = 0; i < MAX_IOV; i++) {
+		struct iovec v;
+
+		if (i >= cnt)
+			break;
+		if (bpf_probe_read_user(&v, sizeof(v), &iov[i])) {
+			*flags |= IOF_REQ_PARTIAL;
+			break;
+		}
+		sum += v.iov_len;
+	}
+	return sum;
+}
+
+SEC("raw_tp/sys_enter")
+int sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 nr = ctx->args[1];
+	u64 id;
+	u32 tgid, tid;
+	u8 op;
+	struct inflight v = {};
+
+	if (nr >= MAX_SYSCALL_NR)
+		return 0;
+	op = sys_op[nr];
+	if (op == OP_NONE)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	tgid = id >> 32;
+	tid = (u32)id;
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	v.ts = bpf_ktime_get_boot_ns();
+	v.op = op;
+	if (op == OP_CLOSE) {
+		/* The fd is gone at exit: identify its file now. */
+		struct pt_regs *regs = (void *)ctx->args[0];
+
+		v.file = file_key(fd_file((int)PT_REGS_PARM1_CORE_SYSCALL(regs)), id);
+	}
+	if (bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY))
+		count_lost(LOST_MAP);
+	return 0;
+}
+
+static __always_inline void on_io(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
+{
+	int fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	struct file *f = fd_file(fd);
+	u64 key = file_key(f, id);
+	struct ev_io *e;
+	u16 flags = 0;
+	u64 pos;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	switch (v->op) {
+	case OP_READ:
+	case OP_WRITE:
+	case OP_PREAD64:
+	case OP_PWRITE64:
+		e->requested = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		break;
+	default:
+		e->requested = iov_sum((const struct iovec *)PT_REGS_PARM2_CORE_SYSCALL(regs),
+				       PT_REGS_PARM3_CORE_SYSCALL(regs), &flags);
+	}
+	pos = -1;
+	switch (v->op) {
+	case OP_PREAD64:
+	case OP_PWRITE64:
+	case OP_PREADV:
+	case OP_PWRITEV:
+	case OP_PREADV2:
+	case OP_PWRITEV2:
+		pos = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	}
+	if (pos == (u64)-1) {
+		/* read/write and the v2 calls with offset -1 use and advance f_pos. */
+		flags |= IOF_FILEPOS;
+		pos = f ? BPF_CORE_READ(f, f_pos) : 0;
+		if (ret > 0)
+			pos -= ret;
+	}
+	fill_hdr(&e->h, EV_IO, v->op, id, v->ts);
+	e->h.flags = flags;
+	e->dur = now - v->ts;
+	e->file = key;
+	e->offset = pos;
+	e->ret = ret;
+	e->fd = fd;
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
+{
+	struct ev_close *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	fill_hdr(&e->h, EV_CLOSE, v->op, id, v->ts);
+	e->dur = now - v->ts;
+	e->file = v->file;
+	e->ret = ret;
+	e->fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+static __always_inline void on_xfer(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
+{
+	int in_fd, out_fd;
+	u64 req;
+	struct ev_xfer *e;
+
+	if (v->op == OP_SENDFILE) {
+		/* sendfile(out_fd, in_fd, *offset, count) */
+		out_fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		in_fd = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		req = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	} else {
+		/* copy_file_range(fd_in, *off_in, fd_out, *off_out, len, flags) */
+		in_fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		out_fd = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		req = PT_REGS_PARM5_CORE_SYSCALL(regs);
+	}
+	u64 in_key = file_key(fd_file(in_fd), id);
+	u64 out_key = file_key(fd_file(out_fd), id);
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	fill_hdr(&e->h, EV_XFER, v->op, id, v->ts);
+	e->dur = now - v->ts;
+	e->in_file = in_key;
+	e->out_file = out_key;
+	e->requested = req;
+	e->ret = ret;
+	e->in_fd = in_fd;
+	e->out_fd = out_fd;
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
+{
+	u32 zero = 0;
+	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
+	struct ev_open *e;
+	const char *upath;
+	int dirfd = AT_FDCWD;
+	u64 flags = 0;
+	u32 mode = 0, len = 0;
+	long n;
+	u8 trunc = 0;
+	u8 op = v->op;
+	u64 start = v->ts;
+
+	if (!hp)
+		return;
+	e = &hp->open;
+	switch (op) {
+	case OP_OPEN:
+		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		mode = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		break;
+	case OP_OPENAT2: {
+		struct open_how how = {};
+
+		dirfd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
+		bpf_probe_read_user(&how, sizeof(how), (void *)PT_REGS_PARM3_CORE_SYSCALL(regs));
+		flags = how.flags;
+		mode = how.mode;
+		break;
+	}
+	case OP_CREAT:
+		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		mode = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		flags = 01 | 0100 | 01000; /* O_WRONLY|O_CREAT|O_TRUNC */
+		break;
+	default:
+		dirfd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
+		flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		mode = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	}
+	n = bpf_probe_read_user_str(e->path, PATHBUF, upath);
+	if (n <= 0) {
+		trunc |= TR_UNREADABLE;
+		count_lost(LOST_STR);
+	} else {
+		len = n - 1;
+	}
+	e->file = 0;
+	e->base = 0;
+	if (ret >= 0) {
+		e->file = file_key(fd_file(ret), id);
+	} else if (len == 0 || e->path[0] != '/') {
+		/* Failed relative open: name the directory it was relative to. */
+		e->base = dirfd == AT_FDCWD ? cwd_key(id) : file_key(fd_file(dirfd), id);
+	}
+	fill_hdr(&e->h, EV_OPEN, op, id, start);
+	e->dur = now - start;
+	e->ret = ret;
+	e->flags = flags;
+	e->mode = mode;
+	e->dirfd = dirfd;
+	e->path_len = len;
+	e->trunc = trunc;
+	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)), wake_flags()))
+		count_lost(LOST_RING);
+}
+
+SEC("raw_tp/sys_exit")
+int sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct inflight *vp = bpf_map_lookup_elem(&inflight, &tid);
+	struct inflight v;
+	struct pt_regs *regs;
+	s64 ret;
+	u64 now;
+
+	if (!vp)
+		return 0;
+	v = *vp;
+	bpf_map_delete_elem(&inflight, &tid);
+	now = bpf_ktime_get_boot_ns();
+	regs = (void *)ctx->args[0];
+	ret = ctx->args[1];
+	switch (v.op) {
+	case OP_READ ... OP_PWRITEV2:
+		on_io(&v, regs, ret, now, id);
+		break;
+	case OP_OPEN ... OP_CREAT:
+		on_open(&v, regs, ret, now, id);
+		break;
+	case OP_CLOSE:
+		on_close(&v, regs, ret, now, id);
+		break;
+	case OP_SENDFILE:
+	case OP_COPY_FILE_RANGE:
+		on_xfer(&v, regs, ret, now, id);
+		break;
+	}
+	return 0;
+}
+
+SEC("raw_tp/sched_process_fork")
+int sched_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *parent = (void *)ctx->args[0];
+	struct task_struct *child = (void *)ctx->args[1];
+	u32 ptgid = BPF_CORE_READ(parent, tgid);
+	u32 cpid, ctid, one = 1;
+	struct ev_fork *e;
+
+	if (!bpf_map_lookup_elem(&traced, &ptgid))
+		return 0;
+	cpid = BPF_CORE_READ(child, tgid);
+	ctid = BPF_CORE_READ(child, pid);
+	if (cpid != ptgid && bpf_map_update_elem(&traced, &cpid, &one, BPF_ANY))
+		count_lost(LOST_MAP);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_FORK, 0, ((u64)cpid << 32) | ctid, bpf_ktime_get_boot_ns());
+	e->parent_pid = ptgid;
+	e->parent_tid = BPF_CORE_READ(parent, pid);
+	e->thread = cpid == ptgid;
+	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int sched_exec(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *task = (void *)ctx->args[0];
+	struct linux_binprm *bprm = (void *)ctx->args[2];
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, zero = 0;
+	struct heap *hp;
+	struct ev_exec *e;
+	unsigned long start, end;
+	long n;
+	u32 flen = 0, alen;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	hp = bpf_map_lookup_elem(&heap, &zero);
+	if (!hp)
+		return 0;
+	e = &hp->exec;
+	fill_hdr(&e->h, EV_EXEC, 0, id, bpf_ktime_get_boot_ns());
+	e->trunc = 0;
+	n = bpf_probe_read_kernel_str(e->data, PATHBUF, BPF_CORE_READ(bprm, filename));
+	if (n > 0)
+		flen = n - 1;
+	else
+		e->trunc |= TR_UNREADABLE;
+	start = BPF_CORE_READ(task, mm, arg_start);
+	end = BPF_CORE_READ(task, mm, arg_end);
+	alen = end > start ? end - start : 0;
+	if (alen > ARGVBUF - 1) {
+		alen = ARGVBUF - 1;
+		e->trunc |= TR_ARG;
+	}
+	flen &= PATHBUF - 1;
+	alen &= ARGVBUF - 1;
+	if (bpf_probe_read_user(&e->data[flen], alen, (void *)start)) {
+		alen = 0;
+		e->trunc |= TR_UNREADABLE;
+		count_lost(LOST_STR);
+	}
+	e->filename_len = flen;
+	e->argv_len = alen;
+	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_exec, data) + ((flen + alen) & (PATHBUF + ARGVBUF - 1)),
+			       wake_flags()))
+		count_lost(LOST_RING);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int sched_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *task = (void *)ctx->args[0];
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+	struct ev_exit *e;
+	bool dead;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	bpf_map_delete_elem(&inflight, &tid);
+	/* signal->live was decremented before this tracepoint: 0 means last thread. */
+	dead = BPF_CORE_READ(task, signal, live.counter) == 0;
+	if (dead)
+		bpf_map_delete_elem(&traced, &tgid);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_EXIT, 0, id, bpf_ktime_get_boot_ns());
+	e->status = BPF_CORE_READ(task, exit_code);
+	e->group_dead = dead;
+	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
+}
+
+SEC("raw_tp/task_rename")
+int task_rename(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *task = (void *)ctx->args[0];
+	const char *comm = (const char *)ctx->args[1];
+	u32 tgid = BPF_CORE_READ(task, tgid);
+	struct ev_comm *e;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_COMM, 0, ((u64)tgid << 32) | (u32)BPF_CORE_READ(task, pid), bpf_ktime_get_boot_ns());
+	if (bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm) < 0)
+		e->comm[0] = 0;
+	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
+}

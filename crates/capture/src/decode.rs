@@ -1,0 +1,360 @@
+//! Kernel ring-buffer records -> log records. Runs on the consumer thread
+//! for every event, so it allocates only for strings the kernel sends once
+//! (file names, exec arguments), never for reads and writes.
+
+use std::mem::{offset_of, size_of, MaybeUninit};
+
+use mltrace_log::*;
+
+use crate::files::{classify, join_normalize, FileFacts, FileTable};
+use crate::skel::types::{
+    ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_kind, ev_open,
+    ev_xfer, op,
+};
+
+/// BPF flag bits (events.h).
+const TR_ARG: u8 = 1;
+const TR_ABS: u8 = 2;
+const TR_UNREADABLE: u8 = 4;
+const F_DISCONNECTED: u8 = 8;
+const IOF_FILEPOS: u16 = 1;
+
+/// Copies the first bytes of `data` into a zeroed `T` (a plain C struct from
+/// the skeleton, valid for any bytes). Records with strings are shorter than
+/// their struct: only what was sent is copied.
+fn read<T: Copy>(data: &[u8]) -> T {
+    let mut v = MaybeUninit::<T>::zeroed();
+    let n = data.len().min(size_of::<T>());
+    // SAFETY: `n` bytes fit both buffers; T is a repr(C) struct of integers
+    // and integer arrays, so every byte pattern is a valid value.
+    unsafe {
+        std::ptr::copy_nonoverlapping(data.as_ptr(), v.as_mut_ptr().cast::<u8>(), n);
+        v.assume_init()
+    }
+}
+
+fn tail(data: &[u8], offset: usize, len: usize) -> &[u8] {
+    data.get(offset..)
+        .map(|d| &d[..len.min(d.len())])
+        .unwrap_or(&[])
+}
+
+fn cstr(b: &[i8]) -> Vec<u8> {
+    b.iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect()
+}
+
+/// Counts of what the decoder produced and what it could not.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DecodeStats {
+    pub records: u64,
+    pub malformed: u64,
+    pub unknown_file: u64,
+}
+
+#[derive(Default)]
+pub struct KernelDecoder {
+    files: FileTable,
+    /// The command's pid until it has exec'd: its syscalls before that are
+    /// mltrace's own launch handshake, not the command's.
+    pre_exec: Option<u32>,
+    pub stats: DecodeStats,
+}
+
+fn open_op(o: u8) -> OpenOp {
+    match op(o.into()) {
+        op::OP_OPEN => OpenOp::Open,
+        op::OP_OPENAT2 => OpenOp::Openat2,
+        op::OP_CREAT => OpenOp::Creat,
+        _ => OpenOp::Openat,
+    }
+}
+
+fn io_op(o: u8) -> IoOp {
+    match op(o.into()) {
+        op::OP_PREAD64 => IoOp::Pread64,
+        op::OP_READV => IoOp::Readv,
+        op::OP_PREADV => IoOp::Preadv,
+        op::OP_PREADV2 => IoOp::Preadv2,
+        op::OP_WRITE => IoOp::Write,
+        op::OP_PWRITE64 => IoOp::Pwrite64,
+        op::OP_WRITEV => IoOp::Writev,
+        op::OP_PWRITEV => IoOp::Pwritev,
+        op::OP_PWRITEV2 => IoOp::Pwritev2,
+        _ => IoOp::Read,
+    }
+}
+
+impl KernelDecoder {
+    /// A decoder for a recording whose command is `root_pid`.
+    pub fn for_command(root_pid: u32) -> Self {
+        KernelDecoder {
+            pre_exec: Some(root_pid),
+            ..Default::default()
+        }
+    }
+
+    pub fn files(&self) -> &FileTable {
+        &self.files
+    }
+
+    /// The path id and kind of a file identity; key 0 is "no file" (a bad fd).
+    #[inline]
+    fn file(&mut self, key: u64, enc: &mut FrameEncoder) -> (StrId, FileKind) {
+        if key == 0 {
+            return (enc.intern(b""), FileKind::Unknown);
+        }
+        match self.files.lookup(key, enc) {
+            Some(v) => v,
+            None => {
+                self.stats.unknown_file += 1;
+                (enc.intern(b"?"), FileKind::Unknown)
+            }
+        }
+    }
+
+    /// Decodes one ring record into zero or more log records.
+    pub fn decode(&mut self, data: &[u8], enc: &mut FrameEncoder) {
+        if data.len() < size_of::<ev_hdr>() {
+            self.stats.malformed += 1;
+            return;
+        }
+        let h: ev_hdr = read(data);
+        let need = match ev_kind(h.kind.into()) {
+            ev_kind::EV_IO => size_of::<ev_io>(),
+            ev_kind::EV_CLOSE => size_of::<ev_close>(),
+            ev_kind::EV_XFER => size_of::<ev_xfer>(),
+            ev_kind::EV_FORK => size_of::<ev_fork>(),
+            ev_kind::EV_EXIT => size_of::<ev_exit>(),
+            ev_kind::EV_COMM => size_of::<ev_comm>(),
+            ev_kind::EV_FILE => offset_of!(ev_file, path),
+            ev_kind::EV_OPEN => offset_of!(ev_open, path),
+            ev_kind::EV_EXEC => offset_of!(ev_exec, data),
+            _ => usize::MAX,
+        };
+        if data.len() < need {
+            self.stats.malformed += 1;
+            return;
+        }
+        let kind = ev_kind(h.kind.into());
+        if let Some(root) = self.pre_exec {
+            if h.pid == root {
+                match kind {
+                    ev_kind::EV_EXEC => self.pre_exec = None,
+                    ev_kind::EV_IO | ev_kind::EV_OPEN | ev_kind::EV_CLOSE | ev_kind::EV_XFER => {
+                        return
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.stats.records += 1;
+        match kind {
+            ev_kind::EV_IO => {
+                let e: ev_io = read(data);
+                let (path, kind) = self.file(e.file, enc);
+                let offset_src = if h.flags & IOF_FILEPOS == 0 {
+                    OffsetSrc::Explicit
+                } else if matches!(kind, FileKind::Regular | FileKind::BlockDev) {
+                    OffsetSrc::FilePos
+                } else {
+                    OffsetSrc::None
+                };
+                enc.push(&Record::Io(Io {
+                    ts: h.ts,
+                    dur: e.dur,
+                    pid: h.pid,
+                    tid: h.tid,
+                    op: io_op(h.op),
+                    fd: e.fd,
+                    path,
+                    kind,
+                    offset: if offset_src == OffsetSrc::None {
+                        0
+                    } else {
+                        e.offset
+                    },
+                    offset_src,
+                    requested: e.requested,
+                    ret: e.ret,
+                }));
+            }
+            ev_kind::EV_CLOSE => {
+                let e: ev_close = read(data);
+                let (path, kind) = self.file(e.file, enc);
+                enc.push(&Record::Close(Close {
+                    ts: h.ts,
+                    dur: e.dur,
+                    pid: h.pid,
+                    tid: h.tid,
+                    fd: e.fd,
+                    path,
+                    kind,
+                    ret: e.ret,
+                }));
+            }
+            ev_kind::EV_XFER => {
+                let e: ev_xfer = read(data);
+                let (in_path, _) = self.file(e.in_file, enc);
+                let (out_path, _) = self.file(e.out_file, enc);
+                enc.push(&Record::Transfer(Transfer {
+                    ts: h.ts,
+                    dur: e.dur,
+                    pid: h.pid,
+                    tid: h.tid,
+                    op: if op(h.op.into()) == op::OP_SENDFILE {
+                        TransferOp::Sendfile
+                    } else {
+                        TransferOp::CopyFileRange
+                    },
+                    in_fd: e.in_fd,
+                    in_path,
+                    out_fd: e.out_fd,
+                    out_path,
+                    requested: e.requested,
+                    ret: e.ret,
+                }));
+            }
+            ev_kind::EV_FILE => {
+                let e: ev_file = read(data);
+                let raw = tail(data, offset_of!(ev_file, path), e.path_len as usize);
+                let facts = FileFacts {
+                    mode: e.mode,
+                    magic: e.magic,
+                    rdev: e.rdev,
+                    ino: e.ino,
+                    path: raw,
+                    disconnected: e.flags & F_DISCONNECTED != 0,
+                };
+                let (kind, mut path) = classify(&facts);
+                if e.flags & TR_ABS != 0 {
+                    // Only the end of the path fit: say so in the name itself.
+                    path.splice(0..0, b"...".iter().copied());
+                }
+                self.files.insert(e.key, kind, path);
+            }
+            ev_kind::EV_OPEN => {
+                let e: ev_open = read(data);
+                let passed = tail(data, offset_of!(ev_open, path), e.path_len as usize);
+                let mut trunc = 0u8;
+                if e.trunc & TR_UNREADABLE != 0 {
+                    trunc |= mltrace_log::trunc::UNREADABLE;
+                }
+                let (abs, kind) = if e.ret >= 0 {
+                    match self.files.lookup(e.file, enc) {
+                        Some((id, kind)) => {
+                            if self
+                                .files
+                                .path(e.file)
+                                .is_some_and(|p| p.starts_with(b"..."))
+                            {
+                                trunc |= mltrace_log::trunc::ABS;
+                            }
+                            (id, kind)
+                        }
+                        None => {
+                            self.stats.unknown_file += 1;
+                            (enc.intern(&join_normalize(b"/", passed)), FileKind::Unknown)
+                        }
+                    }
+                } else {
+                    let base: &[u8] = if passed.first() == Some(&b'/') {
+                        b"/"
+                    } else {
+                        match self.files.path(e.base) {
+                            Some(p) => p,
+                            None => {
+                                self.stats.unknown_file += 1;
+                                b"?"
+                            }
+                        }
+                    };
+                    let joined = join_normalize(base, passed);
+                    (enc.intern(&joined), FileKind::Unknown)
+                };
+                let path = enc.intern(passed);
+                enc.push(&Record::Open(Open {
+                    ts: h.ts,
+                    dur: e.dur,
+                    pid: h.pid,
+                    tid: h.tid,
+                    op: open_op(h.op),
+                    dirfd: e.dirfd,
+                    path,
+                    abs_path: abs,
+                    flags: e.flags as u32,
+                    mode: e.mode,
+                    ret: e.ret,
+                    kind,
+                    trunc,
+                }));
+            }
+            ev_kind::EV_FORK => {
+                let e: ev_fork = read(data);
+                enc.push(&Record::Fork(Fork {
+                    ts: h.ts,
+                    pid: h.pid,
+                    tid: h.tid,
+                    parent_pid: e.parent_pid,
+                    parent_tid: e.parent_tid,
+                    thread: e.thread != 0,
+                }));
+            }
+            ev_kind::EV_EXEC => {
+                let e: ev_exec = read(data);
+                let d = tail(
+                    data,
+                    offset_of!(ev_exec, data),
+                    e.filename_len as usize + e.argv_len as usize,
+                );
+                let (fname, mut argv) = d.split_at((e.filename_len as usize).min(d.len()));
+                if argv.last() == Some(&0) {
+                    argv = &argv[..argv.len() - 1];
+                }
+                let mut trunc = 0;
+                if e.trunc & TR_ARG != 0 {
+                    trunc |= mltrace_log::trunc::ARG;
+                }
+                if e.trunc & TR_UNREADABLE != 0 {
+                    trunc |= mltrace_log::trunc::UNREADABLE;
+                }
+                let filename = enc.intern(fname);
+                let argv = enc.intern(argv);
+                enc.push(&Record::Exec(Exec {
+                    ts: h.ts,
+                    pid: h.pid,
+                    tid: h.tid,
+                    filename,
+                    argv,
+                    trunc,
+                }));
+            }
+            ev_kind::EV_EXIT => {
+                let e: ev_exit = read(data);
+                enc.push(&Record::Exit(Exit {
+                    ts: h.ts,
+                    pid: h.pid,
+                    tid: h.tid,
+                    status: e.status,
+                    process_exit: e.group_dead != 0,
+                }));
+            }
+            ev_kind::EV_COMM => {
+                let e: ev_comm = read(data);
+                let comm = enc.intern(&cstr(&e.comm));
+                enc.push(&Record::Comm(Comm {
+                    ts: h.ts,
+                    pid: h.pid,
+                    tid: h.tid,
+                    comm,
+                }));
+            }
+            _ => {
+                self.stats.records -= 1;
+                self.stats.malformed += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! File identities named by the kernel (EV_FILE) and what user space makes
+//! of them: a display path and a [`FileKind`].
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use mltrace_log::{FileKind, FrameEncoder, StrId};
+
+/// Super-block magics (include/uapi/linux/magic.h) that mark non-files.
+const PIPEFS_MAGIC: u64 = 0x5049_5045;
+const SOCKFS_MAGIC: u64 = 0x534f_434b;
+const ANON_INODE_FS_MAGIC: u64 = 0x0904_1934;
+const PIDFS_MAGIC: u64 = 0x5049_4446;
+
+const S_IFMT: u16 = 0o170000;
+const S_IFIFO: u16 = 0o010000;
+const S_IFCHR: u16 = 0o020000;
+const S_IFDIR: u16 = 0o040000;
+const S_IFBLK: u16 = 0o060000;
+const S_IFREG: u16 = 0o100000;
+const S_IFLNK: u16 = 0o120000;
+const S_IFSOCK: u16 = 0o140000;
+
+/// What EV_FILE says about one file identity.
+pub struct FileFacts<'a> {
+    pub mode: u16,
+    pub magic: u64,
+    /// Kernel-internal dev_t (major << 20 | minor).
+    pub rdev: u32,
+    pub ino: u64,
+    /// The path the kernel walked, or the lone dentry name when `disconnected`.
+    pub path: &'a [u8],
+    pub disconnected: bool,
+}
+
+fn is_tty(rdev: u32) -> bool {
+    let (major, minor) = (rdev >> 20, rdev & 0xfffff);
+    // 4: virtual consoles and serial ttys, 5: /dev/tty, console, ptmx, 136-143: pty slaves
+    major == 4 || (major == 5 && minor <= 2) || (136..=143).contains(&major)
+}
+
+/// The kind of a file and the name to show for it. Non-files get the names
+/// the kernel uses in /proc/PID/fd: `pipe:[123]`, `socket:[456]`,
+/// `anon_inode:[eventfd]`, `memfd:name`.
+pub fn classify(f: &FileFacts<'_>) -> (FileKind, Vec<u8>) {
+    let fmt = f.mode & S_IFMT;
+    let named = |prefix: &str| format!("{prefix}:[{}]", f.ino).into_bytes();
+    if f.magic == PIPEFS_MAGIC || (fmt == S_IFIFO && f.disconnected) {
+        return (FileKind::Pipe, named("pipe"));
+    }
+    if f.magic == SOCKFS_MAGIC || fmt == S_IFSOCK {
+        return (FileKind::Socket, named("socket"));
+    }
+    if f.magic == ANON_INODE_FS_MAGIC || f.magic == PIDFS_MAGIC {
+        let mut name = b"anon_inode:".to_vec();
+        if f.magic == PIDFS_MAGIC && f.path.is_empty() {
+            name.extend_from_slice(b"[pidfd]");
+        } else {
+            name.extend_from_slice(f.path);
+        }
+        return (FileKind::AnonInode, name);
+    }
+    if f.disconnected && f.path.starts_with(b"memfd:") {
+        return (FileKind::Memfd, f.path.to_vec());
+    }
+    let kind = match fmt {
+        S_IFREG => FileKind::Regular,
+        S_IFDIR => FileKind::Directory,
+        S_IFIFO => FileKind::Pipe,
+        S_IFCHR if is_tty(f.rdev) => FileKind::Tty,
+        S_IFCHR => FileKind::CharDev,
+        S_IFBLK => FileKind::BlockDev,
+        S_IFLNK => FileKind::Symlink,
+        _ => FileKind::Unknown,
+    };
+    if f.disconnected {
+        // An unlinked or internal file with no place in a tree (e.g. a
+        // deleted O_TMPFILE): show the name the way /proc does.
+        let mut p = f.path.to_vec();
+        if p.is_empty() {
+            return (kind, named("inode"));
+        }
+        p.extend_from_slice(b" (detached)");
+        return (kind, p);
+    }
+    (kind, f.path.to_vec())
+}
+
+/// Lexically joins `rel` onto the absolute directory `base` and removes
+/// `.`, `..` and repeated slashes: what "relative to the cwd" means for a
+/// path that does not exist (so no symlinks can be followed).
+pub fn join_normalize(base: &[u8], rel: &[u8]) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let start: &[&[u8]] = if rel.first() == Some(&b'/') {
+        &[]
+    } else {
+        &[base]
+    };
+    for piece in start.iter().copied().chain(std::iter::once(rel)) {
+        for c in piece.split(|&b| b == b'/') {
+            match c {
+                b"" | b"." => {}
+                b".." => {
+                    parts.pop();
+                }
+                c => parts.push(c),
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(base.len() + rel.len() + 1);
+    for p in &parts {
+        out.push(b'/');
+        out.extend_from_slice(p);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// Interning cache: a file's string id in the encoder's current frame.
+#[derive(Clone, Copy, Default)]
+struct Cached {
+    generation: u64,
+    id: StrId,
+}
+
+struct Entry {
+    path: Box<[u8]>,
+    kind: FileKind,
+    cached: Cached,
+}
+
+#[derive(Default)]
+struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        // Kernel addresses: the low bits are alignment, mix them away.
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only u64 keys")
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// File identity (from the kernel) -> path and kind.
+#[derive(Default)]
+pub struct FileTable {
+    map: HashMap<u64, Entry, BuildHasherDefault<IdentityHasher>>,
+}
+
+impl FileTable {
+    pub fn insert(&mut self, key: u64, kind: FileKind, path: Vec<u8>) {
+        self.map.insert(
+            key,
+            Entry {
+                path: path.into_boxed_slice(),
+                kind,
+                cached: Cached {
+                    generation: u64::MAX,
+                    id: StrId(0),
+                },
+            },
+        );
+    }
+
+    pub fn path(&self, key: u64) -> Option<&[u8]> {
+        self.map.get(&key).map(|e| &*e.path)
+    }
+
+    /// The path's id in `enc`'s current frame and the kind, interning at most
+    /// once per frame. `None` for an identity never named.
+    #[inline]
+    pub fn lookup(&mut self, key: u64, enc: &mut FrameEncoder) -> Option<(StrId, FileKind)> {
+        let e = self.map.get_mut(&key)?;
+        let generation = enc.generation();
+        if e.cached.generation != generation {
+            e.cached = Cached {
+                generation,
+                id: enc.intern(&e.path),
+            };
+        }
+        Some((e.cached.id, e.kind))
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(mode: u16, magic: u64, path: &[u8], disconnected: bool) -> FileFacts<'_> {
+        FileFacts {
+            mode,
+            magic,
+            rdev: 0,
+            ino: 77,
+            path,
+            disconnected,
+        }
+    }
+
+    #[test]
+    fn non_files_are_named_like_proc_fd() {
+        assert_eq!(
+            classify(&facts(S_IFIFO | 0o600, PIPEFS_MAGIC, b"", true)),
+            (FileKind::Pipe, b"pipe:[77]".to_vec())
+        );
+        assert_eq!(
+            classify(&facts(S_IFSOCK | 0o777, SOCKFS_MAGIC, b"", true)),
+            (FileKind::Socket, b"socket:[77]".to_vec())
+        );
+        assert_eq!(
+            classify(&facts(0o600, ANON_INODE_FS_MAGIC, b"[eventfd]", true)),
+            (FileKind::AnonInode, b"anon_inode:[eventfd]".to_vec())
+        );
+        assert_eq!(
+            classify(&facts(S_IFREG | 0o600, 0x0102_1994, b"memfd:weights", true)),
+            (FileKind::Memfd, b"memfd:weights".to_vec())
+        );
+        assert_eq!(
+            classify(&facts(S_IFREG | 0o600, 0x0102_1994, b"/dev/shm/x", false)),
+            (FileKind::Regular, b"/dev/shm/x".to_vec())
+        );
+        assert_eq!(
+            classify(&facts(S_IFIFO | 0o600, 0xef53, b"/tmp/fifo", false)).0,
+            FileKind::Pipe
+        );
+        let tty = FileFacts {
+            mode: S_IFCHR | 0o620,
+            magic: 0x1cd1,
+            rdev: (136 << 20) | 3,
+            ino: 6,
+            path: b"/dev/pts/3",
+            disconnected: false,
+        };
+        assert_eq!(classify(&tty), (FileKind::Tty, b"/dev/pts/3".to_vec()));
+        let null = FileFacts {
+            rdev: (1 << 20) | 3,
+            path: b"/dev/null",
+            ..tty
+        };
+        assert_eq!(classify(&null).0, FileKind::CharDev);
+    }
+
+    #[test]
+    fn join_is_lexical() {
+        assert_eq!(
+            join_normalize(b"/home/u", b"data/../x.bin"),
+            b"/home/u/x.bin"
+        );
+        assert_eq!(join_normalize(b"/home/u", b"/etc//passwd"), b"/etc/passwd");
+        assert_eq!(join_normalize(b"/", b"../../a/./b/"), b"/a/b");
+        assert_eq!(join_normalize(b"/a", b".."), b"/");
+    }
+}

@@ -1,0 +1,31 @@
+//! eBPF capture for mltrace.
+//!
+//! - [`bpf`]: loads and attaches the programs in `bpf/` (built by build.rs).
+//! - [`launch`]: starts the command paused so its first syscall is traced.
+//! - [`decode`] + [`files`]: kernel records -> log records.
+//! - [`recorder`]: `mltrace record` end to end.
+
+pub mod bpf;
+pub mod decode;
+pub mod error;
+pub mod files;
+pub mod launch;
+mod output;
+pub mod recorder;
+pub mod syscalls;
+pub mod system;
+
+#[allow(
+    clippy::all,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code,
+    unused_imports
+)]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/mltrace.skel.rs"));
+}
+
+pub use error::CaptureError;
+pub use recorder::{record, Progress, RecordOptions, RecordSummary};

@@ -1,0 +1,513 @@
+//! `mltrace record`: runs a command under the BPF programs and writes the log.
+//!
+//! Threads: the caller's thread starts the command and waits for it; a
+//! consumer drains the ring buffer and encodes frames (no allocation per
+//! event); a writer compresses and writes frames, so a slow disk backs up
+//! into the ring (where losses are counted) instead of stalling the kernel
+//! side; a signal thread forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT sent with
+//! kill(2) to the command (terminal signals reach it directly).
+
+use std::cell::RefCell;
+use std::ffi::OsString;
+use std::fs::File;
+use std::mem::MaybeUninit;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+use libbpf_rs::RingBufferBuilder;
+use mltrace_log::*;
+
+use crate::bpf::{self, BpfConfig, Skeleton, LOST_SLOTS};
+use crate::decode::{DecodeStats, KernelDecoder};
+use crate::error::CaptureError;
+use crate::launch::{self, CommandError, RunAs};
+use crate::output::OutputFile;
+use crate::system;
+
+pub struct RecordOptions {
+    /// The command and its arguments.
+    pub command: Vec<OsString>,
+    pub output: PathBuf,
+    /// Overwrite an existing output file.
+    pub force: bool,
+    pub bpf: BpfConfig,
+    pub zstd_level: i32,
+    /// A frame is written at least this often.
+    pub flush_interval: Duration,
+    pub frame_records: usize,
+    /// Run the command as this user (sudo's caller) instead of as ourselves.
+    pub run_as: Option<RunAs>,
+    /// Called about twice a second while recording (for a live status line).
+    pub progress: Option<Box<dyn FnMut(&Progress)>>,
+}
+
+impl RecordOptions {
+    pub fn new(command: Vec<OsString>, output: PathBuf) -> Self {
+        RecordOptions {
+            command,
+            output,
+            force: false,
+            bpf: BpfConfig::default(),
+            zstd_level: 3,
+            flush_interval: Duration::from_secs(1),
+            frame_records: DEFAULT_FRAME_RECORDS,
+            run_as: None,
+            progress: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub records: u64,
+    pub lost: u64,
+    pub log_bytes: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct RecordSummary {
+    pub output: PathBuf,
+    /// wait(2) status of the command; `None` if recording was stopped before it ended.
+    pub wait_status: Option<i32>,
+    /// What `record` should exit with: the command's code, or 128+signal.
+    pub exit_code: i32,
+    pub records: u64,
+    pub log_bytes: u64,
+    /// Lost events by kind (only kinds with losses).
+    pub lost: Vec<(LostKind, u64)>,
+    pub duration: Duration,
+    /// Set when writing the log failed part-way; what was written is readable.
+    pub write_error: Option<String>,
+}
+
+/// State shared by the threads of one recording.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Second Ctrl-C: stop now, without waiting for the command.
+    abort: AtomicBool,
+    interrupts: AtomicU32,
+    records: AtomicU64,
+    lost: AtomicU64,
+    log_bytes: AtomicU64,
+}
+
+pub fn exit_code_of(status: i32) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        1
+    }
+}
+
+const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+fn signal_set() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a local.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in FORWARDED {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Blocks the forwarded signals in this thread (and the threads it starts),
+/// so only the signal thread sees them; restores the old mask on drop.
+struct SignalBlock(libc::sigset_t);
+
+impl SignalBlock {
+    fn new() -> Self {
+        let set = signal_set();
+        // SAFETY: valid sigset pointers.
+        unsafe {
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            SignalBlock(old)
+        }
+    }
+}
+
+impl Drop for SignalBlock {
+    fn drop(&mut self) {
+        // SAFETY: restoring the mask saved in new().
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+    }
+}
+
+fn signal_loop(child: i32, shared: &Shared) {
+    let set = signal_set();
+    let timeout = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000_000,
+    };
+    while !shared.stop.load(Ordering::Relaxed) {
+        // SAFETY: valid set, info and timeout pointers.
+        let (sig, code) = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let sig = libc::sigtimedwait(&set, &mut info, &timeout);
+            (sig, info.si_code)
+        };
+        if sig <= 0 {
+            continue;
+        }
+        if sig == libc::SIGINT && shared.interrupts.fetch_add(1, Ordering::Relaxed) >= 1 {
+            shared.abort.store(true, Ordering::Relaxed);
+        }
+        // A terminal's Ctrl-C (SI_KERNEL) already reached the command's
+        // process group; forward only what was sent to us alone.
+        if code != libc::SI_KERNEL {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child, sig) };
+        }
+    }
+}
+
+struct Consumer<'s> {
+    enc: FrameEncoder,
+    dec: KernelDecoder,
+    frames: Sender<EncodedFrame>,
+    free: Receiver<EncodedFrame>,
+    frame_records: usize,
+    last_cut: Instant,
+    lost_seen: [u64; 8],
+    shared: &'s Shared,
+}
+
+impl Consumer<'_> {
+    #[inline]
+    fn on_event(&mut self, data: &[u8]) {
+        self.dec.decode(data, &mut self.enc);
+        if self.enc.len() >= self.frame_records {
+            self.cut();
+        }
+    }
+
+    fn cut(&mut self) {
+        self.last_cut = Instant::now();
+        if self.enc.is_empty() {
+            return;
+        }
+        let mut f = self.free.try_recv().unwrap_or_default();
+        self.enc.finish_into(&mut f);
+        self.shared
+            .records
+            .fetch_add(u64::from(f.records), Ordering::Relaxed);
+        // The writer only goes away after we do.
+        let _ = self.frames.send(f);
+    }
+
+    /// Turns new drops (kernel counters and our own) into Lost records.
+    fn account_losses(&mut self, skel: &Skeleton<'_>) {
+        let kernel = bpf::read_lost(skel);
+        let DecodeStats {
+            malformed,
+            unknown_file,
+            ..
+        } = self.dec.stats;
+        let mut now = [0u64; 8];
+        now[..LOST_SLOTS.min(8)].copy_from_slice(&kernel[..LOST_SLOTS.min(8)]);
+        now[LostKind::Malformed as usize] += malformed;
+        now[LostKind::UnknownFile as usize] += unknown_file;
+        let ts = system::boottime_ns();
+        for (k, (&n, seen)) in now.iter().zip(self.lost_seen.iter_mut()).enumerate() {
+            if n > *seen {
+                self.enc.push(&Record::Lost(Lost {
+                    ts,
+                    kind: LostKind::from_u8(k as u8),
+                    count: n - *seen,
+                }));
+                self.shared.lost.fetch_add(n - *seen, Ordering::Relaxed);
+                *seen = n;
+            }
+        }
+    }
+}
+
+fn consumer_loop(
+    skel: &Skeleton<'_>,
+    consumer: Consumer<'_>,
+    flush: Duration,
+) -> Result<[u64; 8], CaptureError> {
+    let state = RefCell::new(consumer);
+    let mut builder = RingBufferBuilder::new();
+    builder
+        .add(&skel.maps.events, |data| {
+            state.borrow_mut().on_event(data);
+            0
+        })
+        .map_err(|source| CaptureError::Bpf {
+            stage: "opening the ring buffer".into(),
+            source,
+        })?;
+    let rb = builder.build().map_err(|source| CaptureError::Bpf {
+        stage: "opening the ring buffer".into(),
+        source,
+    })?;
+    let shared = state.borrow().shared;
+    let mut last_losses = Instant::now();
+    loop {
+        let stopping = shared.stop.load(Ordering::Acquire);
+        // Wakeups are batched in the kernel, so poll() may time out with
+        // data waiting: always consume afterwards.
+        let _ = rb.poll(Duration::from_millis(50));
+        let _ = rb.consume();
+        let mut c = state.borrow_mut();
+        if stopping || last_losses.elapsed() >= Duration::from_millis(100) {
+            c.account_losses(skel);
+            last_losses = Instant::now();
+        }
+        if stopping {
+            c.cut();
+            return Ok(c.lost_seen);
+        }
+        if c.last_cut.elapsed() >= flush {
+            c.cut();
+        }
+    }
+}
+
+fn writer_loop(
+    mut writer: LogWriter<File>,
+    frames: Receiver<EncodedFrame>,
+    free: Sender<EncodedFrame>,
+    shared: &Shared,
+) -> (LogWriter<File>, Option<String>) {
+    let mut error = None;
+    for f in frames {
+        if error.is_none() {
+            if let Err(e) = writer.write_frame(&f) {
+                error = Some(e.to_string());
+            }
+            shared
+                .log_bytes
+                .store(writer.bytes_written(), Ordering::Relaxed);
+        }
+        let _ = free.try_send(f);
+    }
+    (writer, error)
+}
+
+fn header(opts: &RecordOptions, root_pid: u32, start: ClockAnchor) -> Header {
+    Header {
+        mltrace_version: VERSION.into(),
+        source: "record".into(),
+        host: system::hostname(),
+        kernel: system::kernel_release(),
+        cpu_count: system::cpu_count(),
+        boot_id: system::boot_id(),
+        command: opts
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        cwd: std::env::current_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        root_pid,
+        recorder_pid: std::process::id(),
+        probes: bpf::probes(),
+        clock: "boottime".into(),
+        start,
+    }
+}
+
+/// Waits for the command; `None` when a second interrupt asked to stop now.
+fn wait_child(
+    pid: i32,
+    shared: &Shared,
+    started: Instant,
+    progress: &mut Option<Box<dyn FnMut(&Progress)>>,
+) -> Option<i32> {
+    let mut last = Instant::now();
+    loop {
+        let mut status = 0;
+        // SAFETY: reaping our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            return Some(status);
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Some(0);
+        }
+        if shared.abort.load(Ordering::Relaxed) {
+            return None;
+        }
+        if let Some(p) = progress.as_mut() {
+            if last.elapsed() >= Duration::from_millis(500) {
+                last = Instant::now();
+                p(&Progress {
+                    elapsed: started.elapsed(),
+                    records: shared.records.load(Ordering::Relaxed),
+                    lost: shared.lost.load(Ordering::Relaxed),
+                    log_bytes: shared.log_bytes.load(Ordering::Relaxed),
+                });
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Records `opts.command` into `opts.output`. See the module docs.
+pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
+    let missing = system::missing_privileges();
+    if !missing.is_empty() {
+        return Err(CaptureError::Privileges { missing });
+    }
+    let first = opts
+        .command
+        .first()
+        .ok_or(CaptureError::Command(CommandError::NotFound(String::new())))?;
+    let program = launch::resolve(first).map_err(CaptureError::Command)?;
+    let mut out = OutputFile::create(&opts.output, opts.force)?;
+    let mut storage = MaybeUninit::uninit();
+    let skel = bpf::load(&mut storage, &opts.bpf)?;
+    let _mask = SignalBlock::new();
+    let started = Instant::now();
+    let child =
+        launch::spawn_paused(&program, &opts.command, opts.run_as.as_ref()).map_err(|source| {
+            CaptureError::Io {
+                what: "starting the command".into(),
+                source,
+            }
+        })?;
+    let pid = child.pid;
+    let start = system::clock_anchor();
+    let io_err = |what: &str| {
+        let what = what.to_string();
+        move |source| CaptureError::Io { what, source }
+    };
+    let writer = match out
+        .file
+        .try_clone()
+        .and_then(|f| LogWriter::new(f, &header(&opts, pid as u32, start), opts.zstd_level))
+    {
+        Ok(w) => w,
+        Err(source) => {
+            child.abort();
+            return Err(CaptureError::Output {
+                path: opts.output.clone(),
+                source,
+            });
+        }
+    };
+    if let Err(e) = bpf::trace_pid(&skel, pid as u32) {
+        child.abort();
+        return Err(e);
+    }
+    let mut enc = FrameEncoder::new();
+    enc.push(&Record::Fork(Fork {
+        ts: system::boottime_ns(),
+        pid: pid as u32,
+        tid: pid as u32,
+        parent_pid: std::process::id(),
+        parent_tid: std::process::id(),
+        thread: false,
+    }));
+
+    let shared = Shared::default();
+    let (frames_tx, frames_rx) = bounded::<EncodedFrame>(4);
+    let (free_tx, free_rx) = bounded::<EncodedFrame>(4);
+    let consumer = Consumer {
+        enc,
+        dec: KernelDecoder::for_command(pid as u32),
+        frames: frames_tx,
+        free: free_rx,
+        frame_records: opts.frame_records,
+        last_cut: Instant::now(),
+        lost_seen: [0; 8],
+        shared: &shared,
+    };
+    let flush = opts.flush_interval;
+    let skel_ref = &skel;
+    let shared_ref = &shared;
+    let outcome = std::thread::scope(|s| {
+        let writer_h = std::thread::Builder::new()
+            .name("mltrace-writer".into())
+            .spawn_scoped(s, move || {
+                writer_loop(writer, frames_rx, free_tx, shared_ref)
+            })
+            .map_err(io_err("starting the writer thread"))?;
+        let consumer_h = std::thread::Builder::new()
+            .name("mltrace-consumer".into())
+            .spawn_scoped(s, move || consumer_loop(skel_ref, consumer, flush))
+            .map_err(io_err("starting the consumer thread"))?;
+        let exec = child.release();
+        let wait_status = match exec {
+            Ok(()) => {
+                let sig_h = s.spawn(move || signal_loop(pid, shared_ref));
+                let st = wait_child(pid, shared_ref, started, &mut opts.progress);
+                shared_ref.stop.store(true, Ordering::Release);
+                let _ = sig_h.join();
+                Ok(st)
+            }
+            Err(errno) => {
+                let mut st = 0;
+                // SAFETY: reaping our own child, which exits right after a failed exec.
+                unsafe { libc::waitpid(pid, &mut st, 0) };
+                shared_ref.stop.store(true, Ordering::Release);
+                let why = std::io::Error::from_raw_os_error(errno).to_string();
+                let shown = first.to_string_lossy().into_owned();
+                Err(if errno == libc::ENOENT {
+                    CommandError::NotExecutable(shown, format!("{why} (bad interpreter?)"))
+                } else {
+                    CommandError::NotExecutable(shown, why)
+                })
+            }
+        };
+        let lost = consumer_h.join().expect("consumer thread panicked")?;
+        let (writer, write_error) = writer_h.join().expect("writer thread panicked");
+        Ok::<_, CaptureError>((wait_status, lost, writer, write_error))
+    });
+    let (wait_status, lost, writer, mut write_error) = outcome?;
+    let wait_status = wait_status.map_err(CaptureError::Command)?;
+    let lost_list: Vec<(LostKind, u64)> = lost
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, &n)| (LostKind::from_u8(k as u8), n))
+        .collect();
+    let records = writer.records();
+    let trailer = Trailer {
+        end: system::clock_anchor(),
+        exit_status: wait_status,
+        lost: lost_list
+            .iter()
+            .map(|(k, n)| LostTotal {
+                kind: k.name().into(),
+                count: *n,
+            })
+            .collect(),
+        stopped_early: if wait_status.is_none() {
+            Some("interrupted twice: stopped before the command ended".into())
+        } else {
+            None
+        },
+        ..Default::default()
+    };
+    let mut log_bytes = writer.bytes_written();
+    if write_error.is_none() {
+        match writer.finish(&trailer) {
+            Ok(f) => log_bytes = f.metadata().map(|m| m.len()).unwrap_or(log_bytes),
+            Err(e) => write_error = Some(e.to_string()),
+        }
+    }
+    out.commit()?;
+    Ok(RecordSummary {
+        output: opts.output,
+        wait_status,
+        exit_code: wait_status.map(exit_code_of).unwrap_or(130),
+        records,
+        log_bytes,
+        lost: lost_list,
+        duration: started.elapsed(),
+        write_error,
+    })
+}

@@ -1,0 +1,129 @@
+//! Facts about this machine for the log header, clock readings, privileges.
+
+use std::fs;
+
+use mltrace_log::ClockAnchor;
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec; the clocks used here always exist.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CLOCK_BOOTTIME now: the clock of every record (`bpf_ktime_get_boot_ns`).
+pub fn boottime_ns() -> u64 {
+    clock_ns(libc::CLOCK_BOOTTIME)
+}
+
+/// Simultaneous BOOTTIME / REALTIME / MONOTONIC readings. REALTIME is read
+/// between two BOOTTIME readings, several times; the tightest bracket wins.
+pub fn clock_anchor() -> ClockAnchor {
+    let mut best: Option<(u64, ClockAnchor)> = None;
+    for _ in 0..5 {
+        let b0 = boottime_ns();
+        let real = clock_ns(libc::CLOCK_REALTIME);
+        let mono = clock_ns(libc::CLOCK_MONOTONIC);
+        let b1 = boottime_ns();
+        let a = ClockAnchor {
+            boottime_ns: b0 + (b1 - b0) / 2,
+            realtime_ns: real,
+            monotonic_ns: mono,
+        };
+        if best.as_ref().is_none_or(|(w, _)| b1 - b0 < *w) {
+            best = Some((b1 - b0, a));
+        }
+    }
+    best.unwrap().1
+}
+
+fn read_trim(path: &str) -> String {
+    fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+pub fn hostname() -> String {
+    read_trim("/proc/sys/kernel/hostname")
+}
+
+pub fn kernel_release() -> String {
+    read_trim("/proc/sys/kernel/osrelease")
+}
+
+pub fn boot_id() -> String {
+    read_trim("/proc/sys/kernel/random/boot_id")
+}
+
+pub fn cpu_count() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+}
+
+/// (major, minor) of the running kernel.
+pub fn kernel_version() -> Option<(u32, u32)> {
+    let r = kernel_release();
+    let mut it = r
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty());
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+pub const CAP_SYS_ADMIN: u32 = 21;
+pub const CAP_PERFMON: u32 = 38;
+pub const CAP_BPF: u32 = 39;
+
+/// The effective capability set of this process.
+pub fn effective_caps() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0)
+}
+
+/// What is missing to load and attach tracing BPF programs; empty when
+/// nothing is (root, or CAP_BPF + CAP_PERFMON, or CAP_SYS_ADMIN on kernels
+/// before 5.8).
+pub fn missing_privileges() -> Vec<&'static str> {
+    let caps = effective_caps();
+    let has = |c: u32| caps & (1u64 << c) != 0;
+    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
+        return vec![];
+    }
+    let mut missing = Vec::new();
+    if !has(CAP_BPF) {
+        missing.push("CAP_BPF");
+    }
+    if !has(CAP_PERFMON) {
+        missing.push("CAP_PERFMON");
+    }
+    missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anchor_is_consistent() {
+        let a = clock_anchor();
+        let b = clock_anchor();
+        assert!(b.boottime_ns >= a.boottime_ns);
+        // REALTIME and BOOTTIME advance together (no suspend within a test).
+        let d_boot = b.boottime_ns as i128 - a.boottime_ns as i128;
+        let d_real = b.realtime_ns as i128 - a.realtime_ns as i128;
+        assert!((d_boot - d_real).abs() < 5_000_000, "{d_boot} vs {d_real}");
+    }
+
+    #[test]
+    fn kernel_version_parses() {
+        let (maj, _) = kernel_version().unwrap();
+        assert!(maj >= 4);
+    }
+}

@@ -1,0 +1,46 @@
+//! The `mltrace` command line.
+
+mod dump;
+mod record;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "mltrace",
+    version,
+    about = "I/O and utilisation tracer for machine-learning jobs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a command and record its file I/O (needs root or CAP_BPF + CAP_PERFMON)
+    Record(record::Args),
+    /// Print a log's records as text, one per line (for debugging)
+    Dump { log: PathBuf },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Record(a) => record::run(a),
+        Cmd::Dump { log } => dump::run(&log).map(|_| 0),
+    };
+    match r {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("mltrace: {e:#}");
+            ExitCode::from(
+                e.downcast_ref::<mltrace_capture::CaptureError>()
+                    .map_or(1, |c| c.exit_code()) as u8,
+            )
+        }
+    }
+}

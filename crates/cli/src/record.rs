@@ -1,0 +1,100 @@
+//! `mltrace record`.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use mltrace_capture::{record, Progress, RecordOptions};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Where to write the log
+    #[arg(short, long, default_value = "mltrace.bin")]
+    output: PathBuf,
+    /// Overwrite the output file if it exists
+    #[arg(short, long)]
+    force: bool,
+    /// BPF ring buffer size in MiB (rounded up to a power of two)
+    #[arg(long, default_value_t = 32, value_name = "MIB")]
+    ring_size: u32,
+    /// No live status line
+    #[arg(short, long)]
+    quiet: bool,
+    /// The command to run, after `--`
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<OsString>,
+}
+
+fn human_bytes(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    let mut opts = RecordOptions::new(a.command, a.output);
+    opts.force = a.force;
+    opts.bpf.ring_bytes = a.ring_size.saturating_mul(1 << 20);
+    let live = !a.quiet && std::io::stderr().is_terminal();
+    if live {
+        opts.progress = Some(Box::new(|p: &Progress| {
+            eprint!(
+                "\r\x1b[2Kmltrace: {:.1} s, {} events, {} lost, log {}",
+                p.elapsed.as_secs_f64(),
+                p.records,
+                p.lost,
+                human_bytes(p.log_bytes)
+            );
+            let _ = std::io::stderr().flush();
+        }));
+    }
+    let s = record(opts)?;
+    if live {
+        eprint!("\r\x1b[2K");
+    }
+    let lost: u64 = s.lost.iter().map(|(_, n)| n).sum();
+    let detail = if lost > 0 {
+        format!(
+            " ({})",
+            s.lost
+                .iter()
+                .map(|(k, n)| format!("{n} {}", k.name()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else {
+        String::new()
+    };
+    let status = match s.wait_status {
+        Some(_) => format!("command exited with {}", s.exit_code),
+        None => "stopped before the command ended".to_string(),
+    };
+    eprintln!(
+        "mltrace: {} events in {:.1} s, {} lost{detail}; log {} written to {}; {status}",
+        s.records,
+        s.duration.as_secs_f64(),
+        lost,
+        human_bytes(s.log_bytes),
+        s.output.display()
+    );
+    if let Some(e) = &s.write_error {
+        eprintln!(
+            "mltrace: writing the log failed part-way: {e}; what was written before is readable"
+        );
+    }
+    Ok(s.exit_code)
+}
