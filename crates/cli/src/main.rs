@@ -1,6 +1,7 @@
 //! The `mltrace` command line.
 
 mod dump;
+mod export;
 mod record;
 
 use std::path::PathBuf;
@@ -23,6 +24,8 @@ struct Cli {
 enum Cmd {
     /// Run a command and record its file I/O (needs root or CAP_BPF + CAP_PERFMON)
     Record(record::Args),
+    /// Convert a log to a Perfetto trace
+    Export(export::Args),
     /// Print a log's records as text, one per line (for debugging)
     Dump { log: PathBuf },
 }
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Record(a) => record::run(a),
+        Cmd::Export(a) => export::run(a),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),
     };
     match r {

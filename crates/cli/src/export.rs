@@ -1,0 +1,62 @@
+//! `mltrace export`.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use mltrace_log::LogReader;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Write a Perfetto protobuf trace (the default; open it at https://ui.perfetto.dev)
+    #[arg(long)]
+    perfetto: bool,
+    /// The log written by `mltrace record` or `mltrace import`
+    log: PathBuf,
+    /// Output file (default: the log's name with .perfetto-trace)
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+fn default_output(log: &Path, ext: &str) -> PathBuf {
+    let stem = log
+        .file_stem()
+        .map(|s| s.to_os_string())
+        .unwrap_or_else(|| "trace".into());
+    let mut name = stem;
+    name.push(ext);
+    log.with_file_name(name)
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    let out_path = a
+        .output
+        .unwrap_or_else(|| default_output(&a.log, ".perfetto-trace"));
+    let mut reader = LogReader::open(&a.log)?;
+    let file =
+        File::create(&out_path).with_context(|| format!("creating {}", out_path.display()))?;
+    let log_name = a.log.display().to_string();
+    let (_, stats) = mltrace_perfetto::export(
+        &mut reader,
+        BufWriter::with_capacity(1 << 20, file),
+        &mut |d| eprintln!("mltrace: {log_name}: {d}"),
+    )
+    .with_context(|| format!("writing {}", out_path.display()))?;
+    eprintln!(
+        "mltrace: {} records -> {} slices in {} processes; {} written ({} bytes)",
+        stats.records,
+        stats.slices,
+        stats.processes,
+        out_path.display(),
+        stats.bytes
+    );
+    if stats.lost_events > 0 {
+        eprintln!(
+            "mltrace: the recording lost {} events; see the \"mltrace: lost events\" track",
+            stats.lost_events
+        );
+    }
+    eprintln!("mltrace: open it at https://ui.perfetto.dev (Open trace file)");
+    Ok(0)
+}

@@ -1,0 +1,9 @@
+//! Perfetto export: mltrace logs as Perfetto TrackEvent protobuf traces,
+//! streamed packet by packet in bounded memory.
+
+pub mod export;
+pub mod names;
+mod packets;
+pub mod proto;
+
+pub use export::{describe_status, export, ExportStats, Exporter};

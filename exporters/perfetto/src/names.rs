@@ -1,0 +1,299 @@
+//! How records are named for people: sizes, errnos, open flags, commands.
+
+use std::fmt::Write;
+
+/// `64 KiB`, `1.5 MiB`, `512 B`: short, exact when it is a round number.
+pub fn size(b: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if (v - v.round()).abs() < 1e-9 || v >= 100.0 {
+        format!("{:.0} {}", v, UNITS[i])
+    } else {
+        format!("{:.1} {}", v, UNITS[i])
+    }
+}
+
+/// The symbolic name of a Linux errno (`ENOENT`), or `E<n>`.
+pub fn errno(e: i64) -> String {
+    const NAMES: [&str; 134] = [
+        "",
+        "EPERM",
+        "ENOENT",
+        "ESRCH",
+        "EINTR",
+        "EIO",
+        "ENXIO",
+        "E2BIG",
+        "ENOEXEC",
+        "EBADF",
+        "ECHILD",
+        "EAGAIN",
+        "ENOMEM",
+        "EACCES",
+        "EFAULT",
+        "ENOTBLK",
+        "EBUSY",
+        "EEXIST",
+        "EXDEV",
+        "ENODEV",
+        "ENOTDIR",
+        "EISDIR",
+        "EINVAL",
+        "ENFILE",
+        "EMFILE",
+        "ENOTTY",
+        "ETXTBSY",
+        "EFBIG",
+        "ENOSPC",
+        "ESPIPE",
+        "EROFS",
+        "EMLINK",
+        "EPIPE",
+        "EDOM",
+        "ERANGE",
+        "EDEADLK",
+        "ENAMETOOLONG",
+        "ENOLCK",
+        "ENOSYS",
+        "ENOTEMPTY",
+        "ELOOP",
+        "E41",
+        "ENOMSG",
+        "EIDRM",
+        "ECHRNG",
+        "EL2NSYNC",
+        "EL3HLT",
+        "EL3RST",
+        "ELNRNG",
+        "EUNATCH",
+        "ENOCSI",
+        "EL2HLT",
+        "EBADE",
+        "EBADR",
+        "EXFULL",
+        "ENOANO",
+        "EBADRQC",
+        "EBADSLT",
+        "E58",
+        "EBFONT",
+        "ENOSTR",
+        "ENODATA",
+        "ETIME",
+        "ENOSR",
+        "ENONET",
+        "ENOPKG",
+        "EREMOTE",
+        "ENOLINK",
+        "EADV",
+        "ESRMNT",
+        "ECOMM",
+        "EPROTO",
+        "EMULTIHOP",
+        "EDOTDOT",
+        "EBADMSG",
+        "EOVERFLOW",
+        "ENOTUNIQ",
+        "EBADFD",
+        "EREMCHG",
+        "ELIBACC",
+        "ELIBBAD",
+        "ELIBSCN",
+        "ELIBMAX",
+        "ELIBEXEC",
+        "EILSEQ",
+        "ERESTART",
+        "ESTRPIPE",
+        "EUSERS",
+        "ENOTSOCK",
+        "EDESTADDRREQ",
+        "EMSGSIZE",
+        "EPROTOTYPE",
+        "ENOPROTOOPT",
+        "EPROTONOSUPPORT",
+        "ESOCKTNOSUPPORT",
+        "EOPNOTSUPP",
+        "EPFNOSUPPORT",
+        "EAFNOSUPPORT",
+        "EADDRINUSE",
+        "EADDRNOTAVAIL",
+        "ENETDOWN",
+        "ENETUNREACH",
+        "ENETRESET",
+        "ECONNABORTED",
+        "ECONNRESET",
+        "ENOBUFS",
+        "EISCONN",
+        "ENOTCONN",
+        "ESHUTDOWN",
+        "ETOOMANYREFS",
+        "ETIMEDOUT",
+        "ECONNREFUSED",
+        "EHOSTDOWN",
+        "EHOSTUNREACH",
+        "EALREADY",
+        "EINPROGRESS",
+        "ESTALE",
+        "EUCLEAN",
+        "ENOTNAM",
+        "ENAVAIL",
+        "EISNAM",
+        "EREMOTEIO",
+        "EDQUOT",
+        "ENOMEDIUM",
+        "EMEDIUMTYPE",
+        "ECANCELED",
+        "ENOKEY",
+        "EKEYEXPIRED",
+        "EKEYREVOKED",
+        "EKEYREJECTED",
+        "EOWNERDEAD",
+        "ENOTRECOVERABLE",
+        "ERFKILL",
+        "EHWPOISON",
+    ];
+    match e {
+        512 => "ERESTARTSYS".into(),
+        513 => "ERESTARTNOINTR".into(),
+        514 => "ERESTARTNOHAND".into(),
+        516 => "ERESTART_RESTARTBLOCK".into(),
+        1..=133 if !NAMES[e as usize].starts_with("E4") && !NAMES[e as usize].starts_with("E5") => {
+            NAMES[e as usize].into()
+        }
+        _ => format!("E{e}"),
+    }
+}
+
+/// `O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC` for x86_64 open flags.
+pub fn open_flags(f: u32) -> String {
+    let mut s = String::from(match f & 3 {
+        0 => "O_RDONLY",
+        1 => "O_WRONLY",
+        2 => "O_RDWR",
+        _ => "O_ACCMODE",
+    });
+    const BITS: [(u32, &str); 16] = [
+        (0o100, "O_CREAT"),
+        (0o200, "O_EXCL"),
+        (0o400, "O_NOCTTY"),
+        (0o1000, "O_TRUNC"),
+        (0o2000, "O_APPEND"),
+        (0o4000, "O_NONBLOCK"),
+        (0o10000, "O_DSYNC"),
+        (0o20000, "O_ASYNC"),
+        (0o40000, "O_DIRECT"),
+        (0o100000, "O_LARGEFILE"),
+        (0o200000, "O_DIRECTORY"),
+        (0o400000, "O_NOFOLLOW"),
+        (0o1000000, "O_NOATIME"),
+        (0o2000000, "O_CLOEXEC"),
+        (0o10000000, "O_PATH"),
+        (0o20000000, "O_TMPFILE_BIT"),
+    ];
+    let mut rest = f & !3;
+    if rest & 0o4010000 == 0o4010000 {
+        s.push_str("|O_SYNC");
+        rest &= !0o4010000;
+    }
+    if rest & 0o20200000 == 0o20200000 {
+        s.push_str("|O_TMPFILE");
+        rest &= !0o20200000;
+    }
+    for (bit, name) in BITS {
+        if rest & bit != 0 {
+            s.push('|');
+            s.push_str(name);
+            rest &= !bit;
+        }
+    }
+    if rest != 0 {
+        let _ = write!(s, "|{rest:#o}");
+    }
+    s
+}
+
+/// The last component of a path, for slice names.
+pub fn basename(p: &str) -> &str {
+    let t = p.trim_end_matches('/');
+    match t.rfind('/') {
+        Some(i) => &t[i + 1..],
+        None if t.is_empty() => p,
+        None => t,
+    }
+}
+
+/// A process name from its NUL-separated argv: the program's basename and
+/// its arguments, at most `max` characters (`python train.py --epochs 10`).
+pub fn command_line(argv: &[u8], max: usize) -> String {
+    let args: Vec<String> = argv
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let mut s = String::new();
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(if i == 0 { basename(a) } else { a });
+    }
+    if s.chars().count() > max {
+        let cut: String = s.chars().take(max.saturating_sub(1)).collect();
+        return cut + "…";
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size(0), "0 B");
+        assert_eq!(size(1023), "1023 B");
+        assert_eq!(size(65536), "64 KiB");
+        assert_eq!(size(1536), "1.5 KiB");
+        assert_eq!(size(3 << 20), "3 MiB");
+        assert_eq!(size(150 * 1024 + 7), "150 KiB");
+    }
+
+    #[test]
+    fn errnos() {
+        assert_eq!(errno(2), "ENOENT");
+        assert_eq!(errno(13), "EACCES");
+        assert_eq!(errno(28), "ENOSPC");
+        assert_eq!(errno(133), "EHWPOISON");
+        assert_eq!(errno(512), "ERESTARTSYS");
+        assert_eq!(errno(41), "E41");
+        assert_eq!(errno(999), "E999");
+    }
+
+    #[test]
+    fn flags() {
+        assert_eq!(open_flags(0), "O_RDONLY");
+        assert_eq!(open_flags(0o2000000), "O_RDONLY|O_CLOEXEC");
+        assert_eq!(open_flags(0o1101), "O_WRONLY|O_CREAT|O_TRUNC");
+        assert_eq!(open_flags(0o4010002), "O_RDWR|O_SYNC");
+        assert_eq!(open_flags(0o40000), "O_RDONLY|O_DIRECT");
+    }
+
+    #[test]
+    fn commands() {
+        assert_eq!(
+            command_line(b"/usr/bin/python3\0train.py\0--epochs\010", 80),
+            "python3 train.py --epochs 10"
+        );
+        assert_eq!(basename("/a/b/c.bin"), "c.bin");
+        assert_eq!(basename("/"), "/");
+        assert_eq!(basename("pipe:[12]"), "pipe:[12]");
+        assert_eq!(command_line(b"x\0aaaaaaaaaa", 5), "x aa…");
+    }
+}
