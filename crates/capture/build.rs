@@ -13,14 +13,7 @@ fn main() {
         let skel = out.join(format!("{name}.skel.rs"));
         if let Err(e) = SkeletonBuilder::new()
             .source(&src)
-            .clang_args([
-                "-O2",
-                "-g",
-                "-Wall",
-                "-Wno-unused-function",
-                "-I",
-                root.to_str().unwrap(),
-            ])
+            .clang_args(["-O2", "-g", "-Wall", "-Wno-unused-function", "-I", root.to_str().unwrap()])
             .build_and_generate(&skel)
         {
             panic!(

@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 
 fn main() {
-    let manifest_dir =
-        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let proto_dir = manifest_dir.join("../../proto");
     let proto_file = proto_dir.join("perfetto_trace.proto");
     println!("cargo:rerun-if-changed={}", proto_file.display());

@@ -23,17 +23,12 @@ pub struct BpfConfig {
 
 impl Default for BpfConfig {
     fn default() -> Self {
-        BpfConfig {
-            ring_bytes: 32 << 20,
-        }
+        BpfConfig { ring_bytes: 32 << 20 }
     }
 }
 
 fn bpf_err(stage: &str) -> impl FnOnce(libbpf_rs::Error) -> CaptureError + '_ {
-    move |source| CaptureError::Bpf {
-        stage: stage.to_string(),
-        source,
-    }
+    move |source| CaptureError::Bpf { stage: stage.to_string(), source }
 }
 
 /// Opens, configures, loads and attaches every program.
@@ -42,25 +37,14 @@ pub fn load<'obj>(
     cfg: &BpfConfig,
 ) -> Result<MltraceSkel<'obj>, CaptureError> {
     let builder = MltraceSkelBuilder::default();
-    let mut open = builder
-        .open(storage)
-        .map_err(bpf_err("opening the BPF object"))?;
+    let mut open = builder.open(storage).map_err(bpf_err("opening the BPF object"))?;
     let ring = cfg.ring_bytes.max(4096).next_power_of_two();
-    let rodata = open
-        .maps
-        .rodata_data
-        .as_deref_mut()
-        .expect("rodata is mmapped");
+    let rodata = open.maps.rodata_data.as_deref_mut().expect("rodata is mmapped");
     rodata.sys_op = syscalls::table();
     // Wake the consumer when an eighth of the ring is waiting; it also polls.
     rodata.wakeup_bytes = u64::from(ring / 8);
-    open.maps
-        .events
-        .set_max_entries(ring)
-        .map_err(bpf_err("sizing the ring buffer"))?;
-    let mut skel = open
-        .load()
-        .map_err(bpf_err("loading the programs (verifier)"))?;
+    open.maps.events.set_max_entries(ring).map_err(bpf_err("sizing the ring buffer"))?;
+    let mut skel = open.load().map_err(bpf_err("loading the programs (verifier)"))?;
     skel.attach().map_err(bpf_err("attaching the programs"))?;
     Ok(skel)
 }
@@ -77,18 +61,8 @@ pub fn trace_pid(skel: &MltraceSkel<'_>, pid: u32) -> Result<(), CaptureError> {
 pub fn read_lost(skel: &MltraceSkel<'_>) -> [u64; LOST_SLOTS] {
     let mut out = [0u64; LOST_SLOTS];
     for (k, slot) in out.iter_mut().enumerate() {
-        if let Ok(Some(per_cpu)) = skel
-            .maps
-            .lost
-            .lookup_percpu(&(k as u32).to_ne_bytes(), MapFlags::ANY)
-        {
-            *slot = per_cpu
-                .iter()
-                .filter_map(|v| {
-                    v.get(..8)
-                        .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
-                })
-                .sum();
+        if let Ok(Some(per_cpu)) = skel.maps.lost.lookup_percpu(&(k as u32).to_ne_bytes(), MapFlags::ANY) {
+            *slot = per_cpu.iter().filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()))).sum();
         }
     }
     out
@@ -96,10 +70,7 @@ pub fn read_lost(skel: &MltraceSkel<'_>) -> [u64; LOST_SLOTS] {
 
 /// What is attached, for the log header and `mltrace doctor`.
 pub fn probes() -> Vec<mltrace_log::Probe> {
-    let names: Vec<&str> = syscalls::traced()
-        .iter()
-        .map(|(_, o)| op_name(o.0))
-        .collect();
+    let names: Vec<&str> = syscalls::traced().iter().map(|(_, o)| op_name(o.0)).collect();
     vec![
         mltrace_log::Probe {
             subsystem: "syscalls".into(),
@@ -109,8 +80,7 @@ pub fn probes() -> Vec<mltrace_log::Probe> {
         mltrace_log::Probe {
             subsystem: "processes".into(),
             mechanism: "raw_tp".into(),
-            detail: "sched_process_fork, sched_process_exec, sched_process_exit, task_rename"
-                .into(),
+            detail: "sched_process_fork, sched_process_exec, sched_process_exit, task_rename".into(),
         },
     ]
 }

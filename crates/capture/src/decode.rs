@@ -8,8 +8,7 @@ use mltrace_log::*;
 
 use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::skel::types::{
-    ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_kind, ev_open,
-    ev_xfer, op,
+    ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_kind, ev_open, ev_xfer, op,
 };
 
 /// BPF flag bits (events.h).
@@ -34,16 +33,11 @@ fn read<T: Copy>(data: &[u8]) -> T {
 }
 
 fn tail(data: &[u8], offset: usize, len: usize) -> &[u8] {
-    data.get(offset..)
-        .map(|d| &d[..len.min(d.len())])
-        .unwrap_or(&[])
+    data.get(offset..).map(|d| &d[..len.min(d.len())]).unwrap_or(&[])
 }
 
 fn cstr(b: &[i8]) -> Vec<u8> {
-    b.iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect()
+    b.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect()
 }
 
 /// Counts of what the decoder produced and what it could not.
@@ -90,10 +84,7 @@ fn io_op(o: u8) -> IoOp {
 impl KernelDecoder {
     /// A decoder for a recording whose command is `root_pid`.
     pub fn for_command(root_pid: u32) -> Self {
-        KernelDecoder {
-            pre_exec: Some(root_pid),
-            ..Default::default()
-        }
+        KernelDecoder { pre_exec: Some(root_pid), ..Default::default() }
     }
 
     pub fn files(&self) -> &FileTable {
@@ -143,9 +134,7 @@ impl KernelDecoder {
             if h.pid == root {
                 match kind {
                     ev_kind::EV_EXEC => self.pre_exec = None,
-                    ev_kind::EV_IO | ev_kind::EV_OPEN | ev_kind::EV_CLOSE | ev_kind::EV_XFER => {
-                        return
-                    }
+                    ev_kind::EV_IO | ev_kind::EV_OPEN | ev_kind::EV_CLOSE | ev_kind::EV_XFER => return,
                     _ => {}
                 }
             }
@@ -171,11 +160,7 @@ impl KernelDecoder {
                     fd: e.fd,
                     path,
                     kind,
-                    offset: if offset_src == OffsetSrc::None {
-                        0
-                    } else {
-                        e.offset
-                    },
+                    offset: if offset_src == OffsetSrc::None { 0 } else { e.offset },
                     offset_src,
                     requested: e.requested,
                     ret: e.ret,
@@ -245,11 +230,7 @@ impl KernelDecoder {
                 let (abs, kind) = if e.ret >= 0 {
                     match self.files.lookup(e.file, enc) {
                         Some((id, kind)) => {
-                            if self
-                                .files
-                                .path(e.file)
-                                .is_some_and(|p| p.starts_with(b"..."))
-                            {
+                            if self.files.path(e.file).is_some_and(|p| p.starts_with(b"...")) {
                                 trunc |= mltrace_log::trunc::ABS;
                             }
                             (id, kind)
@@ -304,11 +285,7 @@ impl KernelDecoder {
             }
             ev_kind::EV_EXEC => {
                 let e: ev_exec = read(data);
-                let d = tail(
-                    data,
-                    offset_of!(ev_exec, data),
-                    e.filename_len as usize + e.argv_len as usize,
-                );
+                let d = tail(data, offset_of!(ev_exec, data), e.filename_len as usize + e.argv_len as usize);
                 let (fname, mut argv) = d.split_at((e.filename_len as usize).min(d.len()));
                 if argv.last() == Some(&0) {
                     argv = &argv[..argv.len() - 1];
@@ -322,14 +299,7 @@ impl KernelDecoder {
                 }
                 let filename = enc.intern(fname);
                 let argv = enc.intern(argv);
-                enc.push(&Record::Exec(Exec {
-                    ts: h.ts,
-                    pid: h.pid,
-                    tid: h.tid,
-                    filename,
-                    argv,
-                    trunc,
-                }));
+                enc.push(&Record::Exec(Exec { ts: h.ts, pid: h.pid, tid: h.tid, filename, argv, trunc }));
             }
             ev_kind::EV_EXIT => {
                 let e: ev_exit = read(data);
@@ -344,12 +314,7 @@ impl KernelDecoder {
             ev_kind::EV_COMM => {
                 let e: ev_comm = read(data);
                 let comm = enc.intern(&cstr(&e.comm));
-                enc.push(&Record::Comm(Comm {
-                    ts: h.ts,
-                    pid: h.pid,
-                    tid: h.tid,
-                    comm,
-                }));
+                enc.push(&Record::Comm(Comm { ts: h.ts, pid: h.pid, tid: h.tid, comm }));
             }
             _ => {
                 self.stats.records -= 1;

@@ -17,20 +17,11 @@ pub enum CaptureError {
     #[error("{}: already exists; pass --force to overwrite it", .0.display())]
     OutputExists(PathBuf),
     #[error("{}: {source}", path.display())]
-    Output {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Output { path: PathBuf, source: std::io::Error },
     #[error("BPF: {stage}: {source}\n(`mltrace doctor` checks what this kernel supports)")]
-    Bpf {
-        stage: String,
-        source: libbpf_rs::Error,
-    },
+    Bpf { stage: String, source: libbpf_rs::Error },
     #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
+    Io { what: String, source: std::io::Error },
 }
 
 impl CaptureError {

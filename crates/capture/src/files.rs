@@ -91,11 +91,7 @@ pub fn classify(f: &FileFacts<'_>) -> (FileKind, Vec<u8>) {
 /// path that does not exist (so no symlinks can be followed).
 pub fn join_normalize(base: &[u8], rel: &[u8]) -> Vec<u8> {
     let mut parts: Vec<&[u8]> = Vec::new();
-    let start: &[&[u8]] = if rel.first() == Some(&b'/') {
-        &[]
-    } else {
-        &[base]
-    };
+    let start: &[&[u8]] = if rel.first() == Some(&b'/') { &[] } else { &[base] };
     for piece in start.iter().copied().chain(std::iter::once(rel)) {
         for c in piece.split(|&b| b == b'/') {
             match c {
@@ -157,14 +153,7 @@ impl FileTable {
     pub fn insert(&mut self, key: u64, kind: FileKind, path: Vec<u8>) {
         self.map.insert(
             key,
-            Entry {
-                path: path.into_boxed_slice(),
-                kind,
-                cached: Cached {
-                    generation: u64::MAX,
-                    id: StrId(0),
-                },
-            },
+            Entry { path: path.into_boxed_slice(), kind, cached: Cached { generation: u64::MAX, id: StrId(0) } },
         );
     }
 
@@ -179,10 +168,7 @@ impl FileTable {
         let e = self.map.get_mut(&key)?;
         let generation = enc.generation();
         if e.cached.generation != generation {
-            e.cached = Cached {
-                generation,
-                id: enc.intern(&e.path),
-            };
+            e.cached = Cached { generation, id: enc.intern(&e.path) };
         }
         Some((e.cached.id, e.kind))
     }
@@ -201,22 +187,12 @@ mod tests {
     use super::*;
 
     fn facts(mode: u16, magic: u64, path: &[u8], disconnected: bool) -> FileFacts<'_> {
-        FileFacts {
-            mode,
-            magic,
-            rdev: 0,
-            ino: 77,
-            path,
-            disconnected,
-        }
+        FileFacts { mode, magic, rdev: 0, ino: 77, path, disconnected }
     }
 
     #[test]
     fn non_files_are_named_like_proc_fd() {
-        assert_eq!(
-            classify(&facts(S_IFIFO | 0o600, PIPEFS_MAGIC, b"", true)),
-            (FileKind::Pipe, b"pipe:[77]".to_vec())
-        );
+        assert_eq!(classify(&facts(S_IFIFO | 0o600, PIPEFS_MAGIC, b"", true)), (FileKind::Pipe, b"pipe:[77]".to_vec()));
         assert_eq!(
             classify(&facts(S_IFSOCK | 0o777, SOCKFS_MAGIC, b"", true)),
             (FileKind::Socket, b"socket:[77]".to_vec())
@@ -233,10 +209,7 @@ mod tests {
             classify(&facts(S_IFREG | 0o600, 0x0102_1994, b"/dev/shm/x", false)),
             (FileKind::Regular, b"/dev/shm/x".to_vec())
         );
-        assert_eq!(
-            classify(&facts(S_IFIFO | 0o600, 0xef53, b"/tmp/fifo", false)).0,
-            FileKind::Pipe
-        );
+        assert_eq!(classify(&facts(S_IFIFO | 0o600, 0xef53, b"/tmp/fifo", false)).0, FileKind::Pipe);
         let tty = FileFacts {
             mode: S_IFCHR | 0o620,
             magic: 0x1cd1,
@@ -246,20 +219,13 @@ mod tests {
             disconnected: false,
         };
         assert_eq!(classify(&tty), (FileKind::Tty, b"/dev/pts/3".to_vec()));
-        let null = FileFacts {
-            rdev: (1 << 20) | 3,
-            path: b"/dev/null",
-            ..tty
-        };
+        let null = FileFacts { rdev: (1 << 20) | 3, path: b"/dev/null", ..tty };
         assert_eq!(classify(&null).0, FileKind::CharDev);
     }
 
     #[test]
     fn join_is_lexical() {
-        assert_eq!(
-            join_normalize(b"/home/u", b"data/../x.bin"),
-            b"/home/u/x.bin"
-        );
+        assert_eq!(join_normalize(b"/home/u", b"data/../x.bin"), b"/home/u/x.bin");
         assert_eq!(join_normalize(b"/home/u", b"/etc//passwd"), b"/etc/passwd");
         assert_eq!(join_normalize(b"/", b"../../a/./b/"), b"/a/b");
         assert_eq!(join_normalize(b"/a", b".."), b"/");

@@ -38,14 +38,10 @@ impl std::fmt::Display for CommandError {
 
 fn check_executable(p: &Path, shown: &str) -> Result<(), CommandError> {
     match std::fs::metadata(p) {
-        Ok(m) if m.is_dir() => Err(CommandError::NotExecutable(
-            shown.into(),
-            "is a directory".into(),
-        )),
-        Ok(m) if m.permissions().mode() & 0o111 == 0 => Err(CommandError::NotExecutable(
-            shown.into(),
-            "permission denied".into(),
-        )),
+        Ok(m) if m.is_dir() => Err(CommandError::NotExecutable(shown.into(), "is a directory".into())),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => {
+            Err(CommandError::NotExecutable(shown.into(), "permission denied".into()))
+        }
         Ok(_) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err(CommandError::NotFound(shown.into())),
         Err(e) => Err(CommandError::NotExecutable(shown.into(), e.to_string())),
@@ -63,8 +59,7 @@ pub fn resolve(cmd: &OsStr) -> Result<PathBuf, CommandError> {
         check_executable(&p, &shown)?;
         return Ok(p);
     }
-    let path =
-        std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
+    let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
     let mut denied = None;
     for dir in std::env::split_paths(&path) {
         let p = dir.join(cmd);
@@ -104,14 +99,8 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Forks a child that will exec `program` with `argv` (argv[0] included).
 /// The child unblocks all signals and optionally drops to `run_as` first.
-pub fn spawn_paused(
-    program: &Path,
-    argv: &[OsString],
-    run_as: Option<&RunAs>,
-) -> io::Result<Paused> {
-    let to_c = |s: &OsStr| {
-        CString::new(s.as_bytes()).map_err(|_| io::Error::other("argument contains a NUL byte"))
-    };
+pub fn spawn_paused(program: &Path, argv: &[OsString], run_as: Option<&RunAs>) -> io::Result<Paused> {
+    let to_c = |s: &OsStr| CString::new(s.as_bytes()).map_err(|_| io::Error::other("argument contains a NUL byte"));
     let prog = to_c(program.as_os_str())?;
     let args: Vec<CString> = argv.iter().map(|a| to_c(a)).collect::<Result<_, _>>()?;
     let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
@@ -164,11 +153,7 @@ pub fn spawn_paused(
     }
     drop(go_r);
     drop(err_w);
-    Ok(Paused {
-        pid,
-        go: Some(go_w),
-        err: err_r,
-    })
+    Ok(Paused { pid, go: Some(go_w), err: err_r })
 }
 
 impl Paused {
@@ -183,8 +168,7 @@ impl Paused {
         let mut got = 0;
         while got < 4 {
             // SAFETY: reading into the remaining part of `e`.
-            let n =
-                unsafe { libc::read(self.err.as_raw_fd(), e[got..].as_mut_ptr().cast(), 4 - got) };
+            let n = unsafe { libc::read(self.err.as_raw_fd(), e[got..].as_mut_ptr().cast(), 4 - got) };
             if n == 0 {
                 break;
             }
@@ -219,18 +203,8 @@ mod tests {
     #[test]
     fn resolve_like_a_shell() {
         assert!(resolve(OsStr::new("sh")).unwrap().is_absolute());
-        assert_eq!(
-            resolve(OsStr::new("no-such-command-xyz"))
-                .unwrap_err()
-                .exit_code(),
-            127
-        );
-        assert_eq!(
-            resolve(OsStr::new("/no/such/file"))
-                .unwrap_err()
-                .exit_code(),
-            127
-        );
+        assert_eq!(resolve(OsStr::new("no-such-command-xyz")).unwrap_err().exit_code(), 127);
+        assert_eq!(resolve(OsStr::new("/no/such/file")).unwrap_err().exit_code(), 127);
         assert_eq!(resolve(OsStr::new("/tmp")).unwrap_err().exit_code(), 126);
         let f = std::env::temp_dir().join(format!("mltrace-noexec-{}", std::process::id()));
         std::fs::write(&f, "#!/bin/sh\n").unwrap();

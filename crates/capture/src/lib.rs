@@ -15,14 +15,7 @@ pub mod recorder;
 pub mod syscalls;
 pub mod system;
 
-#[allow(
-    clippy::all,
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports
-)]
+#[allow(clippy::all, non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/mltrace.skel.rs"));
 }

@@ -22,15 +22,10 @@ pub struct OutputFile {
 
 impl OutputFile {
     pub fn create(target: &Path, force: bool) -> Result<OutputFile, CaptureError> {
-        let err = |source| CaptureError::Output {
-            path: target.to_owned(),
-            source,
-        };
+        let err = |source| CaptureError::Output { path: target.to_owned(), source };
         match std::fs::symlink_metadata(target) {
             Ok(m) if m.file_type().is_symlink() => {
-                return Err(err(io::Error::other(
-                    "is a symbolic link; refusing to write through it",
-                )));
+                return Err(err(io::Error::other("is a symbolic link; refusing to write through it")));
             }
             Ok(m) if m.is_dir() => return Err(err(io::Error::other("is a directory"))),
             Ok(_) if !force => return Err(CaptureError::OutputExists(target.to_owned())),
@@ -40,9 +35,7 @@ impl OutputFile {
             Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
             _ => PathBuf::from("."),
         };
-        let name = target
-            .file_name()
-            .ok_or_else(|| err(io::Error::other("not a file name")))?;
+        let name = target.file_name().ok_or_else(|| err(io::Error::other("not a file name")))?;
         let mut tmp_name = std::ffi::OsString::from(".");
         tmp_name.push(name);
         tmp_name.push(format!(".mltrace-{}.tmp", std::process::id()));
@@ -53,51 +46,24 @@ impl OutputFile {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&tmp)
-            .map_err(|e| CaptureError::Output {
-                path: tmp.clone(),
-                source: e,
-            })?;
-        Ok(OutputFile {
-            file,
-            tmp,
-            target: target.to_owned(),
-            force,
-            committed: false,
-        })
+            .map_err(|e| CaptureError::Output { path: tmp.clone(), source: e })?;
+        Ok(OutputFile { file, tmp, target: target.to_owned(), force, committed: false })
     }
 
     /// Syncs and moves the log to its final name.
     pub fn commit(&mut self) -> Result<(), CaptureError> {
-        let err = |source| CaptureError::Output {
-            path: self.target.clone(),
-            source,
-        };
+        let err = |source| CaptureError::Output { path: self.target.clone(), source };
         self.file.sync_all().map_err(err)?;
         let from = CString::new(self.tmp.as_os_str().as_bytes()).unwrap();
         let to = CString::new(self.target.as_os_str().as_bytes()).unwrap();
-        let flags = if self.force {
-            0
-        } else {
-            libc::RENAME_NOREPLACE
-        };
+        let flags = if self.force { 0 } else { libc::RENAME_NOREPLACE };
         // SAFETY: two valid NUL-terminated paths.
-        let r = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                from.as_ptr(),
-                libc::AT_FDCWD,
-                to.as_ptr(),
-                flags,
-            )
-        };
+        let r = unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), flags) };
         if r != 0 {
             // Keep what was recorded under its temporary name.
             self.committed = true;
             let e = io::Error::last_os_error();
-            let e = io::Error::new(
-                e.kind(),
-                format!("{e}; the log was left at {}", self.tmp.display()),
-            );
+            let e = io::Error::new(e.kind(), format!("{e}; the log was left at {}", self.tmp.display()));
             return Err(err(e));
         }
         self.committed = true;

@@ -144,10 +144,7 @@ impl Drop for SignalBlock {
 
 fn signal_loop(child: i32, shared: &Shared) {
     let set = signal_set();
-    let timeout = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 100_000_000,
-    };
+    let timeout = libc::timespec { tv_sec: 0, tv_nsec: 100_000_000 };
     while !shared.stop.load(Ordering::Relaxed) {
         // SAFETY: valid set, info and timeout pointers.
         let (sig, code) = unsafe {
@@ -197,9 +194,7 @@ impl Consumer<'_> {
         }
         let mut f = self.free.try_recv().unwrap_or_default();
         self.enc.finish_into(&mut f);
-        self.shared
-            .records
-            .fetch_add(u64::from(f.records), Ordering::Relaxed);
+        self.shared.records.fetch_add(u64::from(f.records), Ordering::Relaxed);
         // The writer only goes away after we do.
         let _ = self.frames.send(f);
     }
@@ -207,11 +202,7 @@ impl Consumer<'_> {
     /// Turns new drops (kernel counters and our own) into Lost records.
     fn account_losses(&mut self, skel: &Skeleton<'_>) {
         let kernel = bpf::read_lost(skel);
-        let DecodeStats {
-            malformed,
-            unknown_file,
-            ..
-        } = self.dec.stats;
+        let DecodeStats { malformed, unknown_file, .. } = self.dec.stats;
         let mut now = [0u64; 8];
         now[..LOST_SLOTS.min(8)].copy_from_slice(&kernel[..LOST_SLOTS.min(8)]);
         now[LostKind::Malformed as usize] += malformed;
@@ -219,11 +210,7 @@ impl Consumer<'_> {
         let ts = system::boottime_ns();
         for (k, (&n, seen)) in now.iter().zip(self.lost_seen.iter_mut()).enumerate() {
             if n > *seen {
-                self.enc.push(&Record::Lost(Lost {
-                    ts,
-                    kind: LostKind::from_u8(k as u8),
-                    count: n - *seen,
-                }));
+                self.enc.push(&Record::Lost(Lost { ts, kind: LostKind::from_u8(k as u8), count: n - *seen }));
                 self.shared.lost.fetch_add(n - *seen, Ordering::Relaxed);
                 *seen = n;
             }
@@ -231,11 +218,7 @@ impl Consumer<'_> {
     }
 }
 
-fn consumer_loop(
-    skel: &Skeleton<'_>,
-    consumer: Consumer<'_>,
-    flush: Duration,
-) -> Result<[u64; 8], CaptureError> {
+fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> Result<[u64; 8], CaptureError> {
     let state = RefCell::new(consumer);
     let mut builder = RingBufferBuilder::new();
     builder
@@ -243,14 +226,8 @@ fn consumer_loop(
             state.borrow_mut().on_event(data);
             0
         })
-        .map_err(|source| CaptureError::Bpf {
-            stage: "opening the ring buffer".into(),
-            source,
-        })?;
-    let rb = builder.build().map_err(|source| CaptureError::Bpf {
-        stage: "opening the ring buffer".into(),
-        source,
-    })?;
+        .map_err(|source| CaptureError::Bpf { stage: "opening the ring buffer".into(), source })?;
+    let rb = builder.build().map_err(|source| CaptureError::Bpf { stage: "opening the ring buffer".into(), source })?;
     let shared = state.borrow().shared;
     let mut last_losses = Instant::now();
     loop {
@@ -286,9 +263,7 @@ fn writer_loop(
             if let Err(e) = writer.write_frame(&f) {
                 error = Some(e.to_string());
             }
-            shared
-                .log_bytes
-                .store(writer.bytes_written(), Ordering::Relaxed);
+            shared.log_bytes.store(writer.bytes_written(), Ordering::Relaxed);
         }
         let _ = free.try_send(f);
     }
@@ -303,14 +278,8 @@ fn header(opts: &RecordOptions, root_pid: u32, start: ClockAnchor) -> Header {
         kernel: system::kernel_release(),
         cpu_count: system::cpu_count(),
         boot_id: system::boot_id(),
-        command: opts
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        cwd: std::env::current_dir()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
+        command: opts.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        cwd: std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default(),
         root_pid,
         recorder_pid: std::process::id(),
         probes: bpf::probes(),
@@ -361,23 +330,15 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     if !missing.is_empty() {
         return Err(CaptureError::Privileges { missing });
     }
-    let first = opts
-        .command
-        .first()
-        .ok_or(CaptureError::Command(CommandError::NotFound(String::new())))?;
+    let first = opts.command.first().ok_or(CaptureError::Command(CommandError::NotFound(String::new())))?;
     let program = launch::resolve(first).map_err(CaptureError::Command)?;
     let mut out = OutputFile::create(&opts.output, opts.force)?;
     let mut storage = MaybeUninit::uninit();
     let skel = bpf::load(&mut storage, &opts.bpf)?;
     let _mask = SignalBlock::new();
     let started = Instant::now();
-    let child =
-        launch::spawn_paused(&program, &opts.command, opts.run_as.as_ref()).map_err(|source| {
-            CaptureError::Io {
-                what: "starting the command".into(),
-                source,
-            }
-        })?;
+    let child = launch::spawn_paused(&program, &opts.command, opts.run_as.as_ref())
+        .map_err(|source| CaptureError::Io { what: "starting the command".into(), source })?;
     let pid = child.pid;
     let start = system::clock_anchor();
     let io_err = |what: &str| {
@@ -392,10 +353,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         Ok(w) => w,
         Err(source) => {
             child.abort();
-            return Err(CaptureError::Output {
-                path: opts.output.clone(),
-                source,
-            });
+            return Err(CaptureError::Output { path: opts.output.clone(), source });
         }
     };
     if let Err(e) = bpf::trace_pid(&skel, pid as u32) {
@@ -431,9 +389,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let outcome = std::thread::scope(|s| {
         let writer_h = std::thread::Builder::new()
             .name("mltrace-writer".into())
-            .spawn_scoped(s, move || {
-                writer_loop(writer, frames_rx, free_tx, shared_ref)
-            })
+            .spawn_scoped(s, move || writer_loop(writer, frames_rx, free_tx, shared_ref))
             .map_err(io_err("starting the writer thread"))?;
         let consumer_h = std::thread::Builder::new()
             .name("mltrace-consumer".into())
@@ -468,23 +424,13 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     });
     let (wait_status, lost, writer, mut write_error) = outcome?;
     let wait_status = wait_status.map_err(CaptureError::Command)?;
-    let lost_list: Vec<(LostKind, u64)> = lost
-        .iter()
-        .enumerate()
-        .filter(|(_, &n)| n > 0)
-        .map(|(k, &n)| (LostKind::from_u8(k as u8), n))
-        .collect();
+    let lost_list: Vec<(LostKind, u64)> =
+        lost.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, &n)| (LostKind::from_u8(k as u8), n)).collect();
     let records = writer.records();
     let trailer = Trailer {
         end: system::clock_anchor(),
         exit_status: wait_status,
-        lost: lost_list
-            .iter()
-            .map(|(k, n)| LostTotal {
-                kind: k.name().into(),
-                count: *n,
-            })
-            .collect(),
+        lost: lost_list.iter().map(|(k, n)| LostTotal { kind: k.name().into(), count: *n }).collect(),
         stopped_early: if wait_status.is_none() {
             Some("interrupted twice: stopped before the command ended".into())
         } else {

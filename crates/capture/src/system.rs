@@ -5,10 +5,7 @@ use std::fs;
 use mltrace_log::ClockAnchor;
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid pointer to a timespec; the clocks used here always exist.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -28,11 +25,7 @@ pub fn clock_anchor() -> ClockAnchor {
         let real = clock_ns(libc::CLOCK_REALTIME);
         let mono = clock_ns(libc::CLOCK_MONOTONIC);
         let b1 = boottime_ns();
-        let a = ClockAnchor {
-            boottime_ns: b0 + (b1 - b0) / 2,
-            realtime_ns: real,
-            monotonic_ns: mono,
-        };
+        let a = ClockAnchor { boottime_ns: b0 + (b1 - b0) / 2, realtime_ns: real, monotonic_ns: mono };
         if best.as_ref().is_none_or(|(w, _)| b1 - b0 < *w) {
             best = Some((b1 - b0, a));
         }
@@ -41,9 +34,7 @@ pub fn clock_anchor() -> ClockAnchor {
 }
 
 fn read_trim(path: &str) -> String {
-    fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
+    fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
 pub fn hostname() -> String {
@@ -59,17 +50,13 @@ pub fn boot_id() -> String {
 }
 
 pub fn cpu_count() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1)
+    std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
 }
 
 /// (major, minor) of the running kernel.
 pub fn kernel_version() -> Option<(u32, u32)> {
     let r = kernel_release();
-    let mut it = r
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty());
+    let mut it = r.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty());
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 

@@ -20,28 +20,20 @@ pub struct Args {
 }
 
 fn default_output(log: &Path, ext: &str) -> PathBuf {
-    let stem = log
-        .file_stem()
-        .map(|s| s.to_os_string())
-        .unwrap_or_else(|| "trace".into());
+    let stem = log.file_stem().map(|s| s.to_os_string()).unwrap_or_else(|| "trace".into());
     let mut name = stem;
     name.push(ext);
     log.with_file_name(name)
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
-    let out_path = a
-        .output
-        .unwrap_or_else(|| default_output(&a.log, ".perfetto-trace"));
+    let out_path = a.output.unwrap_or_else(|| default_output(&a.log, ".perfetto-trace"));
     let mut reader = LogReader::open(&a.log)?;
-    let file =
-        File::create(&out_path).with_context(|| format!("creating {}", out_path.display()))?;
+    let file = File::create(&out_path).with_context(|| format!("creating {}", out_path.display()))?;
     let log_name = a.log.display().to_string();
-    let (_, stats) = mltrace_perfetto::export(
-        &mut reader,
-        BufWriter::with_capacity(1 << 20, file),
-        &mut |d| eprintln!("mltrace: {log_name}: {d}"),
-    )
+    let (_, stats) = mltrace_perfetto::export(&mut reader, BufWriter::with_capacity(1 << 20, file), &mut |d| {
+        eprintln!("mltrace: {log_name}: {d}")
+    })
     .with_context(|| format!("writing {}", out_path.display()))?;
     eprintln!(
         "mltrace: {} records -> {} slices in {} processes; {} written ({} bytes)",
@@ -52,10 +44,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         stats.bytes
     );
     if stats.lost_events > 0 {
-        eprintln!(
-            "mltrace: the recording lost {} events; see the \"mltrace: lost events\" track",
-            stats.lost_events
-        );
+        eprintln!("mltrace: the recording lost {} events; see the \"mltrace: lost events\" track", stats.lost_events);
     }
     eprintln!("mltrace: open it at https://ui.perfetto.dev (Open trace file)");
     Ok(0)

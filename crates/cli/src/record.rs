@@ -21,12 +21,7 @@ pub struct Args {
     #[arg(short, long)]
     quiet: bool,
     /// The command to run, after `--`
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "CMD"
-    )]
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     command: Vec<OsString>,
 }
 
@@ -68,14 +63,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     }
     let lost: u64 = s.lost.iter().map(|(_, n)| n).sum();
     let detail = if lost > 0 {
-        format!(
-            " ({})",
-            s.lost
-                .iter()
-                .map(|(k, n)| format!("{n} {}", k.name()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        format!(" ({})", s.lost.iter().map(|(k, n)| format!("{n} {}", k.name())).collect::<Vec<_>>().join(", "))
     } else {
         String::new()
     };
@@ -92,9 +80,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         s.output.display()
     );
     if let Some(e) = &s.write_error {
-        eprintln!(
-            "mltrace: writing the log failed part-way: {e}; what was written before is readable"
-        );
+        eprintln!("mltrace: writing the log failed part-way: {e}; what was written before is readable");
     }
     Ok(s.exit_code)
 }

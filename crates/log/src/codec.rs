@@ -111,10 +111,7 @@ impl Columns {
 
     fn w(&mut self, k: u8) -> W<'_> {
         self.kinds.push(k);
-        W {
-            cols: &mut self.cols[k as usize],
-            prev: &mut self.prev[k as usize],
-        }
+        W { cols: &mut self.cols[k as usize], prev: &mut self.prev[k as usize] }
     }
 
     pub fn push(&mut self, rec: &Record) {
@@ -214,13 +211,7 @@ impl Columns {
 
     /// Appends the payload to `out` (string table given as lengths + bytes)
     /// and resets for the next frame.
-    pub fn finish(
-        &mut self,
-        n_strings: usize,
-        str_lens: &[u8],
-        str_bytes: &[u8],
-        out: &mut Vec<u8>,
-    ) {
+    pub fn finish(&mut self, n_strings: usize, str_lens: &[u8], str_bytes: &[u8], out: &mut Vec<u8>) {
         let mut dir: Vec<(u64, &[u8])> = Vec::with_capacity(16);
         dir.push((COL_KIND, &self.kinds));
         dir.push((COL_STR_LEN, str_lens));
@@ -296,10 +287,7 @@ impl R<'_> {
                 c.pos = pos;
                 Ok(v)
             }
-            None => Err(Corrupt(format!(
-                "column {} of record kind {} ends early or holds a bad varint",
-                f, self.kind
-            ))),
+            None => Err(Corrupt(format!("column {} of record kind {} ends early or holds a bad varint", f, self.kind))),
         }
     }
     #[inline]
@@ -309,20 +297,17 @@ impl R<'_> {
     #[inline]
     fn i32(&mut self, f: usize) -> Result<i32, Corrupt> {
         let v = self.i(f)?;
-        i32::try_from(v)
-            .map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
+        i32::try_from(v).map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
     }
     #[inline]
     fn u32(&mut self, f: usize) -> Result<u32, Corrupt> {
         let v = self.u(f)?;
-        u32::try_from(v)
-            .map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
+        u32::try_from(v).map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
     }
     #[inline]
     fn u8(&mut self, f: usize) -> Result<u8, Corrupt> {
         let v = self.u(f)?;
-        u8::try_from(v)
-            .map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
+        u8::try_from(v).map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
     }
     #[inline]
     fn s(&mut self, f: usize) -> Result<StrId, Corrupt> {
@@ -398,12 +383,7 @@ impl Decoder {
                 .and_then(|l| start.checked_add(l))
                 .filter(|&e| e <= buf.len())
                 .ok_or_else(|| bad("column runs past the end of the frame"))?;
-            let col = Col {
-                start,
-                end,
-                pos: start,
-                present: true,
-            };
+            let col = Col { start, end, pos: start, present: true };
             match id {
                 COL_KIND => self.kinds = col,
                 COL_STR_LEN => str_lens = col,
@@ -423,12 +403,9 @@ impl Decoder {
         let mut lp = str_lens.start;
         let mut bp = str_bytes.start;
         for _ in 0..n_strings {
-            let l = get_u64(&buf[..str_lens.end], &mut lp).ok_or_else(|| bad("string length"))?
-                as usize;
-            let e = bp
-                .checked_add(l)
-                .filter(|&e| e <= str_bytes.end)
-                .ok_or_else(|| bad("string runs past its column"))?;
+            let l = get_u64(&buf[..str_lens.end], &mut lp).ok_or_else(|| bad("string length"))? as usize;
+            let e =
+                bp.checked_add(l).filter(|&e| e <= str_bytes.end).ok_or_else(|| bad("string runs past its column"))?;
             self.str_offsets.push((bp as u32, e as u32));
             bp = e;
         }
@@ -454,13 +431,8 @@ impl Decoder {
                 continue;
             }
             let n_strings = self.str_offsets.len() as u32;
-            let mut r = R {
-                buf,
-                cols: &mut self.cols[k as usize],
-                prev: &mut self.prev[k as usize],
-                kind: k,
-                n_strings,
-            };
+            let mut r =
+                R { buf, cols: &mut self.cols[k as usize], prev: &mut self.prev[k as usize], kind: k, n_strings };
             return Some(decode_one(k, &mut r));
         }
     }
@@ -473,49 +445,24 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Corrupt> {
             let (pid, tid) = r.ids(1, 2)?;
             let parent_tid = r.u32(3)?;
             let d = r.i(4)?;
-            let parent_pid = u32::try_from(i64::from(parent_tid) - d)
-                .map_err(|_| Corrupt("fork parent pid out of range".into()))?;
-            Record::Fork(Fork {
-                ts,
-                pid,
-                tid,
-                parent_pid,
-                parent_tid,
-                thread: r.u(5)? != 0,
-            })
+            let parent_pid =
+                u32::try_from(i64::from(parent_tid) - d).map_err(|_| Corrupt("fork parent pid out of range".into()))?;
+            Record::Fork(Fork { ts, pid, tid, parent_pid, parent_tid, thread: r.u(5)? != 0 })
         }
         kind::EXEC => {
             let ts = r.ts(0)?;
             let (pid, tid) = r.ids(1, 2)?;
-            Record::Exec(Exec {
-                ts,
-                pid,
-                tid,
-                filename: r.s(3)?,
-                argv: r.s(4)?,
-                trunc: r.u8(5)?,
-            })
+            Record::Exec(Exec { ts, pid, tid, filename: r.s(3)?, argv: r.s(4)?, trunc: r.u8(5)? })
         }
         kind::COMM => {
             let ts = r.ts(0)?;
             let (pid, tid) = r.ids(1, 2)?;
-            Record::Comm(Comm {
-                ts,
-                pid,
-                tid,
-                comm: r.s(3)?,
-            })
+            Record::Comm(Comm { ts, pid, tid, comm: r.s(3)? })
         }
         kind::EXIT => {
             let ts = r.ts(0)?;
             let (pid, tid) = r.ids(1, 2)?;
-            Record::Exit(Exit {
-                ts,
-                pid,
-                tid,
-                status: r.i32(3)?,
-                process_exit: r.u(4)? != 0,
-            })
+            Record::Exit(Exit { ts, pid, tid, status: r.i32(3)?, process_exit: r.u(4)? != 0 })
         }
         kind::OPEN => {
             let ts = r.ts(0)?;
@@ -549,20 +496,7 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Corrupt> {
             let requested = r.u(10)?;
             let ret = (requested as i64).wrapping_sub(r.i(11)?);
             r.prev.offset_end = offset.wrapping_add(ret.max(0) as u64);
-            Record::Io(Io {
-                ts,
-                dur,
-                pid,
-                tid,
-                op,
-                fd,
-                path,
-                kind,
-                offset,
-                offset_src,
-                requested,
-                ret,
-            })
+            Record::Io(Io { ts, dur, pid, tid, op, fd, path, kind, offset, offset_src, requested, ret })
         }
         kind::CLOSE => {
             let ts = r.ts(0)?;
@@ -589,27 +523,11 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Corrupt> {
             let out_path = r.s(8)?;
             let requested = r.u(9)?;
             let ret = (requested as i64).wrapping_sub(r.i(10)?);
-            Record::Transfer(Transfer {
-                ts,
-                dur,
-                pid,
-                tid,
-                op,
-                in_fd,
-                in_path,
-                out_fd,
-                out_path,
-                requested,
-                ret,
-            })
+            Record::Transfer(Transfer { ts, dur, pid, tid, op, in_fd, in_path, out_fd, out_path, requested, ret })
         }
         kind::LOST => {
             let ts = r.ts(0)?;
-            Record::Lost(Lost {
-                ts,
-                kind: LostKind::from_u8(r.u8(1)?),
-                count: r.u(2)?,
-            })
+            Record::Lost(Lost { ts, kind: LostKind::from_u8(r.u8(1)?), count: r.u(2)? })
         }
         _ => unreachable!("kind checked by caller"),
     })

@@ -6,10 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
     #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{}: the file is empty; expected an mltrace log (written by `mltrace record` or `mltrace import`)", path.display())]
     Empty { path: PathBuf },
     #[error("{}: this is {looks_like}; expected an mltrace log starting with \"MLTRACE\\0\"", path.display())]
@@ -19,9 +16,5 @@ pub enum LogError {
     #[error("{}: damaged log header: {reason}", path.display())]
     BadHeader { path: PathBuf, reason: String },
     #[error("{}: log format {found} is not supported by this mltrace (reads {supported}); use a newer mltrace", path.display())]
-    UnsupportedVersion {
-        path: PathBuf,
-        found: String,
-        supported: String,
-    },
+    UnsupportedVersion { path: PathBuf, found: String, supported: String },
 }

@@ -24,20 +24,10 @@ pub enum Diagnostic {
     /// Bytes that were skipped: a frame whose checksum or content is wrong,
     /// or garbage between frames. Times are known when the frame header was
     /// intact.
-    Skipped {
-        offset: u64,
-        len: u64,
-        first_ts: Option<u64>,
-        last_ts: Option<u64>,
-        reason: String,
-    },
+    Skipped { offset: u64, len: u64, first_ts: Option<u64>, last_ts: Option<u64>, reason: String },
     /// The log ends without its trailer: the recorder was killed or the file
     /// was cut. Everything up to `last_ts` was read.
-    Cut {
-        offset: u64,
-        last_ts: Option<u64>,
-        reason: String,
-    },
+    Cut { offset: u64, last_ts: Option<u64>, reason: String },
     /// Records of kinds this version does not know (written by a newer mltrace).
     UnknownRecords { count: u64 },
 }
@@ -61,10 +51,7 @@ pub fn describe_ts(header: &Header, ts: u64) -> String {
 impl Diagnostic {
     /// A one-line, human-readable description; `header` gives times meaning.
     pub fn describe(&self, header: &Header) -> String {
-        let t = |ts: Option<u64>| {
-            ts.map(|t| describe_ts(header, t))
-                .unwrap_or_else(|| "unknown time".into())
-        };
+        let t = |ts: Option<u64>| ts.map(|t| describe_ts(header, t)).unwrap_or_else(|| "unknown time".into());
         match self {
             Diagnostic::Skipped { offset, len, first_ts, last_ts, reason } => match (first_ts, last_ts) {
                 (Some(_), Some(_)) => format!(
@@ -173,10 +160,7 @@ pub struct LogReader<R: Read + Seek> {
 
 impl LogReader<BufReader<File>> {
     pub fn open(path: &Path) -> Result<Self, LogError> {
-        let f = File::open(path).map_err(|e| LogError::Io {
-            path: path.to_owned(),
-            source: e,
-        })?;
+        let f = File::open(path).map_err(|e| LogError::Io { path: path.to_owned(), source: e })?;
         LogReader::new(path, BufReader::with_capacity(1 << 20, f))
     }
 }
@@ -215,10 +199,7 @@ impl<R: Read + Seek> LogReader<R> {
     pub fn new(name: &Path, mut src: R) -> Result<Self, LogError> {
         let name = name.to_owned();
         let io_name = name.clone();
-        let io_err = |e| LogError::Io {
-            path: io_name.clone(),
-            source: e,
-        };
+        let io_err = |e| LogError::Io { path: io_name.clone(), source: e };
         let mut fh = [0u8; FILE_HEADER_LEN];
         let n = read_full(&mut src, &mut fh).map_err(io_err)?;
         if n == 0 {
@@ -227,21 +208,12 @@ impl<R: Read + Seek> LogReader<R> {
         let magic_len = n.min(8);
         if fh[..magic_len] != FILE_MAGIC[..magic_len] || n < 8 {
             if n < 8 && fh[..n] == FILE_MAGIC[..n] {
-                return Err(LogError::TruncatedHeader {
-                    path: name,
-                    len: n as u64,
-                });
+                return Err(LogError::TruncatedHeader { path: name, len: n as u64 });
             }
-            return Err(LogError::NotALog {
-                path: name,
-                looks_like: sniff(&fh[..n]).to_string(),
-            });
+            return Err(LogError::NotALog { path: name, looks_like: sniff(&fh[..n]).to_string() });
         }
         if n < FILE_HEADER_LEN {
-            return Err(LogError::TruncatedHeader {
-                path: name,
-                len: n as u64,
-            });
+            return Err(LogError::TruncatedHeader { path: name, len: n as u64 });
         }
         let major = u16::from_le_bytes([fh[8], fh[9]]);
         let minor = u16::from_le_bytes([fh[10], fh[11]]);
@@ -255,29 +227,18 @@ impl<R: Read + Seek> LogReader<R> {
         let json_len = u32::from_le_bytes(fh[12..16].try_into().unwrap());
         let crc = u32::from_le_bytes(fh[16..20].try_into().unwrap());
         if json_len > MAX_HEADER_JSON {
-            return Err(LogError::BadHeader {
-                path: name,
-                reason: format!("header length {json_len} is implausible"),
-            });
+            return Err(LogError::BadHeader { path: name, reason: format!("header length {json_len} is implausible") });
         }
         let mut json = vec![0u8; json_len as usize];
         let got = read_full(&mut src, &mut json).map_err(io_err)?;
         if got < json.len() {
-            return Err(LogError::TruncatedHeader {
-                path: name,
-                len: (FILE_HEADER_LEN + got) as u64,
-            });
+            return Err(LogError::TruncatedHeader { path: name, len: (FILE_HEADER_LEN + got) as u64 });
         }
         if crc32fast::hash(&json) != crc {
-            return Err(LogError::BadHeader {
-                path: name,
-                reason: "header checksum mismatch".into(),
-            });
+            return Err(LogError::BadHeader { path: name, reason: "header checksum mismatch".into() });
         }
-        let header: Header = serde_json::from_slice(&json).map_err(|e| LogError::BadHeader {
-            path: name.clone(),
-            reason: format!("header JSON: {e}"),
-        })?;
+        let header: Header = serde_json::from_slice(&json)
+            .map_err(|e| LogError::BadHeader { path: name.clone(), reason: format!("header JSON: {e}") })?;
         Ok(LogReader {
             name,
             src,
@@ -325,10 +286,7 @@ impl<R: Read + Seek> LogReader<R> {
     }
 
     fn io(&self, e: io::Error) -> LogError {
-        LogError::Io {
-            path: self.name.clone(),
-            source: e,
-        }
+        LogError::Io { path: self.name.clone(), source: e }
     }
 
     /// Finds the next intact frame header at or after `from`; returns its
@@ -338,17 +296,14 @@ impl<R: Read + Seek> LogReader<R> {
         let mut buf = vec![0u8; WIN + FRAME_HEADER_LEN];
         let mut base = from;
         loop {
-            self.src
-                .seek(SeekFrom::Start(base))
-                .map_err(|e| self.io(e))?;
+            self.src.seek(SeekFrom::Start(base)).map_err(|e| self.io(e))?;
             let n = read_full(&mut self.src, &mut buf).map_err(|e| self.io(e))?;
             if n < FRAME_HEADER_LEN {
                 return Ok(None);
             }
             for i in 0..=(n - FRAME_HEADER_LEN) {
                 if buf[i] == FRAME_MAGIC[0] && buf[i..i + 4] == FRAME_MAGIC[..] {
-                    let hb: &[u8; FRAME_HEADER_LEN] =
-                        buf[i..i + FRAME_HEADER_LEN].try_into().unwrap();
+                    let hb: &[u8; FRAME_HEADER_LEN] = buf[i..i + FRAME_HEADER_LEN].try_into().unwrap();
                     if let Some(h) = FrameHeader::decode(hb) {
                         return Ok(Some((base + i as u64, h)));
                     }
@@ -385,8 +340,7 @@ impl<R: Read + Seek> LogReader<R> {
                 self.cut(at, "the last frame header is incomplete");
                 continue;
             }
-            let header = FrameHeader::decode(&hb)
-                .filter(|h| h.payload_len <= MAX_PAYLOAD && h.raw_len <= MAX_RAW);
+            let header = FrameHeader::decode(&hb).filter(|h| h.payload_len <= MAX_PAYLOAD && h.raw_len <= MAX_RAW);
             let Some(h) = header else {
                 match self.resync(at + 1)? {
                     Some((next, _)) => {
@@ -435,34 +389,24 @@ impl<R: Read + Seek> LogReader<R> {
                 }
                 k if k == FrameKind::Records as u8 => {}
                 k => {
-                    self.diags.push(skipped(format!(
-                        "frame kind {k} is unknown to this version"
-                    )));
+                    self.diags.push(skipped(format!("frame kind {k} is unknown to this version")));
                     continue;
                 }
             }
             self.payload.clear();
             self.payload.reserve(h.raw_len as usize);
-            if let Err(e) = self
-                .decomp
-                .decompress_to_buffer(&self.cbuf, &mut self.payload)
-            {
+            if let Err(e) = self.decomp.decompress_to_buffer(&self.cbuf, &mut self.payload) {
                 self.diags.push(skipped(format!("zstd: {e}")));
                 continue;
             }
             if self.payload.len() != h.raw_len as usize {
-                self.diags.push(skipped(
-                    "decompressed size differs from the frame header".into(),
-                ));
+                self.diags.push(skipped("decompressed size differs from the frame header".into()));
                 continue;
             }
             match self.dec.reset(&self.payload) {
                 Ok(n) if n == h.records as usize => {}
                 Ok(n) => {
-                    self.diags.push(skipped(format!(
-                        "{n} records where the header says {}",
-                        h.records
-                    )));
+                    self.diags.push(skipped(format!("{n} records where the header says {}", h.records)));
                     continue;
                 }
                 Err(e) => {
@@ -485,11 +429,7 @@ impl<R: Read + Seek> LogReader<R> {
     }
 
     fn cut(&mut self, offset: u64, reason: &str) {
-        self.diags.push(Diagnostic::Cut {
-            offset,
-            last_ts: self.last_ts,
-            reason: reason.into(),
-        });
+        self.diags.push(Diagnostic::Cut { offset, last_ts: self.last_ts, reason: reason.into() });
         self.done = true;
     }
 }

@@ -53,16 +53,7 @@ mod tests {
 
     #[test]
     fn round_trip_edges() {
-        let vals = [
-            0u64,
-            1,
-            127,
-            128,
-            300,
-            u32::MAX as u64,
-            u64::MAX - 1,
-            u64::MAX,
-        ];
+        let vals = [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX - 1, u64::MAX];
         let mut buf = Vec::new();
         for v in vals {
             put_u64(&mut buf, v);

@@ -30,8 +30,7 @@ impl Hasher for FxHasher {
         const K: u64 = 0x517c_c1b7_2722_0a95;
         let mut chunks = bytes.chunks_exact(8);
         for c in &mut chunks {
-            self.0 =
-                (self.0.rotate_left(5) ^ u64::from_le_bytes(c.try_into().unwrap())).wrapping_mul(K);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(c.try_into().unwrap())).wrapping_mul(K);
         }
         for &b in chunks.remainder() {
             self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
@@ -169,12 +168,7 @@ impl FrameEncoder {
         out.records = self.cols.len() as u32;
         out.first_ts = if out.records == 0 { 0 } else { self.first_ts };
         out.last_ts = self.last_ts;
-        self.cols.finish(
-            self.strings.offsets.len(),
-            &self.strings.lens,
-            &self.strings.bytes,
-            &mut out.payload,
-        );
+        self.cols.finish(self.strings.offsets.len(), &self.strings.lens, &self.strings.bytes, &mut out.payload);
         self.strings.clear();
         self.first_ts = u64::MAX;
         self.last_ts = 0;
@@ -216,8 +210,7 @@ impl<W: Write> LogWriter<W> {
         let bound = zstd::zstd_safe::compress_bound(f.payload.len());
         self.cbuf.clear();
         self.cbuf.reserve(bound);
-        self.compressor
-            .compress_to_buffer(&f.payload, &mut self.cbuf)?;
+        self.compressor.compress_to_buffer(&f.payload, &mut self.cbuf)?;
         let h = FrameHeader {
             kind: FrameKind::Records as u8,
             flags: 0,

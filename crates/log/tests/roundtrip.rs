@@ -12,11 +12,7 @@ fn header() -> Header {
         source: "test".into(),
         command: vec!["python".into(), "train.py".into()],
         clock: "boottime".into(),
-        start: ClockAnchor {
-            boottime_ns: 1_000_000_000,
-            realtime_ns: 1_700_000_000_000_000_000,
-            monotonic_ns: 999,
-        },
+        start: ClockAnchor { boottime_ns: 1_000_000_000, realtime_ns: 1_700_000_000_000_000_000, monotonic_ns: 999 },
         ..Default::default()
     }
 }
@@ -38,35 +34,11 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
             vec![],
         ),
         1 => (
-            Record::Exec(Exec {
-                ts,
-                pid: 7,
-                tid: 7,
-                filename: StrId(0),
-                argv: StrId(1),
-                trunc: trunc::ARG,
-            }),
+            Record::Exec(Exec { ts, pid: 7, tid: 7, filename: StrId(0), argv: StrId(1), trunc: trunc::ARG }),
             vec!["/usr/bin/python3", "python3\0train.py"],
         ),
-        2 => (
-            Record::Comm(Comm {
-                ts,
-                pid: 7,
-                tid: 9,
-                comm: StrId(0),
-            }),
-            vec!["pt_data_worker"],
-        ),
-        3 => (
-            Record::Exit(Exit {
-                ts,
-                pid: 7,
-                tid: 7,
-                status: -9,
-                process_exit: true,
-            }),
-            vec![],
-        ),
+        2 => (Record::Comm(Comm { ts, pid: 7, tid: 9, comm: StrId(0) }), vec!["pt_data_worker"]),
+        3 => (Record::Exit(Exit { ts, pid: 7, tid: 7, status: -9, process_exit: true }), vec![]),
         4 => (
             Record::Open(Open {
                 ts,
@@ -91,11 +63,7 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
                 dur: 800 + i,
                 pid: 7,
                 tid: 8,
-                op: if i % 2 == 0 {
-                    IoOp::Pread64
-                } else {
-                    IoOp::Writev
-                },
+                op: if i % 2 == 0 { IoOp::Pread64 } else { IoOp::Writev },
                 fd: 3,
                 path: StrId(0),
                 kind: FileKind::Regular,
@@ -107,16 +75,7 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
             vec!["/data/shard-0001.tar"],
         ),
         6 => (
-            Record::Close(Close {
-                ts,
-                dur: 100,
-                pid: 7,
-                tid: 7,
-                fd: 3,
-                path: StrId(0),
-                kind: FileKind::Pipe,
-                ret: 0,
-            }),
+            Record::Close(Close { ts, dur: 100, pid: 7, tid: 7, fd: 3, path: StrId(0), kind: FileKind::Pipe, ret: 0 }),
             vec!["pipe:[1234]"],
         ),
         7 => (
@@ -135,14 +94,7 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
             }),
             vec!["/a", "/b"],
         ),
-        _ => (
-            Record::Lost(Lost {
-                ts,
-                kind: LostKind::RingFull,
-                count: i,
-            }),
-            vec![],
-        ),
+        _ => (Record::Lost(Lost { ts, kind: LostKind::RingFull, count: i }), vec![]),
     }
 }
 
@@ -195,14 +147,8 @@ fn strings_of(frame: &Frame<'_>, rec: &Record) -> Vec<String> {
     }
 }
 
-fn write_log(
-    n: u64,
-    frame_records: usize,
-    finish: bool,
-) -> (Vec<u8>, Vec<(Record, Vec<&'static str>)>) {
-    let mut w = RecordWriter::new(Vec::new(), &header())
-        .unwrap()
-        .with_frame_records(frame_records);
+fn write_log(n: u64, frame_records: usize, finish: bool) -> (Vec<u8>, Vec<(Record, Vec<&'static str>)>) {
+    let mut w = RecordWriter::new(Vec::new(), &header()).unwrap().with_frame_records(frame_records);
     let mut expect = Vec::new();
     for i in 0..n {
         let (rec, strs) = sample(i);
@@ -214,11 +160,7 @@ fn write_log(
         expect.push((rec, strs));
     }
     let out = if finish {
-        w.finish(&Trailer {
-            exit_status: Some(0),
-            ..Default::default()
-        })
-        .unwrap()
+        w.finish(&Trailer { exit_status: Some(0), ..Default::default() }).unwrap()
     } else {
         w.cut().unwrap();
         // Reach in: a cut log is what's on disk when the recorder is killed.
@@ -237,16 +179,11 @@ fn into_parts(w: RecordWriter<Vec<u8>>) -> RecordWriterParts {
     // whose recorder died right after its last frame.
     let out = w.finish(&Trailer::default()).unwrap();
     let trailer_len = out.len() - last_frame_start(&out);
-    RecordWriterParts {
-        out: out[..out.len() - trailer_len].to_vec(),
-    }
+    RecordWriterParts { out: out[..out.len() - trailer_len].to_vec() }
 }
 
 fn last_frame_start(b: &[u8]) -> usize {
-    (0..b.len() - 4)
-        .rev()
-        .find(|&i| &b[i..i + 4] == b"MLTF")
-        .unwrap()
+    (0..b.len() - 4).rev().find(|&i| &b[i..i + 4] == b"MLTF").unwrap()
 }
 
 fn read_all(bytes: &[u8]) -> (Vec<(Record, Vec<String>)>, Vec<Diagnostic>, Option<Trailer>) {
@@ -301,9 +238,7 @@ fn cut_log_reads_up_to_last_frame_and_says_so() {
     assert_eq!(got.len(), 900);
     assert_eq!(diags.len(), 1, "{diags:?}");
     match &diags[0] {
-        Diagnostic::Cut {
-            offset, last_ts, ..
-        } => {
+        Diagnostic::Cut { offset, last_ts, .. } => {
             assert_eq!(*offset as usize, last);
             assert_eq!(*last_ts, Some(expect[899].0.end_ts()));
         }
@@ -318,9 +253,7 @@ fn cut_log_reads_up_to_last_frame_and_says_so() {
 fn damaged_frame_is_skipped_with_its_offset_and_time() {
     let (mut bytes, expect) = write_log(1000, 100, true);
     // Damage the payload of the 4th frame.
-    let starts: Vec<usize> = (0..bytes.len() - 4)
-        .filter(|&i| &bytes[i..i + 4] == b"MLTF")
-        .collect();
+    let starts: Vec<usize> = (0..bytes.len() - 4).filter(|&i| &bytes[i..i + 4] == b"MLTF").collect();
     let f4 = starts[3];
     bytes[f4 + 60] ^= 0xff;
     let (got, diags, trailer) = read_all(&bytes);
@@ -328,13 +261,7 @@ fn damaged_frame_is_skipped_with_its_offset_and_time() {
     assert_eq!(got.len(), 900);
     assert_eq!(diags.len(), 1, "{diags:?}");
     match &diags[0] {
-        Diagnostic::Skipped {
-            offset,
-            first_ts,
-            last_ts,
-            reason,
-            ..
-        } => {
+        Diagnostic::Skipped { offset, first_ts, last_ts, reason, .. } => {
             assert_eq!(*offset as usize, f4);
             assert_eq!(*first_ts, Some(expect[300].0.ts()));
             assert_eq!(*last_ts, Some(expect[399].0.end_ts()));
@@ -351,20 +278,12 @@ fn damaged_frame_is_skipped_with_its_offset_and_time() {
     let (got, diags, trailer) = read_all(&bytes);
     assert!(trailer.is_some());
     assert_eq!(got.len(), 900);
-    assert!(
-        matches!(&diags[..], [Diagnostic::Skipped { first_ts: None, .. }]),
-        "{diags:?}"
-    );
+    assert!(matches!(&diags[..], [Diagnostic::Skipped { first_ts: None, .. }]), "{diags:?}");
 }
 
 #[test]
 fn foreign_and_broken_files_are_refused_clearly() {
-    let err = |b: &[u8]| {
-        LogReader::new(Path::new("x.bin"), Cursor::new(b.to_vec()))
-            .err()
-            .unwrap()
-            .to_string()
-    };
+    let err = |b: &[u8]| LogReader::new(Path::new("x.bin"), Cursor::new(b.to_vec())).err().unwrap().to_string();
     assert!(err(b"").contains("empty"));
     assert!(err(b"\x0a\x10\x08\x01").contains("Perfetto"));
     assert!(err(b"{\"traceEvents\": []}").contains("JSON"));
@@ -399,9 +318,7 @@ fn sequential_reads_compress_to_few_bytes() {
     let mut ts = 1_000_000_000u64;
     let mut seed = 12345u64;
     for i in 0..100_000u64 {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         ts += 1200 + (seed >> 58);
         w.push_with(|e| {
             Record::Io(Io {

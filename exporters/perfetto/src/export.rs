@@ -13,14 +13,13 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Seek, Write};
 
+use mltrace_log::names;
 use mltrace_log::*;
 
-use crate::names;
 use crate::packets::{Arg, PacketSink, Seq};
 use crate::proto::{
-    clock_snapshot::Clock, counter_descriptor::Unit, track_event::Type, BuiltinClock,
-    ClockSnapshot, CounterDescriptor, DebugAnnotation, InternedData, ProcessDescriptor,
-    TracePacket, TrackDescriptor, TrackEvent,
+    clock_snapshot::Clock, counter_descriptor::Unit, track_event::Type, BuiltinClock, ClockSnapshot, CounterDescriptor,
+    DebugAnnotation, InternedData, ProcessDescriptor, TracePacket, TrackDescriptor, TrackEvent,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +31,9 @@ enum Lanes {
 
 const LANE_NAMES: [&str; 3] = ["reads", "writes", "opens"];
 
+/// Longest process name shown (the UI truncates long group names).
+const NAME_MAX: usize = 48;
+
 struct Lane {
     seq: Seq,
     /// End of the latest slice: a new slice fits only if it starts after it.
@@ -42,6 +44,10 @@ struct Lane {
 
 struct Process {
     uuid: u64,
+    /// Descriptors are sent when the first event needs them, by which time
+    /// an exec has usually named the process: Perfetto keeps a process's
+    /// first name.
+    described: bool,
     pid: u32,
     name: String,
     cmdline: Vec<String>,
@@ -74,10 +80,7 @@ impl Scratch {
     fn clear(&mut self) {
         self.pkt = TracePacket::default();
         let anns = std::mem::take(&mut self.ev.debug_annotations);
-        self.ev = TrackEvent {
-            debug_annotations: anns,
-            ..Default::default()
-        };
+        self.ev = TrackEvent { debug_annotations: anns, ..Default::default() };
         self.ev.debug_annotations.clear();
         self.interned.event_names.clear();
         self.interned.debug_annotation_names.clear();
@@ -176,9 +179,7 @@ fn signal_name(sig: i32) -> String {
         "SIGPWR",
         "SIGSYS",
     ];
-    N.get(sig as usize)
-        .map(|s| s.to_string())
-        .unwrap_or_else(|| format!("signal {sig}"))
+    N.get(sig as usize).map(|s| s.to_string()).unwrap_or_else(|| format!("signal {sig}"))
 }
 
 /// `exit 0`, `exit 2`, `killed by SIGKILL`.
@@ -187,11 +188,7 @@ pub fn describe_status(status: i32) -> String {
     if sig == 0 {
         format!("exit {}", (status >> 8) & 0xff)
     } else {
-        let core = if status & 0x80 != 0 {
-            " (core dumped)"
-        } else {
-            ""
-        };
+        let core = if status & 0x80 != 0 { " (core dumped)" } else { "" };
         format!("killed by {}{core}", signal_name(sig))
     }
 }
@@ -230,11 +227,8 @@ impl<W: Write> Exporter<W> {
         if a.boottime_ns == 0 {
             return Ok(());
         }
-        let clock = |id: BuiltinClock, ts: u64| Clock {
-            clock_id: Some(id as u32),
-            timestamp: Some(ts),
-            ..Default::default()
-        };
+        let clock =
+            |id: BuiltinClock, ts: u64| Clock { clock_id: Some(id as u32), timestamp: Some(ts), ..Default::default() };
         let mut clocks = vec![clock(BuiltinClock::Boottime, a.boottime_ns)];
         if a.realtime_ns != 0 {
             clocks.push(clock(BuiltinClock::Realtime, a.realtime_ns));
@@ -245,10 +239,7 @@ impl<W: Write> Exporter<W> {
         let p = TracePacket {
             timestamp: Some(a.boottime_ns),
             trusted_packet_sequence_id: Some(self.global.id),
-            clock_snapshot: Some(ClockSnapshot {
-                clocks,
-                primary_trace_clock: Some(BuiltinClock::Boottime as i32),
-            }),
+            clock_snapshot: Some(ClockSnapshot { clocks, primary_trace_clock: Some(BuiltinClock::Boottime as i32) }),
             ..Default::default()
         };
         self.sink.write(&p)
@@ -264,6 +255,11 @@ impl<W: Write> Exporter<W> {
     }
 
     fn describe_process(&mut self, pid: u32) -> io::Result<()> {
+        let p = self.procs.get_mut(&pid).unwrap();
+        if p.described {
+            return Ok(());
+        }
+        p.described = true;
         let p = &self.procs[&pid];
         let d = TrackDescriptor {
             uuid: Some(p.uuid),
@@ -282,26 +278,16 @@ impl<W: Write> Exporter<W> {
     fn new_process(&mut self, pid: u32, name: String, cmdline: Vec<String>) -> io::Result<()> {
         let uuid = self.uuid();
         let seq = self.seq(Some(uuid));
-        self.procs.insert(
-            pid,
-            Process {
-                uuid,
-                pid,
-                name,
-                cmdline,
-                lanes: Default::default(),
-                seq,
-            },
-        );
+        self.procs.insert(pid, Process { uuid, described: false, pid, name, cmdline, lanes: Default::default(), seq });
         self.stats.processes += 1;
-        self.describe_process(pid)
+        Ok(())
     }
 
     fn ensure_process(&mut self, pid: u32) -> io::Result<()> {
         if !self.procs.contains_key(&pid) {
             self.new_process(pid, format!("pid {pid}"), vec![])?;
         }
-        Ok(())
+        self.describe_process(pid)
     }
 
     /// Picks (or creates) a lane of `pid`'s `kind` tracks free at `ts`.
@@ -322,11 +308,7 @@ impl<W: Write> Exporter<W> {
             ..Default::default()
         })?;
         let lanes = &mut self.procs.get_mut(&pid).unwrap().lanes[kind as usize];
-        lanes.push(Lane {
-            seq,
-            max_end: end,
-            name_keys: HashMap::new(),
-        });
+        lanes.push(Lane { seq, max_end: end, name_keys: HashMap::new() });
         Ok((pid, lanes.len() - 1))
     }
 
@@ -371,13 +353,7 @@ impl<W: Write> Exporter<W> {
     }
 
     /// An instant on the process track itself (exec, exit).
-    fn process_instant(
-        &mut self,
-        pid: u32,
-        ts: u64,
-        name: &str,
-        args: &[(Arg, &[u8])],
-    ) -> io::Result<()> {
+    fn process_instant(&mut self, pid: u32, ts: u64, name: &str, args: &[(Arg, &[u8])]) -> io::Result<()> {
         self.ensure_process(pid)?;
         let p = self.procs.get_mut(&pid).unwrap();
         let s = &mut self.scratch;
@@ -398,10 +374,7 @@ impl<W: Write> Exporter<W> {
             self.describe(TrackDescriptor {
                 uuid: Some(uuid),
                 name: Some("mltrace: lost events (total)".into()),
-                counter: Some(CounterDescriptor {
-                    unit: Some(Unit::Count as i32),
-                    ..Default::default()
-                }),
+                counter: Some(CounterDescriptor { unit: Some(Unit::Count as i32), ..Default::default() }),
                 ..Default::default()
             })?;
             let seq = self.seq(Some(uuid));
@@ -433,42 +406,46 @@ impl<W: Write> Exporter<W> {
                 if !r.thread {
                     let (name, cmdline) = match self.procs.get(&r.parent_pid) {
                         Some(p) => (p.name.clone(), p.cmdline.clone()),
+                        // The recorded command itself: named by its command line.
+                        None if r.pid == self.header.root_pid => {
+                            (names::command_name(&self.header.command, NAME_MAX), self.header.command.clone())
+                        }
                         None => (format!("pid {}", r.pid), vec![]),
                     };
                     self.new_process(r.pid, name, cmdline)?;
                 }
             }
             Record::Exec(r) => {
-                self.ensure_process(r.pid)?;
                 let argv = f.str(r.argv);
-                let name = names::command_line(argv, 80);
-                let p = self.procs.get_mut(&r.pid).unwrap();
-                p.name = if name.is_empty() {
-                    names::basename(&f.str_lossy(r.filename)).to_string()
-                } else {
-                    name
-                };
-                p.cmdline = argv
-                    .split(|&b| b == 0)
-                    .map(|a| String::from_utf8_lossy(a).into_owned())
-                    .collect();
-                self.describe_process(r.pid)?;
+                let mut name = names::command_line(argv, NAME_MAX);
+                if name.is_empty() {
+                    name = names::basename(&f.str_lossy(r.filename)).to_string();
+                }
+                let cmdline: Vec<String> =
+                    argv.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+                match self.procs.get_mut(&r.pid) {
+                    // Already on screen under its old program: the new program
+                    // gets its own group, as Perfetto keeps a process's first name.
+                    Some(p) if p.described && p.name != name => {
+                        self.procs.remove(&r.pid);
+                        self.new_process(r.pid, name, cmdline)?;
+                    }
+                    Some(p) => {
+                        p.name = name;
+                        p.cmdline = cmdline;
+                    }
+                    None => self.new_process(r.pid, name, cmdline)?,
+                }
                 let exec_name = format!("exec {}", names::basename(&f.str_lossy(r.filename)));
-                self.process_instant(
-                    r.pid,
-                    r.ts,
-                    &exec_name,
-                    &[(Arg::Path, f.str(r.filename)), (Arg::Command, argv)],
-                )?;
+                self.process_instant(r.pid, r.ts, &exec_name, &[(Arg::Path, f.str(r.filename)), (Arg::Command, argv)])?;
             }
             Record::Comm(r) => {
                 // A process never exec'd in the log (started before it) is
                 // at least named by its command name.
                 if r.tid == r.pid {
                     if let Some(p) = self.procs.get_mut(&r.pid) {
-                        if p.cmdline.is_empty() {
+                        if p.cmdline.is_empty() && !p.described {
                             p.name = f.str_lossy(r.comm).into_owned();
-                            self.describe_process(r.pid)?;
                         }
                     }
                 }
@@ -490,11 +467,7 @@ impl<W: Write> Exporter<W> {
     }
 
     fn io(&mut self, f: &Frame<'_>, r: &Io) -> io::Result<()> {
-        let kind = if r.op.is_write() {
-            Lanes::Writes
-        } else {
-            Lanes::Reads
-        };
+        let kind = if r.op.is_write() { Lanes::Writes } else { Lanes::Reads };
         let op = r.op;
         let ret = r.ret;
         let key = ((op as u64) << 56) ^ (ret as u64 & ((1 << 56) - 1));
@@ -543,64 +516,44 @@ impl<W: Write> Exporter<W> {
         let key = hash_str(&name);
         let passed = f.str(r.path);
         let r = *r;
-        self.slice(
-            r.pid,
-            Lanes::Opens,
-            r.ts,
-            r.dur,
-            key,
-            &move || name.clone(),
-            &mut |s, seq| {
-                s.arg_str(seq, Arg::Path, passed);
-                s.arg_str(seq, Arg::AbsPath, abs);
-                s.arg_str(seq, Arg::Flags, names::open_flags(r.flags).as_bytes());
-                if r.flags & 0o100 != 0 || r.flags & 0o20200000 == 0o20200000 {
-                    s.arg_str(seq, Arg::Mode, format!("{:#o}", r.mode).as_bytes());
+        self.slice(r.pid, Lanes::Opens, r.ts, r.dur, key, &move || name.clone(), &mut |s, seq| {
+            s.arg_str(seq, Arg::Path, passed);
+            s.arg_str(seq, Arg::AbsPath, abs);
+            s.arg_str(seq, Arg::Flags, names::open_flags(r.flags).as_bytes());
+            if r.flags & 0o100 != 0 || r.flags & 0o20200000 == 0o20200000 {
+                s.arg_str(seq, Arg::Mode, format!("{:#o}", r.mode).as_bytes());
+            }
+            if r.dirfd != -100 {
+                s.arg_int(Arg::Dirfd, i64::from(r.dirfd));
+            }
+            if r.ret >= 0 {
+                s.arg_int(Arg::Fd, r.ret);
+                if r.kind != FileKind::Regular {
+                    s.arg_str(seq, Arg::Kind, r.kind.name().as_bytes());
                 }
-                if r.dirfd != -100 {
-                    s.arg_int(Arg::Dirfd, i64::from(r.dirfd));
-                }
-                if r.ret >= 0 {
-                    s.arg_int(Arg::Fd, r.ret);
-                    if r.kind != FileKind::Regular {
-                        s.arg_str(seq, Arg::Kind, r.kind.name().as_bytes());
-                    }
-                } else {
-                    s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
-                }
-                s.arg_int(Arg::Tid, i64::from(r.tid));
-            },
-        )
+            } else {
+                s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
+            }
+            s.arg_int(Arg::Tid, i64::from(r.tid));
+        })
     }
 
     fn close(&mut self, f: &Frame<'_>, r: &Close) -> io::Result<()> {
         let path = f.str(r.path);
         let name = match r.ret {
             0.. => format!("close {}", names::basename(&String::from_utf8_lossy(path))),
-            e => format!(
-                "close {} {}",
-                names::basename(&String::from_utf8_lossy(path)),
-                names::errno(-e)
-            ),
+            e => format!("close {} {}", names::basename(&String::from_utf8_lossy(path)), names::errno(-e)),
         };
         let key = hash_str(&name);
         let r = *r;
-        self.slice(
-            r.pid,
-            Lanes::Opens,
-            r.ts,
-            r.dur,
-            key,
-            &move || name.clone(),
-            &mut |s, seq| {
-                s.arg_str(seq, Arg::Path, path);
-                s.arg_int(Arg::Fd, i64::from(r.fd));
-                if r.ret < 0 {
-                    s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
-                }
-                s.arg_int(Arg::Tid, i64::from(r.tid));
-            },
-        )
+        self.slice(r.pid, Lanes::Opens, r.ts, r.dur, key, &move || name.clone(), &mut |s, seq| {
+            s.arg_str(seq, Arg::Path, path);
+            s.arg_int(Arg::Fd, i64::from(r.fd));
+            if r.ret < 0 {
+                s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
+            }
+            s.arg_int(Arg::Tid, i64::from(r.tid));
+        })
     }
 
     fn transfer(&mut self, f: &Frame<'_>, r: &Transfer) -> io::Result<()> {
@@ -615,27 +568,19 @@ impl<W: Write> Exporter<W> {
         };
         let (inp, outp) = (f.str(r.in_path), f.str(r.out_path));
         let r = *r;
-        self.slice(
-            r.pid,
-            Lanes::Reads,
-            r.ts,
-            r.dur,
-            key,
-            &make,
-            &mut |s, seq| {
-                s.arg_str(seq, Arg::InPath, inp);
-                s.arg_str(seq, Arg::OutPath, outp);
-                s.arg_int(Arg::InFd, i64::from(r.in_fd));
-                s.arg_int(Arg::OutFd, i64::from(r.out_fd));
-                s.arg_uint(Arg::Requested, r.requested);
-                if r.ret >= 0 {
-                    s.arg_int(Arg::Returned, r.ret);
-                } else {
-                    s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
-                }
-                s.arg_int(Arg::Tid, i64::from(r.tid));
-            },
-        )
+        self.slice(r.pid, Lanes::Reads, r.ts, r.dur, key, &make, &mut |s, seq| {
+            s.arg_str(seq, Arg::InPath, inp);
+            s.arg_str(seq, Arg::OutPath, outp);
+            s.arg_int(Arg::InFd, i64::from(r.in_fd));
+            s.arg_int(Arg::OutFd, i64::from(r.out_fd));
+            s.arg_uint(Arg::Requested, r.requested);
+            if r.ret >= 0 {
+                s.arg_int(Arg::Returned, r.ret);
+            } else {
+                s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
+            }
+            s.arg_int(Arg::Tid, i64::from(r.tid));
+        })
     }
 
     /// Ends the trace (a second clock snapshot from the trailer, if any).

@@ -2,7 +2,6 @@
 //! streamed packet by packet in bounded memory.
 
 pub mod export;
-pub mod names;
 mod packets;
 pub mod proto;
 

@@ -10,8 +10,8 @@ use std::io::{self, Write};
 use prost::Message;
 
 use crate::proto::{
-    trace_packet::SequenceFlags, DebugAnnotationName, EventName, InternedData, InternedString,
-    TracePacket, TracePacketDefaults, TrackEventDefaults,
+    trace_packet::SequenceFlags, DebugAnnotationName, EventName, InternedData, InternedString, TracePacket,
+    TracePacketDefaults, TrackEventDefaults,
 };
 
 pub struct PacketSink<W: Write> {
@@ -23,12 +23,7 @@ pub struct PacketSink<W: Write> {
 
 impl<W: Write> PacketSink<W> {
     pub fn new(out: W) -> Self {
-        PacketSink {
-            out,
-            buf: Vec::with_capacity(256),
-            bytes: 0,
-            packets: 0,
-        }
+        PacketSink { out, buf: Vec::with_capacity(256), bytes: 0, packets: 0 }
     }
 
     pub fn write(&mut self, p: &TracePacket) -> io::Result<()> {
@@ -115,13 +110,7 @@ pub struct Seq {
 
 impl Seq {
     pub fn new(id: u32, track: Option<u64>) -> Self {
-        Seq {
-            id,
-            track,
-            started: false,
-            names: HashMap::new(),
-            strings: HashMap::new(),
-        }
+        Seq { id, track, started: false, names: HashMap::new(), strings: HashMap::new() }
     }
 
     /// Prepares `p` for a packet on this sequence: sets the sequence id and
@@ -140,16 +129,12 @@ impl Seq {
             flags |= SequenceFlags::SeqIncrementalStateCleared as u32;
             p.trace_packet_defaults = Some(TracePacketDefaults {
                 timestamp_clock_id: None,
-                track_event_defaults: self.track.map(|t| TrackEventDefaults {
-                    track_uuid: Some(t),
-                    ..Default::default()
-                }),
+                track_event_defaults: self
+                    .track
+                    .map(|t| TrackEventDefaults { track_uuid: Some(t), ..Default::default() }),
             });
             for (a, n) in Arg::ALL {
-                interned.debug_annotation_names.push(DebugAnnotationName {
-                    iid: Some(a as u64),
-                    name: Some(n.into()),
-                });
+                interned.debug_annotation_names.push(DebugAnnotationName { iid: Some(a as u64), name: Some(n.into()) });
             }
         }
         p.sequence_flags = Some(flags);
@@ -162,10 +147,7 @@ impl Seq {
         }
         let iid = self.names.len() as u64 + 1;
         self.names.insert(name.to_string(), iid);
-        interned.event_names.push(EventName {
-            iid: Some(iid),
-            name: Some(name.to_string()),
-        });
+        interned.event_names.push(EventName { iid: Some(iid), name: Some(name.to_string()) });
         iid
     }
 
@@ -176,12 +158,7 @@ impl Seq {
         }
         let iid = self.strings.len() as u64 + 1;
         self.strings.insert(s.to_vec(), iid);
-        interned
-            .debug_annotation_string_values
-            .push(InternedString {
-                iid: Some(iid),
-                str: Some(s.to_vec()),
-            });
+        interned.debug_annotation_string_values.push(InternedString { iid: Some(iid), str: Some(s.to_vec()) });
         iid
     }
 }

@@ -43,9 +43,7 @@ mod tests {
             track_event: Some(event),
             ..Default::default()
         };
-        let trace = Trace {
-            packet: vec![descriptor, slice],
-        };
+        let trace = Trace { packet: vec![descriptor, slice] };
 
         #[rustfmt::skip]
         let expected: Vec<u8> = vec![
@@ -91,26 +89,11 @@ mod tests {
         // TracePacket
         assert_eq!(tp(|p| p.timestamp_clock_id = Some(6)), [0xD0, 0x03, 0x06]); // 58
         assert_eq!(tp(|p| p.sequence_flags = Some(1)), [0x68, 0x01]); // 13
-        assert_eq!(
-            tp(|p| p.first_packet_on_sequence = Some(true)),
-            [0xB8, 0x05, 0x01]
-        ); // 87
-        assert_eq!(
-            tp(|p| p.compressed_packets = Some(vec![0xAA])),
-            [0x92, 0x03, 0x01, 0xAA]
-        ); // 50
-        assert_eq!(
-            tp(|p| p.clock_snapshot = Some(Default::default())),
-            [0x32, 0x00]
-        ); // 6
-        assert_eq!(
-            tp(|p| p.interned_data = Some(Default::default())),
-            [0x62, 0x00]
-        ); // 12
-        assert_eq!(
-            tp(|p| p.trace_packet_defaults = Some(Default::default())),
-            [0xDA, 0x03, 0x00]
-        ); // 59
+        assert_eq!(tp(|p| p.first_packet_on_sequence = Some(true)), [0xB8, 0x05, 0x01]); // 87
+        assert_eq!(tp(|p| p.compressed_packets = Some(vec![0xAA])), [0x92, 0x03, 0x01, 0xAA]); // 50
+        assert_eq!(tp(|p| p.clock_snapshot = Some(Default::default())), [0x32, 0x00]); // 6
+        assert_eq!(tp(|p| p.interned_data = Some(Default::default())), [0x62, 0x00]); // 12
+        assert_eq!(tp(|p| p.trace_packet_defaults = Some(Default::default())), [0xDA, 0x03, 0x00]); // 59
 
         // TracePacketDefaults / TrackEventDefaults
         let d = TracePacketDefaults {
@@ -173,19 +156,13 @@ mod tests {
 
         // InternedData.debug_annotation_string_values (29) holds InternedString.
         let i = InternedData {
-            debug_annotation_string_values: vec![InternedString {
-                iid: Some(1),
-                str: Some(b"s".to_vec()),
-            }],
+            debug_annotation_string_values: vec![InternedString { iid: Some(1), str: Some(b"s".to_vec()) }],
             ..Default::default()
         };
         assert_eq!(encode(&i), [0xEA, 0x01, 0x05, 0x08, 0x01, 0x12, 0x01, b's']);
 
         // TrackDescriptor.description (14), sibling_order_rank (12), counter (8).
-        let mut c = CounterDescriptor {
-            unit_multiplier: Some(2),
-            ..Default::default()
-        };
+        let mut c = CounterDescriptor { unit_multiplier: Some(2), ..Default::default() };
         c.set_unit(counter_descriptor::Unit::SizeBytes);
         let t = TrackDescriptor {
             description: Some("d".into()),
@@ -202,39 +179,18 @@ mod tests {
 
         // ClockSnapshot.
         let cs = ClockSnapshot {
-            clocks: vec![clock_snapshot::Clock {
-                clock_id: Some(6),
-                timestamp: Some(1),
-                ..Default::default()
-            }],
+            clocks: vec![clock_snapshot::Clock { clock_id: Some(6), timestamp: Some(1), ..Default::default() }],
             primary_trace_clock: Some(BuiltinClock::Boottime as i32),
         };
-        assert_eq!(
-            encode(&cs),
-            [0x0A, 0x04, 0x08, 0x06, 0x10, 0x01, 0x10, 0x06]
-        );
+        assert_eq!(encode(&cs), [0x0A, 0x04, 0x08, 0x06, 0x10, 0x01, 0x10, 0x06]);
 
         // Process / thread descriptors.
-        let p = ProcessDescriptor {
-            pid: Some(1),
-            process_name: Some("p".into()),
-            ..Default::default()
-        };
+        let p = ProcessDescriptor { pid: Some(1), process_name: Some("p".into()), ..Default::default() };
         assert_eq!(encode(&p), [0x08, 0x01, 0x32, 0x01, b'p']);
-        let th = ThreadDescriptor {
-            pid: Some(1),
-            tid: Some(2),
-            thread_name: Some("t".into()),
-        };
+        let th = ThreadDescriptor { pid: Some(1), tid: Some(2), thread_name: Some("t".into()) };
         assert_eq!(encode(&th), [0x08, 0x01, 0x10, 0x02, 0x2A, 0x01, b't']);
 
-        assert_eq!(
-            trace_packet::SequenceFlags::SeqIncrementalStateCleared as i32,
-            1
-        );
-        assert_eq!(
-            trace_packet::SequenceFlags::SeqNeedsIncrementalState as i32,
-            2
-        );
+        assert_eq!(trace_packet::SequenceFlags::SeqIncrementalStateCleared as i32, 1);
+        assert_eq!(trace_packet::SequenceFlags::SeqNeedsIncrementalState as i32, 2);
     }
 }

@@ -1,4 +1,5 @@
-//! How records are named for people: sizes, errnos, open flags, commands.
+//! How record fields are shown to people: sizes, errnos, open flags,
+//! command lines. Shared by the exporters and `stats`.
 
 use std::fmt::Write;
 
@@ -229,26 +230,27 @@ pub fn basename(p: &str) -> &str {
     }
 }
 
-/// A process name from its NUL-separated argv: the program's basename and
-/// its arguments, at most `max` characters (`python train.py --epochs 10`).
-pub fn command_line(argv: &[u8], max: usize) -> String {
-    let args: Vec<String> = argv
-        .split(|&b| b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+/// A process name from its arguments: paths shortened to their last
+/// component, at most `max` characters (`python train.py --epochs 10`).
+pub fn command_name<S: AsRef<str>>(args: &[S], max: usize) -> String {
     let mut s = String::new();
-    for (i, a) in args.iter().enumerate() {
+    for (i, a) in args.iter().map(|a| a.as_ref()).filter(|a| !a.is_empty()).enumerate() {
         if i > 0 {
             s.push(' ');
         }
-        s.push_str(if i == 0 { basename(a) } else { a });
+        s.push_str(if i == 0 || (a.contains('/') && !a.starts_with('-')) { basename(a) } else { a });
     }
     if s.chars().count() > max {
         let cut: String = s.chars().take(max.saturating_sub(1)).collect();
         return cut + "…";
     }
     s
+}
+
+/// [`command_name`] of a NUL-separated argv.
+pub fn command_line(argv: &[u8], max: usize) -> String {
+    let args: Vec<String> = argv.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    command_name(&args, max)
 }
 
 #[cfg(test)]
@@ -287,10 +289,7 @@ mod tests {
 
     #[test]
     fn commands() {
-        assert_eq!(
-            command_line(b"/usr/bin/python3\0train.py\0--epochs\010", 80),
-            "python3 train.py --epochs 10"
-        );
+        assert_eq!(command_line(b"/usr/bin/python3\0train.py\0--epochs\010", 80), "python3 train.py --epochs 10");
         assert_eq!(basename("/a/b/c.bin"), "c.bin");
         assert_eq!(basename("/"), "/");
         assert_eq!(basename("pipe:[12]"), "pipe:[12]");

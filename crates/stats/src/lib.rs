@@ -1,0 +1,453 @@
+//! `mltrace stats`: what a log says, in tables. Streams the log once;
+//! memory grows with processes and distinct files, not with events.
+
+mod hist;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+use std::io::{Read, Seek};
+
+pub use hist::Histogram;
+use mltrace_log::names;
+use mltrace_log::*;
+
+const NAME_MAX: usize = 40;
+
+/// Count, bytes and latency of one kind of operation.
+#[derive(Clone, Default)]
+pub struct OpStats {
+    pub count: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub latency: Histogram,
+}
+
+impl OpStats {
+    fn add(&mut self, ret: i64, dur: u64) {
+        self.count += 1;
+        if ret >= 0 {
+            self.bytes += ret as u64;
+        } else {
+            self.errors += 1;
+        }
+        self.latency.add(dur);
+    }
+}
+
+#[derive(Clone, Default)]
+pub struct ProcStats {
+    pub pid: u32,
+    pub parent: u32,
+    pub name: String,
+    pub threads: u64,
+    pub exit_status: Option<i32>,
+    pub reads: OpStats,
+    pub writes: OpStats,
+    pub opens: OpStats,
+    pub closes: u64,
+    files: HashSet<u64>,
+}
+
+impl ProcStats {
+    /// Distinct files (regular files, directories, devices) opened, read or written.
+    pub fn files_touched(&self) -> usize {
+        self.files.len()
+    }
+}
+
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
+pub struct FileStats {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub opens: u64,
+}
+
+#[derive(Default)]
+pub struct Stats {
+    pub header: Header,
+    pub trailer: Option<Trailer>,
+    pub records: u64,
+    pub first_ts: Option<u64>,
+    pub last_ts: Option<u64>,
+    /// Processes in order of appearance (a reused pid gets a new entry).
+    pub processes: Vec<ProcStats>,
+    current: HashMap<u32, usize>,
+    pub files: HashMap<String, FileStats>,
+    pub lost: Vec<(LostKind, u64)>,
+    /// Problems the reader worked around, described.
+    pub diagnostics: Vec<String>,
+}
+
+fn hash_path(p: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    p.hash(&mut h);
+    h.finish()
+}
+
+fn is_file(k: FileKind) -> bool {
+    matches!(k, FileKind::Regular | FileKind::Directory | FileKind::BlockDev | FileKind::Symlink)
+}
+
+impl Stats {
+    pub fn new(header: Header) -> Self {
+        Stats { header, ..Default::default() }
+    }
+
+    fn proc(&mut self, pid: u32) -> &mut ProcStats {
+        let i = match self.current.get(&pid) {
+            Some(&i) => i,
+            None => {
+                self.processes.push(ProcStats { pid, name: format!("pid {pid}"), ..Default::default() });
+                self.current.insert(pid, self.processes.len() - 1);
+                self.processes.len() - 1
+            }
+        };
+        &mut self.processes[i]
+    }
+
+    fn file(&mut self, pid: u32, path: &[u8], kind: FileKind) -> Option<&mut FileStats> {
+        if !is_file(kind) || path.is_empty() {
+            return None;
+        }
+        self.proc(pid).files.insert(hash_path(path));
+        let key = String::from_utf8_lossy(path);
+        if !self.files.contains_key(key.as_ref()) {
+            self.files.insert(key.clone().into_owned(), FileStats::default());
+        }
+        self.files.get_mut(key.as_ref())
+    }
+
+    pub fn add(&mut self, f: &Frame<'_>, rec: &Record) {
+        self.records += 1;
+        let ts = rec.ts();
+        self.first_ts = Some(self.first_ts.map_or(ts, |t| t.min(ts)));
+        self.last_ts = Some(self.last_ts.map_or(rec.end_ts(), |t| t.max(rec.end_ts())));
+        match *rec {
+            Record::Fork(r) => {
+                if r.thread {
+                    self.proc(r.pid).threads += 1;
+                } else {
+                    let name = self.current.get(&r.parent_pid).map(|&i| self.processes[i].name.clone());
+                    let root = r.pid == self.header.root_pid;
+                    let cmd = names::command_name(&self.header.command, NAME_MAX);
+                    self.current.remove(&r.pid);
+                    let p = self.proc(r.pid);
+                    p.parent = r.parent_pid;
+                    if let Some(n) = name {
+                        p.name = n;
+                    } else if root {
+                        p.name = cmd;
+                    }
+                }
+            }
+            Record::Exec(r) => {
+                let name = names::command_line(f.str(r.argv), NAME_MAX);
+                self.proc(r.pid).name = name;
+            }
+            Record::Exit(r) => {
+                if r.process_exit {
+                    self.proc(r.pid).exit_status = Some(r.status);
+                    self.current.remove(&r.pid);
+                }
+            }
+            Record::Comm(_) => {}
+            Record::Io(r) => {
+                let p = self.proc(r.pid);
+                if r.op.is_write() {
+                    p.writes.add(r.ret, r.dur)
+                } else {
+                    p.reads.add(r.ret, r.dur)
+                }
+                if let Some(fs) = self.file(r.pid, f.str(r.path), r.kind) {
+                    let moved = r.ret.max(0) as u64;
+                    if r.op.is_write() {
+                        fs.writes += 1;
+                        fs.write_bytes += moved;
+                    } else {
+                        fs.reads += 1;
+                        fs.read_bytes += moved;
+                    }
+                }
+            }
+            Record::Transfer(r) => {
+                let p = self.proc(r.pid);
+                p.reads.add(r.ret, r.dur);
+                p.writes.add(r.ret, 0);
+                let moved = r.ret.max(0) as u64;
+                if let Some(fs) = self.file(r.pid, f.str(r.in_path), FileKind::Regular) {
+                    fs.reads += 1;
+                    fs.read_bytes += moved;
+                }
+                if let Some(fs) = self.file(r.pid, f.str(r.out_path), FileKind::Regular) {
+                    fs.writes += 1;
+                    fs.write_bytes += moved;
+                }
+            }
+            Record::Open(r) => {
+                self.proc(r.pid).opens.add(if r.ret < 0 { r.ret } else { 0 }, r.dur);
+                if r.ret >= 0 {
+                    if let Some(fs) = self.file(r.pid, f.str(r.abs_path), r.kind) {
+                        fs.opens += 1;
+                    }
+                }
+            }
+            Record::Close(r) => self.proc(r.pid).closes += 1,
+            Record::Lost(r) => match self.lost.iter_mut().find(|(k, _)| *k == r.kind) {
+                Some((_, n)) => *n += r.count,
+                None => self.lost.push((r.kind, r.count)),
+            },
+        }
+    }
+
+    /// Reads a whole log.
+    pub fn from_reader<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Stats, LogError> {
+        let mut s = Stats::new(reader.header().clone());
+        while let Some(mut f) = reader.next_frame()? {
+            while let Some(rec) = f.next_record() {
+                s.add(&f, &rec);
+            }
+        }
+        let header = reader.header().clone();
+        s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&header)).collect();
+        s.trailer = reader.trailer().cloned();
+        Ok(s)
+    }
+
+    pub fn total_lost(&self) -> u64 {
+        self.lost.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Files by bytes moved, largest first.
+    pub fn top_files(&self, n: usize) -> Vec<(&str, &FileStats)> {
+        let mut v: Vec<(&str, &FileStats)> = self.files.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        v.sort_by(|a, b| {
+            (b.1.read_bytes + b.1.write_bytes).cmp(&(a.1.read_bytes + a.1.write_bytes)).then(a.0.cmp(b.0))
+        });
+        v.truncate(n);
+        v
+    }
+}
+
+pub fn bytes(b: u64) -> String {
+    const U: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{v:.1} {}", U[i])
+}
+
+pub fn duration(ns: u64) -> String {
+    match ns {
+        0..=999 => format!("{ns} ns"),
+        1_000..=999_999 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
+fn q(h: &Histogram, q: f64) -> String {
+    h.quantile(q).map(duration).unwrap_or_else(|| "-".into())
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let tail: String = s.chars().rev().take(max - 1).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("…{tail}")
+}
+
+/// Left-aligns the first column and right-aligns the others.
+fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let widths: Vec<usize> =
+        (0..cols).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for r in rows {
+        for (c, cell) in r.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            if c == 0 {
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad));
+            } else {
+                out.push_str("  ");
+                out.push_str(&" ".repeat(pad));
+                out.push_str(cell);
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+impl Stats {
+    /// The report `mltrace stats` prints.
+    pub fn render(&self, top: usize) -> String {
+        let mut o = String::new();
+        let h = &self.header;
+        let _ = writeln!(o, "command:  {}", h.command.join(" "));
+        if !h.host.is_empty() {
+            let _ = writeln!(o, "host:     {} (kernel {}, {} CPUs)", h.host, h.kernel, h.cpu_count);
+        }
+        if let (Some(a), Some(b)) = (self.first_ts, self.last_ts) {
+            let _ = writeln!(o, "recorded: {}, starting {}", duration(b.saturating_sub(a)), describe_ts(h, a));
+        }
+        let status = match self.trailer.as_ref().and_then(|t| t.exit_status) {
+            Some(s) if s & 0x7f == 0 => format!("exited with {}", (s >> 8) & 0xff),
+            Some(s) => format!("killed by signal {}", s & 0x7f),
+            None if self.trailer.is_none() => "unknown (the log was cut)".into(),
+            None => "unknown (recording stopped first)".into(),
+        };
+        let _ = writeln!(o, "status:   {status}");
+        let lost = if self.lost.is_empty() {
+            "0".to_string()
+        } else {
+            format!(
+                "{} ({})",
+                self.total_lost(),
+                self.lost.iter().map(|(k, n)| format!("{n} {}", k.name())).collect::<Vec<_>>().join(", ")
+            )
+        };
+        let _ = writeln!(o, "events:   {} records, lost {lost}", self.records);
+        for d in &self.diagnostics {
+            let _ = writeln!(o, "warning:  {d}");
+        }
+        o.push('\n');
+
+        let mut rows = vec![[
+            "process",
+            "pid",
+            "reads",
+            "read",
+            "read p50",
+            "read p99",
+            "writes",
+            "written",
+            "write p50",
+            "write p99",
+            "opens",
+            "failed",
+            "files",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
+        for p in &self.processes {
+            rows.push(vec![
+                p.name.clone(),
+                p.pid.to_string(),
+                p.reads.count.to_string(),
+                bytes(p.reads.bytes),
+                q(&p.reads.latency, 0.5),
+                q(&p.reads.latency, 0.99),
+                p.writes.count.to_string(),
+                bytes(p.writes.bytes),
+                q(&p.writes.latency, 0.5),
+                q(&p.writes.latency, 0.99),
+                p.opens.count.to_string(),
+                p.opens.errors.to_string(),
+                p.files_touched().to_string(),
+            ]);
+        }
+        o.push_str(&table(&rows));
+        let files = self.top_files(top);
+        if !files.is_empty() {
+            let _ = writeln!(o, "\ntop {} files by bytes:", files.len());
+            let mut rows =
+                vec![["file", "read", "reads", "written", "writes", "opens"].iter().map(|s| s.to_string()).collect()];
+            for (path, f) in files {
+                rows.push(vec![
+                    shorten(path, 60),
+                    bytes(f.read_bytes),
+                    f.reads.to_string(),
+                    bytes(f.write_bytes),
+                    f.writes.to_string(),
+                    f.opens.to_string(),
+                ]);
+            }
+            o.push_str(&table(&rows));
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+    use std::path::Path;
+
+    #[test]
+    fn aggregates_per_process_and_file() {
+        let header = Header { root_pid: 10, command: vec!["python".into(), "train.py".into()], ..Default::default() };
+        let mut w = RecordWriter::new(Vec::new(), &header).unwrap();
+        w.push(&Record::Fork(Fork { ts: 1, pid: 10, tid: 10, parent_pid: 1, parent_tid: 1, thread: false })).unwrap();
+        w.push(&Record::Fork(Fork { ts: 2, pid: 11, tid: 11, parent_pid: 10, parent_tid: 10, thread: false })).unwrap();
+        for i in 0..100u64 {
+            w.push_with(|e| {
+                Record::Io(Io {
+                    ts: 10 + i,
+                    dur: 1000 * (i + 1),
+                    pid: 11,
+                    tid: 11,
+                    op: IoOp::Read,
+                    fd: 3,
+                    path: e.intern(b"/data/a.bin"),
+                    kind: FileKind::Regular,
+                    offset: i * 4096,
+                    offset_src: OffsetSrc::FilePos,
+                    requested: 4096,
+                    ret: 4096,
+                })
+            })
+            .unwrap();
+        }
+        w.push_with(|e| {
+            Record::Io(Io {
+                ts: 500,
+                dur: 10,
+                pid: 10,
+                tid: 10,
+                op: IoOp::Write,
+                fd: 1,
+                path: e.intern(b"pipe:[5]"),
+                kind: FileKind::Pipe,
+                requested: 10,
+                ret: -32,
+                ..Default::default()
+            })
+        })
+        .unwrap();
+        w.push(&Record::Lost(Lost { ts: 600, kind: LostKind::RingFull, count: 7 })).unwrap();
+        let bytes_out = w.finish(&Trailer { exit_status: Some(0), ..Default::default() }).unwrap();
+        let mut r = LogReader::new(Path::new("t"), Cursor::new(bytes_out)).unwrap();
+        let s = Stats::from_reader(&mut r).unwrap();
+        assert_eq!(s.processes.len(), 2);
+        let worker = &s.processes[1];
+        assert_eq!(worker.name, "python train.py");
+        assert!(s.render(1).contains("python train.py"));
+        assert_eq!(worker.reads.count, 100);
+        assert_eq!(worker.reads.bytes, 409_600);
+        assert_eq!(worker.files_touched(), 1);
+        let p50 = worker.reads.latency.quantile(0.5).unwrap();
+        assert!((48_000..=53_000).contains(&p50), "{p50}");
+        assert_eq!(s.processes[0].writes.errors, 1);
+        assert_eq!(s.processes[0].files_touched(), 0);
+        assert_eq!(s.files.len(), 1);
+        assert_eq!(s.files["/data/a.bin"].read_bytes, 409_600);
+        assert_eq!(s.total_lost(), 7);
+        let text = s.render(10);
+        assert!(text.contains("/data/a.bin"), "{text}");
+        assert!(text.contains("lost 7 (7 ring buffer full)"), "{text}");
+        assert!(text.contains("exited with 0"), "{text}");
+    }
+}
