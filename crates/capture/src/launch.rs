@@ -97,14 +97,34 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Forks a child that will exec `program` with `argv` (argv[0] included).
-/// The child unblocks all signals and optionally drops to `run_as` first.
-pub fn spawn_paused(program: &Path, argv: &[OsString], run_as: Option<&RunAs>) -> io::Result<Paused> {
+/// Forks a child that will exec `program` with `argv` (argv[0] included)
+/// and `env` (or our environment). The child unblocks all signals and
+/// optionally drops to `run_as` first.
+pub fn spawn_paused(
+    program: &Path,
+    argv: &[OsString],
+    run_as: Option<&RunAs>,
+    env: Option<&[(String, String)]>,
+) -> io::Result<Paused> {
     let to_c = |s: &OsStr| CString::new(s.as_bytes()).map_err(|_| io::Error::other("argument contains a NUL byte"));
     let prog = to_c(program.as_os_str())?;
     let args: Vec<CString> = argv.iter().map(|a| to_c(a)).collect::<Result<_, _>>()?;
     let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     arg_ptrs.push(std::ptr::null());
+    let envs: Option<Vec<CString>> = match env {
+        Some(e) => Some(
+            e.iter()
+                .map(|(k, v)| CString::new(format!("{k}={v}")))
+                .collect::<Result<_, _>>()
+                .map_err(|_| io::Error::other("environment contains a NUL byte"))?,
+        ),
+        None => None,
+    };
+    let env_ptrs: Option<Vec<*const libc::c_char>> = envs.as_ref().map(|v| {
+        let mut p: Vec<*const libc::c_char> = v.iter().map(|e| e.as_ptr()).collect();
+        p.push(std::ptr::null());
+        p
+    });
     let (go_r, go_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let groups: Vec<libc::gid_t> = run_as.map(|r| r.groups.clone()).unwrap_or_default();
@@ -146,7 +166,10 @@ pub fn spawn_paused(program: &Path, argv: &[OsString], run_as: Option<&RunAs>) -
                     fail(126);
                 }
             }
-            libc::execv(prog.as_ptr(), arg_ptrs.as_ptr());
+            match &env_ptrs {
+                Some(e) => libc::execve(prog.as_ptr(), arg_ptrs.as_ptr(), e.as_ptr()),
+                None => libc::execv(prog.as_ptr(), arg_ptrs.as_ptr()),
+            };
             let e = *libc::__errno_location();
             fail(if e == libc::ENOENT { 127 } else { 126 })
         }
@@ -217,7 +240,7 @@ mod tests {
         let marker = std::env::temp_dir().join(format!("mltrace-launch-{}", std::process::id()));
         let _ = std::fs::remove_file(&marker);
         let args: Vec<OsString> = vec!["touch".into(), marker.clone().into()];
-        let p = spawn_paused(&resolve(OsStr::new("touch")).unwrap(), &args, None).unwrap();
+        let p = spawn_paused(&resolve(OsStr::new("touch")).unwrap(), &args, None, None).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(100));
         assert!(!marker.exists());
         let pid = p.pid;
@@ -226,7 +249,7 @@ mod tests {
         unsafe { libc::waitpid(pid, &mut st, 0) };
         assert!(marker.exists());
         std::fs::remove_file(&marker).unwrap();
-        let p = spawn_paused(Path::new("/nonexistent"), &["x".into()], None).unwrap();
+        let p = spawn_paused(Path::new("/nonexistent"), &["x".into()], None, None).unwrap();
         assert_eq!(p.release(), Err(libc::ENOENT));
     }
 }

@@ -9,6 +9,7 @@ pub mod bpf;
 pub mod decode;
 pub mod error;
 pub mod files;
+pub mod identity;
 pub mod launch;
 mod output;
 pub mod recorder;

@@ -50,6 +50,12 @@ impl OutputFile {
         Ok(OutputFile { file, tmp, target: target.to_owned(), force, committed: false })
     }
 
+    /// Hands the file to `uid:gid` (the user behind sudo).
+    pub fn chown(&self, uid: u32, gid: u32) -> Result<(), CaptureError> {
+        std::os::unix::fs::fchown(&self.file, Some(uid), Some(gid))
+            .map_err(|source| CaptureError::Output { path: self.tmp.clone(), source })
+    }
+
     /// Syncs and moves the log to its final name.
     pub fn commit(&mut self) -> Result<(), CaptureError> {
         let err = |source| CaptureError::Output { path: self.target.clone(), source };

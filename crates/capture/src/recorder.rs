@@ -22,9 +22,13 @@ use mltrace_log::*;
 use crate::bpf::{self, BpfConfig, Skeleton, LOST_SLOTS};
 use crate::decode::{DecodeStats, KernelDecoder};
 use crate::error::CaptureError;
-use crate::launch::{self, CommandError, RunAs};
+use crate::identity::{self, User};
+use crate::launch::{self, CommandError};
 use crate::output::OutputFile;
 use crate::system;
+
+/// Receives a [`Progress`] about twice a second.
+pub type ProgressFn = Box<dyn FnMut(&Progress)>;
 
 pub struct RecordOptions {
     /// The command and its arguments.
@@ -37,10 +41,11 @@ pub struct RecordOptions {
     /// A frame is written at least this often.
     pub flush_interval: Duration,
     pub frame_records: usize,
-    /// Run the command as this user (sudo's caller) instead of as ourselves.
-    pub run_as: Option<RunAs>,
+    /// Run the command as this user (sudo's caller) instead of as
+    /// ourselves; the log then belongs to them too.
+    pub run_as: Option<User>,
     /// Called about twice a second while recording (for a live status line).
-    pub progress: Option<Box<dyn FnMut(&Progress)>>,
+    pub progress: Option<ProgressFn>,
 }
 
 impl RecordOptions {
@@ -289,12 +294,7 @@ fn header(opts: &RecordOptions, root_pid: u32, start: ClockAnchor) -> Header {
 }
 
 /// Waits for the command; `None` when a second interrupt asked to stop now.
-fn wait_child(
-    pid: i32,
-    shared: &Shared,
-    started: Instant,
-    progress: &mut Option<Box<dyn FnMut(&Progress)>>,
-) -> Option<i32> {
+fn wait_child(pid: i32, shared: &Shared, started: Instant, progress: &mut Option<ProgressFn>) -> Option<i32> {
     let mut last = Instant::now();
     loop {
         let mut status = 0;
@@ -337,7 +337,12 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let skel = bpf::load(&mut storage, &opts.bpf)?;
     let _mask = SignalBlock::new();
     let started = Instant::now();
-    let child = launch::spawn_paused(&program, &opts.command, opts.run_as.as_ref())
+    if let Some(u) = &opts.run_as {
+        out.chown(u.uid, u.gid)?;
+    }
+    let env = opts.run_as.as_ref().map(identity::environment);
+    let run_as = opts.run_as.as_ref().map(User::run_as);
+    let child = launch::spawn_paused(&program, &opts.command, run_as.as_ref(), env.as_deref())
         .map_err(|source| CaptureError::Io { what: "starting the command".into(), source })?;
     let pid = child.pid;
     let start = system::clock_anchor();

@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use mltrace_capture::{record, Progress, RecordOptions};
+use mltrace_capture::{identity, record, Progress, RecordOptions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -20,6 +20,10 @@ pub struct Args {
     /// No live status line
     #[arg(short, long)]
     quiet: bool,
+    /// Run the command as this user (name or uid). Under sudo the default
+    /// is the user who called sudo; `--user root` keeps root
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
     /// The command to run, after `--`
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -44,6 +48,11 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let mut opts = RecordOptions::new(a.command, a.output);
     opts.force = a.force;
     opts.bpf.ring_bytes = a.ring_size.saturating_mul(1 << 20);
+    opts.run_as = match a.user.as_deref() {
+        None => identity::sudo_caller(),
+        Some("root") | Some("0") => None,
+        Some(u) => Some(identity::by_name(u).ok_or_else(|| anyhow::anyhow!("--user {u}: no such user"))?),
+    };
     let live = !a.quiet && std::io::stderr().is_terminal();
     if live {
         opts.progress = Some(Box::new(|p: &Progress| {

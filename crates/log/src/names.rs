@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn commands() {
-        assert_eq!(command_line(b"/usr/bin/python3\0train.py\0--epochs\010", 80), "python3 train.py --epochs 10");
+        assert_eq!(command_line(b"/usr/bin/python3\0train.py\0--epochs\x0010", 80), "python3 train.py --epochs 10");
         assert_eq!(basename("/a/b/c.bin"), "c.bin");
         assert_eq!(basename("/"), "/");
         assert_eq!(basename("pipe:[12]"), "pipe:[12]");

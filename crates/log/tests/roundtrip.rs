@@ -29,7 +29,7 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
                 tid: 10 + i as u32,
                 parent_pid: 7,
                 parent_tid: 8,
-                thread: i % 2 == 0,
+                thread: i.is_multiple_of(2),
             }),
             vec![],
         ),
@@ -63,7 +63,7 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
                 dur: 800 + i,
                 pid: 7,
                 tid: 8,
-                op: if i % 2 == 0 { IoOp::Pread64 } else { IoOp::Writev },
+                op: if i.is_multiple_of(2) { IoOp::Pread64 } else { IoOp::Writev },
                 fd: 3,
                 path: StrId(0),
                 kind: FileKind::Regular,
@@ -186,7 +186,9 @@ fn last_frame_start(b: &[u8]) -> usize {
     (0..b.len() - 4).rev().find(|&i| &b[i..i + 4] == b"MLTF").unwrap()
 }
 
-fn read_all(bytes: &[u8]) -> (Vec<(Record, Vec<String>)>, Vec<Diagnostic>, Option<Trailer>) {
+type ReadBack = (Vec<(Record, Vec<String>)>, Vec<Diagnostic>, Option<Trailer>);
+
+fn read_all(bytes: &[u8]) -> ReadBack {
     let mut r = LogReader::new(Path::new("mem.bin"), Cursor::new(bytes.to_vec())).unwrap();
     let mut got = Vec::new();
     while let Some(mut f) = r.next_frame().unwrap() {

@@ -34,6 +34,15 @@ const LANE_NAMES: [&str; 3] = ["reads", "writes", "opens"];
 /// Longest process name shown (the UI truncates long group names).
 const NAME_MAX: usize = 48;
 
+/// Where a slice goes: which process's which tracks, when.
+#[derive(Clone, Copy)]
+struct At {
+    pid: u32,
+    kind: Lanes,
+    ts: u64,
+    dur: u64,
+}
+
 struct Lane {
     seq: Seq,
     /// End of the latest slice: a new slice fits only if it starts after it.
@@ -315,14 +324,12 @@ impl<W: Write> Exporter<W> {
     /// Emits one slice: `fill` adds args and returns the (cached) name.
     fn slice(
         &mut self,
-        pid: u32,
-        kind: Lanes,
-        ts: u64,
-        dur: u64,
+        at: At,
         name_key: u64,
         make_name: &dyn Fn() -> String,
         fill: &mut dyn FnMut(&mut Scratch, &mut Seq),
     ) -> io::Result<()> {
+        let At { pid, kind, ts, dur } = at;
         let end = ts.saturating_add(dur);
         let (pid, i) = self.lane(pid, kind, ts, end)?;
         let lane = &mut self.procs.get_mut(&pid).unwrap().lanes[kind as usize][i];
@@ -480,7 +487,7 @@ impl<W: Write> Exporter<W> {
         };
         let path = f.str(r.path);
         let r = *r;
-        self.slice(r.pid, kind, r.ts, r.dur, key, &make, &mut |s, seq| {
+        self.slice(At { pid: r.pid, kind, ts: r.ts, dur: r.dur }, key, &make, &mut |s, seq| {
             s.arg_str(seq, Arg::Path, path);
             s.arg_int(Arg::Fd, i64::from(r.fd));
             if r.offset_src != OffsetSrc::None {
@@ -516,26 +523,31 @@ impl<W: Write> Exporter<W> {
         let key = hash_str(&name);
         let passed = f.str(r.path);
         let r = *r;
-        self.slice(r.pid, Lanes::Opens, r.ts, r.dur, key, &move || name.clone(), &mut |s, seq| {
-            s.arg_str(seq, Arg::Path, passed);
-            s.arg_str(seq, Arg::AbsPath, abs);
-            s.arg_str(seq, Arg::Flags, names::open_flags(r.flags).as_bytes());
-            if r.flags & 0o100 != 0 || r.flags & 0o20200000 == 0o20200000 {
-                s.arg_str(seq, Arg::Mode, format!("{:#o}", r.mode).as_bytes());
-            }
-            if r.dirfd != -100 {
-                s.arg_int(Arg::Dirfd, i64::from(r.dirfd));
-            }
-            if r.ret >= 0 {
-                s.arg_int(Arg::Fd, r.ret);
-                if r.kind != FileKind::Regular {
-                    s.arg_str(seq, Arg::Kind, r.kind.name().as_bytes());
+        self.slice(
+            At { pid: r.pid, kind: Lanes::Opens, ts: r.ts, dur: r.dur },
+            key,
+            &move || name.clone(),
+            &mut |s, seq| {
+                s.arg_str(seq, Arg::Path, passed);
+                s.arg_str(seq, Arg::AbsPath, abs);
+                s.arg_str(seq, Arg::Flags, names::open_flags(r.flags).as_bytes());
+                if r.flags & 0o100 != 0 || r.flags & 0o20200000 == 0o20200000 {
+                    s.arg_str(seq, Arg::Mode, format!("{:#o}", r.mode).as_bytes());
                 }
-            } else {
-                s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
-            }
-            s.arg_int(Arg::Tid, i64::from(r.tid));
-        })
+                if r.dirfd != -100 {
+                    s.arg_int(Arg::Dirfd, i64::from(r.dirfd));
+                }
+                if r.ret >= 0 {
+                    s.arg_int(Arg::Fd, r.ret);
+                    if r.kind != FileKind::Regular {
+                        s.arg_str(seq, Arg::Kind, r.kind.name().as_bytes());
+                    }
+                } else {
+                    s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
+                }
+                s.arg_int(Arg::Tid, i64::from(r.tid));
+            },
+        )
     }
 
     fn close(&mut self, f: &Frame<'_>, r: &Close) -> io::Result<()> {
@@ -546,14 +558,19 @@ impl<W: Write> Exporter<W> {
         };
         let key = hash_str(&name);
         let r = *r;
-        self.slice(r.pid, Lanes::Opens, r.ts, r.dur, key, &move || name.clone(), &mut |s, seq| {
-            s.arg_str(seq, Arg::Path, path);
-            s.arg_int(Arg::Fd, i64::from(r.fd));
-            if r.ret < 0 {
-                s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
-            }
-            s.arg_int(Arg::Tid, i64::from(r.tid));
-        })
+        self.slice(
+            At { pid: r.pid, kind: Lanes::Opens, ts: r.ts, dur: r.dur },
+            key,
+            &move || name.clone(),
+            &mut |s, seq| {
+                s.arg_str(seq, Arg::Path, path);
+                s.arg_int(Arg::Fd, i64::from(r.fd));
+                if r.ret < 0 {
+                    s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
+                }
+                s.arg_int(Arg::Tid, i64::from(r.tid));
+            },
+        )
     }
 
     fn transfer(&mut self, f: &Frame<'_>, r: &Transfer) -> io::Result<()> {
@@ -568,7 +585,7 @@ impl<W: Write> Exporter<W> {
         };
         let (inp, outp) = (f.str(r.in_path), f.str(r.out_path));
         let r = *r;
-        self.slice(r.pid, Lanes::Reads, r.ts, r.dur, key, &make, &mut |s, seq| {
+        self.slice(At { pid: r.pid, kind: Lanes::Reads, ts: r.ts, dur: r.dur }, key, &make, &mut |s, seq| {
             s.arg_str(seq, Arg::InPath, inp);
             s.arg_str(seq, Arg::OutPath, outp);
             s.arg_int(Arg::InFd, i64::from(r.in_fd));

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing mltrace needs on Debian/Ubuntu and is
+# missing: clang (BPF target), libelf-dev, zlib1g-dev, pkg-config, make, gcc,
+# python3 (the sample workload), util-linux (setpriv, used by tests).
+# Idempotent; uses sudo when not root; never prompts.
+set -euo pipefail
+
+missing=()
+command -v clang >/dev/null || missing+=(clang)
+command -v llvm-strip >/dev/null || missing+=(llvm)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+pkg-config --exists libelf 2>/dev/null || missing+=(libelf-dev)
+pkg-config --exists zlib 2>/dev/null || missing+=(zlib1g-dev)
+command -v make >/dev/null || missing+=(make)
+command -v cc >/dev/null || missing+=(gcc)
+command -v python3 >/dev/null || missing+=(python3)
+command -v setpriv >/dev/null || missing+=(util-linux)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null; then
+  echo "cargo is missing: install Rust from https://rustup.rs (curl https://sh.rustup.rs -sSf | sh)" >&2
+  exit 1
+fi

@@ -1,0 +1,434 @@
+//! `mltrace record` on real processes with the real BPF programs, checked
+//! against what the workload did and against the kernel's own counters.
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use mltrace_log::*;
+use mltrace_tests::*;
+
+const DIRNAME: &str =
+    "dir_with_a_rather_long_name_to_check_that_paths_are_not_cut_at_sixty_three_bytes_like_bpftrace_0123456789";
+const FILENAME: &str = "file_whose_name_alone_is_longer_than_one_hundred_characters_so_the_absolute_path_is_far_beyond_any_small_limit_abcdefghij.bin";
+
+struct Run {
+    _tmp: tempfile::TempDir,
+    work: std::path::PathBuf,
+    log: std::path::PathBuf,
+    kv: HashMap<String, i64>,
+    recs: Vec<Rec>,
+}
+
+/// Records tests/workloads/known_io.c once.
+fn known_io() -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = compile_workload("known_io", tmp.path());
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let log = tmp.path().join("run.bin");
+    let out = mltrace(&["record", "-q", "-o", log.to_str().unwrap(), "--", bin.to_str().unwrap()], &work);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    assert!(stderr.contains("0 lost"), "{stderr}");
+    let kv = key_values(&String::from_utf8_lossy(&out.stdout));
+    let recs = read_log(&log);
+    Run { work: work.canonicalize().unwrap(), _tmp: tmp, log, kv, recs }
+}
+
+fn is_read(r: &Record) -> bool {
+    matches!(r, Record::Io(x) if !x.op.is_write()) || matches!(r, Record::Transfer(_))
+}
+
+fn is_write(r: &Record) -> bool {
+    matches!(r, Record::Io(x) if x.op.is_write()) || matches!(r, Record::Transfer(_))
+}
+
+fn moved(r: &Record) -> u64 {
+    match r {
+        Record::Io(x) => x.ret.max(0) as u64,
+        Record::Transfer(x) => x.ret.max(0) as u64,
+        _ => 0,
+    }
+}
+
+fn pid_of(r: &Record) -> u32 {
+    match r {
+        Record::Io(x) => x.pid,
+        Record::Open(x) => x.pid,
+        Record::Close(x) => x.pid,
+        Record::Transfer(x) => x.pid,
+        Record::Fork(x) => x.pid,
+        Record::Exec(x) => x.pid,
+        Record::Exit(x) => x.pid,
+        Record::Comm(x) => x.pid,
+        Record::Lost(_) => 0,
+    }
+}
+
+/// (rchar, wchar, syscr, syscw) as the kernel would count them for `recs`.
+fn io_counters<'a>(recs: impl Iterator<Item = &'a Rec>) -> [u64; 4] {
+    let mut c = [0u64; 4];
+    for r in recs {
+        if is_read(&r.rec) {
+            c[0] += moved(&r.rec);
+            c[2] += 1;
+        }
+        if is_write(&r.rec) {
+            c[1] += moved(&r.rec);
+            c[3] += 1;
+        }
+    }
+    c
+}
+
+fn snapshot(kv: &HashMap<String, i64>, tag: &str) -> [u64; 4] {
+    ["rchar", "wchar", "syscr", "syscw"].map(|k| kv[&format!("{tag}_{k}")] as u64)
+}
+
+fn is_proc_io_read(r: &Rec) -> bool {
+    matches!(r.rec, Record::Io(x) if !x.op.is_write()) && r.strs[0].starts_with("/proc/") && r.strs[0].ends_with("/io")
+}
+
+#[test]
+fn known_io_is_recorded_exactly_and_matches_proc_pid_io() {
+    if !require_root() {
+        return;
+    }
+    let run = known_io();
+    let kv = &run.kv;
+    let (pid, child) = (kv["pid"] as u32, kv["child_pid"] as u32);
+    let thread = kv["thread_tid"] as u32;
+    let file_abs = format!("{}/{DIRNAME}/{FILENAME}", run.work.display());
+    let recs = &run.recs;
+
+    // Process tree: the command, its thread, its child, exec and exits.
+    let exec = recs.iter().find(|r| matches!(r.rec, Record::Exec(x) if x.pid == pid)).expect("exec record");
+    assert!(exec.strs[0].ends_with("/known_io"), "{:?}", exec.strs);
+    assert!(recs.iter().any(|r| r.rec
+        == Record::Fork(match r.rec {
+            Record::Fork(f) => Fork { pid, tid: thread, parent_pid: pid, parent_tid: pid, thread: true, ts: f.ts },
+            _ => return false,
+        })));
+    assert!(recs.iter().any(
+        |r| matches!(r.rec, Record::Fork(f) if f.pid == child && f.tid == child && f.parent_pid == pid && !f.thread)
+    ));
+    assert!(recs
+        .iter()
+        .any(|r| matches!(r.rec, Record::Exit(x) if x.pid == child && x.process_exit && x.status == 3 << 8)));
+    assert!(recs.iter().any(|r| matches!(r.rec, Record::Exit(x) if x.pid == pid && x.process_exit && x.status == 0)));
+    assert!(recs.iter().any(|r| matches!(r.rec, Record::Exit(x) if x.tid == thread && !x.process_exit)));
+
+    // Every operation on the long-named file, in order, exactly.
+    let on_file: Vec<&Rec> = recs.iter().filter(|r| r.strs.iter().any(|s| s.ends_with(FILENAME))).collect();
+    let ops: Vec<String> = on_file
+        .iter()
+        .map(|r| match r.rec {
+            Record::Open(o) => {
+                assert_eq!(r.strs[1], file_abs, "absolute path");
+                format!(
+                    "{} open {} dirfd={} flags={:#o} mode={:#o} ok={}",
+                    o.pid,
+                    r.strs[0],
+                    if o.dirfd == -100 { "cwd".into() } else { "dir".to_string() },
+                    o.flags,
+                    o.mode,
+                    o.ret >= 0
+                )
+            }
+            Record::Io(x) => {
+                assert_eq!(r.strs[0], file_abs);
+                let tid = if x.tid == thread {
+                    "thread"
+                } else if x.tid == pid {
+                    "main"
+                } else {
+                    "child"
+                };
+                format!(
+                    "{} {} {} req={} ret={} off={} ({})",
+                    x.pid,
+                    tid,
+                    x.op.name(),
+                    x.requested,
+                    x.ret,
+                    x.offset,
+                    x.offset_src.name()
+                )
+            }
+            Record::Close(x) => format!("{} close", x.pid),
+            Record::Transfer(x) => {
+                assert_eq!(r.strs[1], format!("{}/copy.bin", run.work.display()));
+                format!("{} {} req={} ret={}", x.pid, x.op.name(), x.requested, x.ret)
+            }
+            _ => panic!("unexpected {:?}", r.rec),
+        })
+        .collect();
+    let rel = format!("{DIRNAME}/{FILENAME}");
+    let expect = vec![
+        format!("{pid} open {rel} dirfd=cwd flags=0o1101 mode=0o640 ok=true"),
+        format!("{pid} main write req=1000 ret=1000 off=0 (file position)"),
+        format!("{pid} main pwrite64 req=200 ret=200 off=5000 (explicit)"),
+        format!("{pid} main writev req=700 ret=700 off=1000 (file position)"),
+        format!("{pid} close"),
+        format!("{pid} open {FILENAME} dirfd=dir flags=0o0 mode=0o0 ok=true"),
+        format!("{pid} main read req=100 ret=100 off=0 (file position)"),
+        format!("{pid} main pread64 req=50 ret=50 off=10 (explicit)"),
+        format!("{pid} main readv req=100 ret=100 off=100 (file position)"),
+        format!("{pid} main preadv req=16 ret=16 off=4096 (explicit)"),
+        format!("{pid} main read req=4096 ret=4096 off=200 (file position)"),
+        format!("{pid} main read req=4096 ret=904 off=4296 (file position)"),
+        format!("{pid} main read req=4096 ret=0 off=5200 (file position)"),
+        format!("{pid} thread pread64 req=33 ret=33 off=1 (explicit)"),
+        format!("{child} open {FILENAME} dirfd=dir flags=0o0 mode=0o0 ok=true"),
+        format!("{child} child read req=777 ret=777 off=0 (file position)"),
+        format!("{child} close"),
+        format!("{pid} copy_file_range req=128 ret=128"),
+        format!("{pid} close"),
+    ];
+    assert_eq!(ops, expect);
+
+    // The failed relative open is resolved against the cwd.
+    let failed = recs
+        .iter()
+        .find(|r| matches!(r.rec, Record::Open(o) if o.ret == -2) && r.strs[0] == "does/not/exist.txt")
+        .expect("failed open");
+    assert_eq!(
+        failed.strs,
+        vec!["does/not/exist.txt".to_string(), format!("{}/does/not/exist.txt", run.work.display())]
+    );
+
+    // Nothing from other processes, nothing lost.
+    assert!(recs.iter().all(|r| matches!(r.rec, Record::Lost(_)) || [pid, child].contains(&pid_of(&r.rec))));
+    assert!(!recs.iter().any(|r| matches!(r.rec, Record::Lost(_))));
+
+    // The kernel's own accounting. The child started at zero (no exec):
+    // its counters at its last snapshot equal everything traced before it.
+    let child_recs: Vec<&Rec> = recs.iter().filter(|r| pid_of(&r.rec) == child).collect();
+    let last = child_recs.iter().rposition(|r| is_proc_io_read(r)).unwrap();
+    assert_eq!(io_counters(child_recs[..last].iter().copied()), snapshot(kv, "child_end"), "child");
+    assert_eq!(snapshot(kv, "child_start"), [0; 4]);
+    // The command's counters also hold what exec read inside the kernel
+    // (no syscall sees that), so compare its two snapshots: the difference
+    // is what the trace saw between them, plus the reaped child's totals,
+    // which the kernel adds to its parent.
+    let main_recs: Vec<&Rec> = recs.iter().filter(|r| pid_of(&r.rec) == pid).collect();
+    let first = main_recs.iter().position(|r| is_proc_io_read(r)).unwrap();
+    let last = main_recs.iter().rposition(|r| is_proc_io_read(r)).unwrap();
+    let mut want = io_counters(main_recs[first..last].iter().copied());
+    for (w, c) in want.iter_mut().zip(io_counters(child_recs.iter().copied())) {
+        *w += c;
+    }
+    let (start, end) = (snapshot(kv, "start"), snapshot(kv, "end"));
+    let got: Vec<u64> = end.iter().zip(start).map(|(e, s)| e - s).collect();
+    assert_eq!(got, want.to_vec(), "command: (rchar, wchar, syscr, syscw) between its snapshots");
+    assert!(start[2] > 0, "exec's own reads show in the first snapshot");
+
+    // The Perfetto export, loaded by Perfetto's own importer.
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = run.log.with_extension("perfetto-trace");
+    let out = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], &run.work);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = tp_query(
+        &tp,
+        &trace,
+        &[
+            "select p.pid, p.name, t.name, count(*), sum(s.dur < 0) from slice s join process_track t on s.track_id = t.id \
+             join process p using(upid) where t.name is not null group by p.pid, t.name order by p.pid, t.name",
+            "select count(*) from slice where dur < 0",
+            "select count(distinct s.id) from slice s join args a using(arg_set_id) \
+             where a.string_value like '%/' || 'file_whose_name_alone%limit_abcdefghij.bin'",
+        ],
+    );
+    let mut want_rows = Vec::new();
+    for p in [pid, child] {
+        let of = |f: &dyn Fn(&Record) -> bool| recs.iter().filter(|r| pid_of(&r.rec) == p && f(&r.rec)).count();
+        let opens = of(&|r| matches!(r, Record::Open(_) | Record::Close(_)));
+        let reads = of(&|r| matches!(r, Record::Io(x) if !x.op.is_write()) || matches!(r, Record::Transfer(_)));
+        let writes = of(&|r| matches!(r, Record::Io(x) if x.op.is_write()));
+        for (track, n) in [("opens", opens), ("reads", reads), ("writes", writes)] {
+            want_rows.push(vec![p.to_string(), "known_io".into(), track.into(), n.to_string(), "0".into()]);
+        }
+    }
+    assert_eq!(rows[0], want_rows);
+    assert_eq!(rows[1], vec![vec!["0".to_string()]]);
+    assert_eq!(rows[2], vec![vec![on_file.len().to_string()]], "every slice on the file carries its full path");
+}
+
+#[test]
+fn exit_status_is_the_commands() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("r.bin");
+    let l = log.to_str().unwrap();
+    let out = mltrace(&["record", "-q", "-o", l, "--", "sh", "-c", "exit 7"], tmp.path());
+    assert_eq!(out.status.code(), Some(7));
+    let out = mltrace(&["record", "-q", "-f", "-o", l, "--", "sh", "-c", "kill -TERM $$"], tmp.path());
+    assert_eq!(out.status.code(), Some(128 + 15));
+    let recs = read_log(&log);
+    assert!(recs.iter().any(|r| matches!(r.rec, Record::Exit(x) if x.process_exit && x.status == 15)));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("events in") && stderr.contains("written to"), "one-line summary: {stderr}");
+}
+
+#[test]
+fn a_command_that_cannot_run_leaves_no_log() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("r.bin");
+    let l = log.to_str().unwrap();
+    let out = mltrace(&["record", "-q", "-o", l, "--", "no-such-command-for-mltrace"], tmp.path());
+    assert_eq!(out.status.code(), Some(127));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("command not found"));
+    let script = tmp.path().join("not-executable.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    let out = mltrace(&["record", "-q", "-o", l, "--", script.to_str().unwrap()], tmp.path());
+    assert_eq!(out.status.code(), Some(126));
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "only the script is left");
+}
+
+#[test]
+fn without_privileges_one_clear_error_and_no_file() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let log = tmp.path().join("r.bin");
+    // Drop to nobody with no capabilities, as an unprivileged user would run it.
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
+        .arg(mltrace_bin())
+        .args(["record", "-o", log.to_str().unwrap(), "--", "true"])
+        .output()
+        .expect("setpriv (util-linux)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("needs root") && err.contains("CAP_BPF") && err.contains("CAP_PERFMON"), "{err}");
+    assert_eq!(err.lines().count(), 2, "one message (two lines): {err}");
+    assert!(!log.exists());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn unrelated_processes_are_not_recorded() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // A busy process started outside the recording.
+    let mut busy = Command::new("sh").args(["-c", "while :; do cat /etc/hostname > /dev/null; done"]).spawn().unwrap();
+    let log = tmp.path().join("r.bin");
+    let out = mltrace(
+        &["record", "-q", "-o", log.to_str().unwrap(), "--", "sh", "-c", "sleep 0.3; cat /etc/hostname"],
+        tmp.path(),
+    );
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert!(out.status.success());
+    let recs = read_log(&log);
+    let pids: std::collections::BTreeSet<u32> =
+        recs.iter().filter(|r| !matches!(r.rec, Record::Lost(_))).map(|r| pid_of(&r.rec)).collect();
+    // sh, sleep and cat: three processes, all descendants of the command.
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    assert!(!pids.contains(&busy.id()));
+    let forks = recs.iter().filter(|r| matches!(r.rec, Record::Fork(f) if !f.thread)).count();
+    assert_eq!(forks, 3);
+    assert!(recs.iter().any(|r| matches!(&r.rec, Record::Io(x) if !x.op.is_write()) && r.strs[0] == "/etc/hostname"));
+}
+
+#[test]
+fn non_files_are_named_by_kind() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = compile_workload("fd_kinds", tmp.path());
+    let log = tmp.path().join("r.bin");
+    let mut child = Command::new(mltrace_bin())
+        .args(["record", "-q", "-o", log.to_str().unwrap(), "--", bin.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"!").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let kv = key_values(&String::from_utf8_lossy(&out.stdout));
+    let recs = read_log(&log);
+    let io_on = |fd: i64| -> (String, FileKind) {
+        let r = recs
+            .iter()
+            .find(|r| matches!(r.rec, Record::Io(x) if i64::from(x.fd) == fd && x.ret == if fd == kv["eventfd"] { 8 } else { 1 }))
+            .unwrap_or_else(|| panic!("no io on fd {fd}"));
+        let Record::Io(x) = r.rec else { unreachable!() };
+        (r.strs[0].clone(), x.kind)
+    };
+    let (stdin, kind) = io_on(0);
+    assert!(stdin.starts_with("pipe:[") && kind == FileKind::Pipe, "{stdin}");
+    assert_eq!(io_on(kv["eventfd"]), ("anon_inode:[eventfd]".into(), FileKind::AnonInode));
+    assert_eq!(io_on(kv["memfd"]), ("memfd:weights".into(), FileKind::Memfd));
+    let (sock, kind) = io_on(kv["socket"]);
+    assert!(sock.starts_with("socket:[") && kind == FileKind::Socket, "{sock}");
+    let (pipe, kind) = io_on(kv["pipe"]);
+    assert!(pipe.starts_with("pipe:[") && pipe != stdin && kind == FileKind::Pipe, "{pipe}");
+    assert_eq!(io_on(kv["null"]), ("/dev/null".into(), FileKind::CharDev));
+    assert_eq!(io_on(kv["shm"]), ("/dev/shm/mltrace-test-shm".into(), FileKind::Regular));
+}
+
+#[test]
+fn too_deep_paths_say_they_were_cut() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let deep: std::path::PathBuf = std::iter::repeat_n("d", 80).collect();
+    std::fs::create_dir_all(tmp.path().join(&deep)).unwrap();
+    let file = deep.join("leaf.txt");
+    std::fs::write(tmp.path().join(&file), "x").unwrap();
+    let log = tmp.path().join("r.bin");
+    let out = mltrace(&["record", "-q", "-o", log.to_str().unwrap(), "--", "cat", file.to_str().unwrap()], tmp.path());
+    assert!(out.status.success());
+    let recs = read_log(&log);
+    let open = recs
+        .iter()
+        .find(|r| matches!(r.rec, Record::Open(_)) && r.strs[0].ends_with("leaf.txt"))
+        .expect("open of the deep file");
+    let Record::Open(o) = open.rec else { unreachable!() };
+    assert!(o.trunc & trunc::ABS != 0, "trunc flag set");
+    assert!(open.strs[1].starts_with("...") && open.strs[1].ends_with("/d/d/d/leaf.txt"), "{}", open.strs[1]);
+    // The path as passed is never cut.
+    assert_eq!(open.strs[0], file.to_str().unwrap());
+    let read = recs
+        .iter()
+        .find(|r| matches!(r.rec, Record::Io(x) if x.ret == 1 && !x.op.is_write()) && r.strs[0].ends_with("leaf.txt"))
+        .unwrap();
+    assert!(read.strs[0].starts_with("..."));
+}
+
+#[test]
+fn sigterm_to_record_reaches_the_command() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("r.bin");
+    let child = Command::new(mltrace_bin())
+        .args(["record", "-q", "-o", log.to_str().unwrap(), "--", "sleep", "30"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed().as_secs() < 10, "sleep was not killed");
+    assert_eq!(out.status.code(), Some(128 + 15), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = read_log(&log);
+    assert!(recs.iter().any(|r| matches!(r.rec, Record::Exit(x) if x.process_exit && x.status == libc::SIGTERM)));
+}
