@@ -412,7 +412,17 @@ impl<W: Write> Exporter<W> {
             Record::Fork(r) => {
                 if !r.thread {
                     let (name, cmdline) = match self.procs.get(&r.parent_pid) {
-                        Some(p) => (p.name.clone(), p.cmdline.clone()),
+                        // A forked worker runs its parent's program: say whose.
+                        Some(p) => {
+                            let parent = p.name.split(" (fork of ").next().unwrap_or("");
+                            // Program and script are enough to tell whose; the pid says which.
+                            let base = if parent.len() > 24 {
+                                parent.split(' ').take(2).collect::<Vec<_>>().join(" ")
+                            } else {
+                                parent.to_string()
+                            };
+                            (format!("{base} (fork of {})", r.parent_pid), p.cmdline.clone())
+                        }
                         // The recorded command itself: named by its command line.
                         None if r.pid == self.header.root_pid => {
                             (names::command_name(&self.header.command, NAME_MAX), self.header.command.clone())
