@@ -25,6 +25,7 @@ enum ev_kind {
 	EV_EXEC = 7,
 	EV_EXIT = 8,
 	EV_COMM = 9,
+	EV_BLOCK = 10,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -36,6 +37,7 @@ enum op {
 	OP_OPEN, OP_OPENAT, OP_OPENAT2, OP_CREAT,
 	OP_CLOSE,
 	OP_SENDFILE, OP_COPY_FILE_RANGE,
+	OP_FSYNC, OP_FDATASYNC, OP_SYNC_FILE_RANGE,
 	OP__COUNT,
 };
 
@@ -57,6 +59,7 @@ enum lost {
 /* ev_hdr.flags */
 #define IOF_FILEPOS 1      /* offset is the file position, not an argument */
 #define IOF_REQ_PARTIAL 2  /* more iovecs than summed: requested is a lower bound */
+#define IOF_NO_OFFSET 4    /* the call has no offset (fsync) */
 
 struct ev_hdr {
 	u8 kind;
@@ -76,7 +79,7 @@ struct ev_io {
 	u64 requested;
 	s64 ret;
 	s32 fd;
-	u32 _pad;
+	u32 nblk;  /* block requests this call started (see ev_block.cause_*) */
 };
 
 struct ev_close {
@@ -97,6 +100,8 @@ struct ev_xfer {
 	s64 ret;
 	s32 in_fd;
 	s32 out_fd;
+	u32 nblk;
+	u32 _pad;
 };
 
 /* Names a file identity (a struct file, or a cwd directory) the first time
@@ -126,7 +131,8 @@ struct ev_open {
 	s32 dirfd;
 	u16 path_len;
 	u8 trunc;
-	u8 _pad[5];
+	u8 _pad;
+	u32 nblk;
 	char path[PATHBUF];
 };
 
@@ -157,6 +163,41 @@ struct ev_exit {
 struct ev_comm {
 	struct ev_hdr h;
 	char comm[16];
+};
+
+/* ev_block.h.flags */
+#define BLK_TRACED 1          /* started in a traced process */
+#define BLK_KTHREAD 2         /* started in a kernel thread */
+#define BLK_START_UNKNOWN 4   /* in flight before tracing began */
+#define BLK_ISSUE_UNKNOWN 8
+#define BLK_PARTIAL 16        /* a partial completion; more follow */
+/* ev_block.rq_flags: the kernel's REQ_* bits, normalised */
+#define RQF_SYNC 1
+#define RQF_META 2
+#define RQF_PRIO 4
+#define RQF_FUA 8
+#define RQF_PREFLUSH 16
+#define RQF_RAHEAD 32
+#define RQF_BACKGROUND 64
+
+/* One block request completion. h.ts: when the request started (in the
+ * submitter's context: h.pid/h.tid/comm are the submitter). */
+struct ev_block {
+	struct ev_hdr h;
+	u64 issue;
+	u64 complete;
+	u64 sector;
+	u64 cause_ts;   /* entry time of the traced syscall that started it, 0 if none */
+	u32 cause_idx;  /* which of that syscall's requests */
+	u32 bytes;      /* bytes this completion covers */
+	u32 dev;        /* disk major << 20 | first minor */
+	s32 error;      /* blk_status_t */
+	u8 op;          /* REQ_OP_* */
+	u8 _pad;
+	u16 rq_flags;   /* RQF_* */
+	u32 _pad2;
+	char comm[16];
+	char disk[32];
 };
 
 #endif

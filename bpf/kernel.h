@@ -154,6 +154,7 @@ struct signal_struct {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+	unsigned int flags;
 	pid_t pid;
 	pid_t tgid;
 	int exit_code;
@@ -168,6 +169,42 @@ struct task_struct {
 
 struct linux_binprm {
 	const char *filename;
+} __attribute__((preserve_access_index));
+
+#define PF_KTHREAD 0x00200000
+
+/* Block layer. Enumerator values here are placeholders: the programs read
+ * the running kernel's values with bpf_core_enum_value(). */
+typedef u32 blk_opf_t;
+typedef u64 sector_t;
+typedef u8 blk_status_t;
+
+enum req_flag_bits {
+	__REQ_SYNC,
+	__REQ_META,
+	__REQ_PRIO,
+	__REQ_FUA,
+	__REQ_PREFLUSH,
+	__REQ_RAHEAD,
+	__REQ_BACKGROUND,
+};
+
+struct gendisk {
+	int major;
+	int first_minor;
+	char disk_name[32];
+} __attribute__((preserve_access_index));
+
+struct request_queue {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+struct request {
+	struct request_queue *q;
+	struct gendisk *rq_disk; /* before 5.18; later via q->disk */
+	blk_opf_t cmd_flags;
+	unsigned int __data_len;
+	sector_t __sector;
 } __attribute__((preserve_access_index));
 
 /* User-space ABI structs (stable, no relocation needed). */

@@ -6,6 +6,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
 use crate::error::CaptureError;
+use crate::features::{BlockRoute, KernelBtf};
 use crate::skel::types::lost;
 use crate::skel::{MltraceSkel, MltraceSkelBuilder};
 use crate::syscalls;
@@ -19,11 +20,28 @@ pub const LOST_SLOTS: usize = lost::LOST__COUNT.0 as usize;
 pub struct BpfConfig {
     /// Ring buffer size in bytes (rounded up to a power of two, at least a page).
     pub ring_bytes: u32,
+    /// Record block I/O (system-wide).
+    pub block: bool,
+    /// Force a block route instead of the best the kernel has.
+    pub block_route: Option<BlockRoute>,
 }
 
 impl Default for BpfConfig {
     fn default() -> Self {
-        BpfConfig { ring_bytes: 32 << 20 }
+        BpfConfig { ring_bytes: 32 << 20, block: true, block_route: None }
+    }
+}
+
+/// The programs that will be (or were) attached, for the log header.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub block: Option<BlockRoute>,
+}
+
+impl Plan {
+    pub fn new(cfg: &BpfConfig, kernel: &KernelBtf) -> Plan {
+        let block = if cfg.block { cfg.block_route.or_else(|| BlockRoute::choose(kernel)) } else { None };
+        Plan { block }
     }
 }
 
@@ -31,10 +49,11 @@ fn bpf_err(stage: &str) -> impl FnOnce(libbpf_rs::Error) -> CaptureError + '_ {
     move |source| CaptureError::Bpf { stage: stage.to_string(), source }
 }
 
-/// Opens, configures, loads and attaches every program.
+/// Opens, configures, loads and attaches the programs of `plan`.
 pub fn load<'obj>(
     storage: &'obj mut MaybeUninit<OpenObject>,
     cfg: &BpfConfig,
+    plan: &Plan,
 ) -> Result<MltraceSkel<'obj>, CaptureError> {
     let builder = MltraceSkelBuilder::default();
     let mut open = builder.open(storage).map_err(bpf_err("opening the BPF object"))?;
@@ -43,6 +62,12 @@ pub fn load<'obj>(
     rodata.sys_op = syscalls::table();
     // Wake the consumer when an eighth of the ring is waiting; it also polls.
     rodata.wakeup_bytes = u64::from(ring / 8);
+    rodata.blk_have_io_start = plan.block == Some(BlockRoute::IoStart);
+    let progs = &mut open.progs;
+    progs.block_io_start.set_autoload(plan.block == Some(BlockRoute::IoStart));
+    progs.block_rq_insert.set_autoload(plan.block == Some(BlockRoute::RqInsert));
+    progs.block_rq_issue.set_autoload(plan.block.is_some());
+    progs.block_rq_complete.set_autoload(plan.block.is_some());
     open.maps.events.set_max_entries(ring).map_err(bpf_err("sizing the ring buffer"))?;
     let mut skel = open.load().map_err(bpf_err("loading the programs (verifier)"))?;
     skel.attach().map_err(bpf_err("attaching the programs"))?;
@@ -69,9 +94,9 @@ pub fn read_lost(skel: &MltraceSkel<'_>) -> [u64; LOST_SLOTS] {
 }
 
 /// What is attached, for the log header and `mltrace doctor`.
-pub fn probes() -> Vec<mltrace_log::Probe> {
+pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
     let names: Vec<&str> = syscalls::traced().iter().map(|(_, o)| op_name(o.0)).collect();
-    vec![
+    let mut v = vec![
         mltrace_log::Probe {
             subsystem: "syscalls".into(),
             mechanism: "raw_tp".into(),
@@ -82,7 +107,15 @@ pub fn probes() -> Vec<mltrace_log::Probe> {
             mechanism: "raw_tp".into(),
             detail: "sched_process_fork, sched_process_exec, sched_process_exit, task_rename".into(),
         },
-    ]
+    ];
+    if let Some(route) = plan.block {
+        v.push(mltrace_log::Probe {
+            subsystem: "block".into(),
+            mechanism: "raw_tp".into(),
+            detail: route.describe().into(),
+        });
+    }
+    v
 }
 
 fn op_name(o: u32) -> &'static str {
@@ -105,6 +138,9 @@ fn op_name(o: u32) -> &'static str {
         op::OP_CLOSE => "close",
         op::OP_SENDFILE => "sendfile",
         op::OP_COPY_FILE_RANGE => "copy_file_range",
+        op::OP_FSYNC => "fsync",
+        op::OP_FDATASYNC => "fdatasync",
+        op::OP_SYNC_FILE_RANGE => "sync_file_range",
         _ => "?",
     }
 }

@@ -8,7 +8,7 @@ use mltrace_log::*;
 
 use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::skel::types::{
-    ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_kind, ev_open, ev_xfer, op,
+    ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_kind, ev_open, ev_xfer, op,
 };
 
 /// BPF flag bits (events.h).
@@ -17,6 +17,7 @@ const TR_ABS: u8 = 2;
 const TR_UNREADABLE: u8 = 4;
 const F_DISCONNECTED: u8 = 8;
 const IOF_FILEPOS: u16 = 1;
+const IOF_NO_OFFSET: u16 = 4;
 
 /// Copies the first bytes of `data` into a zeroed `T` (a plain C struct from
 /// the skeleton, valid for any bytes). Records with strings are shorter than
@@ -38,6 +39,64 @@ fn tail(data: &[u8], offset: usize, len: usize) -> &[u8] {
 
 fn cstr(b: &[i8]) -> Vec<u8> {
     b.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect()
+}
+
+/// BPF's BLK_* and RQF_* bits (events.h) to the log's [`blk`] bits.
+fn block_flags(h_flags: u16, rq: u16) -> u16 {
+    const MAP: [(u16, u16); 5] =
+        [(1, blk::TRACED), (2, blk::KTHREAD), (4, blk::START_UNKNOWN), (8, blk::ISSUE_UNKNOWN), (16, blk::PARTIAL)];
+    const RQ: [(u16, u16); 7] = [
+        (1, blk::SYNC),
+        (2, blk::META),
+        (4, blk::PRIO),
+        (8, blk::FUA),
+        (16, blk::PREFLUSH),
+        (32, blk::READAHEAD),
+        (64, blk::BACKGROUND),
+    ];
+    let mut out = 0;
+    for (from, to) in MAP {
+        if h_flags & from != 0 {
+            out |= to;
+        }
+    }
+    for (from, to) in RQ {
+        if rq & from != 0 {
+            out |= to;
+        }
+    }
+    out
+}
+
+/// Timestamps: the request's own start when known, else the first thing seen.
+fn block_record(e: &ev_block, enc: &mut FrameEncoder) -> Block {
+    let h = &e.h;
+    let flags = block_flags(h.flags, e.rq_flags);
+    let issue = if flags & blk::ISSUE_UNKNOWN != 0 { None } else { Some(e.issue) };
+    let start = if flags & blk::START_UNKNOWN != 0 { None } else { Some(h.ts) };
+    let (ts, queue, device) = match (start, issue) {
+        (Some(s), Some(i)) => (s, i.saturating_sub(s), e.complete.saturating_sub(i)),
+        (Some(s), None) => (s, 0, e.complete.saturating_sub(s)),
+        (None, Some(i)) => (i, 0, e.complete.saturating_sub(i)),
+        (None, None) => (e.complete, 0, 0),
+    };
+    Block {
+        ts,
+        queue,
+        device,
+        pid: h.pid,
+        tid: h.tid,
+        comm: enc.intern(&cstr(&e.comm)),
+        dev: e.dev,
+        disk: enc.intern(&cstr(&e.disk)),
+        sector: e.sector,
+        bytes: u64::from(e.bytes),
+        op: BlockOp::from_u8(e.op),
+        flags,
+        error: e.error,
+        cause_ts: e.cause_ts,
+        cause_idx: e.cause_idx,
+    }
 }
 
 /// Counts of what the decoder produced and what it could not.
@@ -77,6 +136,9 @@ fn io_op(o: u8) -> IoOp {
         op::OP_WRITEV => IoOp::Writev,
         op::OP_PWRITEV => IoOp::Pwritev,
         op::OP_PWRITEV2 => IoOp::Pwritev2,
+        op::OP_FSYNC => IoOp::Fsync,
+        op::OP_FDATASYNC => IoOp::Fdatasync,
+        op::OP_SYNC_FILE_RANGE => IoOp::SyncFileRange,
         _ => IoOp::Read,
     }
 }
@@ -123,6 +185,7 @@ impl KernelDecoder {
             ev_kind::EV_FILE => offset_of!(ev_file, path),
             ev_kind::EV_OPEN => offset_of!(ev_open, path),
             ev_kind::EV_EXEC => offset_of!(ev_exec, data),
+            ev_kind::EV_BLOCK => size_of::<ev_block>(),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -144,7 +207,9 @@ impl KernelDecoder {
             ev_kind::EV_IO => {
                 let e: ev_io = read(data);
                 let (path, kind) = self.file(e.file, enc);
-                let offset_src = if h.flags & IOF_FILEPOS == 0 {
+                let offset_src = if h.flags & IOF_NO_OFFSET != 0 {
+                    OffsetSrc::None
+                } else if h.flags & IOF_FILEPOS == 0 {
                     OffsetSrc::Explicit
                 } else if matches!(kind, FileKind::Regular | FileKind::BlockDev) {
                     OffsetSrc::FilePos
@@ -164,6 +229,7 @@ impl KernelDecoder {
                     offset_src,
                     requested: e.requested,
                     ret: e.ret,
+                    block_reqs: e.nblk,
                 }));
             }
             ev_kind::EV_CLOSE => {
@@ -200,6 +266,7 @@ impl KernelDecoder {
                     out_path,
                     requested: e.requested,
                     ret: e.ret,
+                    block_reqs: e.nblk,
                 }));
             }
             ev_kind::EV_FILE => {
@@ -270,6 +337,7 @@ impl KernelDecoder {
                     ret: e.ret,
                     kind,
                     trunc,
+                    block_reqs: e.nblk,
                 }));
             }
             ev_kind::EV_FORK => {
@@ -315,6 +383,11 @@ impl KernelDecoder {
                 let e: ev_comm = read(data);
                 let comm = enc.intern(&cstr(&e.comm));
                 enc.push(&Record::Comm(Comm { ts: h.ts, pid: h.pid, tid: h.tid, comm }));
+            }
+            ev_kind::EV_BLOCK => {
+                let e: ev_block = read(data);
+                let rec = Record::Block(block_record(&e, enc));
+                enc.push(&rec);
             }
             _ => {
                 self.stats.records -= 1;

@@ -8,6 +8,7 @@
 pub mod bpf;
 pub mod decode;
 pub mod error;
+pub mod features;
 pub mod files;
 pub mod identity;
 pub mod launch;

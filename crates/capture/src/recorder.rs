@@ -22,6 +22,7 @@ use mltrace_log::*;
 use crate::bpf::{self, BpfConfig, Skeleton, LOST_SLOTS};
 use crate::decode::{DecodeStats, KernelDecoder};
 use crate::error::CaptureError;
+use crate::features::KernelBtf;
 use crate::identity::{self, User};
 use crate::launch::{self, CommandError};
 use crate::output::OutputFile;
@@ -275,7 +276,7 @@ fn writer_loop(
     (writer, error)
 }
 
-fn header(opts: &RecordOptions, root_pid: u32, start: ClockAnchor) -> Header {
+fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnchor) -> Header {
     Header {
         mltrace_version: VERSION.into(),
         source: "record".into(),
@@ -287,9 +288,10 @@ fn header(opts: &RecordOptions, root_pid: u32, start: ClockAnchor) -> Header {
         cwd: std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default(),
         root_pid,
         recorder_pid: std::process::id(),
-        probes: bpf::probes(),
+        probes: bpf::probes(plan),
         clock: "boottime".into(),
         start,
+        diskstats: if plan.block.is_some() { system::disk_snapshot() } else { None },
     }
 }
 
@@ -333,8 +335,9 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let first = opts.command.first().ok_or(CaptureError::Command(CommandError::NotFound(String::new())))?;
     let program = launch::resolve(first).map_err(CaptureError::Command)?;
     let mut out = OutputFile::create(&opts.output, opts.force)?;
+    let plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
     let mut storage = MaybeUninit::uninit();
-    let skel = bpf::load(&mut storage, &opts.bpf)?;
+    let skel = bpf::load(&mut storage, &opts.bpf, &plan)?;
     let _mask = SignalBlock::new();
     let started = Instant::now();
     if let Some(u) = &opts.run_as {
@@ -353,7 +356,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let writer = match out
         .file
         .try_clone()
-        .and_then(|f| LogWriter::new(f, &header(&opts, pid as u32, start), opts.zstd_level))
+        .and_then(|f| LogWriter::new(f, &header(&opts, &plan, pid as u32, start), opts.zstd_level))
     {
         Ok(w) => w,
         Err(source) => {
@@ -405,9 +408,11 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             Ok(()) => {
                 let sig_h = s.spawn(move || signal_loop(pid, shared_ref));
                 let st = wait_child(pid, shared_ref, started, &mut opts.progress);
+                // While the probes are still attached, so the two compare.
+                let disks = if plan.block.is_some() { system::disk_snapshot() } else { None };
                 shared_ref.stop.store(true, Ordering::Release);
                 let _ = sig_h.join();
-                Ok(st)
+                Ok((st, disks))
             }
             Err(errno) => {
                 let mut st = 0;
@@ -428,7 +433,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         Ok::<_, CaptureError>((wait_status, lost, writer, write_error))
     });
     let (wait_status, lost, writer, mut write_error) = outcome?;
-    let wait_status = wait_status.map_err(CaptureError::Command)?;
+    let (wait_status, diskstats) = wait_status.map_err(CaptureError::Command)?;
     let lost_list: Vec<(LostKind, u64)> =
         lost.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, &n)| (LostKind::from_u8(k as u8), n)).collect();
     let records = writer.records();
@@ -441,6 +446,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         } else {
             None
         },
+        diskstats,
         ..Default::default()
     };
     let mut log_bytes = writer.bytes_written();

@@ -25,6 +25,9 @@ pub fn traced() -> Vec<(i64, op)> {
         (libc::SYS_close, op::OP_CLOSE),
         (libc::SYS_sendfile, op::OP_SENDFILE),
         (libc::SYS_copy_file_range, op::OP_COPY_FILE_RANGE),
+        (libc::SYS_fsync, op::OP_FSYNC),
+        (libc::SYS_fdatasync, op::OP_FDATASYNC),
+        (libc::SYS_sync_file_range, op::OP_SYNC_FILE_RANGE),
     ];
     // Newer architectures (aarch64, riscv) only have openat.
     #[cfg(target_arch = "x86_64")]

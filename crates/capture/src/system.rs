@@ -2,7 +2,7 @@
 
 use std::fs;
 
-use mltrace_log::ClockAnchor;
+use mltrace_log::{ClockAnchor, DiskSnapshot, DiskStat};
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -60,6 +60,39 @@ pub fn kernel_version() -> Option<(u32, u32)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
+/// Parses /proc/diskstats (the 14-field, 18-field and 20-field layouts).
+pub fn parse_diskstats(text: &str) -> Vec<DiskStat> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 14 {
+                return None;
+            }
+            let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            Some(DiskStat {
+                major: f[0].parse().ok()?,
+                minor: f[1].parse().ok()?,
+                name: f[2].to_string(),
+                reads: n(3),
+                read_sectors: n(5),
+                writes: n(7),
+                write_sectors: n(9),
+                discards: n(14),
+                discard_sectors: n(16),
+                flushes: n(18),
+            })
+        })
+        .collect()
+}
+
+/// /proc/diskstats between two BOOTTIME readings.
+pub fn disk_snapshot() -> Option<DiskSnapshot> {
+    let ts_before = boottime_ns();
+    let text = fs::read_to_string("/proc/diskstats").ok()?;
+    let ts_after = boottime_ns();
+    Some(DiskSnapshot { ts_before, ts_after, disks: parse_diskstats(&text) })
+}
+
 pub const CAP_SYS_ADMIN: u32 = 21;
 pub const CAP_PERFMON: u32 = 38;
 pub const CAP_BPF: u32 = 39;
@@ -106,6 +139,20 @@ mod tests {
         let d_boot = b.boottime_ns as i128 - a.boottime_ns as i128;
         let d_real = b.realtime_ns as i128 - a.realtime_ns as i128;
         assert!((d_boot - d_real).abs() < 5_000_000, "{d_boot} vs {d_real}");
+    }
+
+    #[test]
+    fn diskstats_layouts() {
+        let t = " 253       0 vda 3507 1043 382342 1186 4109 3393 143824 6218 0 5548 8149 12 0 4608 3 90 741\n   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0\n";
+        let d = parse_diskstats(t);
+        assert_eq!(d.len(), 2);
+        assert_eq!((d[0].major, d[0].minor, d[0].name.as_str()), (253, 0, "vda"));
+        assert_eq!(
+            (d[0].read_sectors, d[0].write_sectors, d[0].discard_sectors, d[0].flushes),
+            (382342, 143824, 4608, 90)
+        );
+        assert_eq!(d[1].discards, 0);
+        assert!(disk_snapshot().is_some());
     }
 
     #[test]

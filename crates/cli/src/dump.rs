@@ -24,6 +24,26 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
                 Record::Comm(x) => writeln!(out, "{} comm pid={} tid={} {:?}", x.ts, x.pid, x.tid, s(x.comm))?,
                 Record::Exit(x) => writeln!(out, "{} exit pid={} tid={} status={} process={}", x.ts, x.pid, x.tid, x.status, x.process_exit)?,
                 Record::Lost(x) => writeln!(out, "{} lost {} {}", x.ts, x.kind.name(), x.count)?,
+                Record::Block(x) => writeln!(
+                    out,
+                    "{} block {} {} dev={}:{} sector={} bytes={} queue={} device={} pid={} tid={} comm={:?} flags={:#x} error={} cause={}#{}",
+                    x.ts,
+                    s(x.disk),
+                    x.op.name(),
+                    x.dev >> 20,
+                    x.dev & 0xfffff,
+                    x.sector,
+                    x.bytes,
+                    x.queue,
+                    x.device,
+                    x.pid,
+                    x.tid,
+                    s(x.comm),
+                    x.flags,
+                    x.error,
+                    x.cause_ts,
+                    x.cause_idx
+                )?,
             }
         }
     }

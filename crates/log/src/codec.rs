@@ -40,8 +40,9 @@ pub(crate) mod kind {
     pub const CLOSE: u8 = 7;
     pub const TRANSFER: u8 = 8;
     pub const LOST: u8 = 9;
+    pub const BLOCK: u8 = 10;
     /// The highest code this version writes and reads.
-    pub const LAST: u8 = LOST;
+    pub const LAST: u8 = BLOCK;
 }
 
 /// Per-kind prediction state, reset at every frame.
@@ -159,6 +160,7 @@ impl Columns {
                 w.i(10, r.ret);
                 w.u(11, r.kind as u64);
                 w.u(12, u64::from(r.trunc));
+                w.u(13, u64::from(r.block_reqs));
             }
             Record::Io(r) => {
                 let mut w = self.w(kind::IO);
@@ -176,6 +178,7 @@ impl Columns {
                 w.u(9, r.offset_src as u64);
                 w.u(10, r.requested);
                 w.i(11, (r.requested as i64).wrapping_sub(r.ret));
+                w.u(12, u64::from(r.block_reqs));
             }
             Record::Close(r) => {
                 let mut w = self.w(kind::CLOSE);
@@ -199,12 +202,34 @@ impl Columns {
                 w.s(8, r.out_path);
                 w.u(9, r.requested);
                 w.i(10, (r.requested as i64).wrapping_sub(r.ret));
+                w.u(11, u64::from(r.block_reqs));
             }
             Record::Lost(r) => {
                 let mut w = self.w(kind::LOST);
                 w.ts(0, r.ts);
                 w.u(1, r.kind as u64);
                 w.u(2, r.count);
+            }
+            Record::Block(r) => {
+                let mut w = self.w(kind::BLOCK);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, r.queue);
+                w.u(4, r.device);
+                w.s(5, r.comm);
+                w.u(6, u64::from(r.dev));
+                w.s(7, r.disk);
+                // Sequential requests predict the next sector.
+                let d = r.sector.wrapping_sub(w.prev.offset_end) as i64;
+                w.i(8, d);
+                w.prev.offset_end = r.sector.wrapping_add(r.bytes >> 9);
+                w.u(9, r.bytes);
+                w.u(10, r.op as u64);
+                w.u(11, u64::from(r.flags));
+                w.i(12, i64::from(r.error));
+                // 0: no cause; else 1 + how long before the start it began.
+                w.u(13, if r.cause_ts == 0 { 0 } else { r.ts.wrapping_sub(r.cause_ts).wrapping_add(1) });
+                w.u(14, u64::from(r.cause_idx));
             }
         }
     }
@@ -481,6 +506,7 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Corrupt> {
                 ret: r.i(10)?,
                 kind: FileKind::from_u8(r.u8(11)?),
                 trunc: r.u8(12)?,
+                block_reqs: r.u32(13)?,
             })
         }
         kind::IO => {
@@ -496,7 +522,8 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Corrupt> {
             let requested = r.u(10)?;
             let ret = (requested as i64).wrapping_sub(r.i(11)?);
             r.prev.offset_end = offset.wrapping_add(ret.max(0) as u64);
-            Record::Io(Io { ts, dur, pid, tid, op, fd, path, kind, offset, offset_src, requested, ret })
+            let block_reqs = r.u32(12)?;
+            Record::Io(Io { ts, dur, pid, tid, op, fd, path, kind, offset, offset_src, requested, ret, block_reqs })
         }
         kind::CLOSE => {
             let ts = r.ts(0)?;
@@ -523,11 +550,60 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Corrupt> {
             let out_path = r.s(8)?;
             let requested = r.u(9)?;
             let ret = (requested as i64).wrapping_sub(r.i(10)?);
-            Record::Transfer(Transfer { ts, dur, pid, tid, op, in_fd, in_path, out_fd, out_path, requested, ret })
+            let block_reqs = r.u32(11)?;
+            Record::Transfer(Transfer {
+                ts,
+                dur,
+                pid,
+                tid,
+                op,
+                in_fd,
+                in_path,
+                out_fd,
+                out_path,
+                requested,
+                ret,
+                block_reqs,
+            })
         }
         kind::LOST => {
             let ts = r.ts(0)?;
             Record::Lost(Lost { ts, kind: LostKind::from_u8(r.u8(1)?), count: r.u(2)? })
+        }
+        kind::BLOCK => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            let queue = r.u(3)?;
+            let device = r.u(4)?;
+            let comm = r.s(5)?;
+            let dev = r.u32(6)?;
+            let disk = r.s(7)?;
+            let sector = r.prev.offset_end.wrapping_add(r.i(8)? as u64);
+            let bytes = r.u(9)?;
+            r.prev.offset_end = sector.wrapping_add(bytes >> 9);
+            let op = BlockOp::from_u8(r.u8(10)?);
+            let flags = u16::try_from(r.u(11)?).map_err(|_| Corrupt("block flags out of range".into()))?;
+            let error = r.i32(12)?;
+            let c = r.u(13)?;
+            let cause_ts = if c == 0 { 0 } else { ts.wrapping_sub(c - 1) };
+            let cause_idx = r.u32(14)?;
+            Record::Block(Block {
+                ts,
+                queue,
+                device,
+                pid,
+                tid,
+                comm,
+                dev,
+                disk,
+                sector,
+                bytes,
+                op,
+                flags,
+                error,
+                cause_ts,
+                cause_idx,
+            })
         }
         _ => unreachable!("kind checked by caller"),
     })

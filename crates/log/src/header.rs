@@ -13,6 +13,32 @@ pub struct ClockAnchor {
     pub monotonic_ns: u64,
 }
 
+/// One line of /proc/diskstats (whole disks and partitions).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DiskStat {
+    pub major: u32,
+    pub minor: u32,
+    pub name: String,
+    pub reads: u64,
+    pub read_sectors: u64,
+    pub writes: u64,
+    pub write_sectors: u64,
+    pub discards: u64,
+    pub discard_sectors: u64,
+    pub flushes: u64,
+}
+
+/// /proc/diskstats read between two BOOTTIME readings: block requests that
+/// completed before `ts_before` are in it, those after `ts_after` are not.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DiskSnapshot {
+    pub ts_before: u64,
+    pub ts_after: u64,
+    pub disks: Vec<DiskStat>,
+}
+
 /// One probe that was active: which subsystem, which kernel mechanism, and
 /// what exactly was attached (e.g. `raw_tp:sys_enter`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +72,8 @@ pub struct Header {
     /// The clock of every record timestamp; always `boottime` for now.
     pub clock: String,
     pub start: ClockAnchor,
+    /// The kernel's disk counters once the probes were attached.
+    pub diskstats: Option<DiskSnapshot>,
 }
 
 /// Per-kind loss totals, as in [`crate::LostKind`].
@@ -67,4 +95,6 @@ pub struct Trailer {
     pub lost: Vec<LostTotal>,
     /// Why the recording stopped early, if it did (e.g. a write error).
     pub stopped_early: Option<String>,
+    /// The kernel's disk counters before the probes were detached.
+    pub diskstats: Option<DiskSnapshot>,
 }

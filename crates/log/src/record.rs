@@ -57,6 +57,9 @@ code_enum!(
         Writev = 18 => "writev",
         Pwritev = 19 => "pwritev",
         Pwritev2 = 20 => "pwritev2",
+        Fsync = 21 => "fsync",
+        Fdatasync = 22 => "fdatasync",
+        SyncFileRange = 23 => "sync_file_range",
     }
 );
 
@@ -101,6 +104,67 @@ code_enum!(
         FilePos = 2 => "file position",
     }
 );
+
+code_enum!(
+    /// A block request's operation (the kernel's REQ_OP_*).
+    BlockOp, fallback Other, {
+        Read = 0 => "read",
+        Write = 1 => "write",
+        Flush = 2 => "flush",
+        Discard = 3 => "discard",
+        SecureErase = 5 => "secure erase",
+        WriteZeroes = 9 => "write zeroes",
+        Other = 255 => "other",
+    }
+);
+
+impl BlockOp {
+    /// One letter, like blktrace's rwbs: R, W, F, D, E, Z, ?.
+    pub fn letter(self) -> &'static str {
+        match self {
+            BlockOp::Read => "R",
+            BlockOp::Write => "W",
+            BlockOp::Flush => "F",
+            BlockOp::Discard => "D",
+            BlockOp::SecureErase => "E",
+            BlockOp::WriteZeroes => "Z",
+            BlockOp::Other => "?",
+        }
+    }
+}
+
+/// Bits of [`Block::flags`].
+pub mod blk {
+    /// The kernel's request flags.
+    pub const SYNC: u16 = 1;
+    pub const META: u16 = 2;
+    pub const PRIO: u16 = 4;
+    pub const FUA: u16 = 8;
+    pub const PREFLUSH: u16 = 16;
+    pub const READAHEAD: u16 = 32;
+    pub const BACKGROUND: u16 = 64;
+    /// Started in a traced process (`pid`/`tid` are one of ours).
+    pub const TRACED: u16 = 0x100;
+    /// Started in a kernel thread (a kworker flushing, jbd2...).
+    pub const KTHREAD: u16 = 0x200;
+    /// In flight before tracing began: `ts` is the issue or completion time.
+    pub const START_UNKNOWN: u16 = 0x400;
+    /// Issue not seen: `queue` is 0 and `device` spans the whole request.
+    pub const ISSUE_UNKNOWN: u16 = 0x800;
+    /// A partial completion: more of this request completes later.
+    pub const PARTIAL: u16 = 0x1000;
+
+    /// Names of the request-flag bits, for display.
+    pub const NAMES: [(u16, &str); 7] = [
+        (SYNC, "sync"),
+        (META, "meta"),
+        (PRIO, "prio"),
+        (FUA, "fua"),
+        (PREFLUSH, "preflush"),
+        (READAHEAD, "readahead"),
+        (BACKGROUND, "background"),
+    ];
+}
 
 code_enum!(
     /// Why events were lost; see [`Lost`].
@@ -194,6 +258,8 @@ pub struct Open {
     pub kind: FileKind,
     /// [`trunc`] bits.
     pub trunc: u8,
+    /// Block requests this call started (directory and inode reads).
+    pub block_reqs: u32,
 }
 
 /// A read or write family syscall on one fd.
@@ -213,6 +279,8 @@ pub struct Io {
     pub requested: u64,
     /// Bytes moved, or -errno.
     pub ret: i64,
+    /// Block requests this call started (each [`Block`] names its cause).
+    pub block_reqs: u32,
 }
 
 /// close(2).
@@ -242,6 +310,44 @@ pub struct Transfer {
     pub out_path: StrId,
     pub requested: u64,
     pub ret: i64,
+    pub block_reqs: u32,
+}
+
+/// One block request (or a partial completion of one), on any disk.
+///
+/// `ts` is when it started, in the context of `pid`/`tid` (a traced
+/// process when [`blk::TRACED`] is set, otherwise whoever it was: `comm`
+/// names it, e.g. a kworker). It waited `queue` ns before the device got
+/// it and the device took `device` ns. When it was started by a recorded
+/// syscall, `cause_ts` is that syscall's `ts` (same `tid`) and `cause_idx`
+/// which of its requests this is (0-based, below the syscall's
+/// `block_reqs`); `cause_ts` is 0 otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Block {
+    pub ts: u64,
+    pub queue: u64,
+    pub device: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: StrId,
+    /// The disk: major << 20 | minor.
+    pub dev: u32,
+    pub disk: StrId,
+    pub sector: u64,
+    pub bytes: u64,
+    pub op: BlockOp,
+    /// [`blk`] bits.
+    pub flags: u16,
+    /// The kernel's blk_status_t (0 = success).
+    pub error: i32,
+    pub cause_ts: u64,
+    pub cause_idx: u32,
+}
+
+impl Block {
+    pub fn end_ts(&self) -> u64 {
+        self.ts + self.queue + self.device
+    }
 }
 
 /// `count` events of some kind were lost in the interval ending at `ts`.
@@ -264,6 +370,7 @@ pub enum Record {
     Close(Close),
     Transfer(Transfer),
     Lost(Lost),
+    Block(Block),
 }
 
 impl Record {
@@ -278,6 +385,7 @@ impl Record {
             Record::Close(r) => r.ts,
             Record::Transfer(r) => r.ts,
             Record::Lost(r) => r.ts,
+            Record::Block(r) => r.ts,
         }
     }
 
@@ -288,6 +396,7 @@ impl Record {
             Record::Io(r) => r.ts + r.dur,
             Record::Close(r) => r.ts + r.dur,
             Record::Transfer(r) => r.ts + r.dur,
+            Record::Block(r) => r.end_ts(),
             r => r.ts(),
         }
     }

@@ -35,6 +35,41 @@ impl OpStats {
     }
 }
 
+/// Block requests: how many, how much, how long (queue + device).
+#[derive(Clone, Default)]
+pub struct BlockStats {
+    pub requests: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub other: u64,
+    pub errors: u64,
+    pub latency: Histogram,
+    pub device: Histogram,
+}
+
+impl BlockStats {
+    fn add(&mut self, b: &Block) {
+        self.requests += 1;
+        match b.op {
+            BlockOp::Read => self.read_bytes += b.bytes,
+            BlockOp::Write => self.write_bytes += b.bytes,
+            _ => self.other += 1,
+        }
+        if b.error != 0 {
+            self.errors += 1;
+        }
+        self.latency.add(b.queue + b.device);
+        self.device.add(b.device);
+    }
+}
+
+#[derive(Clone, Default)]
+pub struct DiskStats {
+    pub dev: u32,
+    pub name: String,
+    pub block: BlockStats,
+}
+
 #[derive(Clone, Default)]
 pub struct ProcStats {
     pub pid: u32,
@@ -46,6 +81,8 @@ pub struct ProcStats {
     pub writes: OpStats,
     pub opens: OpStats,
     pub closes: u64,
+    /// Block requests this process started.
+    pub block: BlockStats,
     files: HashSet<u64>,
 }
 
@@ -77,6 +114,9 @@ pub struct Stats {
     current: HashMap<u32, usize>,
     pub files: HashMap<String, FileStats>,
     pub lost: Vec<(LostKind, u64)>,
+    pub disks: Vec<DiskStats>,
+    /// Block requests started outside traced processes, by task name.
+    pub block_others: Vec<(String, BlockStats)>,
     /// Problems the reader worked around, described.
     pub diagnostics: Vec<String>,
 }
@@ -199,6 +239,34 @@ impl Stats {
                 Some((_, n)) => *n += r.count,
                 None => self.lost.push((r.kind, r.count)),
             },
+            Record::Block(b) => {
+                let i = match self.disks.iter().position(|d| d.dev == b.dev) {
+                    Some(i) => i,
+                    None => {
+                        let name = f.str_lossy(b.disk).into_owned();
+                        self.disks.push(DiskStats { dev: b.dev, name, ..Default::default() });
+                        self.disks.len() - 1
+                    }
+                };
+                self.disks[i].block.add(&b);
+                if b.flags & blk::TRACED != 0 {
+                    self.proc(b.pid).block.add(&b);
+                } else {
+                    let who = if b.flags & blk::START_UNKNOWN != 0 {
+                        "(started before the recording)".to_string()
+                    } else {
+                        f.str_lossy(b.comm).into_owned()
+                    };
+                    match self.block_others.iter_mut().find(|(n, _)| *n == who) {
+                        Some((_, s)) => s.add(&b),
+                        None => {
+                            let mut s = BlockStats::default();
+                            s.add(&b);
+                            self.block_others.push((who, s));
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -264,6 +332,28 @@ fn shorten(s: &str, max: usize) -> String {
     }
     let tail: String = s.chars().rev().take(max - 1).collect::<Vec<_>>().into_iter().rev().collect();
     format!("…{tail}")
+}
+
+fn block_header(first: &str) -> Vec<String> {
+    [first, "requests", "read", "written", "other", "errors", "p50", "p99", "max", "device p50"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+fn block_row(label: String, b: &BlockStats) -> Vec<String> {
+    vec![
+        label,
+        b.requests.to_string(),
+        bytes(b.read_bytes),
+        bytes(b.write_bytes),
+        b.other.to_string(),
+        b.errors.to_string(),
+        q(&b.latency, 0.5),
+        q(&b.latency, 0.99),
+        duration(b.latency.max()),
+        q(&b.device, 0.5),
+    ]
 }
 
 /// Left-aligns the first column and right-aligns the others.
@@ -359,6 +449,24 @@ impl Stats {
             ]);
         }
         o.push_str(&table(&rows));
+        if !self.disks.is_empty() {
+            let _ = writeln!(o, "\nblock I/O by disk (latency = queue + device):");
+            let mut rows = vec![block_header("disk")];
+            for d in &self.disks {
+                let label = format!("{} ({}:{})", d.name, d.dev >> 20, d.dev & 0xfffff);
+                rows.push(block_row(label, &d.block));
+            }
+            o.push_str(&table(&rows));
+            let _ = writeln!(o, "\nblock I/O by who started it:");
+            let mut rows = vec![block_header("process")];
+            for p in self.processes.iter().filter(|p| p.block.requests > 0) {
+                rows.push(block_row(format!("{} [{}]", p.name, p.pid), &p.block));
+            }
+            for (who, b) in &self.block_others {
+                rows.push(block_row(format!("{who} (not traced)"), b));
+            }
+            o.push_str(&table(&rows));
+        }
         let files = self.top_files(top);
         if !files.is_empty() {
             let _ = writeln!(o, "\ntop {} files by bytes:", files.len());
@@ -407,6 +515,7 @@ mod tests {
                     offset_src: OffsetSrc::FilePos,
                     requested: 4096,
                     ret: 4096,
+                    block_reqs: 0,
                 })
             })
             .unwrap();
@@ -428,6 +537,26 @@ mod tests {
         })
         .unwrap();
         w.push(&Record::Lost(Lost { ts: 600, kind: LostKind::RingFull, count: 7 })).unwrap();
+        for (i, (pid, flags)) in [(11, blk::TRACED), (11, blk::TRACED), (99, blk::KTHREAD)].into_iter().enumerate() {
+            w.push_with(|e| {
+                Record::Block(Block {
+                    ts: 700 + i as u64,
+                    queue: 1_000,
+                    device: 100_000 * (i as u64 + 1),
+                    pid,
+                    tid: pid,
+                    comm: e.intern(if pid == 99 { b"kworker/u4:2" } else { b"python" }),
+                    dev: 254 << 20,
+                    disk: e.intern(b"vda"),
+                    sector: 8 * i as u64,
+                    bytes: 4096,
+                    op: if pid == 99 { BlockOp::Write } else { BlockOp::Read },
+                    flags,
+                    ..Default::default()
+                })
+            })
+            .unwrap();
+        }
         let bytes_out = w.finish(&Trailer { exit_status: Some(0), ..Default::default() }).unwrap();
         let mut r = LogReader::new(Path::new("t"), Cursor::new(bytes_out)).unwrap();
         let s = Stats::from_reader(&mut r).unwrap();
@@ -445,7 +574,16 @@ mod tests {
         assert_eq!(s.files.len(), 1);
         assert_eq!(s.files["/data/a.bin"].read_bytes, 409_600);
         assert_eq!(s.total_lost(), 7);
+        assert_eq!(s.disks.len(), 1);
+        assert_eq!(
+            (s.disks[0].block.requests, s.disks[0].block.read_bytes, s.disks[0].block.write_bytes),
+            (3, 8192, 4096)
+        );
+        assert_eq!(s.processes[1].block.requests, 2);
+        assert_eq!(s.processes[1].block.latency.max(), 201_000);
+        assert_eq!(s.block_others[0].0, "kworker/u4:2");
         let text = s.render(10);
+        assert!(text.contains("vda (254:0)") && text.contains("kworker/u4:2 (not traced)"), "{text}");
         assert!(text.contains("/data/a.bin"), "{text}");
         assert!(text.contains("lost 7 (7 ring buffer full)"), "{text}");
         assert!(text.contains("exited with 0"), "{text}");

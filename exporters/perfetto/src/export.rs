@@ -16,6 +16,7 @@ use std::io::{self, Read, Seek, Write};
 use mltrace_log::names;
 use mltrace_log::*;
 
+use crate::disk_counters::{DiskCounters, Sample};
 use crate::packets::{Arg, PacketSink, Seq};
 use crate::proto::{
     clock_snapshot::Clock, counter_descriptor::Unit, track_event::Type, BuiltinClock, ClockSnapshot, CounterDescriptor,
@@ -27,20 +28,36 @@ enum Lanes {
     Reads = 0,
     Writes = 1,
     Opens = 2,
+    Block = 3,
 }
 
-const LANE_NAMES: [&str; 3] = ["reads", "writes", "opens"];
+const LANE_NAMES: [&str; 4] = ["reads", "writes", "opens", "block I/O"];
 
 /// Longest process name shown (the UI truncates long group names).
 const NAME_MAX: usize = 48;
 
-/// Where a slice goes: which process's which tracks, when.
+/// Whose tracks a slice goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Proc(u32, Lanes),
+    Disk(u32),
+}
+
+/// Where a slice goes: whose tracks, when.
 #[derive(Clone, Copy)]
 struct At {
-    pid: u32,
-    kind: Lanes,
+    owner: Owner,
     ts: u64,
     dur: u64,
+}
+
+/// A disk's group: request lanes and counter tracks.
+struct Disk {
+    uuid: u64,
+    lanes: Vec<Lane>,
+    counters: DiskCounters,
+    /// (uuid, sequence) of the in-flight, read and write counter tracks.
+    tracks: Vec<(u64, Seq)>,
 }
 
 struct Lane {
@@ -60,7 +77,7 @@ struct Process {
     pid: u32,
     name: String,
     cmdline: Vec<String>,
-    lanes: [Vec<Lane>; 3],
+    lanes: [Vec<Lane>; 4],
     /// For instants (exec, exit) on the process track itself.
     seq: Seq,
 }
@@ -74,6 +91,10 @@ pub struct ExportStats {
     pub packets: u64,
     pub bytes: u64,
     pub lost_events: u64,
+    pub block_requests: u64,
+    pub flows: u64,
+    /// In-flight counter changes that arrived after later ones were written.
+    pub late_counter_changes: u64,
 }
 
 /// Reusable packet parts, so emitting an event allocates nothing once the
@@ -150,7 +171,36 @@ pub struct Exporter<W: Write> {
     next_seq: u32,
     scratch: Scratch,
     lost_track: Option<(u64, Seq)>,
+    disks: HashMap<u32, Disk>,
+    samples: Vec<Sample>,
+    /// Flow ids for the next slice: leaving it, and ending on it.
+    flow_out: Vec<u64>,
+    flow_in: Vec<u64>,
     pub stats: ExportStats,
+}
+
+/// A flow id, never 0 (splitmix64 of the parts).
+fn flow_id(parts: [u64; 4]) -> u64 {
+    let mut h: u64 = 0x6d6c_7472_6163_6521;
+    for p in parts {
+        h ^= p;
+        h = h.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = h;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h = z ^ (z >> 31);
+    }
+    h | 1
+}
+
+/// From a syscall to the k-th block request it started.
+fn flow_from_syscall(tid: u32, ts: u64, k: u32) -> u64 {
+    flow_id([1, u64::from(tid), ts, u64::from(k)])
+}
+
+/// From a process's copy of a block request to the disk's.
+fn flow_to_disk(b: &Block) -> u64 {
+    flow_id([2, u64::from(b.dev) << 32 | u64::from(b.tid), b.sector, b.end_ts()])
 }
 
 fn signal_name(sig: i32) -> String {
@@ -213,6 +263,10 @@ impl<W: Write> Exporter<W> {
             next_seq: 2,
             scratch: Scratch::default(),
             lost_track: None,
+            disks: HashMap::new(),
+            samples: Vec::new(),
+            flow_out: Vec::new(),
+            flow_in: Vec::new(),
             stats: ExportStats::default(),
         }
     }
@@ -299,26 +353,38 @@ impl<W: Write> Exporter<W> {
         self.describe_process(pid)
     }
 
-    /// Picks (or creates) a lane of `pid`'s `kind` tracks free at `ts`.
-    fn lane(&mut self, pid: u32, kind: Lanes, ts: u64, end: u64) -> io::Result<(u32, usize)> {
-        self.ensure_process(pid)?;
-        let lanes = &mut self.procs.get_mut(&pid).unwrap().lanes[kind as usize];
+    fn lanes_mut(&mut self, owner: Owner) -> &mut Vec<Lane> {
+        match owner {
+            Owner::Proc(pid, kind) => &mut self.procs.get_mut(&pid).unwrap().lanes[kind as usize],
+            Owner::Disk(dev) => &mut self.disks.get_mut(&dev).unwrap().lanes,
+        }
+    }
+
+    /// Picks (or creates) a lane of `owner`'s tracks free at `ts`.
+    fn lane(&mut self, owner: Owner, ts: u64, end: u64) -> io::Result<usize> {
+        let (parent, name) = match owner {
+            Owner::Proc(pid, kind) => {
+                self.ensure_process(pid)?;
+                (self.procs[&pid].uuid, LANE_NAMES[kind as usize])
+            }
+            Owner::Disk(dev) => (self.disks[&dev].uuid, "requests"),
+        };
+        let lanes = self.lanes_mut(owner);
         if let Some(i) = lanes.iter().position(|l| l.max_end < ts) {
             lanes[i].max_end = end;
-            return Ok((pid, i));
+            return Ok(i);
         }
-        let parent = self.procs[&pid].uuid;
         let uuid = self.uuid();
         let seq = self.seq(Some(uuid));
         self.describe(TrackDescriptor {
             uuid: Some(uuid),
             parent_uuid: Some(parent),
-            name: Some(LANE_NAMES[kind as usize].into()),
+            name: Some(name.into()),
             ..Default::default()
         })?;
-        let lanes = &mut self.procs.get_mut(&pid).unwrap().lanes[kind as usize];
+        let lanes = self.lanes_mut(owner);
         lanes.push(Lane { seq, max_end: end, name_keys: HashMap::new() });
-        Ok((pid, lanes.len() - 1))
+        Ok(lanes.len() - 1)
     }
 
     /// Emits one slice: `fill` adds args and returns the (cached) name.
@@ -329,10 +395,15 @@ impl<W: Write> Exporter<W> {
         make_name: &dyn Fn() -> String,
         fill: &mut dyn FnMut(&mut Scratch, &mut Seq),
     ) -> io::Result<()> {
-        let At { pid, kind, ts, dur } = at;
+        let At { owner, ts, dur } = at;
         let end = ts.saturating_add(dur);
-        let (pid, i) = self.lane(pid, kind, ts, end)?;
-        let lane = &mut self.procs.get_mut(&pid).unwrap().lanes[kind as usize][i];
+        let i = self.lane(owner, ts, end)?;
+        let (flow_out, flow_in) = (std::mem::take(&mut self.flow_out), std::mem::take(&mut self.flow_in));
+        self.stats.flows += flow_out.len() as u64;
+        let lane = match owner {
+            Owner::Proc(pid, kind) => &mut self.procs.get_mut(&pid).unwrap().lanes[kind as usize][i],
+            Owner::Disk(dev) => &mut self.disks.get_mut(&dev).unwrap().lanes[i],
+        };
         let s = &mut self.scratch;
         s.clear();
         lane.seq.begin_packet(&mut s.pkt, &mut s.interned);
@@ -349,8 +420,15 @@ impl<W: Write> Exporter<W> {
         };
         s.ev.r#type = Some(Type::SliceBegin as i32);
         s.ev.name_iid = Some(name_iid);
+        s.ev.flow_ids.extend_from_slice(&flow_out);
+        s.ev.terminating_flow_ids.extend_from_slice(&flow_in);
         fill(s, &mut lane.seq);
         s.emit(&mut self.sink, ts)?;
+        // Hand the (emptied) vectors back to keep their capacity.
+        self.flow_out = flow_out;
+        self.flow_out.clear();
+        self.flow_in = flow_in;
+        self.flow_in.clear();
         s.clear();
         lane.seq.begin_packet(&mut s.pkt, &mut s.interned);
         s.ev.r#type = Some(Type::SliceEnd as i32);
@@ -479,6 +557,7 @@ impl<W: Write> Exporter<W> {
             Record::Close(r) => self.close(f, &r)?,
             Record::Transfer(r) => self.transfer(f, &r)?,
             Record::Lost(r) => self.lost(&r)?,
+            Record::Block(r) => self.block(f, &r)?,
         }
         Ok(())
     }
@@ -497,7 +576,8 @@ impl<W: Write> Exporter<W> {
         };
         let path = f.str(r.path);
         let r = *r;
-        self.slice(At { pid: r.pid, kind, ts: r.ts, dur: r.dur }, key, &make, &mut |s, seq| {
+        self.flow_out.extend((0..r.block_reqs).map(|k| flow_from_syscall(r.tid, r.ts, k)));
+        self.slice(At { owner: Owner::Proc(r.pid, kind), ts: r.ts, dur: r.dur }, key, &make, &mut |s, seq| {
             s.arg_str(seq, Arg::Path, path);
             s.arg_int(Arg::Fd, i64::from(r.fd));
             if r.offset_src != OffsetSrc::None {
@@ -533,8 +613,9 @@ impl<W: Write> Exporter<W> {
         let key = hash_str(&name);
         let passed = f.str(r.path);
         let r = *r;
+        self.flow_out.extend((0..r.block_reqs).map(|k| flow_from_syscall(r.tid, r.ts, k)));
         self.slice(
-            At { pid: r.pid, kind: Lanes::Opens, ts: r.ts, dur: r.dur },
+            At { owner: Owner::Proc(r.pid, Lanes::Opens), ts: r.ts, dur: r.dur },
             key,
             &move || name.clone(),
             &mut |s, seq| {
@@ -569,7 +650,7 @@ impl<W: Write> Exporter<W> {
         let key = hash_str(&name);
         let r = *r;
         self.slice(
-            At { pid: r.pid, kind: Lanes::Opens, ts: r.ts, dur: r.dur },
+            At { owner: Owner::Proc(r.pid, Lanes::Opens), ts: r.ts, dur: r.dur },
             key,
             &move || name.clone(),
             &mut |s, seq| {
@@ -595,7 +676,8 @@ impl<W: Write> Exporter<W> {
         };
         let (inp, outp) = (f.str(r.in_path), f.str(r.out_path));
         let r = *r;
-        self.slice(At { pid: r.pid, kind: Lanes::Reads, ts: r.ts, dur: r.dur }, key, &make, &mut |s, seq| {
+        self.flow_out.extend((0..r.block_reqs).map(|k| flow_from_syscall(r.tid, r.ts, k)));
+        self.slice(At { owner: Owner::Proc(r.pid, Lanes::Reads), ts: r.ts, dur: r.dur }, key, &make, &mut |s, seq| {
             s.arg_str(seq, Arg::InPath, inp);
             s.arg_str(seq, Arg::OutPath, outp);
             s.arg_int(Arg::InFd, i64::from(r.in_fd));
@@ -610,8 +692,137 @@ impl<W: Write> Exporter<W> {
         })
     }
 
+    fn disk(&mut self, b: &Block, name: &[u8]) -> io::Result<()> {
+        if self.disks.contains_key(&b.dev) {
+            return Ok(());
+        }
+        let uuid = self.uuid();
+        let (major, minor) = (b.dev >> 20, b.dev & 0xfffff);
+        self.describe(TrackDescriptor {
+            uuid: Some(uuid),
+            name: Some(format!("Disk {} ({major}:{minor})", String::from_utf8_lossy(name))),
+            ..Default::default()
+        })?;
+        let mut tracks = Vec::new();
+        for (name, unit) in [
+            ("requests in flight", Unit::Count),
+            ("read (MiB/s)", Unit::Unspecified),
+            ("write (MiB/s)", Unit::Unspecified),
+        ] {
+            let t = self.uuid();
+            self.describe(TrackDescriptor {
+                uuid: Some(t),
+                parent_uuid: Some(uuid),
+                name: Some(name.into()),
+                counter: Some(CounterDescriptor { unit: Some(unit as i32), ..Default::default() }),
+                ..Default::default()
+            })?;
+            let seq = self.seq(Some(t));
+            tracks.push((t, seq));
+        }
+        self.disks.insert(b.dev, Disk { uuid, lanes: Vec::new(), counters: DiskCounters::default(), tracks });
+        Ok(())
+    }
+
+    /// Writes the counter samples gathered for disk `dev`.
+    fn emit_samples(&mut self, dev: u32) -> io::Result<()> {
+        let samples = std::mem::take(&mut self.samples);
+        let disk = self.disks.get_mut(&dev).unwrap();
+        for smp in &samples {
+            let (i, ts, v) = match *smp {
+                Sample::InFlight { ts, value } => (0, ts, value as f64),
+                Sample::ReadRate { ts, bytes_per_s } => (1, ts, bytes_per_s / (1 << 20) as f64),
+                Sample::WriteRate { ts, bytes_per_s } => (2, ts, bytes_per_s / (1 << 20) as f64),
+            };
+            let s = &mut self.scratch;
+            s.clear();
+            disk.tracks[i].1.begin_packet(&mut s.pkt, &mut s.interned);
+            s.ev.r#type = Some(Type::Counter as i32);
+            if i == 0 {
+                s.ev.counter_value = Some(v as i64);
+            } else {
+                s.ev.double_counter_value = Some(v);
+            }
+            s.emit(&mut self.sink, ts)?;
+        }
+        self.samples = samples;
+        self.samples.clear();
+        Ok(())
+    }
+
+    fn block(&mut self, f: &Frame<'_>, b: &Block) -> io::Result<()> {
+        self.stats.block_requests += 1;
+        self.disk(b, f.str(b.disk))?;
+        let dur = b.queue + b.device;
+        let (op, bytes, failed) = (b.op, b.bytes, b.error != 0);
+        let key = ((op as u64) << 56) ^ (u64::from(failed) << 55) ^ (bytes & ((1 << 55) - 1));
+        let make = move || {
+            let e = if failed { " error" } else { "" };
+            if bytes == 0 {
+                format!("{}{e}", op.letter())
+            } else {
+                format!("{} {}{e}", op.letter(), names::size(bytes))
+            }
+        };
+        let traced = b.flags & blk::TRACED != 0;
+        let who = if traced {
+            let name =
+                self.procs.get(&b.pid).map(|p| p.name.clone()).unwrap_or_else(|| f.str_lossy(b.comm).into_owned());
+            format!("{name} [{}]", b.pid)
+        } else {
+            let mut w = format!("{} [{}]", f.str_lossy(b.comm), b.pid);
+            if b.flags & blk::START_UNKNOWN != 0 {
+                w = "(started before the recording)".into();
+            } else if b.flags & blk::KTHREAD != 0 {
+                w.push_str(if b.flags & blk::BACKGROUND != 0 { " (background writeback)" } else { " (kernel thread)" });
+            }
+            w
+        };
+        let flags: Vec<&str> = blk::NAMES.iter().filter(|(bit, _)| b.flags & bit != 0).map(|(_, n)| *n).collect();
+        let flags = flags.join("|");
+        let b = *b;
+        let disk_name = f.str(b.disk);
+        let mut fill = |s: &mut Scratch, seq: &mut Seq| {
+            s.arg_uint(Arg::Sector, b.sector);
+            s.arg_uint(Arg::Bytes, b.bytes);
+            s.arg_uint(Arg::QueueNs, b.queue);
+            s.arg_uint(Arg::DeviceNs, b.device);
+            s.arg_str(seq, Arg::Process, who.as_bytes());
+            if traced {
+                s.arg_int(Arg::Tid, i64::from(b.tid));
+            }
+            if !flags.is_empty() {
+                s.arg_str(seq, Arg::RqFlags, flags.as_bytes());
+            }
+            if b.error != 0 {
+                s.arg_int(Arg::Status, i64::from(b.error));
+            }
+            s.arg_str(seq, Arg::Disk, disk_name);
+        };
+        if traced {
+            if b.cause_ts != 0 {
+                self.flow_in.push(flow_from_syscall(b.tid, b.cause_ts, b.cause_idx));
+            }
+            self.flow_out.push(flow_to_disk(&b));
+            self.slice(At { owner: Owner::Proc(b.pid, Lanes::Block), ts: b.ts, dur }, key, &make, &mut fill)?;
+            self.flow_in.push(flow_to_disk(&b));
+        }
+        self.slice(At { owner: Owner::Disk(b.dev), ts: b.ts, dur }, key, &make, &mut fill)?;
+        let disk = self.disks.get_mut(&b.dev).unwrap();
+        let (read, write) = (b.op == BlockOp::Read, b.op == BlockOp::Write);
+        disk.counters.add(b.ts, b.end_ts(), b.bytes, read, write, &mut self.samples);
+        self.emit_samples(b.dev)
+    }
+
     /// Ends the trace (a second clock snapshot from the trailer, if any).
     pub fn finish(mut self, trailer: Option<&Trailer>) -> io::Result<(W, ExportStats)> {
+        let devs: Vec<u32> = self.disks.keys().copied().collect();
+        for dev in devs {
+            let d = self.disks.get_mut(&dev).unwrap();
+            d.counters.finish(&mut self.samples);
+            self.stats.late_counter_changes += d.counters.late;
+            self.emit_samples(dev)?;
+        }
         if let Some(t) = trailer {
             self.clock_snapshot(t.end)?;
         }

@@ -69,10 +69,17 @@ pub enum Arg {
     Status,
     Command,
     Lost,
+    Sector,
+    Bytes,
+    QueueNs,
+    DeviceNs,
+    Process,
+    RqFlags,
+    Disk,
 }
 
 impl Arg {
-    const ALL: [(Arg, &'static str); 19] = [
+    const ALL: [(Arg, &'static str); 26] = [
         (Arg::Path, "path"),
         (Arg::Fd, "fd"),
         (Arg::Offset, "offset"),
@@ -92,6 +99,13 @@ impl Arg {
         (Arg::Status, "status"),
         (Arg::Command, "command"),
         (Arg::Lost, "lost"),
+        (Arg::Sector, "sector"),
+        (Arg::Bytes, "bytes"),
+        (Arg::QueueNs, "queue ns"),
+        (Arg::DeviceNs, "device ns"),
+        (Arg::Process, "process"),
+        (Arg::RqFlags, "request flags"),
+        (Arg::Disk, "disk"),
     ];
 }
 
