@@ -2,6 +2,7 @@
 //! against what the workload did and against the kernel's own counters.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::process::Command;
 
 use mltrace_log::*;
@@ -436,4 +437,36 @@ fn sigterm_to_record_reaches_the_command() {
     assert_eq!(out.status.code(), Some(128 + 15), "{}", String::from_utf8_lossy(&out.stderr));
     let recs = read_log(&log);
     assert!(recs.iter().any(|r| matches!(r.rec, Record::Exit(x) if x.process_exit && x.status == libc::SIGTERM)));
+}
+
+#[test]
+fn doctor_reports_real_checks_and_the_probe_choice() {
+    if !require_root() {
+        return;
+    }
+    let out = mltrace(&["doctor"], Path::new("."));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let line =
+        |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {text}")).to_string();
+    assert!(line("programs").contains(" ok ") && line("programs").contains("loaded and attached"));
+    assert!(line("syscall probes").contains("raw_tp: sys_enter + sys_exit"));
+    // This kernel (6.18) has block_io_start: the 6.5+ route is chosen.
+    assert!(line("block probes").contains("block_io_start, block_rq_issue, block_rq_complete"), "{text}");
+    // These machines have no kprobes and refuse fentry: reported, not needed.
+    assert!(line("kprobes").contains("absent"), "{text}");
+    assert!(line("fentry/fexit").contains("absent"), "{text}");
+    assert!(text.contains("mltrace record can run here."));
+
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
+        .arg(mltrace_bin())
+        .arg("doctor")
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("privileges") && l.contains("FAIL") && l.contains("CAP_BPF")), "{text}");
+    assert!(text.contains("cannot run here"));
 }

@@ -25,5 +25,6 @@ fn main() {
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../../bpf");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     skeleton(&root, &out, "mltrace");
+    skeleton(&root, &out, "probe");
     println!("cargo:rerun-if-changed={}", root.display());
 }

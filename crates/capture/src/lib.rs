@@ -7,6 +7,7 @@
 
 pub mod bpf;
 pub mod decode;
+pub mod doctor;
 pub mod error;
 pub mod features;
 pub mod files;
@@ -20,6 +21,11 @@ pub mod system;
 #[allow(clippy::all, non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/mltrace.skel.rs"));
+}
+
+#[allow(clippy::all, non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
+mod probe_skel {
+    include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));
 }
 
 pub use error::CaptureError;

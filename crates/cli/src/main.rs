@@ -29,6 +29,8 @@ enum Cmd {
         #[arg(long, default_value_t = 10)]
         top: usize,
     },
+    /// Check what this machine can trace, and which probes record will use
+    Doctor,
     /// Print a log's records as text, one per line (for debugging)
     Dump { log: PathBuf },
 }
@@ -40,12 +42,31 @@ fn stats(log: &std::path::Path, top: usize) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+fn doctor() -> anyhow::Result<i32> {
+    let checks = mltrace_capture::doctor::run();
+    let w = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    for c in &checks {
+        println!("{:<w$}  {:<6}  {}", c.name, c.status.label(), c.detail);
+    }
+    let ready = mltrace_capture::doctor::ready(&checks);
+    println!(
+        "\n{}",
+        if ready { "mltrace record can run here." } else { "mltrace record cannot run here: see FAIL above." }
+    );
+    Ok(if ready { 0 } else { 1 })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // libbpf's own log is for debugging; our errors say what failed.
+    if std::env::var_os("MLTRACE_DEBUG").is_none() {
+        libbpf_rs::set_print(None);
+    }
     let r = match cli.cmd {
         Cmd::Record(a) => record::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Stats { log, top } => stats(&log, top),
+        Cmd::Doctor => doctor(),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),
     };
     match r {

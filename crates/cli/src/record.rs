@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
+use mltrace_capture::features::BlockRoute;
 use mltrace_capture::{identity, record, Progress, RecordOptions};
 
 #[derive(clap::Args)]
@@ -20,6 +21,10 @@ pub struct Args {
     /// No live status line
     #[arg(short, long)]
     quiet: bool,
+    /// Which probes see block requests start: auto (the best the kernel
+    /// has), io-start (Linux 6.5+), rq-insert (older kernels), or off
+    #[arg(long, default_value = "auto", value_name = "ROUTE")]
+    block_probes: String,
     /// Run the command as this user (name or uid). Under sudo the default
     /// is the user who called sudo; `--user root` keeps root
     #[arg(long, value_name = "USER")]
@@ -48,6 +53,13 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let mut opts = RecordOptions::new(a.command, a.output);
     opts.force = a.force;
     opts.bpf.ring_bytes = a.ring_size.saturating_mul(1 << 20);
+    match a.block_probes.as_str() {
+        "auto" => {}
+        "off" => opts.bpf.block = false,
+        "io-start" => opts.bpf.block_route = Some(BlockRoute::IoStart),
+        "rq-insert" => opts.bpf.block_route = Some(BlockRoute::RqInsert),
+        other => anyhow::bail!("--block-probes {other}: expected auto, io-start, rq-insert or off"),
+    }
     opts.run_as = match a.user.as_deref() {
         None => identity::sudo_caller(),
         Some("root") | Some("0") => None,

@@ -1,0 +1,179 @@
+//! `mltrace doctor`: what this machine can trace, checked for real (by
+//! loading and attaching programs), and which probes `record` will use.
+
+use std::mem::MaybeUninit;
+
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::OpenObject;
+
+use crate::bpf::{self, BpfConfig, Plan};
+use crate::features::{BlockRoute, KernelBtf};
+use crate::probe_skel::ProbeSkelBuilder;
+use crate::system;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Works.
+    Ok,
+    /// Missing, but `record` does not need it here.
+    Absent,
+    /// `record` cannot work without fixing this.
+    Fail,
+    /// For information.
+    Info,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Absent => "absent",
+            Status::Fail => "FAIL",
+            Status::Info => "info",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub name: &'static str,
+    pub status: Status,
+    pub detail: String,
+}
+
+fn check(name: &'static str, status: Status, detail: impl Into<String>) -> Check {
+    Check { name, status, detail: detail.into() }
+}
+
+fn probe_program(fentry: bool) -> Result<(), String> {
+    let mut storage = MaybeUninit::<OpenObject>::uninit();
+    let mut open = ProbeSkelBuilder::default().open(&mut storage).map_err(|e| e.to_string())?;
+    open.progs.probe_fentry.set_autoload(fentry);
+    open.progs.probe_kprobe.set_autoload(!fentry);
+    let mut skel = open.load().map_err(|e| format!("load: {e}"))?;
+    skel.attach().map_err(|e| format!("attach: {e}"))?;
+    Ok(())
+}
+
+/// Runs every check. Loading programs needs privileges; without them the
+/// privilege check fails and the program checks say why they were skipped.
+pub fn run() -> Vec<Check> {
+    let mut out = Vec::new();
+    let release = system::kernel_release();
+    let version = system::kernel_version();
+    let arch = std::env::consts::ARCH;
+    let new_enough = version.is_some_and(|v| v >= (5, 8));
+    out.push(check(
+        "kernel",
+        if new_enough && arch == "x86_64" { Status::Ok } else { Status::Fail },
+        format!(
+            "{release} ({arch}){}",
+            if !new_enough {
+                "; the BPF ring buffer needs Linux 5.8 or newer"
+            } else if arch != "x86_64" {
+                "; the BPF programs support x86_64 only"
+            } else {
+                ""
+            }
+        ),
+    ));
+    let missing = system::missing_privileges();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    out.push(if missing.is_empty() {
+        check("privileges", Status::Ok, if root { "root" } else { "CAP_BPF and CAP_PERFMON" })
+    } else {
+        check(
+            "privileges",
+            Status::Fail,
+            format!(
+                "missing {}: run with sudo, or `sudo setcap cap_bpf,cap_perfmon+ep $(command -v mltrace)`",
+                missing.join(", ")
+            ),
+        )
+    });
+    let kernel = KernelBtf::load();
+    out.push(if kernel.available() {
+        check("BTF", Status::Ok, "/sys/kernel/btf/vmlinux (CO-RE relocations)")
+    } else {
+        check("BTF", Status::Fail, "no /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")
+    });
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
+    out.push(check(
+        "perf_event_paranoid",
+        Status::Info,
+        format!("{} (does not matter with root or CAP_PERFMON)", paranoid.trim()),
+    ));
+    let tps = [
+        "sys_enter",
+        "sys_exit",
+        "sched_process_fork",
+        "sched_process_exec",
+        "sched_process_exit",
+        "task_rename",
+        "block_io_start",
+        "block_rq_insert",
+        "block_rq_issue",
+        "block_rq_complete",
+    ];
+    let (have, lack): (Vec<&str>, Vec<&str>) = tps.iter().partition(|t| kernel.has_tracepoint(t));
+    out.push(check(
+        "tracepoints",
+        if lack.iter().any(|t| !t.starts_with("block_io") && !t.starts_with("block_rq_insert")) {
+            Status::Fail
+        } else {
+            Status::Ok
+        },
+        if lack.is_empty() { format!("all {} found", have.len()) } else { format!("missing: {}", lack.join(", ")) },
+    ));
+    if !missing.is_empty() {
+        out.push(check("programs", Status::Info, "not tried without privileges"));
+        return out;
+    }
+    let cfg = BpfConfig { ring_bytes: 1 << 16, ..Default::default() };
+    let plan = Plan::new(&cfg, &kernel);
+    let mut storage = MaybeUninit::uninit();
+    match bpf::load(&mut storage, &cfg, &plan) {
+        Ok(skel) => {
+            let n = skel.object().progs().filter(|p| p.autoload()).count();
+            out.push(check(
+                "programs",
+                Status::Ok,
+                format!("{n} programs verified, loaded and attached (with their maps and ring buffer)"),
+            ));
+        }
+        Err(e) => out.push(check("programs", Status::Fail, e.to_string())),
+    }
+    for p in bpf::probes(&plan) {
+        let name = match p.subsystem.as_str() {
+            "syscalls" => "syscall probes",
+            "processes" => "process probes",
+            _ => "block probes",
+        };
+        out.push(check(name, Status::Ok, format!("{}: {}", p.mechanism, p.detail)));
+    }
+    if plan.block.is_none() {
+        out.push(check("block probes", Status::Fail, "block_rq_issue/block_rq_complete missing: no block I/O"));
+    } else if plan.block == Some(BlockRoute::RqInsert) {
+        out.push(check("block probes", Status::Info, "older route: requests issued directly start at block_rq_issue"));
+    }
+    let unused = "not used by this mltrace (tracepoints are)";
+    out.push(match probe_program(true) {
+        Ok(()) => check("fentry/fexit", Status::Ok, format!("available; {unused}")),
+        Err(e) => check("fentry/fexit", Status::Absent, format!("{e}; {unused}")),
+    });
+    let kprobe_pmu = std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists();
+    out.push(match probe_program(false) {
+        Ok(()) => check("kprobes", Status::Ok, format!("available; {unused}")),
+        Err(e) if !kprobe_pmu => {
+            check("kprobes", Status::Absent, format!("{e} (no kprobe PMU: CONFIG_KPROBES is off); {unused}"))
+        }
+        Err(e) => check("kprobes", Status::Absent, format!("{e}; {unused}")),
+    });
+    out
+}
+
+/// Whether `record` can run, given the checks.
+pub fn ready(checks: &[Check]) -> bool {
+    checks.iter().all(|c| c.status != Status::Fail)
+}
