@@ -19,8 +19,9 @@ use mltrace_log::*;
 use crate::disk_counters::{DiskCounters, Sample};
 use crate::packets::{Arg, PacketSink, Seq};
 use crate::proto::{
-    clock_snapshot::Clock, counter_descriptor::Unit, track_event::Type, BuiltinClock, ClockSnapshot, CounterDescriptor,
-    DebugAnnotation, InternedData, ProcessDescriptor, TracePacket, TrackDescriptor, TrackEvent,
+    clock_snapshot::Clock, counter_descriptor::Unit, track_descriptor::ChildTracksOrdering, track_event::Type,
+    BuiltinClock, ClockSnapshot, CounterDescriptor, DebugAnnotation, InternedData, ProcessDescriptor, TracePacket,
+    TrackDescriptor, TrackEvent,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -326,6 +327,7 @@ impl<W: Write> Exporter<W> {
         let p = &self.procs[&pid];
         let d = TrackDescriptor {
             uuid: Some(p.uuid),
+            child_ordering: Some(ChildTracksOrdering::Explicit as i32),
             process: Some(ProcessDescriptor {
                 pid: Some(p.pid as i32),
                 process_name: Some(p.name.clone()),
@@ -362,12 +364,12 @@ impl<W: Write> Exporter<W> {
 
     /// Picks (or creates) a lane of `owner`'s tracks free at `ts`.
     fn lane(&mut self, owner: Owner, ts: u64, end: u64) -> io::Result<usize> {
-        let (parent, name) = match owner {
+        let (parent, name, rank) = match owner {
             Owner::Proc(pid, kind) => {
                 self.ensure_process(pid)?;
-                (self.procs[&pid].uuid, LANE_NAMES[kind as usize])
+                (self.procs[&pid].uuid, LANE_NAMES[kind as usize], kind as i32)
             }
-            Owner::Disk(dev) => (self.disks[&dev].uuid, "requests"),
+            Owner::Disk(dev) => (self.disks[&dev].uuid, "requests", 0),
         };
         let lanes = self.lanes_mut(owner);
         if let Some(i) = lanes.iter().position(|l| l.max_end < ts) {
@@ -380,6 +382,7 @@ impl<W: Write> Exporter<W> {
             uuid: Some(uuid),
             parent_uuid: Some(parent),
             name: Some(name.into()),
+            sibling_order_rank: Some(rank),
             ..Default::default()
         })?;
         let lanes = self.lanes_mut(owner);
