@@ -64,6 +64,9 @@ fn pid_of(r: &Record) -> u32 {
         Record::Comm(x) => x.pid,
         Record::Lost(_) => 0,
         Record::Block(x) => x.pid,
+        Record::Counter(x) => x.pid,
+        Record::Phase(x) => x.pid,
+        Record::Mark(x) => x.pid,
     }
 }
 
@@ -200,9 +203,8 @@ fn known_io_is_recorded_exactly_and_matches_proc_pid_io() {
     );
 
     // Nothing from other processes (block I/O is recorded system-wide), nothing lost.
-    assert!(recs
-        .iter()
-        .all(|r| matches!(r.rec, Record::Lost(_) | Record::Block(_)) || [pid, child].contains(&pid_of(&r.rec))));
+    assert!(recs.iter().all(|r| matches!(r.rec, Record::Lost(_) | Record::Block(_) | Record::Counter(_))
+        || [pid, child].contains(&pid_of(&r.rec))));
     assert!(!recs.iter().any(|r| matches!(r.rec, Record::Lost(_))));
 
     // The kernel's own accounting. The child started at zero (no exec):
@@ -336,8 +338,11 @@ fn unrelated_processes_are_not_recorded() {
     let _ = busy.wait();
     assert!(out.status.success());
     let recs = read_log(&log);
-    let pids: std::collections::BTreeSet<u32> =
-        recs.iter().filter(|r| !matches!(r.rec, Record::Lost(_) | Record::Block(_))).map(|r| pid_of(&r.rec)).collect();
+    let pids: std::collections::BTreeSet<u32> = recs
+        .iter()
+        .filter(|r| !matches!(r.rec, Record::Lost(_) | Record::Block(_) | Record::Counter(_)))
+        .map(|r| pid_of(&r.rec))
+        .collect();
     // sh, sleep and cat: three processes, all descendants of the command.
     assert_eq!(pids.len(), 3, "{pids:?}");
     assert!(!pids.contains(&busy.id()));

@@ -10,7 +10,7 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
     let header = r.header().clone();
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
-    writeln!(out, "# {}", serde_header(&header))?;
+    writeln!(out, "# header: {}", serde_json::to_string(&header)?)?;
     while let Some(mut f) = r.next_frame()? {
         while let Some(rec) = f.next_record() {
             let s = |id| f.str_lossy(id).into_owned();
@@ -24,6 +24,21 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
                 Record::Comm(x) => writeln!(out, "{} comm pid={} tid={} {:?}", x.ts, x.pid, x.tid, s(x.comm))?,
                 Record::Exit(x) => writeln!(out, "{} exit pid={} tid={} status={} process={}", x.ts, x.pid, x.tid, x.status, x.process_exit)?,
                 Record::Lost(x) => writeln!(out, "{} lost {} {}", x.ts, x.kind.name(), x.count)?,
+                Record::Counter(x) => {
+                    writeln!(out, "{} counter {:?} {:?} pid={} {} {}", x.ts, s(x.group), s(x.name), x.pid, x.value, x.unit.name())?
+                }
+                Record::Phase(x) => writeln!(
+                    out,
+                    "{} phase {} {:?} dur={} rank={} pid={} flags={}",
+                    x.ts,
+                    x.kind.name(),
+                    s(x.name),
+                    x.dur,
+                    x.rank,
+                    x.pid,
+                    x.flags
+                )?,
+                Record::Mark(x) => writeln!(out, "{} mark {:?} = {} rank={} pid={}", x.ts, s(x.name), s(x.value), x.rank, x.pid)?,
                 Record::Block(x) => writeln!(
                     out,
                     "{} block {} {} dev={}:{} sector={} bytes={} queue={} device={} pid={} tid={} comm={:?} flags={:#x} error={} cause={}#{}",
@@ -51,11 +66,7 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
         eprintln!("mltrace: {}: {}", path.display(), d.describe(&header));
     }
     if let Some(t) = r.trailer() {
-        writeln!(out, "# trailer: {t:?}")?;
+        writeln!(out, "# trailer: {}", serde_json::to_string(t)?)?;
     }
     Ok(())
-}
-
-fn serde_header(h: &mltrace_log::Header) -> String {
-    format!("{h:?}")
 }

@@ -41,8 +41,11 @@ pub(crate) mod kind {
     pub const TRANSFER: u8 = 8;
     pub const LOST: u8 = 9;
     pub const BLOCK: u8 = 10;
+    pub const COUNTER: u8 = 11;
+    pub const PHASE: u8 = 12;
+    pub const MARK: u8 = 13;
     /// The highest code this version writes and reads.
-    pub const LAST: u8 = BLOCK;
+    pub const LAST: u8 = MARK;
 }
 
 /// Per-kind prediction state, reset at every frame.
@@ -76,6 +79,11 @@ impl W<'_> {
     #[inline]
     fn s(&mut self, f: usize, v: StrId) {
         put_u64(&mut self.cols[f], u64::from(v.0));
+    }
+    /// Raw IEEE bits: counters repeat exact values often, which zstd sees.
+    #[inline]
+    fn f64(&mut self, f: usize, v: f64) {
+        self.cols[f].extend_from_slice(&v.to_bits().to_le_bytes());
     }
     #[inline]
     fn ts(&mut self, f: usize, ts: u64) {
@@ -231,6 +239,33 @@ impl Columns {
                 w.u(13, if r.cause_ts == 0 { 0 } else { r.ts.wrapping_sub(r.cause_ts).wrapping_add(1) });
                 w.u(14, u64::from(r.cause_idx));
             }
+            Record::Counter(r) => {
+                let mut w = self.w(kind::COUNTER);
+                w.ts(0, r.ts);
+                w.s(1, r.group);
+                w.s(2, r.name);
+                w.u(3, r.unit as u64);
+                w.u(4, u64::from(r.pid));
+                w.f64(5, r.value);
+            }
+            Record::Phase(r) => {
+                let mut w = self.w(kind::PHASE);
+                w.ts(0, r.ts);
+                w.u(1, r.dur);
+                w.u(2, r.kind as u64);
+                w.s(3, r.name);
+                w.i(4, i64::from(r.rank));
+                w.u(5, u64::from(r.pid));
+                w.u(6, u64::from(r.flags));
+            }
+            Record::Mark(r) => {
+                let mut w = self.w(kind::MARK);
+                w.ts(0, r.ts);
+                w.s(1, r.name);
+                w.s(2, r.value);
+                w.i(3, i64::from(r.rank));
+                w.u(4, u64::from(r.pid));
+            }
         }
     }
 
@@ -344,6 +379,20 @@ impl R<'_> {
             )));
         }
         Ok(StrId(v))
+    }
+    #[inline]
+    fn f64(&mut self, f: usize) -> Result<f64, Corrupt> {
+        let c = &mut self.cols[f];
+        if !c.present {
+            return Ok(0.0);
+        }
+        let b = self
+            .buf
+            .get(c.pos..c.pos + 8)
+            .filter(|_| c.pos + 8 <= c.end)
+            .ok_or_else(|| Corrupt(format!("column {f} of record kind {} ends early", self.kind)))?;
+        c.pos += 8;
+        Ok(f64::from_bits(u64::from_le_bytes(b.try_into().unwrap())))
     }
     #[inline]
     fn ts(&mut self, f: usize) -> Result<u64, Corrupt> {
@@ -604,6 +653,33 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Corrupt> {
                 cause_ts,
                 cause_idx,
             })
+        }
+        kind::COUNTER => {
+            let ts = r.ts(0)?;
+            Record::Counter(Counter {
+                ts,
+                group: r.s(1)?,
+                name: r.s(2)?,
+                unit: CounterUnit::from_u8(r.u8(3)?),
+                pid: r.u32(4)?,
+                value: r.f64(5)?,
+            })
+        }
+        kind::PHASE => {
+            let ts = r.ts(0)?;
+            Record::Phase(Phase {
+                ts,
+                dur: r.u(1)?,
+                kind: PhaseKind::from_u8(r.u8(2)?),
+                name: r.s(3)?,
+                rank: r.i32(4)?,
+                pid: r.u32(5)?,
+                flags: r.u8(6)?,
+            })
+        }
+        kind::MARK => {
+            let ts = r.ts(0)?;
+            Record::Mark(Mark { ts, name: r.s(1)?, value: r.s(2)?, rank: r.i32(3)?, pid: r.u32(4)? })
         }
         _ => unreachable!("kind checked by caller"),
     })

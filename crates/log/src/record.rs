@@ -167,6 +167,34 @@ pub mod blk {
 }
 
 code_enum!(
+    /// The unit of a [`Counter`].
+    CounterUnit, fallback None, {
+        None = 0 => "",
+        Percent = 1 => "%",
+        Bytes = 2 => "B",
+        BytesPerSec = 3 => "B/s",
+        PerSec = 4 => "/s",
+        Watts = 5 => "W",
+        Celsius = 6 => "°C",
+        Megahertz = 7 => "MHz",
+        Count = 8 => "count",
+    }
+);
+
+code_enum!(
+    /// What a [`Phase`] of training is (MLPerf logging's vocabulary).
+    PhaseKind, fallback Other, {
+        Other = 0 => "phase",
+        Init = 1 => "INIT",
+        Run = 2 => "RUN",
+        Epoch = 3 => "EPOCH",
+        Block = 4 => "BLOCK",
+        Eval = 5 => "EVAL",
+        Checkpoint = 6 => "CHECKPOINT",
+    }
+);
+
+code_enum!(
     /// Why events were lost; see [`Lost`].
     LostKind, fallback Other, {
         Other = 0 => "other",
@@ -358,6 +386,51 @@ pub struct Lost {
     pub count: u64,
 }
 
+/// One sample of a counter. A counter is the triple (`group`, `name`,
+/// `pid`): `group` says where it belongs (`CPU`, `CPU 3`, `Memory`,
+/// `Disk vda`, `GPU 0 (NVIDIA H100)`), `name` what it measures (`iowait`,
+/// `SM`), `pid` the process it is about (0 for machine-wide counters).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Counter {
+    pub ts: u64,
+    pub group: StrId,
+    pub name: StrId,
+    pub unit: CounterUnit,
+    pub pid: u32,
+    pub value: f64,
+}
+
+/// Bits of [`Phase::flags`].
+pub mod phase {
+    /// The phase had started but not ended when the log ended.
+    pub const UNFINISHED: u8 = 1;
+}
+
+/// A training phase (`INIT`, `EPOCH 3`...), from MLPerf logging's
+/// `*_start`/`*_stop` pairs. `rank` is the rank that logged it, or -1 when
+/// the ranks agreed or were not given.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Phase {
+    pub ts: u64,
+    pub dur: u64,
+    pub kind: PhaseKind,
+    pub name: StrId,
+    pub rank: i32,
+    pub pid: u32,
+    pub flags: u8,
+}
+
+/// A point event with a value (MLLOG keys such as `eval_accuracy`):
+/// `value` is the JSON text of the value.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Mark {
+    pub ts: u64,
+    pub name: StrId,
+    pub value: StrId,
+    pub rank: i32,
+    pub pid: u32,
+}
+
 /// One log record.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Record {
@@ -371,6 +444,9 @@ pub enum Record {
     Transfer(Transfer),
     Lost(Lost),
     Block(Block),
+    Counter(Counter),
+    Phase(Phase),
+    Mark(Mark),
 }
 
 impl Record {
@@ -386,6 +462,9 @@ impl Record {
             Record::Transfer(r) => r.ts,
             Record::Lost(r) => r.ts,
             Record::Block(r) => r.ts,
+            Record::Counter(r) => r.ts,
+            Record::Phase(r) => r.ts,
+            Record::Mark(r) => r.ts,
         }
     }
 
@@ -397,6 +476,7 @@ impl Record {
             Record::Close(r) => r.ts + r.dur,
             Record::Transfer(r) => r.ts + r.dur,
             Record::Block(r) => r.end_ts(),
+            Record::Phase(r) => r.ts + r.dur,
             r => r.ts(),
         }
     }

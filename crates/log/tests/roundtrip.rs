@@ -21,7 +21,7 @@ fn header() -> Header {
 /// test can compare after reading.
 fn sample(i: u64) -> (Record, Vec<&'static str>) {
     let ts = 1_000_000_000 + i * 1_337;
-    match i % 10 {
+    match i % 13 {
         0 => (
             Record::Fork(Fork {
                 ts,
@@ -98,6 +98,33 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
             vec!["/a", "/b"],
         ),
         8 => (Record::Lost(Lost { ts, kind: LostKind::RingFull, count: i }), vec![]),
+        10 => (
+            Record::Counter(Counter {
+                ts,
+                group: StrId(0),
+                name: StrId(1),
+                unit: CounterUnit::Percent,
+                pid: (i % 2) as u32 * 77,
+                value: i as f64 / 3.0,
+            }),
+            vec!["GPU 0 (NVIDIA H100)", "SM"],
+        ),
+        11 => (
+            Record::Phase(Phase {
+                ts,
+                dur: 1_000_000 * i,
+                kind: PhaseKind::Epoch,
+                name: StrId(0),
+                rank: -1,
+                pid: 0,
+                flags: phase::UNFINISHED,
+            }),
+            vec!["EPOCH 12"],
+        ),
+        12 => (
+            Record::Mark(Mark { ts, name: StrId(0), value: StrId(1), rank: 3, pid: 9 }),
+            vec!["eval_accuracy", "0.9071"],
+        ),
         _ => (
             Record::Block(Block {
                 ts,
@@ -158,6 +185,20 @@ fn with_ids(rec: Record, ids: &[StrId]) -> Record {
             r.disk = n();
             Record::Block(r)
         }
+        Record::Counter(mut r) => {
+            r.group = n();
+            r.name = n();
+            Record::Counter(r)
+        }
+        Record::Phase(mut r) => {
+            r.name = n();
+            Record::Phase(r)
+        }
+        Record::Mark(mut r) => {
+            r.name = n();
+            r.value = n();
+            Record::Mark(r)
+        }
         r => r,
     }
 }
@@ -172,6 +213,9 @@ fn strings_of(frame: &Frame<'_>, rec: &Record) -> Vec<String> {
         Record::Close(r) => vec![s(r.path)],
         Record::Transfer(r) => vec![s(r.in_path), s(r.out_path)],
         Record::Block(r) => vec![s(r.comm), s(r.disk)],
+        Record::Counter(r) => vec![s(r.group), s(r.name)],
+        Record::Phase(r) => vec![s(r.name)],
+        Record::Mark(r) => vec![s(r.name), s(r.value)],
         _ => vec![],
     }
 }

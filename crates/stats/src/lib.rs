@@ -239,6 +239,7 @@ impl Stats {
                 Some((_, n)) => *n += r.count,
                 None => self.lost.push((r.kind, r.count)),
             },
+            Record::Counter(_) | Record::Phase(_) | Record::Mark(_) => {}
             Record::Block(b) => {
                 let i = match self.disks.iter().position(|d| d.dev == b.dev) {
                     Some(i) => i,

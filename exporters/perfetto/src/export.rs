@@ -177,6 +177,12 @@ pub struct Exporter<W: Write> {
     /// Flow ids for the next slice: leaving it, and ending on it.
     flow_out: Vec<u64>,
     flow_in: Vec<u64>,
+    /// Counter tracks by "group\0name\0pid", and top-level groups by name.
+    counters: HashMap<String, (u64, Seq)>,
+    groups: HashMap<String, u64>,
+    /// Phases and marks are few: kept to the end, then laid out nested.
+    phases: Vec<(Phase, String)>,
+    marks: Vec<(Mark, String, String)>,
     pub stats: ExportStats,
 }
 
@@ -268,6 +274,10 @@ impl<W: Write> Exporter<W> {
             samples: Vec::new(),
             flow_out: Vec::new(),
             flow_in: Vec::new(),
+            counters: HashMap::new(),
+            groups: HashMap::new(),
+            phases: Vec::new(),
+            marks: Vec::new(),
             stats: ExportStats::default(),
         }
     }
@@ -561,6 +571,13 @@ impl<W: Write> Exporter<W> {
             Record::Transfer(r) => self.transfer(f, &r)?,
             Record::Lost(r) => self.lost(&r)?,
             Record::Block(r) => self.block(f, &r)?,
+            Record::Counter(r) => self.counter(f, &r)?,
+            Record::Phase(r) => {
+                self.phases.push((r, f.str_lossy(r.name).into_owned()));
+            }
+            Record::Mark(r) => {
+                self.marks.push((r, f.str_lossy(r.name).into_owned(), f.str_lossy(r.value).into_owned()));
+            }
         }
         Ok(())
     }
@@ -817,8 +834,152 @@ impl<W: Write> Exporter<W> {
         self.emit_samples(b.dev)
     }
 
+    /// A top-level group track (CPU, Memory, GPU 0...), made once.
+    fn group(&mut self, name: &str) -> io::Result<u64> {
+        if let Some(&u) = self.groups.get(name) {
+            return Ok(u);
+        }
+        let uuid = self.uuid();
+        self.describe(TrackDescriptor { uuid: Some(uuid), name: Some(name.into()), ..Default::default() })?;
+        self.groups.insert(name.to_string(), uuid);
+        Ok(uuid)
+    }
+
+    fn counter(&mut self, f: &Frame<'_>, c: &Counter) -> io::Result<()> {
+        let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
+        let key = format!("{group}\0{name}\0{}", c.pid);
+        if !self.counters.contains_key(&key) {
+            // Machine-wide counters go in their group; a process's go in its own group.
+            let (parent, track_name) = if c.pid == 0 {
+                (self.group(&group)?, name.to_string())
+            } else {
+                self.ensure_process(c.pid)?;
+                let n = if group.is_empty() { name.to_string() } else { format!("{group} {name}") };
+                (self.procs[&c.pid].uuid, n)
+            };
+            let uuid = self.uuid();
+            let unit = match c.unit {
+                CounterUnit::Bytes => Some(Unit::SizeBytes),
+                CounterUnit::Count => Some(Unit::Count),
+                _ => None,
+            };
+            let unit_name = match c.unit {
+                CounterUnit::Bytes | CounterUnit::Count | CounterUnit::None => None,
+                u => Some(u.name().to_string()),
+            };
+            self.describe(TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(parent),
+                name: Some(track_name),
+                counter: Some(CounterDescriptor { unit: unit.map(|u| u as i32), unit_name, ..Default::default() }),
+                ..Default::default()
+            })?;
+            let seq = self.seq(Some(uuid));
+            self.counters.insert(key.clone(), (uuid, seq));
+        }
+        let (_, seq) = self.counters.get_mut(&key).unwrap();
+        let s = &mut self.scratch;
+        s.clear();
+        seq.begin_packet(&mut s.pkt, &mut s.interned);
+        s.ev.r#type = Some(Type::Counter as i32);
+        s.ev.double_counter_value = Some(c.value);
+        s.emit(&mut self.sink, c.ts)
+    }
+
+    /// Lays out the phases, nested where they nest, on lanes of the
+    /// "Training phases" group, with the marks beside them.
+    fn emit_phases(&mut self) -> io::Result<()> {
+        if self.phases.is_empty() && self.marks.is_empty() {
+            return Ok(());
+        }
+        let group = self.group("Training phases")?;
+        let mut phases = std::mem::take(&mut self.phases);
+        phases.sort_by(|a, b| a.0.ts.cmp(&b.0.ts).then(b.0.dur.cmp(&a.0.dur)));
+        // Each lane holds slices that nest: a stack of the open ones' ends.
+        let mut lanes: Vec<(Vec<u64>, Vec<(u64, bool, u64, usize)>)> = Vec::new();
+        for (i, (p, _)) in phases.iter().enumerate() {
+            let (s, e) = (p.ts, p.ts + p.dur);
+            let fits = |stack: &mut Vec<u64>| {
+                while stack.last().is_some_and(|&end| end <= s) {
+                    stack.pop();
+                }
+                stack.last().is_none_or(|&end| e <= end)
+            };
+            let lane = match lanes.iter_mut().position(|(stack, _)| fits(stack)) {
+                Some(l) => l,
+                None => {
+                    lanes.push((Vec::new(), Vec::new()));
+                    lanes.len() - 1
+                }
+            };
+            lanes[lane].0.push(e);
+            // (ts, is_begin, tie-break, phase index)
+            lanes[lane].1.push((s, true, u64::MAX - e, i));
+            lanes[lane].1.push((e, false, u64::MAX - s, i));
+        }
+        for (_, mut events) in lanes {
+            // Ends before begins at one instant; inner ends first, outer begins first.
+            events.sort_by_key(|&(ts, begin, tie, _)| (ts, begin, tie));
+            let uuid = self.uuid();
+            self.describe(TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(group),
+                name: Some("phases".into()),
+                ..Default::default()
+            })?;
+            let mut seq = self.seq(Some(uuid));
+            for (ts, begin, _, i) in events {
+                let (p, name) = &phases[i];
+                let s = &mut self.scratch;
+                s.clear();
+                seq.begin_packet(&mut s.pkt, &mut s.interned);
+                if begin {
+                    s.ev.r#type = Some(Type::SliceBegin as i32);
+                    let label =
+                        if p.flags & phase::UNFINISHED != 0 { format!("{name} (unfinished)") } else { name.clone() };
+                    s.ev.name_iid = Some(seq.name(&label, &mut s.interned));
+                    s.arg_str(&mut seq, Arg::Kind, p.kind.name().as_bytes());
+                    if p.rank >= 0 {
+                        s.arg_int(Arg::Rank, i64::from(p.rank));
+                    }
+                    self.stats.slices += 1;
+                } else {
+                    s.ev.r#type = Some(Type::SliceEnd as i32);
+                }
+                s.emit(&mut self.sink, ts)?;
+            }
+        }
+        let marks = std::mem::take(&mut self.marks);
+        if !marks.is_empty() {
+            let uuid = self.uuid();
+            self.describe(TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(group),
+                name: Some("events".into()),
+                ..Default::default()
+            })?;
+            let mut seq = self.seq(Some(uuid));
+            for (m, name, value) in &marks {
+                let s = &mut self.scratch;
+                s.clear();
+                seq.begin_packet(&mut s.pkt, &mut s.interned);
+                s.ev.r#type = Some(Type::Instant as i32);
+                let label =
+                    if value.is_empty() || value == "null" { name.clone() } else { format!("{name} = {value}") };
+                s.ev.name_iid = Some(seq.name(&label, &mut s.interned));
+                s.arg_str(&mut seq, Arg::Value, value.as_bytes());
+                if m.rank >= 0 {
+                    s.arg_int(Arg::Rank, i64::from(m.rank));
+                }
+                s.emit(&mut self.sink, m.ts)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Ends the trace (a second clock snapshot from the trailer, if any).
     pub fn finish(mut self, trailer: Option<&Trailer>) -> io::Result<(W, ExportStats)> {
+        self.emit_phases()?;
         let devs: Vec<u32> = self.disks.keys().copied().collect();
         for dev in devs {
             let d = self.disks.get_mut(&dev).unwrap();

@@ -76,10 +76,12 @@ pub enum Arg {
     Process,
     RqFlags,
     Disk,
+    Rank,
+    Value,
 }
 
 impl Arg {
-    const ALL: [(Arg, &'static str); 26] = [
+    const ALL: [(Arg, &'static str); 28] = [
         (Arg::Path, "path"),
         (Arg::Fd, "fd"),
         (Arg::Offset, "offset"),
@@ -106,6 +108,8 @@ impl Arg {
         (Arg::Process, "process"),
         (Arg::RqFlags, "request flags"),
         (Arg::Disk, "disk"),
+        (Arg::Rank, "rank"),
+        (Arg::Value, "value"),
     ];
 }
 

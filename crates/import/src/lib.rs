@@ -1,0 +1,1 @@
+//! Importers: old text traces into mltrace logs (work in progress; see issue 6).

@@ -1,0 +1,1 @@
+//! Chrome trace-event JSON export (work in progress; see issue 6).
