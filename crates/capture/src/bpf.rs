@@ -82,6 +82,11 @@ pub fn trace_pid(skel: &MltraceSkel<'_>, pid: u32) -> Result<(), CaptureError> {
         .map_err(bpf_err("adding the command to the traced set"))
 }
 
+/// The live traced processes, straight from the kernel side's set.
+pub fn traced_pids(skel: &MltraceSkel<'_>) -> Vec<u32> {
+    skel.maps.traced.keys().filter_map(|k| k.get(..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()))).collect()
+}
+
 /// Drop counters summed over CPUs, indexed like `mltrace_log::LostKind`.
 pub fn read_lost(skel: &MltraceSkel<'_>) -> [u64; LOST_SLOTS] {
     let mut out = [0u64; LOST_SLOTS];

@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, Sender};
 use libbpf_rs::RingBufferBuilder;
 use mltrace_log::*;
+use mltrace_sample::gpu::GpuSampler;
+use mltrace_sample::SampleSink;
 
 use crate::bpf::{self, BpfConfig, Skeleton, LOST_SLOTS};
 use crate::decode::{DecodeStats, KernelDecoder};
@@ -47,6 +49,12 @@ pub struct RecordOptions {
     pub run_as: Option<User>,
     /// Called about twice a second while recording (for a live status line).
     pub progress: Option<ProgressFn>,
+    /// Counter sampling period; `None` disables the /proc samplers.
+    pub sample_interval: Option<Duration>,
+    /// An opened NVML sampler (see `mltrace_sample::gpu::open`).
+    pub gpu: Option<GpuSampler>,
+    /// The GPUs it will sample, for the log header.
+    pub gpu_devices: Vec<String>,
 }
 
 impl RecordOptions {
@@ -61,6 +69,9 @@ impl RecordOptions {
             frame_records: DEFAULT_FRAME_RECORDS,
             run_as: None,
             progress: None,
+            sample_interval: Some(Duration::from_millis(100)),
+            gpu: None,
+            gpu_devices: Vec::new(),
         }
     }
 }
@@ -87,12 +98,16 @@ pub struct RecordSummary {
     pub duration: Duration,
     /// Set when writing the log failed part-way; what was written is readable.
     pub write_error: Option<String>,
+    /// Things that stopped working during the recording (a GPU's metrics).
+    pub warnings: Vec<String>,
 }
 
 /// State shared by the threads of one recording.
 #[derive(Default)]
 struct Shared {
     stop: AtomicBool,
+    /// Stops the samplers first, so their last batch reaches the log.
+    stop_samplers: AtomicBool,
     /// Second Ctrl-C: stop now, without waiting for the command.
     abort: AtomicBool,
     interrupts: AtomicU32,
@@ -182,9 +197,28 @@ struct Consumer<'s> {
     last_cut: Instant,
     lost_seen: [u64; 8],
     shared: &'s Shared,
+    samples: Receiver<SampleSink>,
 }
 
 impl Consumer<'_> {
+    /// Counter samples from the sampler threads, interned into this frame.
+    fn drain_samples(&mut self) {
+        while let Ok(batch) = self.samples.try_recv() {
+            for s in batch {
+                let group = self.enc.intern(s.group.as_bytes());
+                let name = self.enc.intern(s.name.as_bytes());
+                self.enc.push(&Record::Counter(Counter {
+                    ts: s.ts,
+                    group,
+                    name,
+                    unit: s.unit,
+                    pid: s.pid,
+                    value: s.value,
+                }));
+            }
+        }
+    }
+
     #[inline]
     fn on_event(&mut self, data: &[u8]) {
         self.dec.decode(data, &mut self.enc);
@@ -243,6 +277,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         let _ = rb.poll(Duration::from_millis(50));
         let _ = rb.consume();
         let mut c = state.borrow_mut();
+        c.drain_samples();
         if stopping || last_losses.elapsed() >= Duration::from_millis(100) {
             c.account_losses(skel);
             last_losses = Instant::now();
@@ -288,7 +323,27 @@ fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnc
         cwd: std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default(),
         root_pid,
         recorder_pid: std::process::id(),
-        probes: bpf::probes(plan),
+        probes: {
+            let mut p = bpf::probes(plan);
+            if let Some(iv) = opts.sample_interval {
+                p.push(Probe {
+                    subsystem: "counters".into(),
+                    mechanism: "/proc".into(),
+                    detail: format!(
+                        "every {} ms: /proc/stat, /proc/meminfo, /proc/pressure, /proc/diskstats, /proc/PID/stat+statm",
+                        iv.as_millis()
+                    ),
+                });
+            }
+            if opts.gpu.is_some() {
+                p.push(Probe {
+                    subsystem: "gpu".into(),
+                    mechanism: "NVML".into(),
+                    detail: opts.gpu_devices.join(", "),
+                });
+            }
+            p
+        },
         clock: "boottime".into(),
         start,
         diskstats: if plan.block.is_some() { system::disk_snapshot() } else { None },
@@ -379,6 +434,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     }));
 
     let shared = Shared::default();
+    let (samples_tx, samples_rx) = bounded::<SampleSink>(256);
     let (frames_tx, frames_rx) = bounded::<EncodedFrame>(4);
     let (free_tx, free_rx) = bounded::<EncodedFrame>(4);
     let consumer = Consumer {
@@ -390,8 +446,13 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         last_cut: Instant::now(),
         lost_seen: [0; 8],
         shared: &shared,
+        samples: samples_rx,
     };
     let flush = opts.flush_interval;
+    let interval = opts.sample_interval;
+    let gpu = opts.gpu.take();
+    let skel_for_pids = &skel;
+    let traced_pids = move || bpf::traced_pids(skel_for_pids);
     let skel_ref = &skel;
     let shared_ref = &shared;
     let outcome = std::thread::scope(|s| {
@@ -403,6 +464,17 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             .name("mltrace-consumer".into())
             .spawn_scoped(s, move || consumer_loop(skel_ref, consumer, flush))
             .map_err(io_err("starting the consumer thread"))?;
+        let stop_samplers = &shared_ref.stop_samplers;
+        let proc_h = interval.map(|iv| {
+            let tx = samples_tx.clone();
+            s.spawn(move || mltrace_sample::run_proc_samplers(iv, &traced_pids, &tx, stop_samplers))
+        });
+        let gpu_h = gpu.map(|g| {
+            let tx = samples_tx.clone();
+            let iv = interval.unwrap_or(Duration::from_millis(100));
+            s.spawn(move || mltrace_sample::run_gpu_sampler(g, iv, &traced_pids, &tx, stop_samplers))
+        });
+        drop(samples_tx);
         let exec = child.release();
         let wait_status = match exec {
             Ok(()) => {
@@ -410,14 +482,23 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 let st = wait_child(pid, shared_ref, started, &mut opts.progress);
                 // While the probes are still attached, so the two compare.
                 let disks = if plan.block.is_some() { system::disk_snapshot() } else { None };
+                shared_ref.stop_samplers.store(true, Ordering::Release);
+                let mut sampler_cpu = proc_h.map(|h| h.join().expect("sampler thread panicked")).unwrap_or(0);
+                let mut warnings = Vec::new();
+                if let Some(h) = gpu_h {
+                    let (cpu, w) = h.join().expect("GPU sampler thread panicked");
+                    sampler_cpu += cpu;
+                    warnings = w;
+                }
                 shared_ref.stop.store(true, Ordering::Release);
                 let _ = sig_h.join();
-                Ok((st, disks))
+                Ok((st, disks, sampler_cpu, warnings))
             }
             Err(errno) => {
                 let mut st = 0;
                 // SAFETY: reaping our own child, which exits right after a failed exec.
                 unsafe { libc::waitpid(pid, &mut st, 0) };
+                shared_ref.stop_samplers.store(true, Ordering::Release);
                 shared_ref.stop.store(true, Ordering::Release);
                 let why = std::io::Error::from_raw_os_error(errno).to_string();
                 let shown = first.to_string_lossy().into_owned();
@@ -433,7 +514,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         Ok::<_, CaptureError>((wait_status, lost, writer, write_error))
     });
     let (wait_status, lost, writer, mut write_error) = outcome?;
-    let (wait_status, diskstats) = wait_status.map_err(CaptureError::Command)?;
+    let (wait_status, diskstats, sampler_cpu_ns, warnings) = wait_status.map_err(CaptureError::Command)?;
     let lost_list: Vec<(LostKind, u64)> =
         lost.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, &n)| (LostKind::from_u8(k as u8), n)).collect();
     let records = writer.records();
@@ -447,6 +528,8 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             None
         },
         diskstats,
+        sampler_cpu_ns,
+        warnings: warnings.clone(),
         ..Default::default()
     };
     let mut log_bytes = writer.bytes_written();
@@ -466,5 +549,6 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         lost: lost_list,
         duration: started.elapsed(),
         write_error,
+        warnings,
     })
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use mltrace_capture::features::BlockRoute;
 use mltrace_capture::{identity, record, Progress, RecordOptions};
+use mltrace_sample::gpu::{self, GpuConfig, GpuMode};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -25,6 +26,17 @@ pub struct Args {
     /// has), io-start (Linux 6.5+), rq-insert (older kernels), or off
     #[arg(long, default_value = "auto", value_name = "ROUTE")]
     block_probes: String,
+    /// How often to sample CPU, memory, disk, process and GPU counters
+    /// (e.g. 100ms, 1s; 0 turns the samplers off)
+    #[arg(long, default_value = "100ms", value_name = "PERIOD", value_parser = parse_period)]
+    sample_interval: std::time::Duration,
+    /// GPU metrics through NVML: auto (when it loads), off, or required
+    /// (fail up front without them)
+    #[arg(long, default_value = "auto", value_name = "MODE")]
+    gpu: String,
+    /// The NVML library to load (default: $MLTRACE_NVML_LIBRARY, else libnvidia-ml.so.1)
+    #[arg(long, value_name = "PATH")]
+    nvml_library: Option<PathBuf>,
     /// Run the command as this user (name or uid). Under sudo the default
     /// is the user who called sudo; `--user root` keeps root
     #[arg(long, value_name = "USER")]
@@ -49,6 +61,21 @@ fn human_bytes(b: u64) -> String {
     }
 }
 
+fn parse_period(s: &str) -> Result<std::time::Duration, String> {
+    let (num, mult) = if let Some(v) = s.strip_suffix("ms") {
+        (v, 1e-3)
+    } else if let Some(v) = s.strip_suffix('s') {
+        (v, 1.0)
+    } else {
+        (s, 1e-3)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("{s}: expected a period such as 100ms or 1s"))?;
+    if !(0.0..=3600.0).contains(&(v * mult)) {
+        return Err(format!("{s}: expected a period between 0 and 1 hour"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v * mult))
+}
+
 pub fn run(a: Args) -> anyhow::Result<i32> {
     let mut opts = RecordOptions::new(a.command, a.output);
     opts.force = a.force;
@@ -65,6 +92,24 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         Some("root") | Some("0") => None,
         Some(u) => Some(identity::by_name(u).ok_or_else(|| anyhow::anyhow!("--user {u}: no such user"))?),
     };
+    opts.sample_interval = (!a.sample_interval.is_zero()).then_some(a.sample_interval);
+    let mode = match a.gpu.as_str() {
+        "auto" => GpuMode::Auto,
+        "off" => GpuMode::Off,
+        "required" => GpuMode::Required,
+        other => anyhow::bail!("--gpu {other}: expected auto, off or required"),
+    };
+    // Privileges first: without them nothing else is worth saying.
+    let missing = mltrace_capture::system::missing_privileges();
+    if !missing.is_empty() {
+        return Err(mltrace_capture::CaptureError::Privileges { missing }.into());
+    }
+    let gpu = gpu::open(&GpuConfig { mode, library: a.nvml_library })?;
+    if let Some(note) = &gpu.note {
+        eprintln!("mltrace: {note}");
+    }
+    opts.gpu = gpu.sampler;
+    opts.gpu_devices = gpu.devices;
     let live = !a.quiet && std::io::stderr().is_terminal();
     if live {
         opts.progress = Some(Box::new(|p: &Progress| {
@@ -100,6 +145,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         human_bytes(s.log_bytes),
         s.output.display()
     );
+    for w in &s.warnings {
+        eprintln!("mltrace: warning: {w}");
+    }
     if let Some(e) = &s.write_error {
         eprintln!("mltrace: writing the log failed part-way: {e}; what was written before is readable");
     }

@@ -97,4 +97,8 @@ pub struct Trailer {
     pub stopped_early: Option<String>,
     /// The kernel's disk counters before the probes were detached.
     pub diskstats: Option<DiskSnapshot>,
+    /// CPU time the samplers used (their cost, for benchmarks).
+    pub sampler_cpu_ns: u64,
+    /// What stopped working during the recording (e.g. a GPU's metrics).
+    pub warnings: Vec<String>,
 }

@@ -102,6 +102,11 @@ pub struct FileStats {
     pub opens: u64,
 }
 
+/// (group, name, unit) of a counter.
+pub type CounterKey = (String, String, CounterUnit);
+/// (sum, samples, max) of a counter's values.
+pub type Summary = (f64, u64, f64);
+
 #[derive(Default)]
 pub struct Stats {
     pub header: Header,
@@ -115,10 +120,31 @@ pub struct Stats {
     pub files: HashMap<String, FileStats>,
     pub lost: Vec<(LostKind, u64)>,
     pub disks: Vec<DiskStats>,
+    /// Machine-wide counters worth summarising.
+    pub utilisation: Vec<(CounterKey, Summary)>,
     /// Block requests started outside traced processes, by task name.
     pub block_others: Vec<(String, BlockStats)>,
     /// Problems the reader worked around, described.
     pub diagnostics: Vec<String>,
+}
+
+/// The counters `stats` summarises: the ones that answer "was the GPU
+/// busy, was the CPU waiting on I/O".
+fn summarised(group: &str, name: &str) -> bool {
+    match group {
+        "CPU" => matches!(name, "usr" | "sys" | "iowait" | "idle"),
+        "Memory" => matches!(name, "used" | "dirty" | "io pressure"),
+        g if g.starts_with("GPU ") => matches!(name, "SM" | "memory" | "framebuffer used" | "power"),
+        _ => false,
+    }
+}
+
+fn value(v: f64, unit: CounterUnit) -> String {
+    match unit {
+        CounterUnit::Bytes => bytes(v as u64),
+        CounterUnit::Percent => format!("{v:.1}%"),
+        u => format!("{v:.1} {}", u.name()),
+    }
 }
 
 fn hash_path(p: &[u8]) -> u64 {
@@ -239,7 +265,21 @@ impl Stats {
                 Some((_, n)) => *n += r.count,
                 None => self.lost.push((r.kind, r.count)),
             },
-            Record::Counter(_) | Record::Phase(_) | Record::Mark(_) => {}
+            Record::Counter(c) => {
+                let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
+                if c.pid == 0 && summarised(&group, &name) {
+                    let key = (group.into_owned(), name.into_owned(), c.unit);
+                    match self.utilisation.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, (sum, n, max))) => {
+                            *sum += c.value;
+                            *n += 1;
+                            *max = max.max(c.value);
+                        }
+                        None => self.utilisation.push((key, (c.value, 1, c.value))),
+                    }
+                }
+            }
+            Record::Phase(_) | Record::Mark(_) => {}
             Record::Block(b) => {
                 let i = match self.disks.iter().position(|d| d.dev == b.dev) {
                     Some(i) => i,
@@ -450,6 +490,25 @@ impl Stats {
             ]);
         }
         o.push_str(&table(&rows));
+        if !self.utilisation.is_empty() {
+            let _ = writeln!(o, "\nutilisation (sampled):");
+            let mut rows = vec![["counter", "mean", "max"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+            let rank = |g: &str| {
+                if g == "CPU" {
+                    0
+                } else if g == "Memory" {
+                    1
+                } else {
+                    2
+                }
+            };
+            let mut u: Vec<_> = self.utilisation.iter().collect();
+            u.sort_by_key(|((g, _, _), _)| rank(g));
+            for ((g, n, unit), (sum, count, max)) in u {
+                rows.push(vec![format!("{g} {n}"), value(sum / *count as f64, *unit), value(*max, *unit)]);
+            }
+            o.push_str(&table(&rows));
+        }
         if !self.disks.is_empty() {
             let _ = writeln!(o, "\nblock I/O by disk (latency = queue + device):");
             let mut rows = vec![block_header("disk")];

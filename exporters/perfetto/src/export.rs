@@ -180,6 +180,8 @@ pub struct Exporter<W: Write> {
     /// Counter tracks by "group\0name\0pid", and top-level groups by name.
     counters: HashMap<String, (u64, Seq)>,
     groups: HashMap<String, u64>,
+    /// Each core's latest iowait sample, to pair with its idle sample.
+    core_iowait: HashMap<u32, (u64, f64)>,
     /// Phases and marks are few: kept to the end, then laid out nested.
     phases: Vec<(Phase, String)>,
     marks: Vec<(Mark, String, String)>,
@@ -276,6 +278,7 @@ impl<W: Write> Exporter<W> {
             flow_in: Vec::new(),
             counters: HashMap::new(),
             groups: HashMap::new(),
+            core_iowait: HashMap::new(),
             phases: Vec::new(),
             marks: Vec::new(),
             stats: ExportStats::default(),
@@ -716,25 +719,29 @@ impl<W: Write> Exporter<W> {
         if self.disks.contains_key(&b.dev) {
             return Ok(());
         }
-        let uuid = self.uuid();
         let (major, minor) = (b.dev >> 20, b.dev & 0xfffff);
-        self.describe(TrackDescriptor {
-            uuid: Some(uuid),
-            name: Some(format!("Disk {} ({major}:{minor})", String::from_utf8_lossy(name))),
-            ..Default::default()
-        })?;
+        // The same group as the disk's sampled counters (throughput, IOPS...).
+        let uuid = self.group(&format!("Disk {} ({major}:{minor})", String::from_utf8_lossy(name)))?;
         let mut tracks = Vec::new();
-        for (name, unit) in [
-            ("requests in flight", Unit::Count),
-            ("read (MiB/s)", Unit::Unspecified),
-            ("write (MiB/s)", Unit::Unspecified),
-        ] {
+        // Throughput from the requests themselves, unless the recording
+        // sampled /proc/diskstats, whose read and write say the same.
+        let sampled = self.header.probes.iter().any(|p| p.subsystem == "counters");
+        let names: &[(&str, Unit)] = if sampled {
+            &[("requests in flight", Unit::Count)]
+        } else {
+            &[("requests in flight", Unit::Count), ("read", Unit::Unspecified), ("write", Unit::Unspecified)]
+        };
+        for &(name, unit) in names {
             let t = self.uuid();
             self.describe(TrackDescriptor {
                 uuid: Some(t),
                 parent_uuid: Some(uuid),
                 name: Some(name.into()),
-                counter: Some(CounterDescriptor { unit: Some(unit as i32), ..Default::default() }),
+                counter: Some(CounterDescriptor {
+                    unit: Some(unit as i32),
+                    unit_name: (unit == Unit::Unspecified).then(|| "B/s".to_string()),
+                    ..Default::default()
+                }),
                 ..Default::default()
             })?;
             let seq = self.seq(Some(t));
@@ -751,9 +758,12 @@ impl<W: Write> Exporter<W> {
         for smp in &samples {
             let (i, ts, v) = match *smp {
                 Sample::InFlight { ts, value } => (0, ts, value as f64),
-                Sample::ReadRate { ts, bytes_per_s } => (1, ts, bytes_per_s / (1 << 20) as f64),
-                Sample::WriteRate { ts, bytes_per_s } => (2, ts, bytes_per_s / (1 << 20) as f64),
+                Sample::ReadRate { ts, bytes_per_s } => (1, ts, bytes_per_s),
+                Sample::WriteRate { ts, bytes_per_s } => (2, ts, bytes_per_s),
             };
+            if i >= disk.tracks.len() {
+                continue;
+            }
             let s = &mut self.scratch;
             s.clear();
             disk.tracks[i].1.begin_packet(&mut s.pkt, &mut s.interned);
@@ -845,8 +855,76 @@ impl<W: Write> Exporter<W> {
         Ok(uuid)
     }
 
+    /// Per-core counters (group `CPU n`) become one "busy" track per core,
+    /// 100 - idle - iowait, in a `per core` group under `CPU`: ten tracks
+    /// per core would bury everything else on a many-core machine. The log
+    /// keeps every column (`dump`, `stats`).
+    fn core_counter(&mut self, c: &Counter, core: u32, name: &str) -> io::Result<()> {
+        match name {
+            "iowait" => {
+                self.core_iowait.insert(core, (c.ts, c.value));
+                Ok(())
+            }
+            "idle" => {
+                let iowait = match self.core_iowait.get(&core) {
+                    Some(&(ts, v)) if ts == c.ts => v,
+                    _ => 0.0,
+                };
+                if !self.groups.contains_key("CPU\0per core") {
+                    let cpu = self.group("CPU")?;
+                    let uuid = self.uuid();
+                    self.describe(TrackDescriptor {
+                        uuid: Some(uuid),
+                        parent_uuid: Some(cpu),
+                        name: Some("per core (busy %)".into()),
+                        ..Default::default()
+                    })?;
+                    self.groups.insert("CPU\0per core".into(), uuid);
+                }
+                let width = self.header.cpu_count.max(1).saturating_sub(1).to_string().len();
+                let busy = Counter { value: (100.0 - c.value - iowait).max(0.0), ..*c };
+                self.counter_on(&format!("CPU {core:0width$} busy"), "CPU\0per core", &busy)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A counter sample on the named track under the named group.
+    fn counter_on(&mut self, track: &str, group: &str, c: &Counter) -> io::Result<()> {
+        let key = format!("{group}\0{track}\0{}", c.pid);
+        if !self.counters.contains_key(&key) {
+            let parent = self.groups[group];
+            let uuid = self.uuid();
+            self.describe(TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(parent),
+                name: Some(track.into()),
+                counter: Some(CounterDescriptor { unit_name: Some("%".into()), ..Default::default() }),
+                ..Default::default()
+            })?;
+            let seq = self.seq(Some(uuid));
+            self.counters.insert(key.clone(), (uuid, seq));
+        }
+        self.counter_value(&key, c)
+    }
+
+    fn counter_value(&mut self, key: &str, c: &Counter) -> io::Result<()> {
+        let (_, seq) = self.counters.get_mut(key).unwrap();
+        let s = &mut self.scratch;
+        s.clear();
+        seq.begin_packet(&mut s.pkt, &mut s.interned);
+        s.ev.r#type = Some(Type::Counter as i32);
+        s.ev.double_counter_value = Some(c.value);
+        s.emit(&mut self.sink, c.ts)
+    }
+
     fn counter(&mut self, f: &Frame<'_>, c: &Counter) -> io::Result<()> {
         let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
+        if c.pid == 0 {
+            if let Some(core) = group.strip_prefix("CPU ").and_then(|n| n.parse::<u32>().ok()) {
+                return self.core_counter(c, core, &name);
+            }
+        }
         let key = format!("{group}\0{name}\0{}", c.pid);
         if !self.counters.contains_key(&key) {
             // Machine-wide counters go in their group; a process's go in its own group.
@@ -877,13 +955,7 @@ impl<W: Write> Exporter<W> {
             let seq = self.seq(Some(uuid));
             self.counters.insert(key.clone(), (uuid, seq));
         }
-        let (_, seq) = self.counters.get_mut(&key).unwrap();
-        let s = &mut self.scratch;
-        s.clear();
-        seq.begin_packet(&mut s.pkt, &mut s.interned);
-        s.ev.r#type = Some(Type::Counter as i32);
-        s.ev.double_counter_value = Some(c.value);
-        s.emit(&mut self.sink, c.ts)
+        self.counter_value(&key, c)
     }
 
     /// Lays out the phases, nested where they nest, on lanes of the
@@ -896,7 +968,9 @@ impl<W: Write> Exporter<W> {
         let mut phases = std::mem::take(&mut self.phases);
         phases.sort_by(|a, b| a.0.ts.cmp(&b.0.ts).then(b.0.dur.cmp(&a.0.dur)));
         // Each lane holds slices that nest: a stack of the open ones' ends.
-        let mut lanes: Vec<(Vec<u64>, Vec<(u64, bool, u64, usize)>)> = Vec::new();
+        // Per lane: the ends of the open phases, and (ts, is_begin, tie-break, phase) events.
+        type PhaseLane = (Vec<u64>, Vec<(u64, bool, u64, usize)>);
+        let mut lanes: Vec<PhaseLane> = Vec::new();
         for (i, (p, _)) in phases.iter().enumerate() {
             let (s, e) = (p.ts, p.ts + p.dur);
             let fits = |stack: &mut Vec<u64>| {

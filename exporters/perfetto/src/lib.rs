@@ -1,7 +1,7 @@
 //! Perfetto export: mltrace logs as Perfetto TrackEvent protobuf traces,
 //! streamed packet by packet in bounded memory.
 
-mod disk_counters;
+pub mod disk_counters;
 pub mod export;
 mod packets;
 pub mod proto;

@@ -1,0 +1,111 @@
+//! Samplers for `mltrace record`: counters on the trace's own clock.
+//!
+//! - [`cpu`], [`memory`], [`disks`]: machine-wide, from /proc.
+//! - [`procs`]: each traced process.
+//! - [`gpu`]: NVML devices and the processes on them.
+//!
+//! Samplers run on their own threads and hand batches of [`Sample`]s to
+//! the recorder through a channel: the event path never waits for them.
+
+pub mod cpu;
+pub mod disks;
+pub mod gpu;
+pub mod memory;
+pub mod procs;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use mltrace_log::CounterUnit;
+
+/// One counter value, before it is interned into a log frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub ts: u64,
+    pub group: Arc<str>,
+    pub name: Arc<str>,
+    pub unit: CounterUnit,
+    pub pid: u32,
+    pub value: f64,
+}
+
+pub type SampleSink = Vec<Sample>;
+
+/// CLOCK_BOOTTIME, the clock of every record.
+pub fn boottime_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec; CLOCK_BOOTTIME always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CPU time this thread has used, in ns (to measure the samplers' cost).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: as above.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Calls `tick` every `interval` (on a fixed schedule, so slow ticks do not
+/// drift the timeline) until `stop` is set; returns the CPU time it used.
+pub fn every(interval: Duration, stop: &AtomicBool, mut tick: impl FnMut(u64) -> bool) -> u64 {
+    let start = Instant::now();
+    let mut next = start;
+    loop {
+        if !tick(boottime_ns()) {
+            break;
+        }
+        next += interval;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return thread_cpu_ns();
+            }
+            let now = Instant::now();
+            if now >= next {
+                break;
+            }
+            std::thread::sleep((next - now).min(Duration::from_millis(20)));
+        }
+    }
+    thread_cpu_ns()
+}
+
+/// The /proc samplers on one thread: machine-wide counters, and the
+/// processes `pids()` lists. Returns the CPU time the thread used.
+pub fn run_proc_samplers(
+    interval: Duration,
+    pids: &dyn Fn() -> Vec<u32>,
+    tx: &Sender<SampleSink>,
+    stop: &AtomicBool,
+) -> u64 {
+    let (mut cpu, mut mem, mut disks, mut procs) =
+        (cpu::CpuSampler::new(), memory::MemorySampler::new(), disks::DiskSampler::new(), procs::ProcSampler::new());
+    every(interval, stop, |ts| {
+        let mut out = Vec::with_capacity(64);
+        cpu.sample(ts, &mut out);
+        mem.sample(ts, &mut out);
+        disks.sample(ts, &mut out);
+        procs.sample(ts, &pids(), &mut out);
+        out.is_empty() || tx.send(out).is_ok()
+    })
+}
+
+/// The GPU sampler on its own thread (NVML calls can take milliseconds).
+/// Returns its CPU time and the warnings of devices that stopped.
+pub fn run_gpu_sampler(
+    mut gpu: gpu::GpuSampler,
+    interval: Duration,
+    pids: &dyn Fn() -> Vec<u32>,
+    tx: &Sender<SampleSink>,
+    stop: &AtomicBool,
+) -> (u64, Vec<String>) {
+    let cpu = every(interval, stop, |ts| {
+        let mut out = Vec::with_capacity(64);
+        gpu.sample(ts, &pids(), &mut out);
+        (out.is_empty() || tx.send(out).is_ok()) && !gpu.done()
+    });
+    (cpu, std::mem::take(&mut gpu.warnings))
+}

@@ -1,0 +1,228 @@
+//! Counters sampled during `record`: /proc (CPU, memory, disks, traced
+//! processes) and GPUs through NVML, tested with a stand-in libnvidia-ml
+//! that answers scripted values.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mltrace_log::*;
+use mltrace_tests::*;
+
+/// (group, name, pid) -> samples (ts, value).
+type Series = HashMap<(String, String, u32), Vec<(u64, f64)>>;
+
+fn counters(recs: &[Rec]) -> Series {
+    let mut m: Series = HashMap::new();
+    for r in recs {
+        if let Record::Counter(c) = r.rec {
+            m.entry((r.strs[0].clone(), r.strs[1].clone(), c.pid)).or_default().push((c.ts, c.value));
+        }
+    }
+    m
+}
+
+fn read_counters(log: &Path) -> (Vec<Rec>, Series) {
+    let recs = read_log(log);
+    // read_log resolves strings of the kinds it knows; add counters' own.
+    let mut r = LogReader::open(log).unwrap();
+    let mut with = Vec::new();
+    let mut i = 0;
+    while let Some(mut f) = r.next_frame().unwrap() {
+        while let Some(rec) = f.next_record() {
+            let strs = match rec {
+                Record::Counter(c) => vec![f.str_lossy(c.group).into_owned(), f.str_lossy(c.name).into_owned()],
+                _ => recs[i].strs.clone(),
+            };
+            with.push(Rec { rec, strs });
+            i += 1;
+        }
+    }
+    let series = counters(&with);
+    (with, series)
+}
+
+fn mean(v: &[(u64, f64)]) -> f64 {
+    v.iter().map(|x| x.1).sum::<f64>() / v.len() as f64
+}
+
+#[test]
+fn proc_samplers_see_a_busy_and_an_idle_process() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("r.bin");
+    let pids = tmp.path().join("pids");
+    let script = format!(
+        "sh -c 'while :; do :; done' & B=$!; sleep 30 & S=$!; echo \"$B $S\" > {}; sleep 1.5; kill $B $S; wait",
+        pids.display()
+    );
+    let out = mltrace(
+        &["record", "-q", "--sample-interval", "100ms", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script],
+        tmp.path(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ids: Vec<u32> =
+        std::fs::read_to_string(&pids).unwrap().split_whitespace().map(|p| p.parse().unwrap()).collect();
+    let (burner, sleeper) = (ids[0], ids[1]);
+    let (recs, series) = read_counters(&log);
+    let get = |g: &str, n: &str, pid: u32| series.get(&(g.into(), n.into(), pid)).cloned().unwrap_or_default();
+    let busy: Vec<(u64, f64)> =
+        get("", "CPU user", burner).iter().zip(get("", "CPU system", burner)).map(|(u, s)| (u.0, u.1 + s.1)).collect();
+    assert!(busy.len() >= 10, "{} samples", busy.len());
+    // A shell spinning: one CPU's worth, give or take the machine's noise.
+    let m = mean(&busy[1..busy.len() - 1]);
+    assert!((70.0..=110.0).contains(&m), "burner CPU {m:.1}%: {busy:?}");
+    let idle = get("", "CPU user", sleeper);
+    assert!(idle.len() >= 10 && mean(&idle) < 5.0, "sleeper: {idle:?}");
+    assert!(get("", "RSS", burner).iter().all(|x| x.1 > 100_000.0));
+    assert!(get("", "threads", sleeper).iter().all(|x| x.1 == 1.0));
+    // Machine-wide counters: mpstat's columns add up to 100%, one sample per
+    // interval, covering the whole recording.
+    let names = ["usr", "nice", "sys", "iowait", "irq", "soft", "steal", "idle"];
+    let all: Vec<Vec<(u64, f64)>> = names.iter().map(|n| get("CPU", n, 0)).collect();
+    for k in 0..all[0].len() {
+        let sum: f64 = all.iter().map(|s| s[k].1).sum();
+        assert!((sum - 100.0).abs() < 0.01, "sample {k}: {sum}");
+    }
+    let ts: Vec<u64> = all[0].iter().map(|x| x.0).collect();
+    for w in ts.windows(2) {
+        let d = w[1] - w[0];
+        assert!((60_000_000..=200_000_000).contains(&d), "gap of {d} ns between samples");
+    }
+    let first_io = recs.iter().map(|r| r.rec.ts()).min().unwrap();
+    let last_io = recs.iter().map(|r| r.rec.end_ts()).max().unwrap();
+    assert!(ts[0] < first_io + 250_000_000 && *ts.last().unwrap() > last_io - 250_000_000);
+    assert!(!get("Memory", "used", 0).is_empty() && !get("Memory", "page cache", 0).is_empty());
+    let ncpu = std::thread::available_parallelism().unwrap().get();
+    assert!((0..ncpu).all(|c| !get(&format!("CPU {c}"), "idle", 0).is_empty()));
+    assert!(series.keys().any(|(g, n, _)| g.starts_with("Disk ") && n == "utilisation"));
+}
+
+/// Builds tests/workloads/fake_nvml.c as a libnvidia-ml.so.1 in `dir`.
+fn fake_nvml(dir: &Path) -> PathBuf {
+    let lib = dir.join("libnvidia-ml.so.1");
+    let st = Command::new("cc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(repo().join("tests/workloads/fake_nvml.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    lib
+}
+
+fn record_with_gpu(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> (std::process::Output, PathBuf) {
+    let log = dir.join("gpu.bin");
+    let pidfile = dir.join("pid");
+    let script = format!("echo $$ > {}; sleep 0.8", pidfile.display());
+    let mut args = vec!["record", "-q", "-f", "--sample-interval", "50ms", "-o", log.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend(["--", "sh", "-c", &script]);
+    let out = Command::new(mltrace_bin())
+        .args(&args)
+        .current_dir(dir)
+        .env("FAKE_NVML_PID_FILE", &pidfile)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (out, log)
+}
+
+#[test]
+fn gpu_counters_equal_the_stand_in_values() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = fake_nvml(tmp.path());
+    let (out, log) = record_with_gpu(tmp.path(), &["--gpu", "required", "--nvml-library", lib.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pid: u32 = std::fs::read_to_string(tmp.path().join("pid")).unwrap().trim().parse().unwrap();
+    let h = LogReader::open(&log).unwrap().header().clone();
+    assert!(h.probes.iter().any(|p| p.mechanism == "NVML" && p.detail.contains("GPU 1 (Fake A100)")), "{:?}", h.probes);
+
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = log.with_extension("perfetto-trace");
+    assert!(mltrace(&["export", log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path()).status.success());
+    // Every sample of a track, as "group/track=value" with its distinct values.
+    let rows = tp_query(
+        &tp,
+        &trace,
+        &["select coalesce(g.name, 'process ' || p.pid) || '/' || t.name, group_concat(distinct c.value) \
+             from counter c join track t on c.track_id = t.id left join track g on g.id = t.parent_id \
+             left join process_counter_track pt on pt.id = t.id left join process p on p.upid = pt.upid \
+             where t.name like '%GPU%' or g.name like 'GPU%' group by 1 order by 1"],
+    );
+    let got: HashMap<String, String> = rows[0].iter().map(|r| (r[0].clone(), r[1].clone())).collect();
+    let gib = |n: u64| (n << 30).to_string();
+    let want: Vec<(String, String)> = vec![
+        ("GPU 0 (Fake H100)/SM".into(), "87.0".into()),
+        ("GPU 0 (Fake H100)/memory".into(), "45.0".into()),
+        ("GPU 0 (Fake H100)/framebuffer used".into(), format!("{}.0", gib(12))),
+        ("GPU 0 (Fake H100)/framebuffer total".into(), format!("{}.0", gib(80))),
+        ("GPU 0 (Fake H100)/power".into(), "301.5".into()),
+        ("GPU 0 (Fake H100)/temperature".into(), "66.0".into()),
+        ("GPU 0 (Fake H100)/SM clock".into(), "1755.0".into()),
+        ("GPU 0 (Fake H100)/memory clock".into(), "2619.0".into()),
+        ("GPU 0 (Fake H100)/PCIe rx".into(), "1024000.0".into()),
+        ("GPU 0 (Fake H100)/PCIe tx".into(), "2048000.0".into()),
+        ("GPU 0 (Fake H100)/encoder".into(), "3.0".into()),
+        ("GPU 0 (Fake H100)/decoder".into(), "4.0".into()),
+        ("GPU 0 (Fake H100)/pid 4242 SM".into(), "26.0".into()),
+        ("GPU 0 (Fake H100)/pid 4242 framebuffer".into(), format!("{}.0", gib(4))),
+        ("GPU 1 (Fake A100)/SM".into(), "12.0".into()),
+        ("GPU 1 (Fake A100)/power".into(), "65.0".into()),
+        ("GPU 1 (Fake A100)/pid 4343 SM".into(), "12.0".into()),
+        // The traced command's own per-GPU counters are in its process group.
+        (format!("process {pid}/GPU 0 (Fake H100) SM"), "61.0".into()),
+        (format!("process {pid}/GPU 0 (Fake H100) memory"), "22.0".into()),
+        (format!("process {pid}/GPU 0 (Fake H100) framebuffer"), format!("{}.0", gib(8))),
+    ];
+    for (k, v) in want {
+        assert_eq!(got.get(&k), Some(&v), "{k}: {got:#?}");
+    }
+}
+
+#[test]
+fn gpu_modes_and_a_library_that_starts_failing() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // Absent library: auto records without GPUs and says so in one line.
+    let missing = tmp.path().join("no-such-libnvidia-ml.so");
+    let (out, log) = record_with_gpu(tmp.path(), &["--nvml-library", missing.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.lines().filter(|l| l.contains("no GPU metrics")).count(), 1, "{err}");
+    let (_, series) = read_counters(&log);
+    assert!(!series.keys().any(|(g, _, _)| g.starts_with("GPU")));
+    assert!(series.keys().any(|(g, _, _)| g == "CPU"));
+    // required: a clear error up front, and no log.
+    std::fs::remove_file(&log).unwrap();
+    let (out, log) =
+        record_with_gpu(tmp.path(), &["--gpu", "required", "--nvml-library", missing.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--gpu required") && err.contains("no-such-libnvidia-ml.so"), "{err}");
+    assert!(!log.exists());
+    // The library fails mid-run: GPU counters stop there, the rest goes on.
+    let lib = fake_nvml(tmp.path());
+    let (out, log) =
+        record_with_gpu(tmp.path(), &["--nvml-library", lib.to_str().unwrap()], &[("FAKE_NVML_FAIL_AFTER", "6")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("warning: GPU 0 (Fake H100): sampling stopped"), "{err}");
+    let (_, series) = read_counters(&log);
+    let sm0 = &series[&("GPU 0 (Fake H100)".to_string(), "SM".to_string(), 0)];
+    let sm1 = &series[&("GPU 1 (Fake A100)".to_string(), "SM".to_string(), 0)];
+    // Six utilisation queries succeed (3 per GPU), then every call fails.
+    assert_eq!((sm0.len(), sm1.len()), (3, 3));
+    let cpu = &series[&("CPU".to_string(), "idle".to_string(), 0)];
+    assert!(cpu.len() >= 10 && cpu.last().unwrap().0 > sm0.last().unwrap().0 + 300_000_000, "CPU samples go on");
+    let mut r = LogReader::open(&log).unwrap();
+    while r.next_frame().unwrap().is_some() {}
+    assert!(r.trailer().unwrap().warnings.iter().any(|w| w.contains("GPU 0 (Fake H100): sampling stopped")));
+}

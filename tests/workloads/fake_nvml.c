@@ -1,0 +1,165 @@
+/*
+ * A stand-in libnvidia-ml.so for tests on machines without GPUs: exports
+ * the NVML functions mltrace calls (through nvml-wrapper) and answers with
+ * scripted values for 2 devices and 3 processes.
+ *
+ *   FAKE_NVML_PID_FILE   file holding the pid to report as the first process
+ *                        on GPU 0 (the test writes the traced command's pid)
+ *   FAKE_NVML_FAIL_AFTER after this many utilisation queries, every call
+ *                        fails with NVML_ERROR_GPU_IS_LOST
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+typedef struct { int unused; } *nvmlDevice_t;
+enum { OK = 0, INVALID = 2, INSUFFICIENT = 7, GPU_LOST = 15 };
+
+typedef struct { unsigned gpu, memory; } nvmlUtilization_t;
+typedef struct { unsigned version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
+typedef struct { unsigned pid; unsigned long long timeStamp; unsigned smUtil, memUtil, encUtil, decUtil; } nvmlProcessUtilizationSample_t;
+typedef struct { unsigned pid; unsigned long long usedGpuMemory; unsigned gpuInstanceId, computeInstanceId; } nvmlProcessInfo_t;
+
+#define GiB (1ULL << 30)
+static const char *names[2] = {"Fake H100", "Fake A100"};
+static const nvmlUtilization_t util[2] = {{87, 45}, {12, 5}};
+static const unsigned long long fb_total[2] = {80 * GiB, 40 * GiB}, fb_used[2] = {12 * GiB, 3 * GiB};
+static const unsigned power_mw[2] = {301500, 65000}, temp[2] = {66, 41};
+static const unsigned sm_clock[2] = {1755, 1410}, mem_clock[2] = {2619, 1215};
+static const unsigned pcie_rx_kb[2] = {1000, 10}, pcie_tx_kb[2] = {2000, 20};
+static const unsigned enc[2] = {3, 0}, dec[2] = {4, 1};
+
+static int queries;
+static unsigned long long tick;
+
+static int failing(void) {
+	const char *n = getenv("FAKE_NVML_FAIL_AFTER");
+	return n && queries > atoi(n);
+}
+
+static unsigned traced_pid(void) {
+	const char *f = getenv("FAKE_NVML_PID_FILE");
+	unsigned pid = 0;
+	FILE *fp = f ? fopen(f, "r") : NULL;
+	if (fp) {
+		if (fscanf(fp, "%u", &pid) != 1)
+			pid = 0;
+		fclose(fp);
+	}
+	return pid ? pid : 999999;
+}
+
+static int idx(nvmlDevice_t d) {
+	long i = (long)d - 1;
+	return i >= 0 && i < 2 ? (int)i : -1;
+}
+
+#define DEV(d) int i = idx(d); if (i < 0) return INVALID; if (failing()) return GPU_LOST
+
+nvmlReturn_t nvmlInit_v2(void) { return OK; }
+nvmlReturn_t nvmlShutdown(void) { return OK; }
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n) { *n = 2; return OK; }
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d) {
+	if (i >= 2)
+		return INVALID;
+	*d = (nvmlDevice_t)(long)(i + 1);
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned len) {
+	DEV(d);
+	snprintf(name, len, "%s", names[i]);
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
+	queries++;
+	DEV(d);
+	*u = util[i];
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m) {
+	DEV(d);
+	m->total = fb_total[i];
+	m->used = fb_used[i];
+	m->free = fb_total[i] - fb_used[i];
+	m->reserved = 0;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned *p) { DEV(d); *p = power_mw[i]; return OK; }
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned *t) { DEV(d); (void)sensor; *t = temp[i]; return OK; }
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned *c) {
+	DEV(d);
+	*c = type == 1 ? sm_clock[i] : type == 2 ? mem_clock[i] : 0;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, int counter, unsigned *v) {
+	DEV(d);
+	*v = counter == 1 ? pcie_rx_kb[i] : pcie_tx_kb[i];
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t d, unsigned *u, unsigned *period) {
+	DEV(d);
+	*u = enc[i];
+	*period = 100000;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t d, unsigned *u, unsigned *period) {
+	DEV(d);
+	*u = dec[i];
+	*period = 100000;
+	return OK;
+}
+
+/* GPU 0: the traced pid and pid 4242; GPU 1: pid 4343. */
+static unsigned procs(int i, unsigned *pids, unsigned *sm, unsigned *mem, unsigned long long *fb) {
+	if (i == 0) {
+		pids[0] = traced_pid(), sm[0] = 61, mem[0] = 22, fb[0] = 8 * GiB;
+		pids[1] = 4242, sm[1] = 26, mem[1] = 23, fb[1] = 4 * GiB;
+		return 2;
+	}
+	pids[0] = 4343, sm[0] = 12, mem[0] = 5, fb[0] = 2 * GiB;
+	return 1;
+}
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizationSample_t *s, unsigned *count,
+					     unsigned long long last_seen) {
+	unsigned pids[2], sm[2], mem[2];
+	unsigned long long fb[2];
+	DEV(d);
+	unsigned n = procs(i, pids, sm, mem, fb);
+	(void)last_seen;
+	if (!s || *count < n) {
+		*count = n;
+		return INSUFFICIENT;
+	}
+	tick += 1000;
+	for (unsigned k = 0; k < n; k++)
+		s[k] = (nvmlProcessUtilizationSample_t){pids[k], tick, sm[k], mem[k], 0, 0};
+	*count = n;
+	return OK;
+}
+
+static nvmlReturn_t running(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_t *infos) {
+	unsigned pids[2], sm[2], mem[2];
+	unsigned long long fb[2];
+	DEV(d);
+	unsigned n = procs(i, pids, sm, mem, fb);
+	if (!infos || *count < n) {
+		*count = n;
+		return INSUFFICIENT;
+	}
+	for (unsigned k = 0; k < n; k++)
+		infos[k] = (nvmlProcessInfo_t){pids[k], fb[k], 0xffffffff, 0xffffffff};
+	*count = n;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *c, nvmlProcessInfo_t *p) {
+	return running(d, c, p);
+}
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned *c, nvmlProcessInfo_t *p) {
+	(void)p;
+	DEV(d);
+	*c = 0;
+	return OK;
+}
