@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTHON := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 DEMO   := out/demo
 
-.PHONY: deps build demo test lint clean
+.PHONY: deps build demo test lint fuzz clean
 
 deps:
 	@scripts/install-deps.sh
@@ -34,6 +34,19 @@ lint: deps
 test: lint
 	$(CARGO) build --workspace --bins
 	$(CARGO) test --workspace
+	$(MAKE) fuzz
+
+# The log reader against arbitrary bytes, for FUZZ_SECONDS per target.
+# cargo fuzz needs nightly-only sanitizer flags; RUSTC_BOOTSTRAP=1 lets the
+# one (stable) toolchain accept them, for this build only. Crashes land in
+# fuzz/artifacts/; once fixed, keep them in crates/log/tests/fuzz_regressions/.
+FUZZ_SECONDS ?= 30
+fuzz: deps
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	rm -rf fuzz/seeds && $(CARGO) run -q -p mltrace-log --example seed_logs -- fuzz/seeds
+	mkdir -p fuzz/corpus/log_reader fuzz/corpus/frame_payload
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run log_reader corpus/log_reader seeds -- -max_total_time=$(FUZZ_SECONDS)
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run frame_payload corpus/frame_payload -- -max_total_time=$(FUZZ_SECONDS)
 
 clean:
 	$(CARGO) clean

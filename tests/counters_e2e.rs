@@ -54,9 +54,12 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("r.bin");
     let pids = tmp.path().join("pids");
+    let stat = tmp.path().join("burner.stat");
     let script = format!(
-        "sh -c 'while :; do :; done' & B=$!; sleep 30 & S=$!; echo \"$B $S\" > {}; sleep 1.5; kill $B $S; wait",
-        pids.display()
+        "sh -c 'while :; do :; done' & B=$!; sleep 30 & S=$!; echo \"$B $S\" > {}; sleep 1.5; \
+         cat /proc/$B/stat > {}; kill $B $S; wait",
+        pids.display(),
+        stat.display()
     );
     let out = mltrace(
         &["record", "-q", "--sample-interval", "100ms", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script],
@@ -71,9 +74,28 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     let busy: Vec<(u64, f64)> =
         get("", "CPU user", burner).iter().zip(get("", "CPU system", burner)).map(|(u, s)| (u.0, u.1 + s.1)).collect();
     assert!(busy.len() >= 10, "{} samples", busy.len());
-    // A shell spinning: one CPU's worth, give or take the machine's noise.
+    // A spinning shell is busy (how busy depends on what else the machine
+    // runs), and the samples add up to the CPU time the kernel counted:
+    // integrate CPU % over the intervals and compare with utime + stime.
     let m = mean(&busy[1..busy.len() - 1]);
-    assert!((70.0..=110.0).contains(&m), "burner CPU {m:.1}%: {busy:?}");
+    assert!(m > 20.0, "burner CPU {m:.1}%: {busy:?}");
+    let text = std::fs::read_to_string(&stat).unwrap();
+    let f: Vec<&str> = text[text.rfind(')').unwrap() + 2..].split(' ').collect();
+    // SAFETY: sysconf has no preconditions.
+    let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let kernel_s = (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / tck;
+    let first = get("", "RSS", burner)[0].0;
+    let mut prev = first;
+    let mut sampled_s = 0.0;
+    for &(ts, pct) in &busy {
+        sampled_s += pct / 100.0 * (ts - prev) as f64 / 1e9;
+        prev = ts;
+    }
+    // The samples miss what ran before the first and after the last one.
+    assert!(
+        sampled_s <= kernel_s + 0.05 && sampled_s >= kernel_s - 0.4,
+        "sampled {sampled_s:.3} s of CPU, kernel says {kernel_s:.3} s"
+    );
     let idle = get("", "CPU user", sleeper);
     assert!(idle.len() >= 10 && mean(&idle) < 5.0, "sleeper: {idle:?}");
     assert!(get("", "RSS", burner).iter().all(|x| x.1 > 100_000.0));

@@ -162,6 +162,12 @@ pub fn run() -> Vec<Check> {
         Ok(()) => check("fentry/fexit", Status::Ok, format!("available; {unused}")),
         Err(e) => check("fentry/fexit", Status::Absent, format!("{e}; {unused}")),
     });
+    let gpu = mltrace_sample::gpu::open(&mltrace_sample::gpu::GpuConfig::default());
+    out.push(match gpu {
+        Ok(g) if g.sampler.is_some() => check("NVML", Status::Ok, format!("{}: {}", g.library, g.devices.join(", "))),
+        Ok(g) => check("NVML", Status::Absent, g.note.unwrap_or_default().replace("no GPU metrics: ", "")),
+        Err(e) => check("NVML", Status::Absent, e.to_string()),
+    });
     let kprobe_pmu = std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists();
     out.push(match probe_program(false) {
         Ok(()) => check("kprobes", Status::Ok, format!("available; {unused}")),

@@ -99,12 +99,14 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Forks a child that will exec `program` with `argv` (argv[0] included)
 /// and `env` (or our environment). The child unblocks all signals and
-/// optionally drops to `run_as` first.
+/// optionally drops to `run_as` first. With `new_group` it leads a process
+/// group of its own (see `recorder` for when).
 pub fn spawn_paused(
     program: &Path,
     argv: &[OsString],
     run_as: Option<&RunAs>,
     env: Option<&[(String, String)]>,
+    new_group: bool,
 ) -> io::Result<Paused> {
     let to_c = |s: &OsStr| CString::new(s.as_bytes()).map_err(|_| io::Error::other("argument contains a NUL byte"));
     let prog = to_c(program.as_os_str())?;
@@ -145,6 +147,9 @@ pub fn spawn_paused(
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
             libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            if new_group {
+                libc::setpgid(0, 0);
+            }
             libc::close(go_w.as_raw_fd());
             let mut b = 0u8;
             loop {
@@ -158,12 +163,23 @@ pub fn spawn_paused(
                 // The recorder gave up (or died) before releasing us.
                 libc::_exit(127);
             }
+            // Raw syscalls: glibc's wrappers would try to tell threads that
+            // no longer exist in this forked child.
             if let Some(r) = run_as {
-                if libc::setgroups(groups.len(), groups.as_ptr()) != 0
-                    || libc::setgid(r.gid) != 0
-                    || libc::setuid(r.uid) != 0
+                if libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) != 0
+                    || libc::syscall(libc::SYS_setresgid, r.gid, r.gid, r.gid) != 0
+                    || libc::syscall(libc::SYS_setresuid, r.uid, r.uid, r.uid) != 0
                 {
                     fail(126);
+                }
+            }
+            // Ignored signals survive exec: give the command the defaults.
+            // The raw syscall, because glibc refuses to touch its own
+            // internal signals (32, 33), which may arrive ignored.
+            let dfl = [0usize; 4]; // handler SIG_DFL, flags, restorer, mask
+            for sig in 1..65 {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::syscall(libc::SYS_rt_sigaction, sig, dfl.as_ptr(), std::ptr::null_mut::<u8>(), 8usize);
                 }
             }
             match &env_ptrs {
@@ -176,6 +192,11 @@ pub fn spawn_paused(
     }
     drop(go_r);
     drop(err_w);
+    if new_group {
+        // Also from this side, so the group exists before we signal it.
+        // SAFETY: our own child, not yet exec'd.
+        unsafe { libc::setpgid(pid, pid) };
+    }
     Ok(Paused { pid, go: Some(go_w), err: err_r })
 }
 
@@ -240,7 +261,7 @@ mod tests {
         let marker = std::env::temp_dir().join(format!("mltrace-launch-{}", std::process::id()));
         let _ = std::fs::remove_file(&marker);
         let args: Vec<OsString> = vec!["touch".into(), marker.clone().into()];
-        let p = spawn_paused(&resolve(OsStr::new("touch")).unwrap(), &args, None, None).unwrap();
+        let p = spawn_paused(&resolve(OsStr::new("touch")).unwrap(), &args, None, None, false).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(100));
         assert!(!marker.exists());
         let pid = p.pid;
@@ -249,7 +270,7 @@ mod tests {
         unsafe { libc::waitpid(pid, &mut st, 0) };
         assert!(marker.exists());
         std::fs::remove_file(&marker).unwrap();
-        let p = spawn_paused(Path::new("/nonexistent"), &["x".into()], None, None).unwrap();
+        let p = spawn_paused(Path::new("/nonexistent"), &["x".into()], None, None, true).unwrap();
         assert_eq!(p.release(), Err(libc::ENOENT));
     }
 }

@@ -82,6 +82,8 @@ pub struct Progress {
     pub records: u64,
     pub lost: u64,
     pub log_bytes: u64,
+    /// Set once writing the log has failed (recording stopped there).
+    pub write_error: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -114,6 +116,8 @@ struct Shared {
     records: AtomicU64,
     lost: AtomicU64,
     log_bytes: AtomicU64,
+    /// Writing failed: capture stops, the command goes on.
+    write_error: std::sync::Mutex<Option<String>>,
 }
 
 pub fn exit_code_of(status: i32) -> i32 {
@@ -163,17 +167,20 @@ impl Drop for SignalBlock {
     }
 }
 
-fn signal_loop(child: i32, shared: &Shared) {
+/// Where forwarded signals go: the command's own process group when it
+/// has one, else the command alone.
+fn signal_loop(target: i32, shared: &Shared) {
     let set = signal_set();
     let timeout = libc::timespec { tv_sec: 0, tv_nsec: 100_000_000 };
     while !shared.stop.load(Ordering::Relaxed) {
         // SAFETY: valid set, info and timeout pointers.
-        let (sig, code) = unsafe {
+        let (sig, code, sender) = unsafe {
             let mut info: libc::siginfo_t = std::mem::zeroed();
             let sig = libc::sigtimedwait(&set, &mut info, &timeout);
-            (sig, info.si_code)
+            (sig, info.si_code, if info.si_code <= 0 { info.si_pid() } else { 0 })
         };
-        if sig <= 0 {
+        // Our own forwarding, seen again when we share the target's group.
+        if sig <= 0 || sender == std::process::id() as i32 {
             continue;
         }
         if sig == libc::SIGINT && shared.interrupts.fetch_add(1, Ordering::Relaxed) >= 1 {
@@ -182,8 +189,8 @@ fn signal_loop(child: i32, shared: &Shared) {
         // A terminal's Ctrl-C (SI_KERNEL) already reached the command's
         // process group; forward only what was sent to us alone.
         if code != libc::SI_KERNEL {
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(child, sig) };
+            // SAFETY: signalling our own child or its process group.
+            unsafe { libc::kill(target, sig) };
         }
     }
 }
@@ -271,6 +278,10 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
     let shared = state.borrow().shared;
     let mut last_losses = Instant::now();
     loop {
+        // Nothing more can be written: stop capturing, let the command run.
+        if shared.write_error.lock().unwrap().is_some() {
+            return Ok(state.borrow().lost_seen);
+        }
         let stopping = shared.stop.load(Ordering::Acquire);
         // Wakeups are batched in the kernel, so poll() may time out with
         // data waiting: always consume afterwards.
@@ -303,6 +314,7 @@ fn writer_loop(
         if error.is_none() {
             if let Err(e) = writer.write_frame(&f) {
                 error = Some(e.to_string());
+                *shared.write_error.lock().unwrap() = error.clone();
             }
             shared.log_bytes.store(writer.bytes_written(), Ordering::Relaxed);
         }
@@ -374,6 +386,7 @@ fn wait_child(pid: i32, shared: &Shared, started: Instant, progress: &mut Option
                     records: shared.records.load(Ordering::Relaxed),
                     lost: shared.lost.load(Ordering::Relaxed),
                     log_bytes: shared.log_bytes.load(Ordering::Relaxed),
+                    write_error: shared.write_error.lock().unwrap().clone(),
                 });
             }
         }
@@ -400,7 +413,16 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     }
     let env = opts.run_as.as_ref().map(identity::environment);
     let run_as = opts.run_as.as_ref().map(User::run_as);
-    let child = launch::spawn_paused(&program, &opts.command, run_as.as_ref(), env.as_deref())
+    // On a terminal the command stays in our process group, so it keeps the
+    // terminal and Ctrl-C reaches it (and us) directly. Otherwise it gets a
+    // group of its own, and signals sent to us go to that group, reaching
+    // its workers without touching a supervisor that may share ours.
+    let interactive = {
+        // SAFETY: tcgetpgrp/getpgrp have no preconditions.
+        let fg = unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) };
+        fg > 0 && fg == unsafe { libc::getpgrp() }
+    };
+    let child = launch::spawn_paused(&program, &opts.command, run_as.as_ref(), env.as_deref(), !interactive)
         .map_err(|source| CaptureError::Io { what: "starting the command".into(), source })?;
     let pid = child.pid;
     let start = system::clock_anchor();
@@ -478,7 +500,8 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         let exec = child.release();
         let wait_status = match exec {
             Ok(()) => {
-                let sig_h = s.spawn(move || signal_loop(pid, shared_ref));
+                let target = if interactive { pid } else { -pid };
+                let sig_h = s.spawn(move || signal_loop(target, shared_ref));
                 let st = wait_child(pid, shared_ref, started, &mut opts.progress);
                 // While the probes are still attached, so the two compare.
                 let disks = if plan.block.is_some() { system::disk_snapshot() } else { None };

@@ -3,10 +3,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use mltrace_log::{LogReader, Record};
+use mltrace_log::Record;
 
 pub fn run(path: &Path) -> anyhow::Result<()> {
-    let mut r = LogReader::open(path)?;
+    let mut r = crate::open_log(path)?;
     let header = r.header().clone();
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());

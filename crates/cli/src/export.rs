@@ -5,7 +5,6 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use mltrace_log::LogReader;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -28,7 +27,7 @@ fn default_output(log: &Path, ext: &str) -> PathBuf {
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
     let out_path = a.output.unwrap_or_else(|| default_output(&a.log, ".perfetto-trace"));
-    let mut reader = LogReader::open(&a.log)?;
+    let mut reader = crate::open_log(&a.log)?;
     let file = File::create(&out_path).with_context(|| format!("creating {}", out_path.display()))?;
     let log_name = a.log.display().to_string();
     let (_, stats) = mltrace_perfetto::export(&mut reader, BufWriter::with_capacity(1 << 20, file), &mut |d| {

@@ -35,8 +35,40 @@ enum Cmd {
     Dump { log: PathBuf },
 }
 
+/// Opens a log; when it does not exist but a recording into it was cut
+/// short (the recorder killed), says where that partial log is.
+pub fn open_log(log: &std::path::Path) -> anyhow::Result<mltrace_log::LogReader<std::io::BufReader<std::fs::File>>> {
+    match mltrace_log::LogReader::open(log) {
+        Err(mltrace_log::LogError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            let dir = match log.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => std::path::PathBuf::from("."),
+            };
+            let prefix = format!(".{}.mltrace-", log.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+            let partial: Vec<String> = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&prefix) && n.ends_with(".tmp"))
+                .map(|n| dir.join(n).display().to_string())
+                .collect();
+            if partial.is_empty() {
+                anyhow::bail!("{}: no such file", log.display());
+            }
+            anyhow::bail!(
+                "{}: no such file; a recording into it did not finish (the recorder was killed?): \
+                 its partial log is {}, readable as it is",
+                log.display(),
+                partial.join(", ")
+            )
+        }
+        r => Ok(r?),
+    }
+}
+
 fn stats(log: &std::path::Path, top: usize) -> anyhow::Result<i32> {
-    let mut r = mltrace_log::LogReader::open(log)?;
+    let mut r = open_log(log)?;
     let s = mltrace_stats::Stats::from_reader(&mut r)?;
     print!("{}", s.render(top));
     Ok(0)
@@ -57,6 +89,11 @@ fn doctor() -> anyhow::Result<i32> {
 }
 
 fn main() -> ExitCode {
+    // Rust starts with SIGPIPE ignored, and an ignored signal survives exec:
+    // the traced command must get the default (and `mltrace stats | head`
+    // should end quietly, not panic).
+    // SAFETY: setting a signal disposition before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     // libbpf's own log is for debugging; our errors say what failed.
     if std::env::var_os("MLTRACE_DEBUG").is_none() {

@@ -16,8 +16,8 @@ pub struct Args {
     /// Overwrite the output file if it exists
     #[arg(short, long)]
     force: bool,
-    /// BPF ring buffer size in MiB (rounded up to a power of two)
-    #[arg(long, default_value_t = 32, value_name = "MIB")]
+    /// BPF ring buffer size, e.g. 32m or 256k (rounded up to a power of two)
+    #[arg(long, default_value = "32m", value_name = "SIZE", value_parser = parse_size)]
     ring_size: u32,
     /// No live status line
     #[arg(short, long)]
@@ -37,6 +37,9 @@ pub struct Args {
     /// The NVML library to load (default: $MLTRACE_NVML_LIBRARY, else libnvidia-ml.so.1)
     #[arg(long, value_name = "PATH")]
     nvml_library: Option<PathBuf>,
+    /// Records per frame (for tests; frames are also cut every second)
+    #[arg(long, hide = true)]
+    frame_records: Option<usize>,
     /// Run the command as this user (name or uid). Under sudo the default
     /// is the user who called sudo; `--user root` keeps root
     #[arg(long, value_name = "USER")]
@@ -61,6 +64,22 @@ fn human_bytes(b: u64) -> String {
     }
 }
 
+fn parse_size(s: &str) -> Result<u32, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t.as_str(), 1),
+    };
+    let v: u64 = num.parse().map_err(|_| format!("{s}: expected a size such as 32m or 256k"))?;
+    let bytes = v.saturating_mul(mult);
+    if !(4096..=(1 << 30)).contains(&bytes) {
+        return Err(format!("{s}: expected between 4k and 1g"));
+    }
+    Ok(bytes as u32)
+}
+
 fn parse_period(s: &str) -> Result<std::time::Duration, String> {
     let (num, mult) = if let Some(v) = s.strip_suffix("ms") {
         (v, 1e-3)
@@ -79,7 +98,10 @@ fn parse_period(s: &str) -> Result<std::time::Duration, String> {
 pub fn run(a: Args) -> anyhow::Result<i32> {
     let mut opts = RecordOptions::new(a.command, a.output);
     opts.force = a.force;
-    opts.bpf.ring_bytes = a.ring_size.saturating_mul(1 << 20);
+    opts.bpf.ring_bytes = a.ring_size;
+    if let Some(n) = a.frame_records {
+        opts.frame_records = n.max(1);
+    }
     match a.block_probes.as_str() {
         "auto" => {}
         "off" => opts.bpf.block = false,
@@ -111,18 +133,31 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     opts.gpu = gpu.sampler;
     opts.gpu_devices = gpu.devices;
     let live = !a.quiet && std::io::stderr().is_terminal();
-    if live {
-        opts.progress = Some(Box::new(|p: &Progress| {
+    let mut last_records = (std::time::Duration::ZERO, 0u64);
+    let mut told_error = false;
+    opts.progress = Some(Box::new(move |p: &Progress| {
+        if let (Some(e), false) = (&p.write_error, told_error) {
+            told_error = true;
+            eprintln!(
+                "{}mltrace: writing the log failed: {e}; recording stopped, the command goes on",
+                if live { "\r\x1b[2K" } else { "" }
+            );
+        }
+        if live {
+            let dt = (p.elapsed - last_records.0).as_secs_f64();
+            let rate = if dt > 0.0 { (p.records - last_records.1) as f64 / dt } else { 0.0 };
+            last_records = (p.elapsed, p.records);
             eprint!(
-                "\r\x1b[2Kmltrace: {:.1} s, {} events, {} lost, log {}",
+                "\r\x1b[2Kmltrace: {:.1} s, {} events ({:.0}/s), {} lost, log {}",
                 p.elapsed.as_secs_f64(),
                 p.records,
+                rate,
                 p.lost,
                 human_bytes(p.log_bytes)
             );
             let _ = std::io::stderr().flush();
-        }));
-    }
+        }
+    }));
     let s = record(opts)?;
     if live {
         eprint!("\r\x1b[2K");

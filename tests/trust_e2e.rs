@@ -1,0 +1,442 @@
+//! What users must be able to trust: logs that survive a killed recorder, a
+//! full disk and damage; losses counted and shown; signals and exit codes;
+//! privileges and the output file under sudo.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mltrace_log::*;
+use mltrace_tests::*;
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn no_panic(o: &std::process::Output) {
+    let e = stderr(o);
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+/// The byte offsets of every frame in a log.
+fn frame_offsets(bytes: &[u8]) -> Vec<usize> {
+    (0..bytes.len().saturating_sub(44))
+        .filter(|&i| {
+            &bytes[i..i + 4] == b"MLTF" && frame::FrameHeader::decode(bytes[i..i + 44].try_into().unwrap()).is_some()
+        })
+        .collect()
+}
+
+fn storm(dir: &Path) -> (PathBuf, PathBuf) {
+    let bin = compile_workload("storm", dir);
+    let data = dir.join("data.bin");
+    std::fs::write(&data, b"x").unwrap();
+    (bin, data)
+}
+
+#[test]
+fn a_killed_recorder_leaves_a_readable_log() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (bin, data) = storm(tmp.path());
+    let log = tmp.path().join("run.bin");
+    // A command that keeps making events; the recorder is killed under it.
+    let mut rec = Command::new(mltrace_bin())
+        .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--"])
+        .arg(&bin)
+        .args([data.to_str().unwrap(), "100000000", "10"])
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until frames with the command's events are on disk, however
+    // busy the machine is, then kill.
+    let t0 = Instant::now();
+    let grown = || {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".tmp") && e.metadata().unwrap().len() > 200_000)
+    };
+    while !grown() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    rec.kill().unwrap(); // SIGKILL: no chance to finish the log
+    rec.wait().unwrap();
+    let _ = Command::new("pkill").args(["-KILL", "-f", bin.to_str().unwrap()]).status();
+    assert!(!log.exists(), "the name asked for only appears when a recording completes");
+    // Asking for it says where the partial log is.
+    let out = mltrace(&["stats", log.to_str().unwrap()], tmp.path());
+    assert_eq!(out.status.code(), Some(1));
+    let msg = stderr(&out);
+    let partial = msg.split("its partial log is ").nth(1).and_then(|r| r.split(',').next()).expect(&msg).trim();
+    let partial = PathBuf::from(partial);
+    assert!(partial.exists(), "{msg}");
+    let meta = std::fs::metadata(&partial).unwrap();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777, 0o600);
+    // Everything up to the last complete frame reads, and it says so once.
+    let trace = tmp.path().join("cut.perfetto-trace");
+    let out = mltrace(&["export", partial.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path());
+    no_panic(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out).matches("the log was cut").count(), 1, "{}", stderr(&out));
+    let mut r = LogReader::open(&partial).unwrap();
+    let mut reads = 0u64;
+    while let Some(mut f) = r.next_frame().unwrap() {
+        while let Some(rec) = f.next_record() {
+            reads += u64::from(matches!(rec, Record::Io(_)));
+        }
+    }
+    assert!(reads > 10_000, "{reads} reads before the kill");
+    let d = r.take_diagnostics();
+    assert!(matches!(d[..], [Diagnostic::Cut { last_ts: Some(_), .. }]), "{d:?}");
+    if let Some(tp) = perfetto_tp() {
+        let rows = tp_query(&tp, &trace, &["select count(*) from slice where dur < 0"]);
+        assert_eq!(rows[0], vec![vec!["0".to_string()]]);
+    }
+}
+
+#[test]
+fn a_damaged_frame_is_skipped_and_named() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (bin, data) = storm(tmp.path());
+    let log = tmp.path().join("run.bin");
+    let out = Command::new(mltrace_bin())
+        .args(["record", "-q", "--gpu", "off", "--frame-records", "5000", "-o", log.to_str().unwrap(), "--"])
+        .arg(&bin)
+        .args([data.to_str().unwrap(), "30000", "50"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut bytes = std::fs::read(&log).unwrap();
+    let frames = frame_offsets(&bytes);
+    assert!(frames.len() >= 5, "{} frames", frames.len());
+    let victim = frames[2];
+    bytes[victim + 44 + 100] ^= 0xff; // inside the compressed payload
+    std::fs::write(&log, &bytes).unwrap();
+    let out =
+        mltrace(&["export", log.to_str().unwrap(), "-o", tmp.path().join("t.pftrace").to_str().unwrap()], tmp.path());
+    no_panic(&out);
+    assert!(out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains(&format!("at offset {victim}")) && e.contains("checksum mismatch"), "{e}");
+    assert!(e.contains("events from +") && e.contains(" to +"), "the lost time span: {e}");
+    let out = mltrace(&["stats", log.to_str().unwrap()], tmp.path());
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("warning:  skipped"));
+}
+
+#[test]
+fn input_that_is_not_a_log_is_refused_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let good = {
+        let mut w = RecordWriter::new(Vec::new(), &Header::default()).unwrap();
+        w.push(&Record::Lost(Lost { ts: 1, kind: LostKind::RingFull, count: 1 })).unwrap();
+        w.finish(&Trailer::default()).unwrap()
+    };
+    let mut newer = good.clone();
+    newer[8] = 9;
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty.bin", vec![], "empty"),
+        ("short.bin", good[..12].to_vec(), "cut short"),
+        ("garbage.bin", vec![0x9c; 4000], "not an mltrace log"),
+        ("trace.perfetto-trace", vec![0x0a, 0x05, 0x08, 0x01, 0x10, 0x02, 0x18], "Perfetto"),
+        ("newer.bin", newer, "not supported by this mltrace"),
+    ];
+    for (name, bytes, expect) in cases {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        for cmd in ["export", "stats", "dump"] {
+            let out = mltrace(&[cmd, p.to_str().unwrap()], dir);
+            no_panic(&out);
+            let e = stderr(&out);
+            assert_eq!(out.status.code(), Some(1), "{cmd} {name}: {e}");
+            assert!(e.contains(name) && e.contains(expect), "{cmd} {name}: {e}");
+        }
+    }
+}
+
+#[test]
+fn a_full_disk_stops_capture_but_not_the_command() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (bin, data) = storm(tmp.path());
+    let small = tmp.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=96k", "tmpfs"]).arg(&small).status().unwrap();
+    assert!(st.success());
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(small.clone());
+    let log = small.join("run.bin");
+    let done = tmp.path().join("done");
+    let script = format!("{} {} 400000 50 && echo ok > {}", bin.display(), data.display(), done.display());
+    let out = Command::new(mltrace_bin())
+        .args([
+            "record",
+            "-q",
+            "--gpu",
+            "off",
+            "--frame-records",
+            "2000",
+            "-o",
+            log.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(&script)
+        .output()
+        .unwrap();
+    no_panic(&out);
+    let e = stderr(&out);
+    // The command ran to its end and its status is ours.
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    assert!(done.exists(), "the command was not killed");
+    assert!(e.contains("writing the log failed") && e.contains("No space left on device"), "{e}");
+    assert_eq!(e.matches("writing the log failed").count(), 2, "once when it happens, once in the summary: {e}");
+    // What was written reads, up to where the disk filled.
+    let out = mltrace(&["stats", log.to_str().unwrap()], tmp.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("the log was cut"), "{text}");
+}
+
+#[test]
+fn forced_drops_are_counted_located_and_shown() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (bin, data) = storm(tmp.path());
+    let log = tmp.path().join("run.bin");
+    let n = 200_000u64;
+    // A one-page ring and a burst: the consumer cannot keep up.
+    let out = Command::new(mltrace_bin())
+        .args(["record", "-q", "--gpu", "off", "--sample-interval", "0", "--block-probes", "off", "--ring-size", "4k"])
+        .args(["-o", log.to_str().unwrap(), "--"])
+        .arg(&bin)
+        .args([data.to_str().unwrap(), &n.to_string()])
+        .output()
+        .unwrap();
+    let e = stderr(&out);
+    assert!(out.status.success(), "{e}");
+    let recs = read_log(&log);
+    // The fence read (2 bytes asked) comes 300 ms before the burst; losses
+    // of the command's start-up (a one-page ring overflows there too) are
+    // reported within 100 ms of happening, before the burst.
+    let fence = recs
+        .iter()
+        .find_map(|r| if let Record::Io(x) = r.rec { (x.requested == 2).then_some(x.ts) } else { None })
+        .expect("the fence read was recorded");
+    let burst = recs.iter().filter(|r| matches!(r.rec, Record::Io(x) if x.requested == 1)).count() as u64;
+    let lost: u64 = recs
+        .iter()
+        .filter_map(
+            |r| if let Record::Lost(l) = r.rec { (l.ts > fence + 200_000_000).then_some(l.count) } else { None },
+        )
+        .sum();
+    let all_lost: u64 =
+        recs.iter().filter_map(|r| if let Record::Lost(l) = r.rec { Some(l.count) } else { None }).sum();
+    assert!(lost > 0 && burst < n, "lost {lost}, recorded {burst}");
+    // Every event of the burst is either in the log or counted as lost.
+    assert_eq!(burst + lost, n, "recorded {burst} + lost {lost}");
+    assert!(recs.iter().all(|r| !matches!(r.rec, Record::Lost(l) if l.kind != LostKind::RingFull)));
+    // Shown: in the summary, in stats, and in the export where it happened.
+    let lost = all_lost;
+    assert!(e.contains(&format!("{lost} lost ({lost} ring buffer full)")), "{e}");
+    let out = mltrace(&["stats", log.to_str().unwrap()], tmp.path());
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("lost {lost} ({lost} ring buffer full)")));
+    let trace = tmp.path().join("t.perfetto-trace");
+    let out = mltrace(&["export", log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path());
+    assert!(stderr(&out).contains(&format!("lost {lost} events")), "{}", stderr(&out));
+    let Some(tp) = perfetto_tp() else { return };
+    let rows = tp_query(
+        &tp,
+        &trace,
+        &[
+            "select max(c.value) from counter c join counter_track t on c.track_id = t.id \
+             where t.name = 'mltrace: lost events (total)'",
+            "select count(*) from slice where name like '% events lost: ring buffer full'",
+        ],
+    );
+    assert_eq!(rows[0][0][0].parse::<f64>().unwrap() as u64, lost);
+    assert!(rows[1][0][0].parse::<u64>().unwrap() >= 1);
+}
+
+#[test]
+fn sigterm_reaches_the_commands_process_group() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let pids = tmp.path().join("pids");
+    let log = tmp.path().join("run.bin");
+    // Not on a terminal: the command gets its own group, and a SIGTERM sent
+    // to mltrace reaches the command's children too.
+    let script = format!("sleep 60 & A=$!; sleep 60 & B=$!; echo $A $B > {}; wait", pids.display());
+    let child = Command::new(mltrace_bin())
+        .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !pids.exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{}", stderr(&out));
+    for p in std::fs::read_to_string(&pids).unwrap().split_whitespace() {
+        let gone = !Path::new(&format!("/proc/{p}")).exists()
+            || std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default().contains(") Z");
+        assert!(gone, "sleep {p} survived");
+    }
+}
+
+#[test]
+fn a_second_interrupt_stops_recording_at_once() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("run.bin");
+    let pidfile = tmp.path().join("pid");
+    // A command that ignores SIGINT and would run for a minute.
+    let script = format!("trap '' INT; echo $$ > {}; sleep 60", pidfile.display());
+    // stderr to a file: the command inherits it and outlives the recorder.
+    let err_path = tmp.path().join("stderr");
+    let mut child = Command::new(mltrace_bin())
+        .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !pidfile.exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    }
+    let stopping = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(stopping.elapsed() < Duration::from_secs(5));
+    let err = std::fs::read_to_string(&err_path).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("stopped before the command ended"), "{err}");
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", pid.trim())]).status();
+    let mut r = LogReader::open(&log).unwrap();
+    while r.next_frame().unwrap().is_some() {}
+    let t = r.trailer().expect("a finished log").clone();
+    assert!(t.stopped_early.is_some() && t.exit_status.is_none());
+}
+
+#[test]
+fn under_sudo_the_command_runs_as_the_caller_who_owns_the_log() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let log = tmp.path().join("run.bin");
+    let nobody = (65534u32, 65534u32);
+    let out = Command::new(mltrace_bin())
+        .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c"])
+        .arg("id -u; id -g; id -G; echo $HOME; echo $USER; grep -E '^Sig(Ign|Blk)' /proc/self/status")
+        .env("SUDO_UID", nobody.0.to_string())
+        .env("SUDO_GID", nobody.1.to_string())
+        .env("SUDO_USER", "nobody")
+        .env("HOME", "/root")
+        .env("USER", "root")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(|l| l.to_string()).collect();
+    let pw = passwd_entry("nobody");
+    assert_eq!(lines[0], nobody.0.to_string());
+    assert_eq!(lines[1], nobody.1.to_string());
+    assert_eq!(lines[2], nobody.1.to_string(), "supplementary groups are nobody's own");
+    assert_eq!(lines[3], pw.1, "HOME of the caller");
+    assert_eq!(lines[4], "nobody");
+    // Signal state as after a plain exec: nothing ignored, nothing blocked.
+    assert!(lines[5].ends_with("0000000000000000") && lines[6].ends_with("0000000000000000"), "{lines:?}");
+    let meta = std::fs::metadata(&log).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!((meta.uid(), meta.gid(), meta.mode() & 0o777), (nobody.0, nobody.1, 0o600));
+    // --user root keeps root.
+    let out = Command::new(mltrace_bin())
+        .args(["record", "-q", "-f", "--gpu", "off", "--user", "root", "-o", log.to_str().unwrap(), "--", "id", "-u"])
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+}
+
+/// (name, home) of a passwd entry.
+fn passwd_entry(name: &str) -> (String, String) {
+    let text = std::fs::read_to_string("/etc/passwd").unwrap();
+    let l = text.lines().find(|l| l.starts_with(&format!("{name}:"))).unwrap();
+    let f: Vec<&str> = l.split(':').collect();
+    (f[0].to_string(), f[5].to_string())
+}
+
+#[test]
+fn the_output_file_is_never_clobbered_or_followed() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let target = dir.join("precious.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    let link = dir.join("run.bin");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let rec = |force: bool| {
+        let mut args = vec!["record", "-q", "--gpu", "off", "-o", "run.bin"];
+        if force {
+            args.push("--force");
+        }
+        args.extend(["--", "true"]);
+        mltrace(&args, dir)
+    };
+    // A symlink planted at the output path: refused, even with --force.
+    for force in [false, true] {
+        let out = rec(force);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    }
+    std::fs::remove_file(&link).unwrap();
+    std::fs::write(&link, "an older log").unwrap();
+    let out = rec(false);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("run.bin: already exists; pass --force"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&link).unwrap(), "an older log");
+    assert!(rec(true).status.success());
+    assert!(LogReader::open(&link).is_ok());
+    // Nothing else was left behind (no temporary files).
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, vec!["precious.txt", "run.bin"]);
+}
