@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTHON := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 DEMO   := out/demo
 
-.PHONY: deps build demo test lint fuzz clean
+.PHONY: deps build demo test lint fuzz bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -47,6 +47,15 @@ fuzz: deps
 	mkdir -p fuzz/corpus/log_reader fuzz/corpus/frame_payload
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run log_reader corpus/log_reader seeds -- -max_total_time=$(FUZZ_SECONDS)
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run frame_payload corpus/frame_payload -- -max_total_time=$(FUZZ_SECONDS)
+
+# Overhead, rates, sizes and export speed against the alternatives, in one
+# table (needs root; installs bpftrace and strace for their columns).
+bench: build
+	@command -v bpftrace >/dev/null && command -v strace >/dev/null || \
+		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq bpftrace strace >/dev/null; } || \
+		echo "bench: could not install bpftrace/strace; their columns will be skipped"
+	$(CARGO) build --release -p mltrace-bench
+	$(SUDO) ./target/release/mltrace-bench
 
 clean:
 	$(CARGO) clean

@@ -42,11 +42,19 @@ struct {
 	__type(value, u32);
 } traced SEC(".maps");
 
+/*
+ * Per-thread state. On kernels with task storage (5.11+: the "fast" route,
+ * tp_btf programs) it lives with the task and is found without hashing;
+ * elsewhere (the "compat" route, raw_tp programs) it is an entry of the
+ * inflight hash, made at syscall entry and removed at exit.
+ */
 struct inflight {
-	u64 ts;
-	u64 file;
-	u32 nblk;  /* block requests started during the call so far */
-	u8 op;
+	u64 ts;         /* entry time of the recorded syscall in progress */
+	u64 file;       /* close: the file, identified at entry */
+	u64 last_file;  /* the last file identity this thread named, and its */
+	u64 last_ino;   /* inode: repeated I/O on it skips the files_seen lookup */
+	u32 nblk;       /* block requests started during the call so far */
+	u8 op;          /* OP_NONE outside recorded syscalls */
 	u8 _pad[3];
 };
 
@@ -56,6 +64,13 @@ struct {
 	__type(key, u32);
 	__type(value, struct inflight);
 } inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct inflight);
+} tstore SEC(".maps");
 
 /* file identity -> inode it had when its path was sent */
 struct {
@@ -145,6 +160,24 @@ static __always_inline struct file *fd_file(s64 fd)
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
 	return f;
 }
+
+/* The same through BTF pointers: plain loads instead of helper calls
+ * (tp_btf programs only). */
+static __always_inline struct file *fd_file_fast(s64 fd)
+{
+	struct fdtable *fdt = bpf_get_current_task_btf()->files->fdt;
+	struct file *f = NULL;
+
+	if (fd < 0 || fd >= fdt->max_fds)
+		return NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]);
+	return f;
+}
+
+/* Syscall arguments: direct loads from the typed pt_regs of tp_btf, CO-RE
+ * reads from the raw pointer of raw_tp. `fast` is always a constant. */
+#define ARG(n) (fast ? PT_REGS_PARM##n##_SYSCALL(regs) : PT_REGS_PARM##n##_CORE_SYSCALL(regs))
+#define FD_FILE(fd) (fast ? fd_file_fast(fd) : fd_file(fd))
 
 /*
  * Writes the absolute path of (dentry, vfsmnt) backwards into hp->walk,
@@ -250,8 +283,12 @@ __noinline int emit_path(u64 key, u64 path_ptr, u64 inode_ptr, u64 flags, u64 id
 	return 0;
 }
 
-/* The identity of `f`, naming it first if user space has not seen it. */
-static __always_inline u64 file_key(struct file *f, u64 id)
+/*
+ * The identity of `f`, naming it first if user space has not seen it.
+ * `st` (the thread's state, when it outlives the call) remembers the last
+ * file, so a loop on one file costs no map lookup.
+ */
+static __always_inline u64 file_key(struct file *f, u64 id, struct inflight *st)
 {
 	u64 key = (u64)f;
 	u64 ino;
@@ -260,11 +297,18 @@ static __always_inline u64 file_key(struct file *f, u64 id)
 	if (!f)
 		return 0;
 	ino = (u64)BPF_CORE_READ(f, f_inode);
-	seen = bpf_map_lookup_elem(&files_seen, &key);
-	if (seen && *seen == ino)
+	if (st && st->last_file == key && st->last_ino == ino)
 		return key;
-	if (emit_path(key, (u64)__builtin_preserve_access_index(&f->f_path), ino, 0, id) == 0)
+	seen = bpf_map_lookup_elem(&files_seen, &key);
+	if (!(seen && *seen == ino)) {
+		if (emit_path(key, (u64)__builtin_preserve_access_index(&f->f_path), ino, 0, id))
+			return key;
 		bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
+	}
+	if (st) {
+		st->last_file = key;
+		st->last_ino = ino;
+	}
 	return key;
 }
 
@@ -307,43 +351,23 @@ static __always_inline u64 iov_sum(const struct iovec *iov, u64 cnt, u16 *flags)
 	return sum;
 }
 
-SEC("raw_tp/sys_enter")
-int sys_enter(struct bpf_raw_tracepoint_args *ctx)
+/* Syscall entry for a traced thread: note the time (and for close, the file). */
+static __always_inline void enter(struct inflight *v, u8 op, struct pt_regs *regs, u64 id, bool fast)
 {
-	u64 nr = ctx->args[1];
-	u64 id;
-	u32 tgid, tid;
-	u8 op;
-	struct inflight v = {};
-
-	if (nr >= MAX_SYSCALL_NR)
-		return 0;
-	op = sys_op[nr];
-	if (op == OP_NONE)
-		return 0;
-	id = bpf_get_current_pid_tgid();
-	tgid = id >> 32;
-	tid = (u32)id;
-	if (!bpf_map_lookup_elem(&traced, &tgid))
-		return 0;
-	v.ts = bpf_ktime_get_boot_ns();
-	v.op = op;
-	if (op == OP_CLOSE) {
+	v->ts = bpf_ktime_get_boot_ns();
+	v->op = op;
+	v->nblk = 0;
+	if (op == OP_CLOSE)
 		/* The fd is gone at exit: identify its file now. */
-		struct pt_regs *regs = (void *)ctx->args[0];
-
-		v.file = file_key(fd_file((int)PT_REGS_PARM1_CORE_SYSCALL(regs)), id);
-	}
-	if (bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY))
-		count_lost(LOST_MAP);
-	return 0;
+		v->file = file_key(FD_FILE((int)ARG(1)), id, fast ? v : NULL);
 }
 
-static __always_inline void on_io(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
+static __always_inline void on_io(struct inflight *v, struct inflight *st, struct pt_regs *regs, s64 ret, u64 now,
+				  u64 id, bool fast)
 {
-	int fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	struct file *f = fd_file(fd);
-	u64 key = file_key(f, id);
+	int fd = ARG(1);
+	struct file *f = FD_FILE(fd);
+	u64 key = file_key(f, id, st);
 	struct ev_io *e;
 	u16 flags = 0;
 	u64 pos;
@@ -358,7 +382,7 @@ static __always_inline void on_io(struct inflight *v, struct pt_regs *regs, s64 
 	case OP_WRITE:
 	case OP_PREAD64:
 	case OP_PWRITE64:
-		e->requested = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		e->requested = ARG(3);
 		break;
 	case OP_FSYNC:
 	case OP_FDATASYNC:
@@ -367,11 +391,10 @@ static __always_inline void on_io(struct inflight *v, struct pt_regs *regs, s64 
 		break;
 	case OP_SYNC_FILE_RANGE:
 		/* sync_file_range(fd, offset, nbytes, flags) */
-		e->requested = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		e->requested = ARG(3);
 		break;
 	default:
-		e->requested = iov_sum((const struct iovec *)PT_REGS_PARM2_CORE_SYSCALL(regs),
-				       PT_REGS_PARM3_CORE_SYSCALL(regs), &flags);
+		e->requested = iov_sum((const struct iovec *)ARG(2), ARG(3), &flags);
 	}
 	pos = -1;
 	switch (v->op) {
@@ -380,7 +403,7 @@ static __always_inline void on_io(struct inflight *v, struct pt_regs *regs, s64 
 		pos = 0;
 		break;
 	case OP_SYNC_FILE_RANGE:
-		pos = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		pos = ARG(2);
 		break;
 	case OP_PREAD64:
 	case OP_PWRITE64:
@@ -388,7 +411,7 @@ static __always_inline void on_io(struct inflight *v, struct pt_regs *regs, s64 
 	case OP_PWRITEV:
 	case OP_PREADV2:
 	case OP_PWRITEV2:
-		pos = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		pos = ARG(4);
 	}
 	if (pos == (u64)-1) {
 		/* read/write and the v2 calls with offset -1 use and advance f_pos. */
@@ -408,7 +431,7 @@ static __always_inline void on_io(struct inflight *v, struct pt_regs *regs, s64 
 	bpf_ringbuf_submit(e, wake_flags());
 }
 
-static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
+static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
 {
 	struct ev_close *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -420,11 +443,11 @@ static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s
 	e->dur = now - v->ts;
 	e->file = v->file;
 	e->ret = ret;
-	e->fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	e->fd = ARG(1);
 	bpf_ringbuf_submit(e, wake_flags());
 }
 
-static __always_inline void on_xfer(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
+static __always_inline void on_xfer(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
 {
 	int in_fd, out_fd;
 	u64 req;
@@ -432,17 +455,17 @@ static __always_inline void on_xfer(struct inflight *v, struct pt_regs *regs, s6
 
 	if (v->op == OP_SENDFILE) {
 		/* sendfile(out_fd, in_fd, *offset, count) */
-		out_fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-		in_fd = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		req = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		out_fd = ARG(1);
+		in_fd = ARG(2);
+		req = ARG(4);
 	} else {
 		/* copy_file_range(fd_in, *off_in, fd_out, *off_out, len, flags) */
-		in_fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-		out_fd = PT_REGS_PARM3_CORE_SYSCALL(regs);
-		req = PT_REGS_PARM5_CORE_SYSCALL(regs);
+		in_fd = ARG(1);
+		out_fd = ARG(3);
+		req = ARG(5);
 	}
-	u64 in_key = file_key(fd_file(in_fd), id);
-	u64 out_key = file_key(fd_file(out_fd), id);
+	u64 in_key = file_key(FD_FILE(in_fd), id, NULL);
+	u64 out_key = file_key(FD_FILE(out_fd), id, NULL);
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -515,10 +538,10 @@ static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret
 	e->file = 0;
 	e->base = 0;
 	if (ret >= 0) {
-		e->file = file_key(fd_file(ret), id);
+		e->file = file_key(fd_file(ret), id, NULL);
 	} else if (len == 0 || e->path[0] != '/') {
 		/* Failed relative open: name the directory it was relative to. */
-		e->base = dirfd == AT_FDCWD ? cwd_key(id) : file_key(fd_file(dirfd), id);
+		e->base = dirfd == AT_FDCWD ? cwd_key(id) : file_key(fd_file(dirfd), id, NULL);
 	}
 	fill_hdr(&e->h, EV_OPEN, op, id, start);
 	e->dur = now - start;
@@ -533,6 +556,57 @@ static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret
 		count_lost(LOST_RING);
 }
 
+/* Syscall exit: `v` is a copy of the entry state, `st` the thread's own
+ * state when it outlives the call (fast route). */
+static __always_inline void leave(struct inflight *v, struct inflight *st, struct pt_regs *regs, s64 ret, u64 id,
+				  bool fast)
+{
+	u64 now = bpf_ktime_get_boot_ns();
+
+	switch (v->op) {
+	case OP_READ ... OP_PWRITEV2:
+	case OP_FSYNC ... OP_SYNC_FILE_RANGE:
+		on_io(v, st, regs, ret, now, id, fast);
+		break;
+	case OP_OPEN ... OP_CREAT:
+		on_open(v, regs, ret, now, id);
+		break;
+	case OP_CLOSE:
+		on_close(v, regs, ret, now, id, fast);
+		break;
+	case OP_SENDFILE:
+	case OP_COPY_FILE_RANGE:
+		on_xfer(v, regs, ret, now, id, fast);
+		break;
+	}
+}
+
+/* The compat route: raw_tp programs, state in hash maps. */
+SEC("raw_tp/sys_enter")
+int sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 nr = ctx->args[1];
+	u64 id;
+	u32 tgid, tid;
+	u8 op;
+	struct inflight v = {};
+
+	if (nr >= MAX_SYSCALL_NR)
+		return 0;
+	op = sys_op[nr];
+	if (op == OP_NONE)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	tgid = id >> 32;
+	tid = (u32)id;
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	enter(&v, op, (void *)ctx->args[0], id, false);
+	if (bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY))
+		count_lost(LOST_MAP);
+	return 0;
+}
+
 SEC("raw_tp/sys_exit")
 int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 {
@@ -540,47 +614,66 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	u32 tid = (u32)id;
 	struct inflight *vp = bpf_map_lookup_elem(&inflight, &tid);
 	struct inflight v;
-	struct pt_regs *regs;
-	s64 ret;
-	u64 now;
 
 	if (!vp)
 		return 0;
 	v = *vp;
 	bpf_map_delete_elem(&inflight, &tid);
-	now = bpf_ktime_get_boot_ns();
-	regs = (void *)ctx->args[0];
-	ret = ctx->args[1];
-	switch (v.op) {
-	case OP_READ ... OP_PWRITEV2:
-	case OP_FSYNC ... OP_SYNC_FILE_RANGE:
-		on_io(&v, regs, ret, now, id);
-		break;
-	case OP_OPEN ... OP_CREAT:
-		on_open(&v, regs, ret, now, id);
-		break;
-	case OP_CLOSE:
-		on_close(&v, regs, ret, now, id);
-		break;
-	case OP_SENDFILE:
-	case OP_COPY_FILE_RANGE:
-		on_xfer(&v, regs, ret, now, id);
-		break;
-	}
+	leave(&v, NULL, (void *)ctx->args[0], ctx->args[1], id, false);
 	return 0;
 }
 
-SEC("raw_tp/sched_process_fork")
-int sched_fork(struct bpf_raw_tracepoint_args *ctx)
+/* The fast route: tp_btf programs, state in task storage. */
+static __always_inline struct inflight *state_of(struct task_struct *t)
 {
-	struct task_struct *parent = (void *)ctx->args[0];
-	struct task_struct *child = (void *)ctx->args[1];
+	return bpf_task_storage_get(&tstore, t, 0, 0);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
+{
+	struct inflight *st;
+	u8 op;
+
+	if ((u64)nr >= MAX_SYSCALL_NR)
+		return 0;
+	op = sys_op[nr];
+	if (op == OP_NONE)
+		return 0;
+	st = state_of(bpf_get_current_task_btf());
+	if (!st)
+		return 0;
+	enter(st, op, regs, bpf_get_current_pid_tgid(), true);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
+{
+	u64 nr = regs->orig_ax;
+	struct inflight *st;
+	struct inflight v;
+
+	/* Most syscalls are not ours: decide before looking anything up. */
+	if (nr >= MAX_SYSCALL_NR || sys_op[nr] == OP_NONE)
+		return 0;
+	st = state_of(bpf_get_current_task_btf());
+	if (!st || st->op == OP_NONE)
+		return 0;
+	v = *st;
+	st->op = OP_NONE;
+	leave(&v, st, regs, ret, bpf_get_current_pid_tgid(), true);
+	return 0;
+}
+
+/* A traced task forked: trace the child (its tgid too when it is a new
+ * process, for user space's list) and say so. */
+static __always_inline void on_fork(struct task_struct *parent, struct task_struct *child)
+{
 	u32 ptgid = BPF_CORE_READ(parent, tgid);
 	u32 cpid, ctid, one = 1;
 	struct ev_fork *e;
 
-	if (!bpf_map_lookup_elem(&traced, &ptgid))
-		return 0;
 	cpid = BPF_CORE_READ(child, tgid);
 	ctid = BPF_CORE_READ(child, pid);
 	if (cpid != ptgid && bpf_map_update_elem(&traced, &cpid, &one, BPF_ANY))
@@ -588,34 +681,51 @@ int sched_fork(struct bpf_raw_tracepoint_args *ctx)
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
-		return 0;
+		return;
 	}
 	fill_hdr(&e->h, EV_FORK, 0, ((u64)cpid << 32) | ctid, bpf_ktime_get_boot_ns());
 	e->parent_pid = ptgid;
 	e->parent_tid = BPF_CORE_READ(parent, pid);
 	e->thread = cpid == ptgid;
 	bpf_ringbuf_submit(e, wake_flags());
+}
+
+SEC("raw_tp/sched_process_fork")
+int sched_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *parent = (void *)ctx->args[0];
+	u32 ptgid = BPF_CORE_READ(parent, tgid);
+
+	if (bpf_map_lookup_elem(&traced, &ptgid))
+		on_fork(parent, (void *)ctx->args[1]);
 	return 0;
 }
 
-SEC("raw_tp/sched_process_exec")
-int sched_exec(struct bpf_raw_tracepoint_args *ctx)
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(fast_sched_fork, struct task_struct *parent, struct task_struct *child)
 {
-	struct task_struct *task = (void *)ctx->args[0];
-	struct linux_binprm *bprm = (void *)ctx->args[2];
+	if (!state_of(parent))
+		return 0;
+	/* Every thread of a traced process carries its own state. */
+	if (!bpf_task_storage_get(&tstore, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+		count_lost(LOST_MAP);
+	on_fork(parent, child);
+	return 0;
+}
+
+static __always_inline void on_exec(struct task_struct *task, struct linux_binprm *bprm)
+{
 	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32, zero = 0;
+	u32 zero = 0;
 	struct heap *hp;
 	struct ev_exec *e;
 	unsigned long start, end;
 	long n;
 	u32 flen = 0, alen;
 
-	if (!bpf_map_lookup_elem(&traced, &tgid))
-		return 0;
 	hp = bpf_map_lookup_elem(&heap, &zero);
 	if (!hp)
-		return 0;
+		return;
 	e = &hp->exec;
 	fill_hdr(&e->h, EV_EXEC, 0, id, bpf_ktime_get_boot_ns());
 	e->trunc = 0;
@@ -643,21 +753,33 @@ int sched_exec(struct bpf_raw_tracepoint_args *ctx)
 	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_exec, data) + ((flen + alen) & (PATHBUF + ARGVBUF - 1)),
 			       wake_flags()))
 		count_lost(LOST_RING);
+}
+
+SEC("raw_tp/sched_process_exec")
+int sched_exec(struct bpf_raw_tracepoint_args *ctx)
+{
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (bpf_map_lookup_elem(&traced, &tgid))
+		on_exec((void *)ctx->args[0], (void *)ctx->args[2]);
 	return 0;
 }
 
-SEC("raw_tp/sched_process_exit")
-int sched_exit(struct bpf_raw_tracepoint_args *ctx)
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(fast_sched_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	struct task_struct *task = (void *)ctx->args[0];
+	if (state_of(task))
+		on_exec(task, bprm);
+	return 0;
+}
+
+static __always_inline void on_exit(struct task_struct *task)
+{
 	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32, tid = (u32)id;
+	u32 tgid = id >> 32;
 	struct ev_exit *e;
 	bool dead;
 
-	if (!bpf_map_lookup_elem(&traced, &tgid))
-		return 0;
-	bpf_map_delete_elem(&inflight, &tid);
 	/* signal->live was decremented before this tracepoint: 0 means last thread. */
 	dead = BPF_CORE_READ(task, signal, live.counter) == 0;
 	if (dead)
@@ -665,34 +787,68 @@ int sched_exit(struct bpf_raw_tracepoint_args *ctx)
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
-		return 0;
+		return;
 	}
 	fill_hdr(&e->h, EV_EXIT, 0, id, bpf_ktime_get_boot_ns());
 	e->status = BPF_CORE_READ(task, exit_code);
 	e->group_dead = dead;
 	bpf_ringbuf_submit(e, wake_flags());
+}
+
+SEC("raw_tp/sched_process_exit")
+int sched_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	/* A thread killed inside a syscall never reaches sys_exit. */
+	bpf_map_delete_elem(&inflight, &tid);
+	on_exit((void *)ctx->args[0]);
 	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(fast_sched_exit, struct task_struct *task)
+{
+	if (state_of(task))
+		on_exit(task);
+	return 0;
+}
+
+static __always_inline void on_rename(struct task_struct *task, const char *comm)
+{
+	u32 tgid = BPF_CORE_READ(task, tgid);
+	struct ev_comm *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	fill_hdr(&e->h, EV_COMM, 0, ((u64)tgid << 32) | (u32)BPF_CORE_READ(task, pid), bpf_ktime_get_boot_ns());
+	if (bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm) < 0)
+		e->comm[0] = 0;
+	bpf_ringbuf_submit(e, wake_flags());
 }
 
 SEC("raw_tp/task_rename")
 int task_rename(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *task = (void *)ctx->args[0];
-	const char *comm = (const char *)ctx->args[1];
 	u32 tgid = BPF_CORE_READ(task, tgid);
-	struct ev_comm *e;
 
-	if (!bpf_map_lookup_elem(&traced, &tgid))
-		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_RING);
-		return 0;
-	}
-	fill_hdr(&e->h, EV_COMM, 0, ((u64)tgid << 32) | (u32)BPF_CORE_READ(task, pid), bpf_ktime_get_boot_ns());
-	if (bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm) < 0)
-		e->comm[0] = 0;
-	bpf_ringbuf_submit(e, wake_flags());
+	if (bpf_map_lookup_elem(&traced, &tgid))
+		on_rename(task, (const char *)ctx->args[1]);
+	return 0;
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(fast_task_rename, struct task_struct *task, const char *comm)
+{
+	if (state_of(task))
+		on_rename(task, comm);
 	return 0;
 }
 
@@ -729,7 +885,7 @@ struct {
  * then a request first seen at issue was in flight before tracing. */
 const volatile bool blk_have_io_start = false;
 
-static __always_inline struct blk_req *blk_start(struct request *rq, u64 now, u16 extra)
+static __always_inline struct blk_req *blk_start(struct request *rq, u64 now, u16 extra, bool fast)
 {
 	u64 key = (u64)rq;
 	u64 id = bpf_get_current_pid_tgid();
@@ -745,10 +901,21 @@ static __always_inline struct blk_req *blk_start(struct request *rq, u64 now, u1
 	bpf_get_current_comm(&v.comm, sizeof(v.comm));
 	if (BPF_CORE_READ(task, flags) & PF_KTHREAD)
 		v.flags |= BLK_KTHREAD;
-	if (bpf_map_lookup_elem(&traced, &tgid)) {
-		v.flags |= BLK_TRACED;
+	if (fast) {
+		inf = state_of(bpf_get_current_task_btf());
+		if (inf)
+			v.flags |= BLK_TRACED;
+		if (inf && inf->op == OP_NONE)
+			inf = NULL;
+	} else {
+		inf = NULL;
+		if (bpf_map_lookup_elem(&traced, &tgid)) {
+			v.flags |= BLK_TRACED;
+			inf = bpf_map_lookup_elem(&inflight, &tid);
+		}
+	}
+	{
 		/* Started inside a recorded syscall of this thread: link them. */
-		inf = bpf_map_lookup_elem(&inflight, &tid);
 		if (inf) {
 			v.cause_ts = inf->ts;
 			v.cause_idx = inf->nblk;
@@ -762,34 +929,65 @@ static __always_inline struct blk_req *blk_start(struct request *rq, u64 now, u1
 	return bpf_map_lookup_elem(&blk_reqs, &key);
 }
 
+static __always_inline void blk_insert(struct request *rq, bool fast)
+{
+	u64 key = (u64)rq;
+
+	if (!bpf_map_lookup_elem(&blk_reqs, &key))
+		blk_start(rq, bpf_ktime_get_boot_ns(), 0, fast);
+}
+
+static __always_inline void blk_issue(struct request *rq, bool fast)
+{
+	u64 key = (u64)rq;
+	u64 now = bpf_ktime_get_boot_ns();
+	struct blk_req *v = bpf_map_lookup_elem(&blk_reqs, &key);
+
+	if (!v)
+		v = blk_start(rq, now, blk_have_io_start ? BLK_START_UNKNOWN : 0, fast);
+	if (v)
+		v->issue = now;
+}
+
 SEC("raw_tp/block_io_start")
 int block_io_start(struct bpf_raw_tracepoint_args *ctx)
 {
-	blk_start((void *)ctx->args[0], bpf_ktime_get_boot_ns(), 0);
+	blk_start((void *)ctx->args[0], bpf_ktime_get_boot_ns(), 0, false);
 	return 0;
 }
 
 SEC("raw_tp/block_rq_insert")
 int block_rq_insert(struct bpf_raw_tracepoint_args *ctx)
 {
-	u64 key = ctx->args[0];
-
-	if (!bpf_map_lookup_elem(&blk_reqs, &key))
-		blk_start((void *)ctx->args[0], bpf_ktime_get_boot_ns(), 0);
+	blk_insert((void *)ctx->args[0], false);
 	return 0;
 }
 
 SEC("raw_tp/block_rq_issue")
 int block_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 {
-	u64 key = ctx->args[0];
-	u64 now = bpf_ktime_get_boot_ns();
-	struct blk_req *v = bpf_map_lookup_elem(&blk_reqs, &key);
+	blk_issue((void *)ctx->args[0], false);
+	return 0;
+}
 
-	if (!v)
-		v = blk_start((void *)ctx->args[0], now, blk_have_io_start ? BLK_START_UNKNOWN : 0);
-	if (v)
-		v->issue = now;
+SEC("tp_btf/block_io_start")
+int BPF_PROG(fast_block_io_start, struct request *rq)
+{
+	blk_start(rq, bpf_ktime_get_boot_ns(), 0, true);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(fast_block_rq_insert, struct request *rq)
+{
+	blk_insert(rq, true);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(fast_block_rq_issue, struct request *rq)
+{
+	blk_issue(rq, true);
 	return 0;
 }
 

@@ -475,3 +475,39 @@ fn doctor_reports_real_checks_and_the_probe_choice() {
     assert!(text.lines().any(|l| l.starts_with("privileges") && l.contains("FAIL") && l.contains("CAP_BPF")), "{text}");
     assert!(text.contains("cannot run here"));
 }
+
+#[test]
+fn chrome_json_and_perfetto_exports_agree_on_a_recording() {
+    if !require_root() {
+        return;
+    }
+    let Some(tp) = perfetto_tp() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("r.bin");
+    let script = "for i in 1 2 3; do cat /etc/hostname /etc/passwd > /dev/null; done; \
+                  dd if=/dev/zero of=x bs=64k count=8 oflag=direct 2>/dev/null; sleep 0.3";
+    let out =
+        mltrace(&["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", script], tmp.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pf = tmp.path().join("r.perfetto-trace");
+    let js = tmp.path().join("r.json");
+    for (flag, path) in [("--perfetto", &pf), ("--chrome", &js)] {
+        let out = mltrace(&["export", flag, log.to_str().unwrap(), "-o", path.to_str().unwrap()], tmp.path());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let q = [
+        "select count(*), sum(dur < 0) from slice",
+        "select count(*) from counter",
+        "select count(*) from flow",
+        "select distinct name from process where name is not null and pid < 1000000000 order by name",
+    ];
+    let a = tp_query(&tp, &pf, &q);
+    let b = tp_query(&tp, &js, &q);
+    assert_eq!(a[0], b[0], "slices");
+    assert_eq!(a[0][0][1], "0");
+    assert_eq!(a[1], b[1], "counter samples");
+    assert_eq!(a[2], b[2], "flows");
+    // JSON has one name per pid: a process shown before its exec under its
+    // parent's name keeps only the exec'd name there.
+    assert!(b[3].iter().all(|n| a[3].contains(n)), "{:?} vs {:?}", a[3], b[3]);
+}

@@ -111,9 +111,18 @@ pub fn perfetto_tp() -> Option<PathBuf> {
 /// Runs SQL queries on `trace` with `tp --strict`; returns each query's
 /// rows (tab-separated cells), panicking on import problems.
 pub fn tp_query(tp: &Path, trace: &Path, queries: &[&str]) -> Vec<Vec<Vec<String>>> {
-    let out = Command::new(tp).arg("--strict").arg(trace).args(queries).output().expect("running tp");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "tp failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    // tp (Node) exits without flushing a pipe: large outputs go to a file.
+    let out_file = tempfile::NamedTempFile::new().unwrap();
+    let status = Command::new(tp)
+        .arg("--strict")
+        .arg(trace)
+        .args(queries)
+        .stdout(out_file.reopen().unwrap())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("running tp");
+    let text = std::fs::read_to_string(out_file.path()).unwrap();
+    assert!(status.status.success(), "tp failed:\n{text}\n{}", String::from_utf8_lossy(&status.stderr));
     // Output: "> query" line, header line, rows; a blank-free stream.
     let mut results: Vec<Vec<Vec<String>>> = Vec::new();
     let mut lines = text.lines().peekable();

@@ -24,24 +24,48 @@ pub struct BpfConfig {
     pub block: bool,
     /// Force a block route instead of the best the kernel has.
     pub block_route: Option<BlockRoute>,
+    /// Force a syscall route instead of the best the kernel has.
+    pub route: Option<SyscallRoute>,
 }
 
 impl Default for BpfConfig {
     fn default() -> Self {
-        BpfConfig { ring_bytes: 32 << 20, block: true, block_route: None }
+        BpfConfig { ring_bytes: 32 << 20, block: true, block_route: None, route: None }
+    }
+}
+
+/// How syscalls and processes are followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyscallRoute {
+    /// tp_btf programs with per-task storage (Linux 5.11+): no hashing on
+    /// the hot path, BTF pointer loads instead of helper calls.
+    Fast,
+    /// raw_tp programs with hash maps: kernels without task storage.
+    Compat,
+}
+
+impl SyscallRoute {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SyscallRoute::Fast => "tp_btf, per-task storage",
+            SyscallRoute::Compat => "raw_tp, hash maps",
+        }
     }
 }
 
 /// The programs that will be (or were) attached, for the log header.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    pub route: SyscallRoute,
     pub block: Option<BlockRoute>,
 }
 
 impl Plan {
     pub fn new(cfg: &BpfConfig, kernel: &KernelBtf) -> Plan {
         let block = if cfg.block { cfg.block_route.or_else(|| BlockRoute::choose(kernel)) } else { None };
-        Plan { block }
+        let fast_ok = crate::system::kernel_version().is_some_and(|v| v >= (5, 11)) && kernel.available();
+        let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
+        Plan { route, block }
     }
 }
 
@@ -49,8 +73,26 @@ fn bpf_err(stage: &str) -> impl FnOnce(libbpf_rs::Error) -> CaptureError + '_ {
     move |source| CaptureError::Bpf { stage: stage.to_string(), source }
 }
 
-/// Opens, configures, loads and attaches the programs of `plan`.
+/// Loads and attaches the programs of `plan`; if the fast route fails to
+/// load (a kernel that lacks a piece of it), falls back to the compat
+/// route and says so in `plan`.
 pub fn load<'obj>(
+    storage: &'obj mut [MaybeUninit<OpenObject>; 2],
+    cfg: &BpfConfig,
+    plan: &mut Plan,
+) -> Result<MltraceSkel<'obj>, CaptureError> {
+    let (first, second) = storage.split_at_mut(1);
+    if plan.route == SyscallRoute::Fast {
+        match load_route(&mut first[0], cfg, plan) {
+            Ok(s) => return Ok(s),
+            Err(_) if cfg.route.is_none() => plan.route = SyscallRoute::Compat,
+            Err(e) => return Err(e),
+        }
+    }
+    load_route(&mut second[0], cfg, plan)
+}
+
+fn load_route<'obj>(
     storage: &'obj mut MaybeUninit<OpenObject>,
     cfg: &BpfConfig,
     plan: &Plan,
@@ -63,11 +105,33 @@ pub fn load<'obj>(
     // Wake the consumer when an eighth of the ring is waiting; it also polls.
     rodata.wakeup_bytes = u64::from(ring / 8);
     rodata.blk_have_io_start = plan.block == Some(BlockRoute::IoStart);
+    let fast = plan.route == SyscallRoute::Fast;
     let progs = &mut open.progs;
-    progs.block_io_start.set_autoload(plan.block == Some(BlockRoute::IoStart));
-    progs.block_rq_insert.set_autoload(plan.block == Some(BlockRoute::RqInsert));
-    progs.block_rq_issue.set_autoload(plan.block.is_some());
-    progs.block_rq_complete.set_autoload(plan.block.is_some());
+    for (p, on) in [
+        (&mut progs.sys_enter, !fast),
+        (&mut progs.sys_exit, !fast),
+        (&mut progs.sched_fork, !fast),
+        (&mut progs.sched_exec, !fast),
+        (&mut progs.sched_exit, !fast),
+        (&mut progs.task_rename, !fast),
+        (&mut progs.fast_sys_enter, fast),
+        (&mut progs.fast_sys_exit, fast),
+        (&mut progs.fast_sched_fork, fast),
+        (&mut progs.fast_sched_exec, fast),
+        (&mut progs.fast_sched_exit, fast),
+        (&mut progs.fast_task_rename, fast),
+        (&mut progs.block_io_start, !fast && plan.block == Some(BlockRoute::IoStart)),
+        (&mut progs.block_rq_insert, !fast && plan.block == Some(BlockRoute::RqInsert)),
+        (&mut progs.block_rq_issue, !fast && plan.block.is_some()),
+        (&mut progs.fast_block_io_start, fast && plan.block == Some(BlockRoute::IoStart)),
+        (&mut progs.fast_block_rq_insert, fast && plan.block == Some(BlockRoute::RqInsert)),
+        (&mut progs.fast_block_rq_issue, fast && plan.block.is_some()),
+        (&mut progs.block_rq_complete, plan.block.is_some()),
+    ] {
+        p.set_autoload(on);
+    }
+    // Kernels before 5.11 cannot even create a task-storage map.
+    open.maps.tstore.set_autocreate(fast).map_err(bpf_err("configuring the task storage"))?;
     open.maps.events.set_max_entries(ring).map_err(bpf_err("sizing the ring buffer"))?;
     let mut skel = open.load().map_err(bpf_err("loading the programs (verifier)"))?;
     skel.attach().map_err(bpf_err("attaching the programs"))?;
@@ -75,11 +139,25 @@ pub fn load<'obj>(
 }
 
 /// Starts tracing process `pid` (its children are added by the kernel side).
-pub fn trace_pid(skel: &MltraceSkel<'_>, pid: u32) -> Result<(), CaptureError> {
+pub fn trace_pid(skel: &MltraceSkel<'_>, pid: u32, route: SyscallRoute) -> Result<(), CaptureError> {
     skel.maps
         .traced
         .update(&pid.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
-        .map_err(bpf_err("adding the command to the traced set"))
+        .map_err(bpf_err("adding the command to the traced set"))?;
+    if route == SyscallRoute::Fast {
+        // Task storage is keyed by a pidfd from user space.
+        // SAFETY: pidfd_open on our own (paused) child.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) } as libc::c_int;
+        if fd < 0 {
+            return Err(CaptureError::Io { what: "pidfd_open".into(), source: std::io::Error::last_os_error() });
+        }
+        let value = vec![0u8; std::mem::size_of::<crate::skel::types::inflight>()];
+        let r = skel.maps.tstore.update(&fd.to_ne_bytes(), &value, MapFlags::ANY);
+        // SAFETY: closing the fd we opened.
+        unsafe { libc::close(fd) };
+        r.map_err(bpf_err("adding the command to the traced set"))?;
+    }
+    Ok(())
 }
 
 /// The live traced processes, straight from the kernel side's set.
@@ -104,19 +182,19 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
     let mut v = vec![
         mltrace_log::Probe {
             subsystem: "syscalls".into(),
-            mechanism: "raw_tp".into(),
+            mechanism: plan.route.describe().into(),
             detail: format!("sys_enter + sys_exit: {}", names.join(", ")),
         },
         mltrace_log::Probe {
             subsystem: "processes".into(),
-            mechanism: "raw_tp".into(),
+            mechanism: plan.route.describe().into(),
             detail: "sched_process_fork, sched_process_exec, sched_process_exit, task_rename".into(),
         },
     ];
     if let Some(route) = plan.block {
         v.push(mltrace_log::Probe {
             subsystem: "block".into(),
-            mechanism: "raw_tp".into(),
+            mechanism: if plan.route == SyscallRoute::Fast { "tp_btf + raw_tp" } else { "raw_tp" }.into(),
             detail: route.describe().into(),
         });
     }

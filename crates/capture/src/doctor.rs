@@ -131,9 +131,9 @@ pub fn run() -> Vec<Check> {
         return out;
     }
     let cfg = BpfConfig { ring_bytes: 1 << 16, ..Default::default() };
-    let plan = Plan::new(&cfg, &kernel);
-    let mut storage = MaybeUninit::uninit();
-    match bpf::load(&mut storage, &cfg, &plan) {
+    let mut plan = Plan::new(&cfg, &kernel);
+    let mut storage = [MaybeUninit::uninit(), MaybeUninit::uninit()];
+    match bpf::load(&mut storage, &cfg, &mut plan) {
         Ok(skel) => {
             let n = skel.object().progs().filter(|p| p.autoload()).count();
             out.push(check(

@@ -403,9 +403,9 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let first = opts.command.first().ok_or(CaptureError::Command(CommandError::NotFound(String::new())))?;
     let program = launch::resolve(first).map_err(CaptureError::Command)?;
     let mut out = OutputFile::create(&opts.output, opts.force)?;
-    let plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
-    let mut storage = MaybeUninit::uninit();
-    let skel = bpf::load(&mut storage, &opts.bpf, &plan)?;
+    let mut plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
+    let mut storage = [MaybeUninit::uninit(), MaybeUninit::uninit()];
+    let skel = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
     let _mask = SignalBlock::new();
     let started = Instant::now();
     if let Some(u) = &opts.run_as {
@@ -441,7 +441,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             return Err(CaptureError::Output { path: opts.output.clone(), source });
         }
     };
-    if let Err(e) = bpf::trace_pid(&skel, pid as u32) {
+    if let Err(e) = bpf::trace_pid(&skel, pid as u32, plan.route) {
         child.abort();
         return Err(e);
     }

@@ -9,8 +9,11 @@ use anyhow::Context;
 #[derive(clap::Args)]
 pub struct Args {
     /// Write a Perfetto protobuf trace (the default; open it at https://ui.perfetto.dev)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "chrome")]
     perfetto: bool,
+    /// Write Chrome trace-event JSON instead (chrome://tracing, Perfetto, other viewers)
+    #[arg(long)]
+    chrome: bool,
     /// The log written by `mltrace record` or `mltrace import`
     log: PathBuf,
     /// Output file (default: the log's name with .perfetto-trace)
@@ -26,14 +29,35 @@ fn default_output(log: &Path, ext: &str) -> PathBuf {
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
-    let out_path = a.output.unwrap_or_else(|| default_output(&a.log, ".perfetto-trace"));
+    let ext = if a.chrome { ".json" } else { ".perfetto-trace" };
+    let out_path = a.output.unwrap_or_else(|| default_output(&a.log, ext));
     let mut reader = crate::open_log(&a.log)?;
     let file = File::create(&out_path).with_context(|| format!("creating {}", out_path.display()))?;
     let log_name = a.log.display().to_string();
-    let (_, stats) = mltrace_perfetto::export(&mut reader, BufWriter::with_capacity(1 << 20, file), &mut |d| {
-        eprintln!("mltrace: {log_name}: {d}")
-    })
-    .with_context(|| format!("writing {}", out_path.display()))?;
+    let mut diag = |d: String| eprintln!("mltrace: {log_name}: {d}");
+    let out = BufWriter::with_capacity(1 << 20, file);
+    if a.chrome {
+        let (_, stats) = mltrace_chrome::export(&mut reader, out, &mut diag)
+            .with_context(|| format!("writing {}", out_path.display()))?;
+        eprintln!(
+            "mltrace: {} records -> {} slices, {} counter samples in {} processes; {} written ({} bytes)",
+            stats.records,
+            stats.slices,
+            stats.counters,
+            stats.processes,
+            out_path.display(),
+            stats.bytes
+        );
+        if stats.lost_events > 0 {
+            eprintln!(
+                "mltrace: the recording lost {} events; see the \"mltrace: lost events\" track",
+                stats.lost_events
+            );
+        }
+        return Ok(0);
+    }
+    let (_, stats) = mltrace_perfetto::export(&mut reader, out, &mut diag)
+        .with_context(|| format!("writing {}", out_path.display()))?;
     eprintln!(
         "mltrace: {} records -> {} slices in {} processes; {} written ({} bytes)",
         stats.records,

@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
+use mltrace_capture::bpf::SyscallRoute;
 use mltrace_capture::features::BlockRoute;
 use mltrace_capture::{identity, record, Progress, RecordOptions};
 use mltrace_sample::gpu::{self, GpuConfig, GpuMode};
@@ -37,6 +38,10 @@ pub struct Args {
     /// The NVML library to load (default: $MLTRACE_NVML_LIBRARY, else libnvidia-ml.so.1)
     #[arg(long, value_name = "PATH")]
     nvml_library: Option<PathBuf>,
+    /// How syscalls are followed: auto, fast (tp_btf and task storage,
+    /// Linux 5.11+) or compat (raw_tp and hash maps)
+    #[arg(long, default_value = "auto", value_name = "ROUTE", hide = true)]
+    syscall_probes: String,
     /// Records per frame (for tests; frames are also cut every second)
     #[arg(long, hide = true)]
     frame_records: Option<usize>,
@@ -102,6 +107,12 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     if let Some(n) = a.frame_records {
         opts.frame_records = n.max(1);
     }
+    opts.bpf.route = match a.syscall_probes.as_str() {
+        "auto" => None,
+        "fast" => Some(SyscallRoute::Fast),
+        "compat" => Some(SyscallRoute::Compat),
+        other => anyhow::bail!("--syscall-probes {other}: expected auto, fast or compat"),
+    };
     match a.block_probes.as_str() {
         "auto" => {}
         "off" => opts.bpf.block = false,

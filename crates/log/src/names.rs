@@ -238,7 +238,9 @@ pub fn command_name<S: AsRef<str>>(args: &[S], max: usize) -> String {
         if i > 0 {
             s.push(' ');
         }
-        s.push_str(if i == 0 || (a.contains('/') && !a.starts_with('-')) { basename(a) } else { a });
+        // Only a path is shortened, not a script that happens to hold one.
+        let path_like = a.contains('/') && !a.starts_with('-') && !a.contains(char::is_whitespace);
+        s.push_str(if (i == 0 || path_like) && !a.contains(char::is_whitespace) { basename(a) } else { a });
     }
     if s.chars().count() > max {
         let cut: String = s.chars().take(max.saturating_sub(1)).collect();

@@ -1012,7 +1012,7 @@ impl<W: Write> Exporter<W> {
                     let label =
                         if p.flags & phase::UNFINISHED != 0 { format!("{name} (unfinished)") } else { name.clone() };
                     s.ev.name_iid = Some(seq.name(&label, &mut s.interned));
-                    s.arg_str(&mut seq, Arg::Kind, p.kind.name().as_bytes());
+                    s.arg_str(&mut seq, Arg::PhaseKind, p.kind.name().as_bytes());
                     if p.rank >= 0 {
                         s.arg_int(Arg::Rank, i64::from(p.rank));
                     }

@@ -78,10 +78,11 @@ pub enum Arg {
     Disk,
     Rank,
     Value,
+    PhaseKind,
 }
 
 impl Arg {
-    const ALL: [(Arg, &'static str); 28] = [
+    const ALL: [(Arg, &'static str); 29] = [
         (Arg::Path, "path"),
         (Arg::Fd, "fd"),
         (Arg::Offset, "offset"),
@@ -110,6 +111,7 @@ impl Arg {
         (Arg::Disk, "disk"),
         (Arg::Rank, "rank"),
         (Arg::Value, "value"),
+        (Arg::PhaseKind, "phase"),
     ];
 }
 

@@ -1,0 +1,599 @@
+//! `make bench`: what tracing costs, measured side by side in one run.
+//!
+//! Every configuration of a workload runs in turn, round after round, so a
+//! machine that gets busier or quieter affects them all alike; the table
+//! shows medians. Times are the workloads' own loop times (printed by the
+//! C programs), so a tracer's start-up is not counted against it, except in
+//! the start-up row, which measures exactly that.
+
+use std::fs;
+use std::io::Write;
+use std::mem::MaybeUninit;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use mltrace_log::*;
+
+#[allow(clippy::all, non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
+mod floor {
+    include!(concat!(env!("OUT_DIR"), "/floor.skel.rs"));
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tool {
+    Untraced,
+    Floor,
+    Mltrace,
+    Bpftrace,
+    Strace,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Untraced => "untraced",
+            Tool::Floor => "count-only BPF",
+            Tool::Mltrace => "mltrace record",
+            Tool::Bpftrace => "bpftrace printf",
+            Tool::Strace => "strace -f",
+        }
+    }
+}
+
+struct Workload {
+    key: &'static str,
+    title: &'static str,
+    bin: PathBuf,
+    args: Vec<String>,
+    /// The name of the traced processes (bpftrace's filter).
+    comm: &'static str,
+}
+
+struct Bench {
+    dir: PathBuf,
+    mltrace: PathBuf,
+    script: String,
+    reps: usize,
+    tools: Vec<Tool>,
+    skipped: Vec<String>,
+}
+
+/// One run's outcome.
+#[derive(Default, Clone)]
+struct Run {
+    loop_ns: u64,
+    /// Bytes of output (log, text) and events in it.
+    out_bytes: u64,
+    events: u64,
+    lost: u64,
+    /// The tracer's peak RSS (KiB), where measured.
+    rss_kib: u64,
+}
+
+fn median(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    if v.is_empty() {
+        0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+/// Runs `cmd`, returns its stdout.
+fn run_measured(cmd: &mut Command) -> Result<String> {
+    let out = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().context("spawning")?.wait_with_output()?;
+    if !out.status.success() {
+        bail!("{:?} failed ({:?}): {}", cmd, out.status.code(), String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs `cmd` and returns (stdout, peak RSS in KiB of that process tree).
+fn rss_of(cmd: &mut Command) -> Result<(String, u64)> {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+    let mut stdout = String::new();
+    use std::io::Read;
+    child.stdout.take().unwrap().read_to_string(&mut stdout)?;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; we reap our own child.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::wait4(child.id() as i32, &mut status, 0, &mut ru);
+        ru
+    };
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        bail!("{cmd:?} failed (status {status})");
+    }
+    Ok((stdout, ru.ru_maxrss as u64))
+}
+
+fn first_number(s: &str) -> Result<u64> {
+    s.lines().rev().find_map(|l| l.trim().parse::<f64>().ok()).map(|v| v as u64).context("no number in the output")
+}
+
+/// (records, lost, syscall records) of a log.
+fn log_counts(p: &Path) -> Result<(u64, u64, u64)> {
+    let mut r = LogReader::open(p)?;
+    let (mut n, mut lost, mut sys) = (0, 0, 0);
+    while let Some(mut f) = r.next_frame()? {
+        while let Some(rec) = f.next_record() {
+            n += 1;
+            match rec {
+                Record::Lost(l) => lost += l.count,
+                Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => sys += 1,
+                _ => {}
+            }
+        }
+    }
+    Ok((n, lost, sys))
+}
+
+impl Bench {
+    fn run(&self, tool: Tool, w: &Workload) -> Result<Run> {
+        let out = self.dir.join(format!("out-{}", w.key));
+        let mut run = Run::default();
+        let stdout = match tool {
+            Tool::Untraced => run_measured(Command::new(&w.bin).args(&w.args))?,
+            Tool::Floor => {
+                let mut storage = MaybeUninit::uninit();
+                let open = floor::FloorSkelBuilder::default().open(&mut storage)?;
+                let mut skel = open.load()?;
+                skel.attach()?;
+                let s = run_measured(Command::new(&w.bin).args(&w.args))?;
+                drop(skel);
+                s
+            }
+            Tool::Mltrace => {
+                let log = out.with_extension("bin");
+                let (s, rss) = rss_of(
+                    Command::new(&self.mltrace)
+                        .args(["record", "-q", "-f", "--gpu", "off", "-o"])
+                        .arg(&log)
+                        .arg("--")
+                        .arg(&w.bin)
+                        .args(&w.args),
+                )?;
+                let (n, lost, _) = log_counts(&log)?;
+                run.out_bytes = fs::metadata(&log)?.len();
+                run.events = n;
+                run.lost = lost;
+                run.rss_kib = rss;
+                s
+            }
+            Tool::Bpftrace => {
+                let txt = out.with_extension("bt.txt");
+                let script = self.script.replace("WORKLOAD", w.comm);
+                let cmdline =
+                    std::iter::once(w.bin.display().to_string()).chain(w.args.iter().cloned()).collect::<Vec<_>>();
+                let s = run_measured(Command::new("bpftrace").args(["-q", "-o"]).arg(&txt).args([
+                    "-c",
+                    &cmdline.join(" "),
+                    "-e",
+                    &script,
+                ]))?;
+                run.out_bytes = fs::metadata(&txt)?.len();
+                run.events = fs::read(&txt)?.iter().filter(|&&b| b == b'\n').count() as u64;
+                s
+            }
+            Tool::Strace => {
+                let txt = out.with_extension("strace.txt");
+                run_measured(Command::new("strace").args(["-f", "-qq", "-o"]).arg(&txt).arg(&w.bin).args(&w.args))?
+            }
+        };
+        run.loop_ns = first_number(&stdout)?;
+        Ok(run)
+    }
+}
+
+fn cc(src: &Path, out: &Path) -> Result<()> {
+    let st = Command::new("cc").args(["-O2", "-o"]).arg(out).arg(src).status()?;
+    if !st.success() {
+        bail!("compiling {}", src.display());
+    }
+    Ok(())
+}
+
+fn write_file(p: &Path, len: usize, seed: u64) -> Result<()> {
+    let mut s = seed | 1;
+    let data: Vec<u8> = (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect();
+    fs::write(p, data)?;
+    Ok(())
+}
+
+fn secs(ns: u64) -> String {
+    format!("{:.3} s", ns as f64 / 1e9)
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
+fn main() -> Result<()> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = root.join("target/bench");
+    fs::create_dir_all(&dir)?;
+    let mltrace = root.join("target/release/mltrace");
+    if !mltrace.exists() {
+        bail!("{} missing: `cargo build --release -p mltrace` first (make bench does)", mltrace.display());
+    }
+    let reps: usize = std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    // BENCH_TOOLS=untraced,floor,mltrace and BENCH_ONLY=a,b: quick partial runs.
+    let only_tools = std::env::var("BENCH_TOOLS").ok();
+    let wanted = |t: Tool| only_tools.as_deref().is_none_or(|l| l.split(',').any(|n| t.name().starts_with(n.trim())));
+    let mut tools: Vec<Tool> =
+        [Tool::Untraced, Tool::Floor, Tool::Mltrace].into_iter().filter(|&t| wanted(t)).collect();
+    let mut skipped = Vec::new();
+    for (t, bin) in [(Tool::Bpftrace, "bpftrace"), (Tool::Strace, "strace")] {
+        if !wanted(t) {
+            continue;
+        }
+        if Command::new("sh").args(["-c", &format!("command -v {bin}")]).output()?.status.success() {
+            tools.push(t);
+        } else {
+            skipped.push(format!("{}: {bin} is not installed", t.name()));
+        }
+    }
+    let wl = root.join("bench/workloads");
+    for name in ["pread_loop", "loader", "direct", "paced"] {
+        cc(&wl.join(format!("{name}.c")), &dir.join(name))?;
+    }
+    eprintln!("bench: preparing data in {}", dir.display());
+    let cached = dir.join("cached.bin");
+    write_file(&cached, 1 << 20, 1)?;
+    let files = dir.join("files");
+    let nfiles = 4000usize;
+    if !files.join((nfiles - 1).to_string()).exists() {
+        fs::create_dir_all(&files)?;
+        for i in 0..nfiles {
+            write_file(&files.join(i.to_string()), 4096 + (i * 7919) % (60 << 10), i as u64)?;
+        }
+    }
+    let big = dir.join("direct.bin");
+    if fs::metadata(&big).map(|m| m.len()).unwrap_or(0) != 256 << 20 {
+        write_file(&big, 256 << 20, 3)?;
+    }
+    let _ = Command::new("sync").status();
+    // Warm the page cache for (a) and (b); (c) bypasses it.
+    let _ = Command::new("sh")
+        .args(["-c", &format!("cat {} {}/* > /dev/null", cached.display(), files.display())])
+        .status();
+    let bench = Bench {
+        dir: dir.clone(),
+        mltrace: mltrace.clone(),
+        script: fs::read_to_string(wl.join("study.bt"))?,
+        reps,
+        tools,
+        skipped,
+    };
+    let workloads = [
+        Workload {
+            key: "a",
+            title: "(a) 1M preads of 4 KiB, cached",
+            bin: dir.join("pread_loop"),
+            args: vec![cached.display().to_string(), "1000000".into()],
+            comm: "pread_loop",
+        },
+        Workload {
+            key: "b",
+            title: "(b) data loader: 4 workers, 4000 small files x5",
+            bin: dir.join("loader"),
+            args: vec![files.display().to_string(), nfiles.to_string(), "4".into(), "5".into()],
+            comm: "loader",
+        },
+        Workload {
+            key: "c",
+            title: "(c) 300 O_DIRECT reads of 1 MiB",
+            bin: dir.join("direct"),
+            args: vec![big.display().to_string(), "300".into()],
+            comm: "direct",
+        },
+    ];
+
+    let only = std::env::var("BENCH_ONLY").ok();
+    let run_w = |k: &str| only.as_deref().is_none_or(|l| l.split(',').any(|x| x.trim() == k));
+    let quick = only.is_some();
+    // 1. Overhead, alternating tools round by round.
+    let mut results: Vec<Vec<Vec<Run>>> = vec![vec![Vec::new(); bench.tools.len()]; workloads.len()];
+    for round in 0..bench.reps {
+        for (wi, w) in workloads.iter().enumerate() {
+            if !run_w(w.key) {
+                continue;
+            }
+            for (ti, &t) in bench.tools.iter().enumerate() {
+                // The slow tools run at most 3 rounds: a median of 3 is enough
+                // to show a 10x difference.
+                if matches!(t, Tool::Bpftrace | Tool::Strace) && round >= 3 {
+                    continue;
+                }
+                eprint!("\rbench: round {}/{} {} {:<16}", round + 1, bench.reps, w.key, t.name());
+                let _ = std::io::stderr().flush();
+                match bench.run(t, w) {
+                    Ok(r) => results[wi][ti].push(r),
+                    Err(e) => eprintln!("\nbench: {} on {}: {e:#}", t.name(), w.key),
+                }
+            }
+        }
+    }
+    eprintln!();
+    let med = |wi: usize, t: Tool| -> Option<u64> {
+        let ti = bench.tools.iter().position(|&x| x == t)?;
+        let mut v: Vec<u64> = results[wi][ti].iter().map(|r| r.loop_ns).collect();
+        (!v.is_empty()).then(|| median(&mut v))
+    };
+    let mut table = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        table,
+        "\n== 1. Capture overhead (median loop time of {} rounds; x = traced / untraced) ==",
+        bench.reps
+    );
+    let _ = write!(table, "{:<48}", "workload");
+    for t in &bench.tools {
+        let _ = write!(table, "{:>22}", t.name());
+    }
+    let _ = writeln!(table);
+    for (wi, w) in workloads.iter().enumerate() {
+        let _ = write!(table, "{:<48}", w.title);
+        let base = med(wi, Tool::Untraced).unwrap_or(1).max(1);
+        for &t in &bench.tools {
+            let cell =
+                med(wi, t).map(|m| format!("{} (x{:.2})", secs(m), m as f64 / base as f64)).unwrap_or("-".into());
+            let _ = write!(table, "{cell:>22}");
+        }
+        let _ = writeln!(table);
+    }
+    for s in &bench.skipped {
+        let _ = writeln!(table, "skipped: {s}");
+    }
+    let _ = writeln!(table, "\ntargets:");
+    let added = |wi: usize, t: Tool| med(wi, t).map(|m| m as f64 - med(wi, Tool::Untraced).unwrap_or(0) as f64);
+    if let (Some(m), Some(f)) = (added(0, Tool::Mltrace), added(0, Tool::Floor)) {
+        let r = m / f.max(1.0);
+        let _ = writeln!(table, "  (a) mltrace's added time <= 1.3x the floor's: {r:.2}x  {}", verdict(r <= 1.3));
+    }
+    match (added(0, Tool::Bpftrace), added(0, Tool::Mltrace)) {
+        (Some(b), Some(m)) => {
+            let r = b / m.max(1.0);
+            let _ = writeln!(table, "  (a) >= 8x less added time than bpftrace: {r:.1}x  {}", verdict(r >= 8.0));
+        }
+        _ => {
+            let _ = writeln!(table, "  (a) vs bpftrace: not measured (bpftrace missing)");
+        }
+    }
+    for (wi, key) in [(1, "b"), (2, "c")] {
+        if let (Some(m), Some(u)) = (med(wi, Tool::Mltrace), med(wi, Tool::Untraced)) {
+            let slow = (m as f64 / u as f64 - 1.0) * 100.0;
+            let _ = writeln!(table, "  ({key}) slowdown < 10%: {slow:+.1}%  {}", verdict(slow < 10.0));
+        }
+    }
+
+    if quick {
+        println!("{table}");
+        return Ok(());
+    }
+    // 3. Sizes, from the runs above.
+    let last = |wi: usize, t: Tool| -> Option<Run> {
+        let ti = bench.tools.iter().position(|&x| x == t)?;
+        results[wi][ti].last().cloned()
+    };
+    let _ = writeln!(table, "\n== 3. Size per event ==");
+    let mut perfetto_a = None;
+    for (wi, key) in [(0, "a"), (1, "b")] {
+        let Some(m) = last(wi, Tool::Mltrace) else { continue };
+        let log = dir.join(format!("out-{key}.bin"));
+        let trace = dir.join(format!("out-{key}.perfetto-trace"));
+        let st = Command::new(&mltrace).arg("export").arg(&log).arg("-o").arg(&trace).stderr(Stdio::null()).status()?;
+        let (_, _, sys) = log_counts(&log)?;
+        let pf = if st.success() { fs::metadata(&trace)?.len() as f64 / sys.max(1) as f64 } else { f64::NAN };
+        if key == "a" {
+            perfetto_a = Some(pf);
+        }
+        let bt = last(wi, Tool::Bpftrace).map(|b| b.out_bytes as f64 / b.events.max(1) as f64);
+        let _ = writeln!(
+            table,
+            "  ({key}) run.bin {:.2} B/event ({} events, {} lost); Perfetto {:.1} B/syscall; bpftrace text {}",
+            m.out_bytes as f64 / m.events.max(1) as f64,
+            m.events,
+            m.lost,
+            pf,
+            bt.map(|v| format!("{v:.1} B/event")).unwrap_or("-".into())
+        );
+        if key == "a" {
+            let v = m.out_bytes as f64 / m.events.max(1) as f64;
+            let _ = writeln!(table, "      target run.bin <= 3 B/event on (a): {}", verdict(v <= 3.0));
+            let _ = writeln!(table, "      target Perfetto <= 20 B/syscall on (a): {}", verdict(pf <= 20.0));
+        } else if let Some(b) = bt {
+            let v = m.out_bytes as f64 / m.events.max(1) as f64;
+            let _ = writeln!(
+                table,
+                "      target run.bin <= 1/10 of bpftrace's text on (b): {:.1}x smaller  {}",
+                b / v,
+                verdict(b / v >= 10.0)
+            );
+        }
+    }
+    let _ = perfetto_a;
+
+    // 2. Sustained rate with zero drops, and the recorder's RSS at 1M/s.
+    let _ = writeln!(table, "\n== 2. Sustained rate (paced 1-byte preads for 3 s) ==");
+    let mut best = 0.0;
+    let mut rss_1m = None;
+    for rate in [250_000.0, 500_000.0, 750_000.0, 1_000_000.0, 1_250_000.0, 1_500_000.0, 2_000_000.0] {
+        let w = Workload {
+            key: "paced",
+            title: "",
+            bin: dir.join("paced"),
+            args: vec![cached.display().to_string(), format!("{rate}"), "3".into()],
+            comm: "paced",
+        };
+        let r = match bench.run(Tool::Mltrace, &w) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = writeln!(table, "  {rate:>9.0}/s: failed: {e:#}");
+                break;
+            }
+        };
+        let achieved = r.loop_ns as f64;
+        let _ = writeln!(
+            table,
+            "  asked {:>9.0}/s  achieved {:>9.0}/s  lost {:>8}  recorder peak RSS {:>6.1} MiB",
+            rate,
+            achieved,
+            r.lost,
+            r.rss_kib as f64 / 1024.0
+        );
+        if rate == 1_000_000.0 {
+            rss_1m = Some((r.rss_kib, r.lost, achieved));
+        }
+        if r.lost == 0 && achieved > best {
+            best = achieved;
+        }
+    }
+    let _ = writeln!(
+        table,
+        "  highest rate with zero drops: {best:.0} events/s  (target 1M/s: {})",
+        verdict(best >= 950_000.0)
+    );
+    if let Some((rss, lost, achieved)) = rss_1m {
+        let _ = writeln!(
+            table,
+            "  recorder peak RSS at {achieved:.0}/s: {:.1} MiB, {lost} lost  (target < 100 MiB: {})",
+            rss as f64 / 1024.0,
+            verdict(rss < 100 * 1024)
+        );
+    }
+
+    // 4. Export of a 10M-event log.
+    let _ = writeln!(table, "\n== 4. Export to Perfetto of a 10M-event log ==");
+    let big_log = dir.join("export-10m.bin");
+    if !big_log.exists() {
+        synthetic_log(&big_log, 10_000_000)?;
+    }
+    let t0 = Instant::now();
+    let (_, rss) = rss_of(
+        Command::new(&mltrace).arg("export").arg(&big_log).arg("-o").arg(dir.join("export-10m.perfetto-trace")),
+    )?;
+    let dt = t0.elapsed().as_secs_f64();
+    let rate = 10_000_000.0 / dt;
+    let _ = writeln!(
+        table,
+        "  {:.2} s: {:.2}M events/s (target >= 2M/s: {}), peak RSS {:.1} MiB (target < 256 MiB: {})",
+        dt,
+        rate / 1e6,
+        verdict(rate >= 2e6),
+        rss as f64 / 1024.0,
+        verdict(rss < 256 * 1024)
+    );
+
+    // 5. Start-up: from launching mltrace until the command execs.
+    let _ = writeln!(table, "\n== 5. Start-up (launch of mltrace record until the command's exec) ==");
+    let mut startups = Vec::new();
+    for _ in 0..5 {
+        let log = dir.join("startup.bin");
+        let t0 = boottime();
+        run_measured(
+            Command::new(&mltrace).args(["record", "-q", "-f", "--gpu", "off", "-o"]).arg(&log).args(["--", "true"]),
+        )?;
+        let mut r = LogReader::open(&log)?;
+        let mut exec_ts = None;
+        while let Some(mut f) = r.next_frame()? {
+            while let Some(rec) = f.next_record() {
+                if let Record::Exec(e) = rec {
+                    exec_ts.get_or_insert(e.ts);
+                }
+            }
+        }
+        startups.push(exec_ts.context("no exec in the log")?.saturating_sub(t0));
+    }
+    let s = median(&mut startups);
+    let _ = writeln!(table, "  median {} (target < 0.3 s: {})", secs(s), verdict(s < 300_000_000));
+    // The samplers' own cost at the default 100 ms.
+    let log = dir.join("out-a.bin");
+    if let Ok(mut r) = LogReader::open(&log) {
+        while r.next_frame()?.is_some() {}
+        if let Some(t) = r.trailer() {
+            let span = (t.end.boottime_ns - r.header().start.boottime_ns).max(1) as f64;
+            let pct = t.sampler_cpu_ns as f64 / span * 100.0;
+            let _ = writeln!(
+                table,
+                "  samplers' CPU at 100 ms: {pct:.2}% of one core (target < 1%: {})",
+                verdict(pct < 1.0)
+            );
+        }
+    }
+    println!("{table}");
+    Ok(())
+}
+
+fn boottime() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A log like a long recording: 8 processes x 2 threads reading and
+/// opening files with jittery timing.
+fn synthetic_log(path: &Path, n: u64) -> Result<()> {
+    let f = std::io::BufWriter::new(fs::File::create(path)?);
+    let header = Header { source: "bench".into(), clock: "boottime".into(), ..Default::default() };
+    let mut w = RecordWriter::new(f, &header)?;
+    let mut ts = 1_000_000_000u64;
+    let mut s = 7u64;
+    for i in 0..n {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        ts += 500 + (s & 1023);
+        let pid = 1000 + (i % 8) as u32;
+        let tid = pid + ((i / 8) % 2) as u32 * 100;
+        let file = format!("/data/shard-{:05}.bin", (i / 64) % 5000);
+        w.push_with(|e| {
+            if i % 16 == 0 {
+                Record::Open(Open {
+                    ts,
+                    dur: 2000,
+                    pid,
+                    tid,
+                    path: e.intern(file.as_bytes()),
+                    abs_path: e.intern(file.as_bytes()),
+                    ret: 3,
+                    kind: FileKind::Regular,
+                    ..Default::default()
+                })
+            } else {
+                Record::Io(Io {
+                    ts,
+                    dur: 300 + (s >> 54),
+                    pid,
+                    tid,
+                    op: IoOp::Read,
+                    fd: 3,
+                    path: e.intern(file.as_bytes()),
+                    kind: FileKind::Regular,
+                    offset: (i % 16) * 65536,
+                    offset_src: OffsetSrc::FilePos,
+                    requested: 65536,
+                    ret: 65536,
+                    block_reqs: 0,
+                })
+            }
+        })?;
+    }
+    w.finish(&Trailer::default())?;
+    Ok(())
+}
