@@ -72,7 +72,7 @@ struct {
 	__type(value, struct inflight);
 } tstore SEC(".maps");
 
-/* file identity -> inode it had when its path was sent */
+/* file identity -> inode number it had when its path was sent */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -163,9 +163,9 @@ static __always_inline struct file *fd_file(s64 fd)
 
 /* The same through BTF pointers: plain loads instead of helper calls
  * (tp_btf programs only). */
-static __always_inline struct file *fd_file_fast(s64 fd)
+static __always_inline struct file *fd_file_fast(struct task_struct *t, s64 fd)
 {
-	struct fdtable *fdt = bpf_get_current_task_btf()->files->fdt;
+	struct fdtable *fdt = t->files->fdt;
 	struct file *f = NULL;
 
 	if (fd < 0 || fd >= fdt->max_fds)
@@ -174,10 +174,27 @@ static __always_inline struct file *fd_file_fast(s64 fd)
 	return f;
 }
 
+/* A struct file's inode number: plain loads where the kernel can cast
+ * (6.2+). The number, not the inode pointer: a loaded pointer stays a
+ * pointer to the verifier, and these values go into maps and calls. */
+static __always_inline u64 file_ino(struct file *f, bool fast)
+{
+	if (fast && bpf_ksym_exists(bpf_rdonly_cast))
+		return bpf_core_cast(f, struct file)->f_inode->i_ino;
+	return BPF_CORE_READ(f, f_inode, i_ino);
+}
+
+static __always_inline u64 file_pos(struct file *f, bool fast)
+{
+	if (fast && bpf_ksym_exists(bpf_rdonly_cast))
+		return bpf_core_cast(f, struct file)->f_pos;
+	return BPF_CORE_READ(f, f_pos);
+}
+
 /* Syscall arguments: direct loads from the typed pt_regs of tp_btf, CO-RE
  * reads from the raw pointer of raw_tp. `fast` is always a constant. */
 #define ARG(n) (fast ? PT_REGS_PARM##n##_SYSCALL(regs) : PT_REGS_PARM##n##_CORE_SYSCALL(regs))
-#define FD_FILE(fd) (fast ? fd_file_fast(fd) : fd_file(fd))
+#define FD_FILE(fd) (fast ? fd_file_fast(bpf_get_current_task_btf(), fd) : fd_file(fd))
 
 /*
  * Writes the absolute path of (dentry, vfsmnt) backwards into hp->walk,
@@ -296,12 +313,13 @@ static __always_inline u64 file_key(struct file *f, u64 id, struct inflight *st)
 
 	if (!f)
 		return 0;
-	ino = (u64)BPF_CORE_READ(f, f_inode);
+	/* Only the fast route keeps `st`: it may also cast. */
+	ino = file_ino(f, st != NULL);
 	if (st && st->last_file == key && st->last_ino == ino)
 		return key;
 	seen = bpf_map_lookup_elem(&files_seen, &key);
 	if (!(seen && *seen == ino)) {
-		if (emit_path(key, (u64)__builtin_preserve_access_index(&f->f_path), ino, 0, id))
+		if (emit_path(key, (u64)__builtin_preserve_access_index(&f->f_path), (u64)BPF_CORE_READ(f, f_inode), 0, id))
 			return key;
 		bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
 	}
@@ -319,12 +337,12 @@ static __always_inline u64 cwd_key(u64 id)
 	struct fs_struct *fs = BPF_CORE_READ(task, fs);
 	struct dentry *d = BPF_CORE_READ(fs, pwd.dentry);
 	u64 key = (u64)d | 1;
-	u64 ino = (u64)BPF_CORE_READ(d, d_inode);
+	u64 ino = BPF_CORE_READ(d, d_inode, i_ino);
 	u64 *seen = bpf_map_lookup_elem(&files_seen, &key);
 
 	if (seen && *seen == ino)
 		return key;
-	if (emit_path(key, (u64)__builtin_preserve_access_index(&fs->pwd), ino, F_BASE, id) == 0)
+	if (emit_path(key, (u64)__builtin_preserve_access_index(&fs->pwd), (u64)BPF_CORE_READ(d, d_inode), F_BASE, id) == 0)
 		bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
 	return key;
 }
@@ -416,7 +434,7 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 	if (pos == (u64)-1) {
 		/* read/write and the v2 calls with offset -1 use and advance f_pos. */
 		flags |= IOF_FILEPOS;
-		pos = f ? BPF_CORE_READ(f, f_pos) : 0;
+		pos = f ? file_pos(f, fast) : 0;
 		if (ret > 0)
 			pos -= ret;
 	}
@@ -643,7 +661,8 @@ int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
 	st = state_of(bpf_get_current_task_btf());
 	if (!st)
 		return 0;
-	enter(st, op, regs, bpf_get_current_pid_tgid(), true);
+	/* The ids are only needed to name the file a close is about. */
+	enter(st, op, regs, op == OP_CLOSE ? bpf_get_current_pid_tgid() : 0, true);
 	return 0;
 }
 
@@ -651,18 +670,20 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
 {
 	u64 nr = regs->orig_ax;
+	struct task_struct *t;
 	struct inflight *st;
 	struct inflight v;
 
 	/* Most syscalls are not ours: decide before looking anything up. */
 	if (nr >= MAX_SYSCALL_NR || sys_op[nr] == OP_NONE)
 		return 0;
-	st = state_of(bpf_get_current_task_btf());
+	t = bpf_get_current_task_btf();
+	st = state_of(t);
 	if (!st || st->op == OP_NONE)
 		return 0;
 	v = *st;
 	st->op = OP_NONE;
-	leave(&v, st, regs, ret, bpf_get_current_pid_tgid(), true);
+	leave(&v, st, regs, ret, ((u64)t->tgid << 32) | (u32)t->pid, true);
 	return 0;
 }
 

@@ -58,6 +58,8 @@ impl SyscallRoute {
 pub struct Plan {
     pub route: SyscallRoute,
     pub block: Option<BlockRoute>,
+    /// Why the fast route was not used although the kernel should have it.
+    pub fallback: Option<String>,
 }
 
 impl Plan {
@@ -65,7 +67,7 @@ impl Plan {
         let block = if cfg.block { cfg.block_route.or_else(|| BlockRoute::choose(kernel)) } else { None };
         let fast_ok = crate::system::kernel_version().is_some_and(|v| v >= (5, 11)) && kernel.available();
         let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
-        Plan { route, block }
+        Plan { route, block, fallback: None }
     }
 }
 
@@ -85,7 +87,10 @@ pub fn load<'obj>(
     if plan.route == SyscallRoute::Fast {
         match load_route(&mut first[0], cfg, plan) {
             Ok(s) => return Ok(s),
-            Err(_) if cfg.route.is_none() => plan.route = SyscallRoute::Compat,
+            Err(e) if cfg.route.is_none() => {
+                plan.fallback = Some(e.to_string().lines().next().unwrap_or_default().to_string());
+                plan.route = SyscallRoute::Compat;
+            }
             Err(e) => return Err(e),
         }
     }

@@ -144,6 +144,9 @@ pub fn run() -> Vec<Check> {
         }
         Err(e) => out.push(check("programs", Status::Fail, e.to_string())),
     }
+    if let Some(why) = &plan.fallback {
+        out.push(check("fast probes", Status::Info, format!("did not load ({why}); the raw_tp route is used")));
+    }
     for p in bpf::probes(&plan) {
         let name = match p.subsystem.as_str() {
             "syscalls" => "syscall probes",

@@ -406,6 +406,10 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let mut plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
     let mut storage = [MaybeUninit::uninit(), MaybeUninit::uninit()];
     let skel = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
+    if let Some(why) = &plan.fallback {
+        // Slower, but everything is still recorded: say so, once.
+        eprintln!("mltrace: the fast (tp_btf) probes did not load here ({why}); using raw_tp and hash maps");
+    }
     let _mask = SignalBlock::new();
     let started = Instant::now();
     if let Some(u) = &opts.run_as {

@@ -110,7 +110,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         malformed += r.malformed;
         let mut line = format!("mltrace: {}: {} lines, {} records", r.path.display(), r.lines, r.records);
         if r.skipped > 0 {
-            line.push_str(&format!(", {} header/summary lines skipped", r.skipped));
+            line.push_str(&format!(", {} skipped (headers, summaries, other output)", r.skipped));
         }
         if r.malformed > 0 {
             line.push_str(&format!(", {} malformed", r.malformed));

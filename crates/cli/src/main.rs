@@ -2,6 +2,7 @@
 
 mod dump;
 mod export;
+mod import;
 mod record;
 
 use std::path::PathBuf;
@@ -20,8 +21,10 @@ struct Cli {
 enum Cmd {
     /// Run a command and record its file I/O (needs root or CAP_BPF + CAP_PERFMON)
     Record(record::Args),
-    /// Convert a log to a Perfetto trace
+    /// Convert a log to a Perfetto trace (or Chrome JSON)
     Export(export::Args),
+    /// Convert old traces (bpftrace outputs, mpstat, nvidia-smi pmon/dmon, MLPerf logs) into a log
+    Import(import::Args),
     /// Summarise a log: per-process I/O, latencies, top files, losses
     Stats {
         log: PathBuf,
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Record(a) => record::run(a),
         Cmd::Export(a) => export::run(a),
+        Cmd::Import(a) => import::run(a),
         Cmd::Stats { log, top } => stats(&log, top),
         Cmd::Doctor => doctor(),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),
