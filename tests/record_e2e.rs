@@ -21,13 +21,16 @@ struct Run {
 }
 
 /// Records tests/workloads/known_io.c once.
-fn known_io() -> Run {
+fn known_io(extra: &[&str]) -> Run {
     let tmp = tempfile::tempdir().unwrap();
     let bin = compile_workload("known_io", tmp.path());
     let work = tmp.path().join("work");
     std::fs::create_dir(&work).unwrap();
     let log = tmp.path().join("run.bin");
-    let out = mltrace(&["record", "-q", "-o", log.to_str().unwrap(), "--", bin.to_str().unwrap()], &work);
+    let mut args = vec!["record", "-q", "-o", log.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend(["--", bin.to_str().unwrap()]);
+    let out = mltrace(&args, &work);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
     assert!(stderr.contains("0 lost"), "{stderr}");
@@ -99,7 +102,21 @@ fn known_io_is_recorded_exactly_and_matches_proc_pid_io() {
     if !require_root() {
         return;
     }
-    let run = known_io();
+    check_known_io(known_io(&[]), "tp_btf");
+}
+
+/// The same on the route kernels before 5.11 take (raw_tp, hash maps).
+#[test]
+fn known_io_on_the_compat_route() {
+    if !require_root() {
+        return;
+    }
+    check_known_io(known_io(&["--syscall-probes", "compat"]), "raw_tp");
+}
+
+fn check_known_io(run: Run, mechanism: &str) {
+    let h = LogReader::open(&run.log).unwrap().header().clone();
+    assert!(h.probes.iter().any(|p| p.subsystem == "syscalls" && p.mechanism.starts_with(mechanism)), "{:?}", h.probes);
     let kv = &run.kv;
     let (pid, child) = (kv["pid"] as u32, kv["child_pid"] as u32);
     let thread = kv["thread_tid"] as u32;

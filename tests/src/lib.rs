@@ -83,6 +83,8 @@ pub fn read_log(path: &Path) -> Vec<Rec> {
                 Record::Io(x) => vec![s(x.path)],
                 Record::Close(x) => vec![s(x.path)],
                 Record::Transfer(x) => vec![s(x.in_path), s(x.out_path)],
+                Record::Phase(x) => vec![s(x.name)],
+                Record::Mark(x) => vec![s(x.name), s(x.value)],
                 _ => vec![],
             };
             out.push(Rec { rec, strs });

@@ -4,7 +4,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -97,17 +97,25 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Forks a child that will exec `program` with `argv` (argv[0] included)
-/// and `env` (or our environment). The child unblocks all signals and
-/// optionally drops to `run_as` first. With `new_group` it leads a process
-/// group of its own (see `recorder` for when).
-pub fn spawn_paused(
-    program: &Path,
-    argv: &[OsString],
-    run_as: Option<&RunAs>,
-    env: Option<&[(String, String)]>,
-    new_group: bool,
-) -> io::Result<Paused> {
+/// How to start the command, beyond what to run.
+#[derive(Default)]
+pub struct SpawnOptions<'a> {
+    /// Drop to this identity first.
+    pub run_as: Option<&'a RunAs>,
+    /// The environment (default: ours).
+    pub env: Option<&'a [(String, String)]>,
+    /// Lead a process group of its own (see `recorder` for when).
+    pub new_group: bool,
+    /// Put these on fd 1 and 2 (the relay that reads MLLOG lines).
+    pub stdout: Option<RawFd>,
+    pub stderr: Option<RawFd>,
+}
+
+/// Forks a child that will exec `program` with `argv` (argv[0] included).
+/// The child unblocks all signals and resets their dispositions first.
+pub fn spawn_paused(program: &Path, argv: &[OsString], o: &SpawnOptions<'_>) -> io::Result<Paused> {
+    let (run_as, env, new_group) = (o.run_as, o.env, o.new_group);
+    let (stdout, stderr) = (o.stdout, o.stderr);
     let to_c = |s: &OsStr| CString::new(s.as_bytes()).map_err(|_| io::Error::other("argument contains a NUL byte"));
     let prog = to_c(program.as_os_str())?;
     let args: Vec<CString> = argv.iter().map(|a| to_c(a)).collect::<Result<_, _>>()?;
@@ -149,6 +157,13 @@ pub fn spawn_paused(
             libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
             if new_group {
                 libc::setpgid(0, 0);
+            }
+            // dup2 clears close-on-exec on the copy; the originals go at exec.
+            if let Some(fd) = stdout {
+                libc::dup2(fd, 1);
+            }
+            if let Some(fd) = stderr {
+                libc::dup2(fd, 2);
             }
             libc::close(go_w.as_raw_fd());
             let mut b = 0u8;
@@ -261,7 +276,7 @@ mod tests {
         let marker = std::env::temp_dir().join(format!("mltrace-launch-{}", std::process::id()));
         let _ = std::fs::remove_file(&marker);
         let args: Vec<OsString> = vec!["touch".into(), marker.clone().into()];
-        let p = spawn_paused(&resolve(OsStr::new("touch")).unwrap(), &args, None, None, false).unwrap();
+        let p = spawn_paused(&resolve(OsStr::new("touch")).unwrap(), &args, &SpawnOptions::default()).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(100));
         assert!(!marker.exists());
         let pid = p.pid;
@@ -270,7 +285,12 @@ mod tests {
         unsafe { libc::waitpid(pid, &mut st, 0) };
         assert!(marker.exists());
         std::fs::remove_file(&marker).unwrap();
-        let p = spawn_paused(Path::new("/nonexistent"), &["x".into()], None, None, true).unwrap();
+        let p = spawn_paused(
+            Path::new("/nonexistent"),
+            &["x".into()],
+            &SpawnOptions { new_group: true, ..Default::default() },
+        )
+        .unwrap();
         assert_eq!(p.release(), Err(libc::ENOENT));
     }
 }

@@ -13,6 +13,7 @@ pub mod features;
 pub mod files;
 pub mod identity;
 pub mod launch;
+pub mod mllog;
 mod output;
 pub mod recorder;
 pub mod syscalls;

@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use std::ffi::OsString;
 use std::fs::File;
 use std::mem::MaybeUninit;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -27,6 +28,7 @@ use crate::error::CaptureError;
 use crate::features::KernelBtf;
 use crate::identity::{self, User};
 use crate::launch::{self, CommandError};
+use crate::mllog::{ClockMap, FileFollower, MllogMsg, MllogSource, OutputRelay, PhaseRecorder};
 use crate::output::OutputFile;
 use crate::system;
 
@@ -55,6 +57,8 @@ pub struct RecordOptions {
     pub gpu: Option<GpuSampler>,
     /// The GPUs it will sample, for the log header.
     pub gpu_devices: Vec<String>,
+    /// Where training phases (MLLOG lines) are read from.
+    pub mllog: MllogSource,
 }
 
 impl RecordOptions {
@@ -72,6 +76,7 @@ impl RecordOptions {
             sample_interval: Some(Duration::from_millis(100)),
             gpu: None,
             gpu_devices: Vec::new(),
+            mllog: MllogSource::Output,
         }
     }
 }
@@ -110,6 +115,8 @@ struct Shared {
     stop: AtomicBool,
     /// Stops the samplers first, so their last batch reaches the log.
     stop_samplers: AtomicBool,
+    /// Stops the MLLOG readers (after the command ended), before the rest.
+    stop_relay: AtomicBool,
     /// Second Ctrl-C: stop now, without waiting for the command.
     abort: AtomicBool,
     interrupts: AtomicU32,
@@ -205,6 +212,8 @@ struct Consumer<'s> {
     lost_seen: [u64; 8],
     shared: &'s Shared,
     samples: Receiver<SampleSink>,
+    mllog: Receiver<MllogMsg>,
+    phases: PhaseRecorder,
 }
 
 impl Consumer<'_> {
@@ -223,6 +232,12 @@ impl Consumer<'_> {
                     value: s.value,
                 }));
             }
+        }
+    }
+
+    fn drain_mllog(&mut self) {
+        while let Ok(m) = self.mllog.try_recv() {
+            self.phases.take(m, &mut self.enc);
         }
     }
 
@@ -265,7 +280,10 @@ impl Consumer<'_> {
     }
 }
 
-fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> Result<[u64; 8], CaptureError> {
+/// Lost counts by kind, and warnings about the training phases.
+type ConsumerResult = Result<([u64; 8], Vec<String>), CaptureError>;
+
+fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> ConsumerResult {
     let state = RefCell::new(consumer);
     let mut builder = RingBufferBuilder::new();
     builder
@@ -280,7 +298,8 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
     loop {
         // Nothing more can be written: stop capturing, let the command run.
         if shared.write_error.lock().unwrap().is_some() {
-            return Ok(state.borrow().lost_seen);
+            let c = state.borrow();
+            return Ok((c.lost_seen, c.phases.warnings()));
         }
         let stopping = shared.stop.load(Ordering::Acquire);
         // Wakeups are batched in the kernel, so poll() may time out with
@@ -289,13 +308,17 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         let _ = rb.consume();
         let mut c = state.borrow_mut();
         c.drain_samples();
+        c.drain_mllog();
         if stopping || last_losses.elapsed() >= Duration::from_millis(100) {
             c.account_losses(skel);
             last_losses = Instant::now();
         }
         if stopping {
+            // The readers have finished: phases still open end here.
+            let c = &mut *c;
+            c.phases.finish(system::boottime_ns(), &mut c.enc);
             c.cut();
-            return Ok(c.lost_seen);
+            return Ok((c.lost_seen, c.phases.warnings()));
         }
         if c.last_cut.elapsed() >= flush {
             c.cut();
@@ -323,7 +346,7 @@ fn writer_loop(
     (writer, error)
 }
 
-fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnchor) -> Header {
+fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnchor, phases: Option<Probe>) -> Header {
     Header {
         mltrace_version: VERSION.into(),
         source: "record".into(),
@@ -354,6 +377,7 @@ fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnc
                     detail: opts.gpu_devices.join(", "),
                 });
             }
+            p.extend(phases);
             p
         },
         clock: "boottime".into(),
@@ -426,19 +450,52 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         let fg = unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) };
         fg > 0 && fg == unsafe { libc::getpgrp() }
     };
-    let child = launch::spawn_paused(&program, &opts.command, run_as.as_ref(), env.as_deref(), !interactive)
-        .map_err(|source| CaptureError::Io { what: "starting the command".into(), source })?;
+    let relay = match opts.mllog {
+        MllogSource::Output => Some(
+            OutputRelay::new()
+                .map_err(|source| CaptureError::Io { what: "making pipes for the command's output".into(), source })?,
+        ),
+        _ => None,
+    };
+    let child = launch::spawn_paused(
+        &program,
+        &opts.command,
+        &launch::SpawnOptions {
+            run_as: run_as.as_ref(),
+            env: env.as_deref(),
+            new_group: !interactive,
+            stdout: relay.as_ref().map(|r| r.child_stdout.as_raw_fd()),
+            stderr: relay.as_ref().map(|r| r.child_stderr.as_raw_fd()),
+        },
+    )
+    .map_err(|source| CaptureError::Io { what: "starting the command".into(), source })?;
     let pid = child.pid;
     let start = system::clock_anchor();
+    let clock = ClockMap::new(&start);
+    let phases_probe = match (&relay, &opts.mllog) {
+        (Some(r), _) => Some(r.describe()),
+        (None, MllogSource::File(f)) => Some(format!("MLLOG lines appended to {}", f.display())),
+        _ => None,
+    }
+    .map(|detail| Probe { subsystem: "phases".into(), mechanism: "MLLOG".into(), detail });
+    let copiers = relay.map(|r| r.into_copiers(clock)).unwrap_or_default();
+    let follower = match &opts.mllog {
+        MllogSource::File(f) => Some(FileFollower::new(f.clone(), clock)),
+        _ => None,
+    };
+    if !copiers.is_empty() {
+        // A write to our closed stdout must fail, not kill us (and the
+        // recording); the command gets its SIGPIPE when we close its pipe.
+        // SAFETY: setting a disposition; the command resets its own.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    }
     let io_err = |what: &str| {
         let what = what.to_string();
         move |source| CaptureError::Io { what, source }
     };
-    let writer = match out
-        .file
-        .try_clone()
-        .and_then(|f| LogWriter::new(f, &header(&opts, &plan, pid as u32, start), opts.zstd_level))
-    {
+    let writer = match out.file.try_clone().and_then(|f| {
+        LogWriter::new(f, &header(&opts, &plan, pid as u32, start, phases_probe.clone()), opts.zstd_level)
+    }) {
         Ok(w) => w,
         Err(source) => {
             child.abort();
@@ -461,6 +518,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
 
     let shared = Shared::default();
     let (samples_tx, samples_rx) = bounded::<SampleSink>(256);
+    let (mllog_tx, mllog_rx) = bounded::<MllogMsg>(4096);
     let (frames_tx, frames_rx) = bounded::<EncodedFrame>(4);
     let (free_tx, free_rx) = bounded::<EncodedFrame>(4);
     let consumer = Consumer {
@@ -473,6 +531,8 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         lost_seen: [0; 8],
         shared: &shared,
         samples: samples_rx,
+        mllog: mllog_rx,
+        phases: PhaseRecorder::default(),
     };
     let flush = opts.flush_interval;
     let interval = opts.sample_interval;
@@ -501,12 +561,30 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             s.spawn(move || mltrace_sample::run_gpu_sampler(g, iv, &traced_pids, &tx, stop_samplers))
         });
         drop(samples_tx);
+        let relay_stop = &shared_ref.stop_relay;
+        let mut relay_h = Vec::new();
+        for c in copiers {
+            let tx = mllog_tx.clone();
+            relay_h.push(s.spawn(move || c.run(&tx, relay_stop)));
+        }
+        if let Some(f) = follower {
+            let tx = mllog_tx.clone();
+            relay_h.push(s.spawn(move || f.run(&tx, relay_stop)));
+        }
+        drop(mllog_tx);
+        let stop_relay = move || {
+            relay_stop.store(true, Ordering::Release);
+            for h in relay_h {
+                h.join().expect("output relay thread panicked");
+            }
+        };
         let exec = child.release();
         let wait_status = match exec {
             Ok(()) => {
                 let target = if interactive { pid } else { -pid };
                 let sig_h = s.spawn(move || signal_loop(target, shared_ref));
                 let st = wait_child(pid, shared_ref, started, &mut opts.progress);
+                stop_relay();
                 // While the probes are still attached, so the two compare.
                 let disks = if plan.block.is_some() { system::disk_snapshot() } else { None };
                 shared_ref.stop_samplers.store(true, Ordering::Release);
@@ -525,6 +603,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 let mut st = 0;
                 // SAFETY: reaping our own child, which exits right after a failed exec.
                 unsafe { libc::waitpid(pid, &mut st, 0) };
+                stop_relay();
                 shared_ref.stop_samplers.store(true, Ordering::Release);
                 shared_ref.stop.store(true, Ordering::Release);
                 let why = std::io::Error::from_raw_os_error(errno).to_string();
@@ -536,12 +615,13 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 })
             }
         };
-        let lost = consumer_h.join().expect("consumer thread panicked")?;
+        let (lost, phase_warnings) = consumer_h.join().expect("consumer thread panicked")?;
         let (writer, write_error) = writer_h.join().expect("writer thread panicked");
-        Ok::<_, CaptureError>((wait_status, lost, writer, write_error))
+        Ok::<_, CaptureError>((wait_status, lost, writer, write_error, phase_warnings))
     });
-    let (wait_status, lost, writer, mut write_error) = outcome?;
-    let (wait_status, diskstats, sampler_cpu_ns, warnings) = wait_status.map_err(CaptureError::Command)?;
+    let (wait_status, lost, writer, mut write_error, phase_warnings) = outcome?;
+    let (wait_status, diskstats, sampler_cpu_ns, mut warnings) = wait_status.map_err(CaptureError::Command)?;
+    warnings.extend(phase_warnings);
     let lost_list: Vec<(LostKind, u64)> =
         lost.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, &n)| (LostKind::from_u8(k as u8), n)).collect();
     let records = writer.records();

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use mltrace_capture::bpf::SyscallRoute;
 use mltrace_capture::features::BlockRoute;
+use mltrace_capture::mllog::MllogSource;
 use mltrace_capture::{identity, record, Progress, RecordOptions};
 use mltrace_sample::gpu::{self, GpuConfig, GpuMode};
 
@@ -45,6 +46,14 @@ pub struct Args {
     /// Records per frame (for tests; frames are also cut every second)
     #[arg(long, hide = true)]
     frame_records: Option<usize>,
+    /// Read training phases from this MLPerf log file (lines appended
+    /// while recording) instead of from the command's stdout and stderr
+    #[arg(long, value_name = "FILE", conflicts_with = "no_mllog")]
+    mllog: Option<PathBuf>,
+    /// Leave the command's stdout and stderr alone: no training phases
+    /// from `:::MLLOG` lines (by default they pass through mltrace unchanged)
+    #[arg(long)]
+    no_mllog: bool,
     /// Run the command as this user (name or uid). Under sudo the default
     /// is the user who called sudo; `--user root` keeps root
     #[arg(long, value_name = "USER")]
@@ -124,6 +133,11 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         None => identity::sudo_caller(),
         Some("root") | Some("0") => None,
         Some(u) => Some(identity::by_name(u).ok_or_else(|| anyhow::anyhow!("--user {u}: no such user"))?),
+    };
+    opts.mllog = match (a.mllog, a.no_mllog) {
+        (Some(f), _) => MllogSource::File(std::path::absolute(&f).unwrap_or(f)),
+        (None, true) => MllogSource::Off,
+        (None, false) => MllogSource::Output,
     };
     opts.sample_interval = (!a.sample_interval.is_zero()).then_some(a.sample_interval);
     let mode = match a.gpu.as_str() {
