@@ -3,7 +3,16 @@
 use std::io::Write;
 use std::path::Path;
 
-use mltrace_log::Record;
+use mltrace_log::{Record, RET_UNKNOWN};
+
+/// A syscall's `ret`, or `?` where the source did not record it.
+fn ret(r: i64) -> String {
+    if r == RET_UNKNOWN {
+        "?".into()
+    } else {
+        r.to_string()
+    }
+}
 
 pub fn run(path: &Path) -> anyhow::Result<()> {
     let mut r = crate::open_log(path)?;
@@ -15,10 +24,10 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
         while let Some(rec) = f.next_record() {
             let s = |id| f.str_lossy(id).into_owned();
             match rec {
-                Record::Io(x) => writeln!(out, "{} io {} pid={} tid={} fd={} path={:?} kind={} off={} ({}) req={} ret={} dur={}", x.ts, x.op.name(), x.pid, x.tid, x.fd, s(x.path), x.kind.name(), x.offset, x.offset_src.name(), x.requested, x.ret, x.dur)?,
-                Record::Open(x) => writeln!(out, "{} open {} pid={} tid={} dirfd={} path={:?} abs={:?} flags={:#o} mode={:#o} ret={} kind={} trunc={} dur={}", x.ts, x.op.name(), x.pid, x.tid, x.dirfd, s(x.path), s(x.abs_path), x.flags, x.mode, x.ret, x.kind.name(), x.trunc, x.dur)?,
-                Record::Close(x) => writeln!(out, "{} close pid={} tid={} fd={} path={:?} ret={}", x.ts, x.pid, x.tid, x.fd, s(x.path), x.ret)?,
-                Record::Transfer(x) => writeln!(out, "{} xfer {} pid={} in={}:{:?} out={}:{:?} req={} ret={}", x.ts, x.op.name(), x.pid, x.in_fd, s(x.in_path), x.out_fd, s(x.out_path), x.requested, x.ret)?,
+                Record::Io(x) => writeln!(out, "{} io {} pid={} tid={} fd={} path={:?} kind={} off={} ({}) req={} ret={} dur={}", x.ts, x.op.name(), x.pid, x.tid, x.fd, s(x.path), x.kind.name(), x.offset, x.offset_src.name(), x.requested, ret(x.ret), x.dur)?,
+                Record::Open(x) => writeln!(out, "{} open {} pid={} tid={} dirfd={} path={:?} abs={:?} flags={:#o} mode={:#o} ret={} kind={} trunc={} dur={}", x.ts, x.op.name(), x.pid, x.tid, x.dirfd, s(x.path), s(x.abs_path), x.flags, x.mode, ret(x.ret), x.kind.name(), x.trunc, x.dur)?,
+                Record::Close(x) => writeln!(out, "{} close pid={} tid={} fd={} path={:?} ret={}", x.ts, x.pid, x.tid, x.fd, s(x.path), ret(x.ret))?,
+                Record::Transfer(x) => writeln!(out, "{} xfer {} pid={} in={}:{:?} out={}:{:?} req={} ret={}", x.ts, x.op.name(), x.pid, x.in_fd, s(x.in_path), x.out_fd, s(x.out_path), x.requested, ret(x.ret))?,
                 Record::Fork(x) => writeln!(out, "{} fork pid={} tid={} parent={}/{} thread={}", x.ts, x.pid, x.tid, x.parent_pid, x.parent_tid, x.thread)?,
                 Record::Exec(x) => writeln!(out, "{} exec pid={} tid={} file={:?} argv={:?}", x.ts, x.pid, x.tid, s(x.filename), s(x.argv).replace('\0', " "))?,
                 Record::Comm(x) => writeln!(out, "{} comm pid={} tid={} {:?}", x.ts, x.pid, x.tid, s(x.comm))?,

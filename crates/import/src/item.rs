@@ -5,15 +5,8 @@ use std::rc::Rc;
 
 use mltrace_log::{
     Block, BlockOp, Close, Comm, Counter, CounterUnit, FileKind, FrameEncoder, Io, IoOp, Lost, LostKind, Mark,
-    OffsetSrc, Open, OpenOp, Phase, PhaseKind, Record,
+    OffsetSrc, Open, OpenOp, Phase, PhaseKind, Record, RET_UNKNOWN,
 };
-
-/// The result of a call the source trace did not print (close's return
-/// value, the fd of an open in layouts that print `comm` in its place).
-/// The log has no "unknown" for `ret`; -4095 is MAX_ERRNO, an errno value
-/// Linux reserves and never returns, so it cannot be mistaken for a real
-/// result (exports show it as `E4095`).
-pub const UNKNOWN_RET: i64 = -4095;
 
 /// `AT_FDCWD`: the traces do not print openat's dirfd; this is the value
 /// exporters treat as "not worth showing".
@@ -123,6 +116,21 @@ impl Item {
         }
     }
 
+    /// The process it is about, if any.
+    pub fn pid(&self) -> Option<u32> {
+        let pid = match *self {
+            Item::Comm { pid, .. }
+            | Item::Open { pid, .. }
+            | Item::Io { pid, .. }
+            | Item::Close { pid, .. }
+            | Item::Block { pid, .. }
+            | Item::Counter { pid, .. }
+            | Item::Mark { pid, .. } => pid,
+            Item::Phase { .. } | Item::Lost { .. } => 0,
+        };
+        (pid != 0).then_some(pid)
+    }
+
     /// When it ended (its start for instants).
     pub fn end_ts(&self) -> u64 {
         match *self {
@@ -184,7 +192,8 @@ impl Item {
                 fd: *fd,
                 path: enc.intern(path.as_bytes()),
                 kind: file_kind(path),
-                ret: UNKNOWN_RET,
+                // The traces never print close's result.
+                ret: RET_UNKNOWN,
             }),
             Item::Block { ts, queue, device, pid, tid, comm, disk, sector, bytes, op, flags } => Record::Block(Block {
                 ts: *ts,

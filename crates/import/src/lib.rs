@@ -37,10 +37,15 @@ use std::str::FromStr;
 
 pub use clock::ClockSpec;
 pub use error::ImportError;
-pub use item::{Item, UNKNOWN_RET};
+pub use item::Item;
 pub use lines::FileReport;
 pub use mllog::RankMode;
 pub use plan::{Plan, PlannedFile, Summary};
+
+/// A result the source trace did not print (close's return value, the fd
+/// of an open in layouts that print `comm` in its place): the log's
+/// [`RET_UNKNOWN`](mltrace_log::RET_UNKNOWN), under this crate's old name.
+pub use mltrace_log::RET_UNKNOWN as UNKNOWN_RET;
 
 /// The formats an input file can be in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

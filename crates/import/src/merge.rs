@@ -7,9 +7,14 @@
 //! record so far (at least 2 s), or the buffer is full. Then the files are
 //! merged by time. What still comes late is written out of order: readers
 //! do not need order, and exporters sort what matters.
+//!
+//! A process's first `Comm` moves back to the start of any of its records
+//! that comes while it is held: imports name processes only by comm, and
+//! exporters name a process when its first record needs it.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::rc::Rc;
 
 use crate::error::ImportError;
 use crate::item::Item;
@@ -53,11 +58,44 @@ pub struct Reorder {
     slowest: u64,
     seq: u64,
     done: bool,
+    /// Pids whose first Comm has come, and that Comm while it is held:
+    /// (seq, ts, comm).
+    named: HashSet<u32>,
+    first_comm: HashMap<u32, (u64, u64, Rc<str>)>,
+    /// Seqs of held Comms that were moved back (pushed again, earlier).
+    moved: HashSet<u64>,
 }
 
 impl Reorder {
     pub fn new(src: Box<dyn Source>) -> Self {
-        Reorder { src, heap: BinaryHeap::new(), newest: 0, slowest: 0, seq: 0, done: false }
+        Reorder {
+            src,
+            heap: BinaryHeap::new(),
+            newest: 0,
+            slowest: 0,
+            seq: 0,
+            done: false,
+            named: HashSet::new(),
+            first_comm: HashMap::new(),
+            moved: HashSet::new(),
+        }
+    }
+
+    fn push(&mut self, ts: u64, item: Item) {
+        self.seq += 1;
+        self.heap.push(Reverse(Held { ts, seq: self.seq, item: Box::new(item) }));
+    }
+
+    /// Moves the pid's held first Comm to `ts` if that is earlier.
+    fn comm_before(&mut self, pid: u32, ts: u64) {
+        let Some((seq, comm_ts, comm)) = self.first_comm.get(&pid) else { return };
+        if *comm_ts <= ts {
+            return;
+        }
+        let comm = comm.clone();
+        self.moved.insert(*seq);
+        self.push(ts, Item::Comm { ts, pid, comm: comm.clone() });
+        self.first_comm.insert(pid, (self.seq, ts, comm));
     }
 
     pub fn next(&mut self) -> Result<Option<Item>, ImportError> {
@@ -65,7 +103,16 @@ impl Reorder {
             if let Some(Reverse(top)) = self.heap.peek() {
                 let window = MIN_WINDOW_NS.max(self.slowest.saturating_mul(2));
                 if self.done || top.ts.saturating_add(window) <= self.newest || self.heap.len() >= MAX_HELD {
-                    return Ok(self.heap.pop().map(|Reverse(h)| *h.item));
+                    let Some(Reverse(h)) = self.heap.pop() else { continue };
+                    if self.moved.remove(&h.seq) {
+                        continue;
+                    }
+                    if let Item::Comm { pid, .. } = *h.item {
+                        if self.first_comm.get(&pid).is_some_and(|c| c.0 == h.seq) {
+                            self.first_comm.remove(&pid);
+                        }
+                    }
+                    return Ok(Some(*h.item));
                 }
             }
             if self.done {
@@ -76,8 +123,14 @@ impl Reorder {
                     let (ts, end) = (item.ts(), item.end_ts());
                     self.newest = self.newest.max(end);
                     self.slowest = self.slowest.max(end - ts);
-                    self.seq += 1;
-                    self.heap.push(Reverse(Held { ts, seq: self.seq, item: Box::new(item) }));
+                    match (&item, item.pid()) {
+                        (Item::Comm { pid, comm, .. }, _) if self.named.insert(*pid) => {
+                            self.first_comm.insert(*pid, (self.seq + 1, ts, comm.clone()));
+                        }
+                        (_, Some(pid)) => self.comm_before(pid, ts),
+                        _ => {}
+                    }
+                    self.push(ts, item);
                 }
                 None => self.done = true,
             }
@@ -118,5 +171,60 @@ impl Merge {
         let it = self.pending[i].take();
         self.pull(i)?;
         Ok(it)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lines::FileReport;
+    use mltrace_log::IoOp;
+
+    struct Items(std::vec::IntoIter<Item>, FileReport);
+
+    impl Source for Items {
+        fn next_item(&mut self) -> Result<Option<Item>, ImportError> {
+            Ok(self.0.next())
+        }
+        fn report(&self) -> &FileReport {
+            &self.1
+        }
+    }
+
+    fn comm(ts: u64, pid: u32, name: &str) -> Item {
+        Item::Comm { ts, pid, comm: Rc::from(name) }
+    }
+
+    fn read(ts: u64, dur: u64, pid: u32) -> Item {
+        let (op, path) = (IoOp::Read, String::new());
+        Item::Io { ts, dur, pid, tid: pid, op, fd: 3, path, offset: None, requested: 1, ret: 1 }
+    }
+
+    fn reorder(items: Vec<Item>) -> Vec<Item> {
+        let mut r = Reorder::new(Box::new(Items(items.into_iter(), FileReport::default())));
+        std::iter::from_fn(|| r.next().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_first_comm_moves_before_its_process_records() {
+        // Lines in end order: pid 7's first line names it, a later line
+        // started earlier. The rename (second comm) stays where it is.
+        let out = reorder(vec![
+            comm(100, 7, "python"),
+            read(100, 5, 7),
+            read(50, 60, 7),
+            read(40, 100, 8),
+            comm(120, 7, "worker"),
+            read(120, 1, 7),
+        ]);
+        let want = [
+            read(40, 100, 8),
+            comm(50, 7, "python"),
+            read(50, 60, 7),
+            read(100, 5, 7),
+            comm(120, 7, "worker"),
+            read(120, 1, 7),
+        ];
+        assert_eq!(out, want);
     }
 }

@@ -15,6 +15,7 @@ mod codec;
 mod error;
 pub mod frame;
 mod header;
+pub mod labels;
 pub mod names;
 mod reader;
 pub mod record;

@@ -6,6 +6,12 @@
 //! to wall-clock time); `dur` is nanoseconds. `pid` is the process (tgid),
 //! `tid` the thread.
 
+/// `ret` of a syscall record whose result the source did not record (an
+/// importer's text trace that never printed it). No real errno is 4095
+/// (Linux reserves -4095..-1 for errnos and uses far fewer), so this cannot
+/// be mistaken for a result; readers show it as unknown, never as an error.
+pub const RET_UNKNOWN: i64 = -4095;
+
 /// A string interned in the current frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct StrId(pub u32);
@@ -281,7 +287,7 @@ pub struct Open {
     pub abs_path: StrId,
     pub flags: u32,
     pub mode: u32,
-    /// The new fd, or -errno.
+    /// The new fd, or -errno, or [`RET_UNKNOWN`].
     pub ret: i64,
     pub kind: FileKind,
     /// [`trunc`] bits.
@@ -305,7 +311,7 @@ pub struct Io {
     pub offset_src: OffsetSrc,
     /// Bytes asked for (sum of iovecs for the vector calls).
     pub requested: u64,
-    /// Bytes moved, or -errno.
+    /// Bytes moved, or -errno, or [`RET_UNKNOWN`].
     pub ret: i64,
     /// Block requests this call started (each [`Block`] names its cause).
     pub block_reqs: u32,
@@ -321,6 +327,7 @@ pub struct Close {
     pub fd: i32,
     pub path: StrId,
     pub kind: FileKind,
+    /// 0, or -errno, or [`RET_UNKNOWN`].
     pub ret: i64,
 }
 
@@ -337,6 +344,7 @@ pub struct Transfer {
     pub out_fd: i32,
     pub out_path: StrId,
     pub requested: u64,
+    /// Bytes moved, or -errno, or [`RET_UNKNOWN`].
     pub ret: i64,
     pub block_reqs: u32,
 }

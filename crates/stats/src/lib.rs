@@ -9,6 +9,7 @@ use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek};
 
 pub use hist::Histogram;
+use mltrace_log::labels::{self, DiskIds, Outcome};
 use mltrace_log::names;
 use mltrace_log::*;
 
@@ -26,10 +27,11 @@ pub struct OpStats {
 impl OpStats {
     fn add(&mut self, ret: i64, dur: u64) {
         self.count += 1;
-        if ret >= 0 {
-            self.bytes += ret as u64;
-        } else {
-            self.errors += 1;
+        match labels::outcome(ret) {
+            Outcome::Ok(n) => self.bytes += n,
+            Outcome::Err(_) => self.errors += 1,
+            // Imported calls whose result was never printed: neither.
+            Outcome::Unknown => {}
         }
         self.latency.add(dur);
     }
@@ -84,6 +86,8 @@ pub struct ProcStats {
     /// Block requests this process started.
     pub block: BlockStats,
     files: HashSet<u64>,
+    /// Named by a command line (exec, or inherited): a comm does not rename it.
+    has_cmdline: bool,
 }
 
 impl ProcStats {
@@ -120,6 +124,7 @@ pub struct Stats {
     pub files: HashMap<String, FileStats>,
     pub lost: Vec<(LostKind, u64)>,
     pub disks: Vec<DiskStats>,
+    disk_ids: DiskIds,
     /// Machine-wide counters worth summarising.
     pub utilisation: Vec<(CounterKey, Summary)>,
     /// Block requests started outside traced processes, by task name.
@@ -166,7 +171,7 @@ impl Stats {
         let i = match self.current.get(&pid) {
             Some(&i) => i,
             None => {
-                self.processes.push(ProcStats { pid, name: format!("pid {pid}"), ..Default::default() });
+                self.processes.push(ProcStats { pid, name: labels::pid_name(pid), ..Default::default() });
                 self.current.insert(pid, self.processes.len() - 1);
                 self.processes.len() - 1
             }
@@ -196,22 +201,28 @@ impl Stats {
                 if r.thread {
                     self.proc(r.pid).threads += 1;
                 } else {
-                    let name = self.current.get(&r.parent_pid).map(|&i| self.processes[i].name.clone());
+                    let parent = self.current.get(&r.parent_pid).map(|&i| &self.processes[i]);
+                    let parent = parent.map(|p| (p.name.clone(), p.has_cmdline));
                     let root = r.pid == self.header.root_pid;
                     let cmd = names::command_name(&self.header.command, NAME_MAX);
+                    let has_cmd = !self.header.command.is_empty();
                     self.current.remove(&r.pid);
                     let p = self.proc(r.pid);
                     p.parent = r.parent_pid;
-                    if let Some(n) = name {
+                    if let Some((n, has_cmdline)) = parent {
                         p.name = n;
+                        p.has_cmdline = has_cmdline;
                     } else if root {
                         p.name = cmd;
+                        p.has_cmdline = has_cmd;
                     }
                 }
             }
             Record::Exec(r) => {
                 let name = names::command_line(f.str(r.argv), NAME_MAX);
-                self.proc(r.pid).name = name;
+                let p = self.proc(r.pid);
+                p.name = name;
+                p.has_cmdline = true;
             }
             Record::Exit(r) => {
                 if r.process_exit {
@@ -219,7 +230,16 @@ impl Stats {
                     self.current.remove(&r.pid);
                 }
             }
-            Record::Comm(_) => {}
+            Record::Comm(r) => {
+                // Named by its comm when nothing better names it: a process
+                // started before the recording, or an imported one.
+                if r.tid == r.pid {
+                    let p = self.proc(r.pid);
+                    if !p.has_cmdline {
+                        p.name = f.str_lossy(r.comm).into_owned();
+                    }
+                }
+            }
             Record::Io(r) => {
                 let p = self.proc(r.pid);
                 if r.op.is_write() {
@@ -254,7 +274,9 @@ impl Stats {
             }
             Record::Open(r) => {
                 self.proc(r.pid).opens.add(if r.ret < 0 { r.ret } else { 0 }, r.dur);
-                if r.ret >= 0 {
+                // A result an import did not have still counts for the file
+                // when the importer saw it found (`file` skips kind Unknown).
+                if r.ret >= 0 || r.ret == RET_UNKNOWN {
                     if let Some(fs) = self.file(r.pid, f.str(r.abs_path), r.kind) {
                         fs.opens += 1;
                     }
@@ -281,14 +303,11 @@ impl Stats {
             }
             Record::Phase(_) | Record::Mark(_) => {}
             Record::Block(b) => {
-                let i = match self.disks.iter().position(|d| d.dev == b.dev) {
-                    Some(i) => i,
-                    None => {
-                        let name = f.str_lossy(b.disk).into_owned();
-                        self.disks.push(DiskStats { dev: b.dev, name, ..Default::default() });
-                        self.disks.len() - 1
-                    }
-                };
+                let (i, new) = self.disk_ids.id(b.dev, f.str(b.disk));
+                if new {
+                    let name = f.str_lossy(b.disk).into_owned();
+                    self.disks.push(DiskStats { dev: b.dev, name, ..Default::default() });
+                }
                 self.disks[i].block.add(&b);
                 if b.flags & blk::TRACED != 0 {
                     self.proc(b.pid).block.add(&b);
@@ -647,5 +666,91 @@ mod tests {
         assert!(text.contains("/data/a.bin"), "{text}");
         assert!(text.contains("lost 7 (7 ring buffer full)"), "{text}");
         assert!(text.contains("exited with 0"), "{text}");
+    }
+
+    #[test]
+    fn imports_unknown_results_comms_and_dev_0_disks() {
+        let mut w = RecordWriter::new(Vec::new(), &Header::default()).unwrap();
+        w.push_with(|e| Record::Comm(Comm { ts: 1, pid: 4242, tid: 4242, comm: e.intern(b"dl_worker") })).unwrap();
+        // A thread's comm names no process; a process with a command line keeps it.
+        w.push_with(|e| Record::Comm(Comm { ts: 1, pid: 4300, tid: 4301, comm: e.intern(b"loader") })).unwrap();
+        w.push(&Record::Fork(Fork { ts: 2, pid: 7, tid: 7, parent_pid: 1, parent_tid: 1, thread: false })).unwrap();
+        w.push_with(|e| Record::Exec(Exec { ts: 3, pid: 7, tid: 7, argv: e.intern(b"cat\0x"), ..Default::default() }))
+            .unwrap();
+        w.push_with(|e| Record::Comm(Comm { ts: 4, pid: 7, tid: 7, comm: e.intern(b"renamed") })).unwrap();
+        for (pid, op, ret) in [
+            (4242, IoOp::Read, RET_UNKNOWN),
+            (4242, IoOp::Read, 100),
+            (4242, IoOp::Write, RET_UNKNOWN),
+            (4300, IoOp::Read, 1),
+        ] {
+            w.push_with(|e| {
+                let path = e.intern(b"/data/x.npy");
+                Record::Io(Io {
+                    ts: 10,
+                    dur: 5,
+                    pid,
+                    tid: pid,
+                    op,
+                    path,
+                    kind: FileKind::Regular,
+                    ret,
+                    ..Default::default()
+                })
+            })
+            .unwrap();
+        }
+        for (ret, kind) in [(RET_UNKNOWN, FileKind::Regular), (RET_UNKNOWN, FileKind::Unknown), (-2, FileKind::Unknown)]
+        {
+            w.push_with(|e| {
+                let p = e.intern(b"/data/y.npy");
+                Record::Open(Open {
+                    ts: 20,
+                    pid: 4242,
+                    tid: 4242,
+                    path: p,
+                    abs_path: p,
+                    ret,
+                    kind,
+                    ..Default::default()
+                })
+            })
+            .unwrap();
+        }
+        for (disk, dev) in [(&b"sda"[..], 0), (b"sdb", 0), (b"sdb", 0), (b"vda", 254 << 20), (b"vda1", 254 << 20)] {
+            w.push_with(|e| {
+                let (comm, disk) = (e.intern(b"dl_worker"), e.intern(disk));
+                Record::Block(Block {
+                    ts: 30,
+                    pid: 4242,
+                    tid: 4242,
+                    comm,
+                    dev,
+                    disk,
+                    bytes: 4096,
+                    ..Default::default()
+                })
+            })
+            .unwrap();
+        }
+        let log = w.finish(&Trailer::default()).unwrap();
+        let s = Stats::from_reader(&mut LogReader::new(Path::new("t"), Cursor::new(log)).unwrap()).unwrap();
+        let p = |pid: u32| s.processes.iter().find(|p| p.pid == pid).unwrap();
+        assert_eq!(
+            (p(4242).name.as_str(), p(4300).name.as_str(), p(7).name.as_str()),
+            ("dl_worker", "pid 4300", "cat x")
+        );
+        // Unknown results count as calls, never as errors or bytes.
+        let w = p(4242);
+        assert_eq!((w.reads.count, w.reads.bytes, w.reads.errors), (2, 100, 0));
+        assert_eq!((w.writes.count, w.writes.bytes, w.writes.errors), (1, 0, 0));
+        assert_eq!((w.opens.count, w.opens.errors), (3, 1));
+        assert_eq!(s.files["/data/y.npy"].opens, 1, "the unknown open of a file seen found");
+        assert_eq!(s.files["/data/x.npy"].read_bytes, 101);
+        let disks: Vec<(&str, u32, u64)> = s.disks.iter().map(|d| (d.name.as_str(), d.dev, d.block.requests)).collect();
+        assert_eq!(disks, [("sda", 0, 1), ("sdb", 0, 2), ("vda", 254 << 20, 2)]);
+        let text = s.render(10);
+        assert!(text.contains("sda (0:0)") && text.contains("sdb (0:0)"), "{text}");
+        assert!(text.contains("dl_worker"), "{text}");
     }
 }

@@ -11,20 +11,21 @@
 //! real one.
 //!
 //! Memory is bounded by the live processes and lanes, not by the log;
-//! phases and marks are kept to the end, as in the Perfetto export.
+//! phases and pid-0 (MLLOG) marks are kept to the end, as in the Perfetto
+//! export; a process's marks are instants on its own track.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, Read, Seek, Write};
 
+use mltrace_log::labels::{self, DiskIds, Outcome, NAME_MAX};
 use mltrace_log::names;
 use mltrace_log::*;
-use mltrace_perfetto::describe_status;
 use mltrace_perfetto::disk_counters::{DiskCounters, Sample};
 use serde_json::json;
 
 use crate::json::Sink;
-use crate::naming::{self, NAME_MAX};
+use crate::naming;
 
 /// Pseudo-processes get pids from here (Linux pids stay below 2^22).
 const PSEUDO_PID: u32 = 0x4000_0000;
@@ -45,11 +46,12 @@ const LANE_NAMES: [&str; 4] = ["reads", "writes", "opens", "block I/O"];
 const LOST_GROUP: &str = "mltrace: lost events";
 const LOST_TRACK: &str = "mltrace: lost events (total)";
 
-/// Whose lanes a slice goes on.
+/// Whose lanes a slice goes on: a process's, or a disk's (by its
+/// [`DiskIds`] index).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Owner {
     Proc(u32, Lanes),
-    Disk(u32),
+    Disk(usize),
 }
 
 struct Lane {
@@ -69,6 +71,8 @@ struct Process {
 }
 
 struct Disk {
+    dev: u32,
+    name: Vec<u8>,
     pid: u32,
     lanes: Vec<Lane>,
     counters: DiskCounters,
@@ -165,7 +169,8 @@ pub struct Exporter<W: Write> {
     sink: Sink<W>,
     header: Header,
     procs: HashMap<u32, Process>,
-    disks: HashMap<u32, Disk>,
+    disks: Vec<Disk>,
+    disk_ids: DiskIds,
     next_pid: u32,
     next_tid: u32,
     samples: Vec<Sample>,
@@ -197,7 +202,8 @@ impl<W: Write> Exporter<W> {
             sink: Sink::new(out),
             header: header.clone(),
             procs: HashMap::new(),
-            disks: HashMap::new(),
+            disks: Vec::new(),
+            disk_ids: DiskIds::default(),
             next_pid: PSEUDO_PID,
             next_tid: LANE_TID,
             samples: Vec::new(),
@@ -254,7 +260,7 @@ impl<W: Write> Exporter<W> {
 
     fn ensure_process(&mut self, pid: u32) -> io::Result<()> {
         if !self.procs.contains_key(&pid) {
-            self.new_process(pid, format!("pid {pid}"), false);
+            self.new_process(pid, labels::pid_name(pid), false);
         }
         let p = self.procs.get_mut(&pid).unwrap();
         if !p.described {
@@ -267,7 +273,7 @@ impl<W: Write> Exporter<W> {
     fn lanes_mut(&mut self, owner: Owner) -> &mut Vec<Lane> {
         match owner {
             Owner::Proc(pid, kind) => &mut self.procs.get_mut(&pid).unwrap().lanes[kind as usize],
-            Owner::Disk(dev) => &mut self.disks.get_mut(&dev).unwrap().lanes,
+            Owner::Disk(d) => &mut self.disks[d].lanes,
         }
     }
 
@@ -278,7 +284,7 @@ impl<W: Write> Exporter<W> {
                 self.ensure_process(pid)?;
                 (pid, LANE_NAMES[kind as usize], kind as i64)
             }
-            Owner::Disk(dev) => (self.disks[&dev].pid, "requests", 0),
+            Owner::Disk(d) => (self.disks[d].pid, "requests", 0),
         };
         let slack = rounding_slack(ts);
         let lanes = self.lanes_mut(owner);
@@ -326,17 +332,14 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
-    /// An instant on the process itself (exec, exit).
-    fn process_instant(&mut self, pid: u32, ts: u64, name: &str, exec: Option<(&[u8], &[u8])>) -> io::Result<()> {
+    /// An instant on the process itself (exec, exit, a process's marks).
+    fn process_instant(&mut self, pid: u32, ts: u64, name: &str, args: Args<'_, W>) -> io::Result<()> {
         self.ensure_process(pid)?;
         let s = &mut self.sink;
         s.begin('i', pid, pid, Some(ts))?;
         s.raw("s", "p")?;
         s.name(name)?;
-        if let Some((path, argv)) = exec {
-            s.arg_bytes("path", path)?;
-            s.arg_argv("command", argv)?;
-        }
+        args(s)?;
         s.end()
     }
 
@@ -367,7 +370,7 @@ impl<W: Write> Exporter<W> {
         let s = &mut self.sink;
         s.begin('i', pid, tid, Some(r.ts))?;
         s.raw("s", "t")?;
-        s.name(&format!("{} events lost: {}", r.count, r.kind.name()))?;
+        s.name(&labels::lost(r.count, r.kind))?;
         s.arg_u64("lost", r.count)?;
         s.end()
     }
@@ -379,19 +382,19 @@ impl<W: Write> Exporter<W> {
             Record::Fork(r) => {
                 if !r.thread {
                     let (name, has_cmdline) = match self.procs.get(&r.parent_pid) {
-                        Some(p) => (naming::fork_name(&p.name, r.parent_pid), p.has_cmdline),
+                        Some(p) => (labels::fork_name(&p.name, r.parent_pid), p.has_cmdline),
                         // The recorded command itself: named by its command line.
                         None if r.pid == self.header.root_pid => {
                             (names::command_name(&self.header.command, NAME_MAX), !self.header.command.is_empty())
                         }
-                        None => (format!("pid {}", r.pid), false),
+                        None => (labels::pid_name(r.pid), false),
                     };
                     self.new_process(r.pid, name, has_cmdline);
                 }
             }
             Record::Exec(r) => {
                 let (argv, filename) = (f.str(r.argv), f.str(r.filename));
-                let name = naming::exec_name(argv, filename);
+                let name = labels::exec_name(argv, filename);
                 match self.procs.get_mut(&r.pid) {
                     // Already shown under its old program: named anew. (Chrome
                     // JSON has one name per pid; the importer keeps the last.)
@@ -405,23 +408,28 @@ impl<W: Write> Exporter<W> {
                     }
                     None => self.new_process(r.pid, name, true),
                 }
-                let exec_name = format!("exec {}", names::basename(&String::from_utf8_lossy(filename)));
-                self.process_instant(r.pid, r.ts, &exec_name, Some((filename, argv)))?;
+                self.process_instant(r.pid, r.ts, &labels::exec_instant(filename), &mut |s| {
+                    s.arg_bytes("path", filename)?;
+                    s.arg_argv("command", argv)
+                })?;
             }
             Record::Comm(r) => {
-                // A process never exec'd in the log (started before it) is
-                // at least named by its command name.
+                // A process never exec'd in the log (started before it, or
+                // imported: known only by its comm) is at least named by it.
                 if r.tid == r.pid {
-                    if let Some(p) = self.procs.get_mut(&r.pid) {
-                        if !p.has_cmdline && !p.described {
-                            p.name = f.str_lossy(r.comm).into_owned();
+                    match self.procs.get_mut(&r.pid) {
+                        Some(p) => {
+                            if !p.has_cmdline && !p.described {
+                                p.name = f.str_lossy(r.comm).into_owned();
+                            }
                         }
+                        None => self.new_process(r.pid, f.str_lossy(r.comm).into_owned(), false),
                     }
                 }
             }
             Record::Exit(r) => {
                 if r.process_exit {
-                    self.process_instant(r.pid, r.ts, &describe_status(r.status), None)?;
+                    self.process_instant(r.pid, r.ts, &labels::describe_status(r.status), &mut |_| Ok(()))?;
                     self.procs.remove(&r.pid);
                 }
             }
@@ -434,7 +442,13 @@ impl<W: Write> Exporter<W> {
             Record::Counter(r) => self.counter(f, &r)?,
             Record::Phase(r) => self.phases.push((r, f.str_lossy(r.name).into_owned())),
             Record::Mark(r) => {
-                self.marks.push((r, f.str_lossy(r.name).into_owned(), f.str_lossy(r.value).into_owned()))
+                let (name, value) = (f.str_lossy(r.name), f.str_lossy(r.value));
+                if r.pid == 0 {
+                    self.marks.push((r, name.into_owned(), value.into_owned()));
+                } else {
+                    // A process's own event (an imported mmap, unlink...): on its track.
+                    self.process_instant(r.pid, r.ts, &labels::mark(&name, &value), &mut |s| mark_args(s, &r, &value))?;
+                }
             }
         }
         Ok(())
@@ -444,7 +458,7 @@ impl<W: Write> Exporter<W> {
         let kind = if r.op.is_write() { Lanes::Writes } else { Lanes::Reads };
         let (op, ret) = (r.op, r.ret);
         let key = ((op as u64) << 56) ^ (ret as u64 & ((1 << 56) - 1));
-        let make = move || naming::syscall(op.name(), ret);
+        let make = move || labels::syscall(op.name(), ret);
         let path = f.str(r.path);
         let r = *r;
         self.flow_out.extend((0..r.block_reqs).map(|k| flow_from_syscall(r.tid, r.ts, k)));
@@ -455,11 +469,7 @@ impl<W: Write> Exporter<W> {
                 s.arg_u64("offset", r.offset)?;
             }
             s.arg_u64("requested", r.requested)?;
-            if r.ret >= 0 {
-                s.arg_i64("returned", r.ret)?;
-            } else {
-                s.arg_str("errno", &names::errno(-r.ret))?;
-            }
+            returned(s, r.ret)?;
             s.arg_i64("tid", i64::from(r.tid))?;
             if r.kind != FileKind::Regular {
                 s.arg_str("file kind", r.kind.name())?;
@@ -470,7 +480,7 @@ impl<W: Write> Exporter<W> {
 
     fn open(&mut self, f: &Frame<'_>, r: &Open) -> io::Result<()> {
         let (passed, abs) = (f.str(r.path), f.str(r.abs_path));
-        let name = naming::open(r.op, abs, r.ret);
+        let name = labels::open(r.op, abs, r.ret);
         let r = *r;
         self.flow_out.extend((0..r.block_reqs).map(|k| flow_from_syscall(r.tid, r.ts, k)));
         self.slice(Owner::Proc(r.pid, Lanes::Opens), r.ts, r.dur, Name::Given(&name), &mut |s| {
@@ -483,13 +493,15 @@ impl<W: Write> Exporter<W> {
             if r.dirfd != -100 {
                 s.arg_i64("dirfd", i64::from(r.dirfd))?;
             }
-            if r.ret >= 0 {
-                s.arg_i64("fd", r.ret)?;
-                if r.kind != FileKind::Regular {
-                    s.arg_str("file kind", r.kind.name())?;
-                }
-            } else {
-                s.arg_str("errno", &names::errno(-r.ret))?;
+            let outcome = labels::outcome(r.ret);
+            match outcome {
+                Outcome::Ok(fd) => s.arg_u64("fd", fd)?,
+                Outcome::Err(e) => s.arg_str("errno", &names::errno(e))?,
+                Outcome::Unknown => s.arg_str(labels::RESULT_ARG, labels::RESULT_UNKNOWN)?,
+            }
+            // What was opened, unless nothing was.
+            if !matches!(outcome, Outcome::Err(_)) && r.kind != FileKind::Regular {
+                s.arg_str("file kind", r.kind.name())?;
             }
             s.arg_i64("tid", i64::from(r.tid))
         })
@@ -497,13 +509,15 @@ impl<W: Write> Exporter<W> {
 
     fn close(&mut self, f: &Frame<'_>, r: &Close) -> io::Result<()> {
         let path = f.str(r.path);
-        let name = naming::close(path, r.ret);
+        let name = labels::close(path, r.ret);
         let r = *r;
         self.slice(Owner::Proc(r.pid, Lanes::Opens), r.ts, r.dur, Name::Given(&name), &mut |s| {
             s.arg_bytes("path", path)?;
             s.arg_i64("fd", i64::from(r.fd))?;
-            if r.ret < 0 {
-                s.arg_str("errno", &names::errno(-r.ret))?;
+            match labels::outcome(r.ret) {
+                Outcome::Ok(_) => {}
+                Outcome::Err(e) => s.arg_str("errno", &names::errno(e))?,
+                Outcome::Unknown => s.arg_str(labels::RESULT_ARG, labels::RESULT_UNKNOWN)?,
             }
             s.arg_i64("tid", i64::from(r.tid))
         })
@@ -512,7 +526,7 @@ impl<W: Write> Exporter<W> {
     fn transfer(&mut self, f: &Frame<'_>, r: &Transfer) -> io::Result<()> {
         let (op, ret) = (r.op, r.ret);
         let key = ((op as u64) << 56) ^ (ret as u64 & ((1 << 56) - 1));
-        let make = move || naming::syscall(op.name(), ret);
+        let make = move || labels::syscall(op.name(), ret);
         let (inp, outp) = (f.str(r.in_path), f.str(r.out_path));
         let r = *r;
         self.flow_out.extend((0..r.block_reqs).map(|k| flow_from_syscall(r.tid, r.ts, k)));
@@ -522,27 +536,26 @@ impl<W: Write> Exporter<W> {
             s.arg_i64("in fd", i64::from(r.in_fd))?;
             s.arg_i64("out fd", i64::from(r.out_fd))?;
             s.arg_u64("requested", r.requested)?;
-            if r.ret >= 0 {
-                s.arg_i64("returned", r.ret)?;
-            } else {
-                s.arg_str("errno", &names::errno(-r.ret))?;
-            }
+            returned(s, r.ret)?;
             s.arg_i64("tid", i64::from(r.tid))
         })
     }
 
-    fn disk(&mut self, b: &Block, name: &[u8]) -> io::Result<()> {
-        if !self.disks.contains_key(&b.dev) {
+    /// The disk's index in `disks`, made on first sight.
+    fn disk(&mut self, b: &Block, name: &[u8]) -> io::Result<usize> {
+        let (d, new) = self.disk_ids.id(b.dev, name);
+        if new {
             // The same pseudo-process as the disk's sampled counters.
-            let pid = self.group(&naming::disk(name, b.dev))?;
-            self.disks.insert(b.dev, Disk { pid, lanes: Vec::new(), counters: DiskCounters::default() });
+            let pid = self.group(&labels::disk(name, b.dev))?;
+            let counters = DiskCounters::default();
+            self.disks.push(Disk { dev: b.dev, name: name.to_vec(), pid, lanes: Vec::new(), counters });
         }
-        Ok(())
+        Ok(d)
     }
 
-    /// Writes the counter samples gathered for disk `dev`.
-    fn emit_samples(&mut self, dev: u32) -> io::Result<()> {
-        let pid = self.disks[&dev].pid;
+    /// Writes the counter samples gathered for disk `d`.
+    fn emit_samples(&mut self, d: usize) -> io::Result<()> {
+        let pid = self.disks[d].pid;
         let mut samples = std::mem::take(&mut self.samples);
         for smp in &samples {
             let (track, unit, ts, v) = match *smp {
@@ -564,15 +577,15 @@ impl<W: Write> Exporter<W> {
     fn block(&mut self, f: &Frame<'_>, b: &Block) -> io::Result<()> {
         self.stats.block_requests += 1;
         let disk_name = f.str(b.disk);
-        self.disk(b, disk_name)?;
+        let d = self.disk(b, disk_name)?;
         let dur = b.queue + b.device;
         let (op, bytes, failed) = (b.op, b.bytes, b.error != 0);
         let key = ((op as u64) << 56) ^ (u64::from(failed) << 55) ^ (bytes & ((1 << 55) - 1));
-        let make = move || naming::block(op, bytes, failed);
+        let make = move || labels::block(op, bytes, failed);
         let traced = b.flags & blk::TRACED != 0;
         let traced_name = if traced { self.procs.get(&b.pid).map(|p| p.name.as_str()) } else { None };
-        naming::block_who(&mut self.who, b, f.str(b.comm), traced_name);
-        naming::block_flags(&mut self.flags, b.flags);
+        labels::block_who(&mut self.who, b, f.str(b.comm), traced_name);
+        labels::block_flags(&mut self.flags, b.flags);
         let (who, flags) = (std::mem::take(&mut self.who), std::mem::take(&mut self.flags));
         let b = *b;
         let mut args = |s: &mut Sink<W>| {
@@ -600,12 +613,11 @@ impl<W: Write> Exporter<W> {
             self.slice(Owner::Proc(b.pid, Lanes::Block), b.ts, dur, Name::Cached(2, key, &make), &mut args)?;
             self.flow_in.push(flow_to_disk(&b));
         }
-        self.slice(Owner::Disk(b.dev), b.ts, dur, Name::Cached(2, key, &make), &mut args)?;
+        self.slice(Owner::Disk(d), b.ts, dur, Name::Cached(2, key, &make), &mut args)?;
         (self.who, self.flags) = (who, flags);
-        let disk = self.disks.get_mut(&b.dev).unwrap();
         let (read, write) = (b.op == BlockOp::Read, b.op == BlockOp::Write);
-        disk.counters.add(b.ts, b.end_ts(), b.bytes, read, write, &mut self.samples);
-        self.emit_samples(b.dev)
+        self.disks[d].counters.add(b.ts, b.end_ts(), b.bytes, read, write, &mut self.samples);
+        self.emit_samples(d)
     }
 
     /// A pseudo-process for a counter group (CPU, Memory, GPU 0...), made once.
@@ -687,7 +699,7 @@ impl<W: Write> Exporter<W> {
     }
 
     /// Lays out the phases, nested where they nest, on lanes of the
-    /// "Training phases" pseudo-process, with the marks beside them; the
+    /// "Training phases" pseudo-process, with the pid-0 marks beside them; the
     /// lanes are those of the Perfetto export.
     fn emit_phases(&mut self) -> io::Result<()> {
         if self.phases.is_empty() && self.marks.is_empty() {
@@ -718,7 +730,7 @@ impl<W: Write> Exporter<W> {
             let sink = &mut self.sink;
             sink.begin('X', pid, lanes[lane].1, Some(p.ts))?;
             sink.dur(p.dur)?;
-            sink.name(&naming::phase(name, p.flags))?;
+            sink.name(&labels::phase(name, p.flags))?;
             sink.arg_str("phase", p.kind.name())?;
             if p.rank >= 0 {
                 sink.arg_i64("rank", i64::from(p.rank))?;
@@ -733,11 +745,8 @@ impl<W: Write> Exporter<W> {
                 let s = &mut self.sink;
                 s.begin('i', pid, tid, Some(m.ts))?;
                 s.raw("s", "t")?;
-                s.name(&naming::mark(name, value))?;
-                s.arg_str("value", value)?;
-                if m.rank >= 0 {
-                    s.arg_i64("rank", i64::from(m.rank))?;
-                }
+                s.name(&labels::mark(name, value))?;
+                mark_args(s, m, value)?;
                 s.end()?;
             }
         }
@@ -747,13 +756,13 @@ impl<W: Write> Exporter<W> {
     /// Ends the trace; the trailer (end clocks, losses) follows the events.
     pub fn finish(mut self, trailer: Option<&Trailer>) -> io::Result<(W, ExportStats)> {
         self.emit_phases()?;
-        let mut devs: Vec<u32> = self.disks.keys().copied().collect();
-        devs.sort_unstable();
-        for dev in devs {
-            let d = self.disks.get_mut(&dev).unwrap();
-            d.counters.finish(&mut self.samples);
-            self.stats.late_counter_changes += d.counters.late;
-            self.emit_samples(dev)?;
+        let mut order: Vec<usize> = (0..self.disks.len()).collect();
+        order.sort_by(|&a, &b| (self.disks[a].dev, &self.disks[a].name).cmp(&(self.disks[b].dev, &self.disks[b].name)));
+        for d in order {
+            let disk = &mut self.disks[d];
+            disk.counters.finish(&mut self.samples);
+            self.stats.late_counter_changes += disk.counters.late;
+            self.emit_samples(d)?;
         }
         let mut stats = self.stats.clone();
         stats.events = self.sink.events;
@@ -761,6 +770,23 @@ impl<W: Write> Exporter<W> {
         stats.bytes = bytes;
         Ok((out, stats))
     }
+}
+
+/// A syscall's result args: `returned`, `errno`, or that it is unknown.
+fn returned<W: Write>(s: &mut Sink<W>, ret: i64) -> io::Result<()> {
+    match labels::outcome(ret) {
+        Outcome::Ok(n) => s.arg_u64("returned", n),
+        Outcome::Err(e) => s.arg_str("errno", &names::errno(e)),
+        Outcome::Unknown => s.arg_str(labels::RESULT_ARG, labels::RESULT_UNKNOWN),
+    }
+}
+
+fn mark_args<W: Write>(s: &mut Sink<W>, m: &Mark, value: &str) -> io::Result<()> {
+    s.arg_str("value", value)?;
+    if m.rank >= 0 {
+        s.arg_i64("rank", i64::from(m.rank))?;
+    }
+    Ok(())
 }
 
 /// Exports a whole log as Chrome JSON. `on_diag` receives each problem the

@@ -53,8 +53,8 @@ fn structure_and_stats() {
     assert_eq!(stats.counters, count("C"));
     assert_eq!(stats.flows, count("s"));
     // One call's second request was never seen: its flow has no end.
-    assert_eq!(count("s"), 17);
-    assert_eq!(count("f"), 16);
+    assert_eq!(count("s"), 18);
+    assert_eq!(count("f"), 17);
     let mut records = 0;
     let mut r = reader(&log);
     while let Some(mut f) = r.next_frame().unwrap() {
@@ -243,4 +243,54 @@ fn memory_stays_bounded_on_a_long_log() {
     let v = parse(&out);
     let lanes: HashSet<u64> = events(&v).iter().filter(|e| ph(e) == "X").map(|e| e["tid"].as_u64().unwrap()).collect();
     assert_eq!(lanes.len(), 1);
+}
+
+#[test]
+fn imported_records() {
+    let (out, _) = chrome(&sample_log(false));
+    let v = parse(&out);
+    let ev = events(&v);
+    let named = |n: &str| ev.iter().filter(|e| e["name"] == n).collect::<Vec<_>>();
+    // Results the source never printed: no size or errno, and args say so.
+    assert!(!ev.iter().any(|e| e["name"].as_str().is_some_and(|n| n.contains("E4095"))));
+    for (name, n) in [("read ?", 2), ("openat img_0001.npy", 1), ("close img_0001.npy", 1), ("sendfile ?", 1)] {
+        let found = named(name);
+        assert_eq!(found.len(), n, "{name}");
+        for e in found {
+            assert_eq!(e["args"]["result"], "unknown", "{e}");
+            assert!(e["args"]["returned"].is_null() && e["args"]["errno"].is_null(), "{e}");
+        }
+    }
+    assert!(named("openat img_0001.npy")[0]["args"]["fd"].is_null());
+    // A process known only by its comm is named by it.
+    let process_name = |pid: u32| {
+        ev.iter()
+            .filter(|e| ph(e) == "M" && e["name"] == "process_name" && e["pid"] == pid)
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(process_name(IMPORTED), [IMPORTED_COMM]);
+    assert_eq!(process_name(4300), ["pid 4300"]);
+    // Disks with dev 0, apart by name.
+    for (disk, n) in [("Disk sda (0:0)", 1), ("Disk sdb (0:0)", 2)] {
+        let pids: Vec<u64> = ev
+            .iter()
+            .filter(|e| ph(e) == "M" && e["name"] == "process_name" && e["args"]["name"] == disk)
+            .map(|e| e["pid"].as_u64().unwrap())
+            .collect();
+        assert_eq!(pids.len(), 1, "{disk}");
+        assert_eq!(ev.iter().filter(|e| ph(e) == "X" && e["pid"] == pids[0]).count(), n, "{disk}");
+    }
+    // A process's marks on its own track; MLLOG's on the events thread.
+    let mmap = named(r#"mmap = {"addr":"0x7f3a2c000000","fd":7,"file":"data.lmdb"}"#);
+    assert_eq!(mmap.len(), 1);
+    assert_eq!(
+        (ph(mmap[0]), &mmap[0]["s"], &mmap[0]["pid"], &mmap[0]["tid"]),
+        ("i", &"p".into(), &IMPORTED.into(), &IMPORTED.into())
+    );
+    assert!(mmap[0]["args"]["rank"].is_null());
+    let acc = named("eval_accuracy = 0.9071");
+    assert_eq!(acc.len(), 1);
+    assert_eq!(acc[0]["s"], "t");
+    assert_eq!(thread_names(&v)[&(acc[0]["pid"].as_u64().unwrap(), acc[0]["tid"].as_u64().unwrap())], "\"events\"");
 }

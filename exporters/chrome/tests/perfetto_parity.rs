@@ -252,7 +252,7 @@ fn sample_log_exports_the_same() {
         &[vec![t(460).to_string(), "pread64 8 KiB".into(), t(460).to_string(), "R 8 KiB".into()]],
     );
     assert!(minus(&p.flows, &c.flows).is_empty());
-    assert_eq!(c.flows.len(), 16);
+    assert_eq!(c.flows.len(), 17);
     assert_eq!(e.stats.flows, e.perfetto_stats.flows);
     // Process names, except pid 400: exec'd under a new name after it was
     // shown, it gets a second group in Perfetto (which keeps the first
@@ -266,6 +266,50 @@ fn sample_log_exports_the_same() {
     let names: Vec<&str> = c.processes.iter().map(|r| r[1].as_str()).collect();
     assert!(names.contains(&"python3 train.py (fork of 100)"), "{names:?}");
     assert!(names.contains(&"old \"daemon\""), "{names:?}");
+    check_imported(p);
+    check_imported(c);
+}
+
+/// The sample log's imported process, as either export shows it.
+fn check_imported(t: &Tables) {
+    let slices = |name: &str| t.slices.iter().filter(|r| r[2] == name).cloned().collect::<Vec<_>>();
+    let args = |name: &str| -> Vec<(String, String)> {
+        t.args.iter().filter(|r| r[1] == name).map(|r| (r[2].clone(), r[3].clone())).collect()
+    };
+    // a) Results the source never printed: no size, no errno, no result args.
+    assert!(!t.slices.iter().any(|r| r[2].contains("E4095")), "an unknown result shown as an errno");
+    for (name, n) in [("read ?", 2), ("openat img_0001.npy", 1), ("close img_0001.npy", 1), ("sendfile ?", 1)] {
+        assert_eq!(slices(name).len(), n, "{name}");
+        let a = args(name);
+        assert_eq!(a.iter().filter(|(k, v)| k == "result" && v == "unknown").count(), n, "{name}: {a:?}");
+        let shown = |k: &String| k == "returned" || k == "errno" || (name.starts_with("openat") && k == "fd");
+        assert!(!a.iter().any(|(k, _)| shown(k)), "{name}: {a:?}");
+    }
+    assert!(args("write 4 KiB").contains(&("returned".into(), "4096".into())));
+    // b) Named by its comm; a thread's comm names no process.
+    let named = |pid: &str| t.processes.iter().filter(|r| r[0] == pid).map(|r| r[1].clone()).collect::<Vec<_>>();
+    assert_eq!(named(&IMPORTED.to_string()), [IMPORTED_COMM]);
+    assert_eq!(named("4300"), ["pid 4300"]);
+    assert!(args("R 4 KiB").contains(&("process".into(), format!("{IMPORTED_COMM} [{IMPORTED}]"))));
+    // c) Disks with dev 0 apart, by name.
+    let on_disk = |disk: &str| t.slices.iter().filter(|r| r[3] == "requests" && r[4] == disk).count();
+    assert_eq!((on_disk("Disk sda (0:0)"), on_disk("Disk sdb (0:0)")), (1, 2));
+    for disk in ["Disk sda (0:0)", "Disk sdb (0:0)"] {
+        assert!(t.counters.iter().any(|r| r[0] == disk && r[1] == "requests in flight"), "{disk}");
+    }
+    // d) A process's marks on its own track, MLLOG's on the events track.
+    let owner = |name: &str| slices(name).iter().map(|r| (r[1].clone(), r[4].clone())).collect::<Vec<_>>();
+    let mmap = r#"mmap = {"addr":"0x7f3a2c000000","fd":7,"file":"data.lmdb"}"#;
+    let mine = format!("pid {IMPORTED}");
+    assert_eq!(owner(mmap), [("0".to_string(), mine.clone())]);
+    assert_eq!(owner("unlink"), [("0".to_string(), mine)]);
+    assert_eq!(owner("note = \"mine\""), [("0".to_string(), format!("pid {ROOT}"))]);
+    assert_eq!(args("note = \"mine\""), [("rank".to_string(), "1".to_string()), ("value".into(), "\"mine\"".into())]);
+    let events = slices("eval_accuracy = 0.9071");
+    assert_eq!(
+        events.iter().map(|r| (r[3].as_str(), r[4].as_str())).collect::<Vec<_>>(),
+        [("events", "Training phases")]
+    );
 }
 
 #[test]

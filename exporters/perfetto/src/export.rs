@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Seek, Write};
 
+use mltrace_log::labels::{self, DiskIds, Outcome, NAME_MAX};
 use mltrace_log::names;
 use mltrace_log::*;
 
@@ -34,14 +35,12 @@ enum Lanes {
 
 const LANE_NAMES: [&str; 4] = ["reads", "writes", "opens", "block I/O"];
 
-/// Longest process name shown (the UI truncates long group names).
-const NAME_MAX: usize = 48;
-
-/// Whose tracks a slice goes on.
+/// Whose tracks a slice goes on: a process's, or a disk's (by its
+/// [`DiskIds`] index).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Owner {
     Proc(u32, Lanes),
-    Disk(u32),
+    Disk(usize),
 }
 
 /// Where a slice goes: whose tracks, when.
@@ -79,7 +78,7 @@ struct Process {
     name: String,
     cmdline: Vec<String>,
     lanes: [Vec<Lane>; 4],
-    /// For instants (exec, exit) on the process track itself.
+    /// For instants (exec, exit, marks) on the process track itself.
     seq: Seq,
 }
 
@@ -172,7 +171,8 @@ pub struct Exporter<W: Write> {
     next_seq: u32,
     scratch: Scratch,
     lost_track: Option<(u64, Seq)>,
-    disks: HashMap<u32, Disk>,
+    disks: Vec<Disk>,
+    disk_ids: DiskIds,
     samples: Vec<Sample>,
     /// Flow ids for the next slice: leaving it, and ending on it.
     flow_out: Vec<u64>,
@@ -182,7 +182,8 @@ pub struct Exporter<W: Write> {
     groups: HashMap<String, u64>,
     /// Each core's latest iowait sample, to pair with its idle sample.
     core_iowait: HashMap<u32, (u64, f64)>,
-    /// Phases and marks are few: kept to the end, then laid out nested.
+    /// Phases and pid-0 (MLLOG) marks are few: kept to the end, then laid
+    /// out nested. A process's marks go on its track as they come.
     phases: Vec<(Phase, String)>,
     marks: Vec<(Mark, String, String)>,
     pub stats: ExportStats,
@@ -212,54 +213,8 @@ fn flow_to_disk(b: &Block) -> u64 {
     flow_id([2, u64::from(b.dev) << 32 | u64::from(b.tid), b.sector, b.end_ts()])
 }
 
-fn signal_name(sig: i32) -> String {
-    const N: [&str; 32] = [
-        "0",
-        "SIGHUP",
-        "SIGINT",
-        "SIGQUIT",
-        "SIGILL",
-        "SIGTRAP",
-        "SIGABRT",
-        "SIGBUS",
-        "SIGFPE",
-        "SIGKILL",
-        "SIGUSR1",
-        "SIGSEGV",
-        "SIGUSR2",
-        "SIGPIPE",
-        "SIGALRM",
-        "SIGTERM",
-        "SIGSTKFLT",
-        "SIGCHLD",
-        "SIGCONT",
-        "SIGSTOP",
-        "SIGTSTP",
-        "SIGTTIN",
-        "SIGTTOU",
-        "SIGURG",
-        "SIGXCPU",
-        "SIGXFSZ",
-        "SIGVTALRM",
-        "SIGPROF",
-        "SIGWINCH",
-        "SIGIO",
-        "SIGPWR",
-        "SIGSYS",
-    ];
-    N.get(sig as usize).map(|s| s.to_string()).unwrap_or_else(|| format!("signal {sig}"))
-}
-
 /// `exit 0`, `exit 2`, `killed by SIGKILL`.
-pub fn describe_status(status: i32) -> String {
-    let sig = status & 0x7f;
-    if sig == 0 {
-        format!("exit {}", (status >> 8) & 0xff)
-    } else {
-        let core = if status & 0x80 != 0 { " (core dumped)" } else { "" };
-        format!("killed by {}{core}", signal_name(sig))
-    }
-}
+pub use mltrace_log::labels::describe_status;
 
 impl<W: Write> Exporter<W> {
     pub fn new(out: W, header: &Header) -> Self {
@@ -272,7 +227,8 @@ impl<W: Write> Exporter<W> {
             next_seq: 2,
             scratch: Scratch::default(),
             lost_track: None,
-            disks: HashMap::new(),
+            disks: Vec::new(),
+            disk_ids: DiskIds::default(),
             samples: Vec::new(),
             flow_out: Vec::new(),
             flow_in: Vec::new(),
@@ -363,7 +319,7 @@ impl<W: Write> Exporter<W> {
 
     fn ensure_process(&mut self, pid: u32) -> io::Result<()> {
         if !self.procs.contains_key(&pid) {
-            self.new_process(pid, format!("pid {pid}"), vec![])?;
+            self.new_process(pid, labels::pid_name(pid), vec![])?;
         }
         self.describe_process(pid)
     }
@@ -371,7 +327,7 @@ impl<W: Write> Exporter<W> {
     fn lanes_mut(&mut self, owner: Owner) -> &mut Vec<Lane> {
         match owner {
             Owner::Proc(pid, kind) => &mut self.procs.get_mut(&pid).unwrap().lanes[kind as usize],
-            Owner::Disk(dev) => &mut self.disks.get_mut(&dev).unwrap().lanes,
+            Owner::Disk(d) => &mut self.disks[d].lanes,
         }
     }
 
@@ -382,7 +338,7 @@ impl<W: Write> Exporter<W> {
                 self.ensure_process(pid)?;
                 (self.procs[&pid].uuid, LANE_NAMES[kind as usize], kind as i32)
             }
-            Owner::Disk(dev) => (self.disks[&dev].uuid, "requests", 0),
+            Owner::Disk(d) => (self.disks[d].uuid, "requests", 0),
         };
         let lanes = self.lanes_mut(owner);
         if let Some(i) = lanes.iter().position(|l| l.max_end < ts) {
@@ -418,7 +374,7 @@ impl<W: Write> Exporter<W> {
         self.stats.flows += flow_out.len() as u64;
         let lane = match owner {
             Owner::Proc(pid, kind) => &mut self.procs.get_mut(&pid).unwrap().lanes[kind as usize][i],
-            Owner::Disk(dev) => &mut self.disks.get_mut(&dev).unwrap().lanes[i],
+            Owner::Disk(d) => &mut self.disks[d].lanes[i],
         };
         let s = &mut self.scratch;
         s.clear();
@@ -453,8 +409,15 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
-    /// An instant on the process track itself (exec, exit).
-    fn process_instant(&mut self, pid: u32, ts: u64, name: &str, args: &[(Arg, &[u8])]) -> io::Result<()> {
+    /// An instant on the process track itself (exec, exit, a process's
+    /// marks): `fill` adds its args.
+    fn process_instant(
+        &mut self,
+        pid: u32,
+        ts: u64,
+        name: &str,
+        fill: &mut dyn FnMut(&mut Scratch, &mut Seq),
+    ) -> io::Result<()> {
         self.ensure_process(pid)?;
         let p = self.procs.get_mut(&pid).unwrap();
         let s = &mut self.scratch;
@@ -462,9 +425,7 @@ impl<W: Write> Exporter<W> {
         p.seq.begin_packet(&mut s.pkt, &mut s.interned);
         s.ev.r#type = Some(Type::Instant as i32);
         s.ev.name_iid = Some(p.seq.name(name, &mut s.interned));
-        for (a, v) in args {
-            s.arg_str(&mut p.seq, *a, v);
-        }
+        fill(s, &mut p.seq);
         s.emit(&mut self.sink, ts)
     }
 
@@ -493,7 +454,7 @@ impl<W: Write> Exporter<W> {
         s.clear();
         seq.begin_packet(&mut s.pkt, &mut s.interned);
         s.ev.r#type = Some(Type::Instant as i32);
-        let name = format!("{} events lost: {}", r.count, r.kind.name());
+        let name = labels::lost(r.count, r.kind);
         s.ev.name_iid = Some(seq.name(&name, &mut s.interned));
         s.arg_uint(Arg::Lost, r.count);
         s.emit(&mut self.sink, r.ts)
@@ -507,31 +468,19 @@ impl<W: Write> Exporter<W> {
                 if !r.thread {
                     let (name, cmdline) = match self.procs.get(&r.parent_pid) {
                         // A forked worker runs its parent's program: say whose.
-                        Some(p) => {
-                            let parent = p.name.split(" (fork of ").next().unwrap_or("");
-                            // Program and script are enough to tell whose; the pid says which.
-                            let base = if parent.len() > 24 {
-                                parent.split(' ').take(2).collect::<Vec<_>>().join(" ")
-                            } else {
-                                parent.to_string()
-                            };
-                            (format!("{base} (fork of {})", r.parent_pid), p.cmdline.clone())
-                        }
+                        Some(p) => (labels::fork_name(&p.name, r.parent_pid), p.cmdline.clone()),
                         // The recorded command itself: named by its command line.
                         None if r.pid == self.header.root_pid => {
                             (names::command_name(&self.header.command, NAME_MAX), self.header.command.clone())
                         }
-                        None => (format!("pid {}", r.pid), vec![]),
+                        None => (labels::pid_name(r.pid), vec![]),
                     };
                     self.new_process(r.pid, name, cmdline)?;
                 }
             }
             Record::Exec(r) => {
-                let argv = f.str(r.argv);
-                let mut name = names::command_line(argv, NAME_MAX);
-                if name.is_empty() {
-                    name = names::basename(&f.str_lossy(r.filename)).to_string();
-                }
+                let (argv, filename) = (f.str(r.argv), f.str(r.filename));
+                let name = labels::exec_name(argv, filename);
                 let cmdline: Vec<String> =
                     argv.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
                 match self.procs.get_mut(&r.pid) {
@@ -547,24 +496,29 @@ impl<W: Write> Exporter<W> {
                     }
                     None => self.new_process(r.pid, name, cmdline)?,
                 }
-                let exec_name = format!("exec {}", names::basename(&f.str_lossy(r.filename)));
-                self.process_instant(r.pid, r.ts, &exec_name, &[(Arg::Path, f.str(r.filename)), (Arg::Command, argv)])?;
+                self.process_instant(r.pid, r.ts, &labels::exec_instant(filename), &mut |s, seq| {
+                    s.arg_str(seq, Arg::Path, filename);
+                    s.arg_str(seq, Arg::Command, argv);
+                })?;
             }
             Record::Comm(r) => {
-                // A process never exec'd in the log (started before it) is
-                // at least named by its command name.
+                // A process never exec'd in the log (started before it, or
+                // imported: known only by its comm) is at least named by it.
                 if r.tid == r.pid {
-                    if let Some(p) = self.procs.get_mut(&r.pid) {
-                        if p.cmdline.is_empty() && !p.described {
-                            p.name = f.str_lossy(r.comm).into_owned();
+                    match self.procs.get_mut(&r.pid) {
+                        Some(p) => {
+                            if p.cmdline.is_empty() && !p.described {
+                                p.name = f.str_lossy(r.comm).into_owned();
+                            }
                         }
+                        None => self.new_process(r.pid, f.str_lossy(r.comm).into_owned(), vec![])?,
                     }
                 }
             }
             Record::Exit(r) => {
                 if r.process_exit {
-                    let status = describe_status(r.status);
-                    self.process_instant(r.pid, r.ts, &status, &[])?;
+                    let status = labels::describe_status(r.status);
+                    self.process_instant(r.pid, r.ts, &status, &mut |_, _| {})?;
                     self.procs.remove(&r.pid);
                 }
             }
@@ -579,7 +533,14 @@ impl<W: Write> Exporter<W> {
                 self.phases.push((r, f.str_lossy(r.name).into_owned()));
             }
             Record::Mark(r) => {
-                self.marks.push((r, f.str_lossy(r.name).into_owned(), f.str_lossy(r.value).into_owned()));
+                let (name, value) = (f.str_lossy(r.name), f.str_lossy(r.value));
+                if r.pid == 0 {
+                    self.marks.push((r, name.into_owned(), value.into_owned()));
+                } else {
+                    // A process's own event (an imported mmap, unlink...): on its track.
+                    let label = labels::mark(&name, &value);
+                    self.process_instant(r.pid, r.ts, &label, &mut |s, seq| mark_args(s, seq, &r, &value))?;
+                }
             }
         }
         Ok(())
@@ -590,13 +551,7 @@ impl<W: Write> Exporter<W> {
         let op = r.op;
         let ret = r.ret;
         let key = ((op as u64) << 56) ^ (ret as u64 & ((1 << 56) - 1));
-        let make = move || {
-            if ret < 0 {
-                format!("{} {}", op.name(), names::errno(-ret))
-            } else {
-                format!("{} {}", op.name(), names::size(ret as u64))
-            }
-        };
+        let make = move || labels::syscall(op.name(), ret);
         let path = f.str(r.path);
         let r = *r;
         self.flow_out.extend((0..r.block_reqs).map(|k| flow_from_syscall(r.tid, r.ts, k)));
@@ -607,11 +562,7 @@ impl<W: Write> Exporter<W> {
                 s.arg_uint(Arg::Offset, r.offset);
             }
             s.arg_uint(Arg::Requested, r.requested);
-            if r.ret >= 0 {
-                s.arg_int(Arg::Returned, r.ret);
-            } else {
-                s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
-            }
+            returned(s, seq, r.ret);
             s.arg_int(Arg::Tid, i64::from(r.tid));
             if r.kind != FileKind::Regular {
                 s.arg_str(seq, Arg::Kind, r.kind.name().as_bytes());
@@ -621,18 +572,9 @@ impl<W: Write> Exporter<W> {
 
     fn open(&mut self, f: &Frame<'_>, r: &Open) -> io::Result<()> {
         let abs = f.str(r.abs_path);
-        let base = names::basename(&String::from_utf8_lossy(abs)).to_string();
-        let (op, ret) = (r.op, r.ret);
         // Names differ per file: key on the path's string id in this frame
         // would not survive frames, so format (opens are rare next to reads).
-        let make = move || {
-            if ret < 0 {
-                format!("{} {} {}", op.name(), base, names::errno(-ret))
-            } else {
-                format!("{} {}", op.name(), base)
-            }
-        };
-        let name = make();
+        let name = labels::open(r.op, abs, r.ret);
         let key = hash_str(&name);
         let passed = f.str(r.path);
         let r = *r;
@@ -651,13 +593,15 @@ impl<W: Write> Exporter<W> {
                 if r.dirfd != -100 {
                     s.arg_int(Arg::Dirfd, i64::from(r.dirfd));
                 }
-                if r.ret >= 0 {
-                    s.arg_int(Arg::Fd, r.ret);
-                    if r.kind != FileKind::Regular {
-                        s.arg_str(seq, Arg::Kind, r.kind.name().as_bytes());
-                    }
-                } else {
-                    s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
+                let outcome = labels::outcome(r.ret);
+                match outcome {
+                    Outcome::Ok(fd) => s.arg_int(Arg::Fd, fd as i64),
+                    Outcome::Err(e) => s.arg_str(seq, Arg::Errno, names::errno(e).as_bytes()),
+                    Outcome::Unknown => s.arg_str(seq, Arg::Result, labels::RESULT_UNKNOWN.as_bytes()),
+                }
+                // What was opened, unless nothing was.
+                if !matches!(outcome, Outcome::Err(_)) && r.kind != FileKind::Regular {
+                    s.arg_str(seq, Arg::Kind, r.kind.name().as_bytes());
                 }
                 s.arg_int(Arg::Tid, i64::from(r.tid));
             },
@@ -666,10 +610,7 @@ impl<W: Write> Exporter<W> {
 
     fn close(&mut self, f: &Frame<'_>, r: &Close) -> io::Result<()> {
         let path = f.str(r.path);
-        let name = match r.ret {
-            0.. => format!("close {}", names::basename(&String::from_utf8_lossy(path))),
-            e => format!("close {} {}", names::basename(&String::from_utf8_lossy(path)), names::errno(-e)),
-        };
+        let name = labels::close(path, r.ret);
         let key = hash_str(&name);
         let r = *r;
         self.slice(
@@ -679,8 +620,10 @@ impl<W: Write> Exporter<W> {
             &mut |s, seq| {
                 s.arg_str(seq, Arg::Path, path);
                 s.arg_int(Arg::Fd, i64::from(r.fd));
-                if r.ret < 0 {
-                    s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
+                match labels::outcome(r.ret) {
+                    Outcome::Ok(_) => {}
+                    Outcome::Err(e) => s.arg_str(seq, Arg::Errno, names::errno(e).as_bytes()),
+                    Outcome::Unknown => s.arg_str(seq, Arg::Result, labels::RESULT_UNKNOWN.as_bytes()),
                 }
                 s.arg_int(Arg::Tid, i64::from(r.tid));
             },
@@ -690,13 +633,7 @@ impl<W: Write> Exporter<W> {
     fn transfer(&mut self, f: &Frame<'_>, r: &Transfer) -> io::Result<()> {
         let (op, ret) = (r.op, r.ret);
         let key = (1u64 << 63) ^ ((op as u64) << 56) ^ (ret as u64 & ((1 << 56) - 1));
-        let make = move || {
-            if ret < 0 {
-                format!("{} {}", op.name(), names::errno(-ret))
-            } else {
-                format!("{} {}", op.name(), names::size(ret as u64))
-            }
-        };
+        let make = move || labels::syscall(op.name(), ret);
         let (inp, outp) = (f.str(r.in_path), f.str(r.out_path));
         let r = *r;
         self.flow_out.extend((0..r.block_reqs).map(|k| flow_from_syscall(r.tid, r.ts, k)));
@@ -706,22 +643,19 @@ impl<W: Write> Exporter<W> {
             s.arg_int(Arg::InFd, i64::from(r.in_fd));
             s.arg_int(Arg::OutFd, i64::from(r.out_fd));
             s.arg_uint(Arg::Requested, r.requested);
-            if r.ret >= 0 {
-                s.arg_int(Arg::Returned, r.ret);
-            } else {
-                s.arg_str(seq, Arg::Errno, names::errno(-r.ret).as_bytes());
-            }
+            returned(s, seq, r.ret);
             s.arg_int(Arg::Tid, i64::from(r.tid));
         })
     }
 
-    fn disk(&mut self, b: &Block, name: &[u8]) -> io::Result<()> {
-        if self.disks.contains_key(&b.dev) {
-            return Ok(());
+    /// The disk's index in `disks`, made on first sight.
+    fn disk(&mut self, b: &Block, name: &[u8]) -> io::Result<usize> {
+        let (d, new) = self.disk_ids.id(b.dev, name);
+        if !new {
+            return Ok(d);
         }
-        let (major, minor) = (b.dev >> 20, b.dev & 0xfffff);
         // The same group as the disk's sampled counters (throughput, IOPS...).
-        let uuid = self.group(&format!("Disk {} ({major}:{minor})", String::from_utf8_lossy(name)))?;
+        let uuid = self.group(&labels::disk(name, b.dev))?;
         let mut tracks = Vec::new();
         // Throughput from the requests themselves, unless the recording
         // sampled /proc/diskstats, whose read and write say the same.
@@ -747,14 +681,14 @@ impl<W: Write> Exporter<W> {
             let seq = self.seq(Some(t));
             tracks.push((t, seq));
         }
-        self.disks.insert(b.dev, Disk { uuid, lanes: Vec::new(), counters: DiskCounters::default(), tracks });
-        Ok(())
+        self.disks.push(Disk { uuid, lanes: Vec::new(), counters: DiskCounters::default(), tracks });
+        Ok(d)
     }
 
-    /// Writes the counter samples gathered for disk `dev`.
-    fn emit_samples(&mut self, dev: u32) -> io::Result<()> {
+    /// Writes the counter samples gathered for disk `d`.
+    fn emit_samples(&mut self, d: usize) -> io::Result<()> {
         let samples = std::mem::take(&mut self.samples);
-        let disk = self.disks.get_mut(&dev).unwrap();
+        let disk = &mut self.disks[d];
         for smp in &samples {
             let (i, ts, v) = match *smp {
                 Sample::InFlight { ts, value } => (0, ts, value as f64),
@@ -782,34 +716,16 @@ impl<W: Write> Exporter<W> {
 
     fn block(&mut self, f: &Frame<'_>, b: &Block) -> io::Result<()> {
         self.stats.block_requests += 1;
-        self.disk(b, f.str(b.disk))?;
+        let d = self.disk(b, f.str(b.disk))?;
         let dur = b.queue + b.device;
         let (op, bytes, failed) = (b.op, b.bytes, b.error != 0);
         let key = ((op as u64) << 56) ^ (u64::from(failed) << 55) ^ (bytes & ((1 << 55) - 1));
-        let make = move || {
-            let e = if failed { " error" } else { "" };
-            if bytes == 0 {
-                format!("{}{e}", op.letter())
-            } else {
-                format!("{} {}{e}", op.letter(), names::size(bytes))
-            }
-        };
+        let make = move || labels::block(op, bytes, failed);
         let traced = b.flags & blk::TRACED != 0;
-        let who = if traced {
-            let name =
-                self.procs.get(&b.pid).map(|p| p.name.clone()).unwrap_or_else(|| f.str_lossy(b.comm).into_owned());
-            format!("{name} [{}]", b.pid)
-        } else {
-            let mut w = format!("{} [{}]", f.str_lossy(b.comm), b.pid);
-            if b.flags & blk::START_UNKNOWN != 0 {
-                w = "(started before the recording)".into();
-            } else if b.flags & blk::KTHREAD != 0 {
-                w.push_str(if b.flags & blk::BACKGROUND != 0 { " (background writeback)" } else { " (kernel thread)" });
-            }
-            w
-        };
-        let flags: Vec<&str> = blk::NAMES.iter().filter(|(bit, _)| b.flags & bit != 0).map(|(_, n)| *n).collect();
-        let flags = flags.join("|");
+        let traced_name = if traced { self.procs.get(&b.pid).map(|p| p.name.as_str()) } else { None };
+        let (mut who, mut flags) = (String::new(), String::new());
+        labels::block_who(&mut who, b, f.str(b.comm), traced_name);
+        labels::block_flags(&mut flags, b.flags);
         let b = *b;
         let disk_name = f.str(b.disk);
         let mut fill = |s: &mut Scratch, seq: &mut Seq| {
@@ -837,11 +753,10 @@ impl<W: Write> Exporter<W> {
             self.slice(At { owner: Owner::Proc(b.pid, Lanes::Block), ts: b.ts, dur }, key, &make, &mut fill)?;
             self.flow_in.push(flow_to_disk(&b));
         }
-        self.slice(At { owner: Owner::Disk(b.dev), ts: b.ts, dur }, key, &make, &mut fill)?;
-        let disk = self.disks.get_mut(&b.dev).unwrap();
+        self.slice(At { owner: Owner::Disk(d), ts: b.ts, dur }, key, &make, &mut fill)?;
         let (read, write) = (b.op == BlockOp::Read, b.op == BlockOp::Write);
-        disk.counters.add(b.ts, b.end_ts(), b.bytes, read, write, &mut self.samples);
-        self.emit_samples(b.dev)
+        self.disks[d].counters.add(b.ts, b.end_ts(), b.bytes, read, write, &mut self.samples);
+        self.emit_samples(d)
     }
 
     /// A top-level group track (CPU, Memory, GPU 0...), made once.
@@ -959,7 +874,7 @@ impl<W: Write> Exporter<W> {
     }
 
     /// Lays out the phases, nested where they nest, on lanes of the
-    /// "Training phases" group, with the marks beside them.
+    /// "Training phases" group, with the pid-0 marks beside them.
     fn emit_phases(&mut self) -> io::Result<()> {
         if self.phases.is_empty() && self.marks.is_empty() {
             return Ok(());
@@ -1009,9 +924,7 @@ impl<W: Write> Exporter<W> {
                 seq.begin_packet(&mut s.pkt, &mut s.interned);
                 if begin {
                     s.ev.r#type = Some(Type::SliceBegin as i32);
-                    let label =
-                        if p.flags & phase::UNFINISHED != 0 { format!("{name} (unfinished)") } else { name.clone() };
-                    s.ev.name_iid = Some(seq.name(&label, &mut s.interned));
+                    s.ev.name_iid = Some(seq.name(&labels::phase(name, p.flags), &mut s.interned));
                     s.arg_str(&mut seq, Arg::PhaseKind, p.kind.name().as_bytes());
                     if p.rank >= 0 {
                         s.arg_int(Arg::Rank, i64::from(p.rank));
@@ -1038,13 +951,8 @@ impl<W: Write> Exporter<W> {
                 s.clear();
                 seq.begin_packet(&mut s.pkt, &mut s.interned);
                 s.ev.r#type = Some(Type::Instant as i32);
-                let label =
-                    if value.is_empty() || value == "null" { name.clone() } else { format!("{name} = {value}") };
-                s.ev.name_iid = Some(seq.name(&label, &mut s.interned));
-                s.arg_str(&mut seq, Arg::Value, value.as_bytes());
-                if m.rank >= 0 {
-                    s.arg_int(Arg::Rank, i64::from(m.rank));
-                }
+                s.ev.name_iid = Some(seq.name(&labels::mark(name, value), &mut s.interned));
+                mark_args(s, &mut seq, m, value);
                 s.emit(&mut self.sink, m.ts)?;
             }
         }
@@ -1054,12 +962,11 @@ impl<W: Write> Exporter<W> {
     /// Ends the trace (a second clock snapshot from the trailer, if any).
     pub fn finish(mut self, trailer: Option<&Trailer>) -> io::Result<(W, ExportStats)> {
         self.emit_phases()?;
-        let devs: Vec<u32> = self.disks.keys().copied().collect();
-        for dev in devs {
-            let d = self.disks.get_mut(&dev).unwrap();
-            d.counters.finish(&mut self.samples);
-            self.stats.late_counter_changes += d.counters.late;
-            self.emit_samples(dev)?;
+        for d in 0..self.disks.len() {
+            let disk = &mut self.disks[d];
+            disk.counters.finish(&mut self.samples);
+            self.stats.late_counter_changes += disk.counters.late;
+            self.emit_samples(d)?;
         }
         if let Some(t) = trailer {
             self.clock_snapshot(t.end)?;
@@ -1068,6 +975,22 @@ impl<W: Write> Exporter<W> {
         stats.packets = self.sink.packets;
         stats.bytes = self.sink.bytes;
         Ok((self.sink.into_inner()?, stats))
+    }
+}
+
+/// A syscall's result args: `returned`, `errno`, or that it is unknown.
+fn returned(s: &mut Scratch, seq: &mut Seq, ret: i64) {
+    match labels::outcome(ret) {
+        Outcome::Ok(n) => s.arg_int(Arg::Returned, n as i64),
+        Outcome::Err(e) => s.arg_str(seq, Arg::Errno, names::errno(e).as_bytes()),
+        Outcome::Unknown => s.arg_str(seq, Arg::Result, labels::RESULT_UNKNOWN.as_bytes()),
+    }
+}
+
+fn mark_args(s: &mut Scratch, seq: &mut Seq, m: &Mark, value: &str) {
+    s.arg_str(seq, Arg::Value, value.as_bytes());
+    if m.rank >= 0 {
+        s.arg_int(Arg::Rank, i64::from(m.rank));
     }
 }
 

@@ -5,5 +5,7 @@ pub mod disk_counters;
 pub mod export;
 mod packets;
 pub mod proto;
+#[cfg(test)]
+mod tests;
 
 pub use export::{describe_status, export, ExportStats, Exporter};

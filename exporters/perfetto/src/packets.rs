@@ -79,10 +79,11 @@ pub enum Arg {
     Rank,
     Value,
     PhaseKind,
+    Result,
 }
 
 impl Arg {
-    const ALL: [(Arg, &'static str); 29] = [
+    const ALL: [(Arg, &'static str); 30] = [
         (Arg::Path, "path"),
         (Arg::Fd, "fd"),
         (Arg::Offset, "offset"),
@@ -112,6 +113,7 @@ impl Arg {
         (Arg::Rank, "rank"),
         (Arg::Value, "value"),
         (Arg::PhaseKind, "phase"),
+        (Arg::Result, mltrace_log::labels::RESULT_ARG),
     ];
 }
 

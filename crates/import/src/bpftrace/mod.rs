@@ -9,12 +9,12 @@ use std::rc::Rc;
 
 use chrono::NaiveDate;
 use chrono_tz::Tz;
-use mltrace_log::{blk, BlockOp, IoOp, OpenOp};
+use mltrace_log::{blk, BlockOp, IoOp, OpenOp, RET_UNKNOWN};
 use serde_json::{json, Map, Value};
 
 use crate::clock::{Alignment, LocalClock, NS};
 use crate::error::ImportError;
-use crate::item::{Item, UNKNOWN_RET};
+use crate::item::Item;
 use crate::lines::{FileReport, Lines};
 use crate::Source;
 use layout::{match_line, Fields, Miss, Variant, What};
@@ -260,7 +260,7 @@ impl BpftraceSource {
                     path: f.path.unwrap_or("").to_string(),
                     flags: f.flags.unwrap_or(0),
                     mode: f.mode.unwrap_or(0),
-                    ret: f.fd.unwrap_or(UNKNOWN_RET),
+                    ret: f.fd.unwrap_or(RET_UNKNOWN),
                     kind,
                 });
             }
@@ -281,7 +281,7 @@ impl BpftraceSource {
                     path: if name.is_empty() { f.path.unwrap_or("").to_string() } else { name },
                     offset: f.off,
                     requested: f.req.unwrap_or(0),
-                    ret: f.ret.unwrap_or(UNKNOWN_RET),
+                    ret: f.ret.unwrap_or(RET_UNKNOWN),
                 });
             }
             What::Close => self.queue.push_back(Item::Close {
@@ -303,7 +303,7 @@ impl BpftraceSource {
                     path: f.path.unwrap_or("").to_string(),
                     flags: O_CREAT_WRONLY_TRUNC,
                     mode: f.mode.unwrap_or(0),
-                    ret: UNKNOWN_RET,
+                    ret: RET_UNKNOWN,
                     kind: mltrace_log::FileKind::Unknown,
                 });
             }
@@ -357,7 +357,7 @@ impl BpftraceSource {
             path,
             flags: 0,
             mode: 0,
-            ret: UNKNOWN_RET,
+            ret: RET_UNKNOWN,
             kind,
         });
     }

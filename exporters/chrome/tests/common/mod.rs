@@ -10,6 +10,9 @@ use mltrace_log::*;
 
 pub const T0: u64 = 7_000_000_123_456;
 pub const ROOT: u32 = 100;
+/// A process as `mltrace import` writes one: known only by its comm.
+pub const IMPORTED: u32 = 4242;
+pub const IMPORTED_COMM: &str = "dl_worker";
 
 pub fn header(diskstats_sampled: bool) -> Header {
     let probes = if diskstats_sampled {
@@ -131,6 +134,9 @@ impl W {
 
 const VDA: (&[u8], u32) = (b"vda", 254 << 20);
 const NVME: (&[u8], u32) = (b"nvme0n1", (259 << 20) | 1);
+/// Imported disks: known by name only, dev 0.
+const SDA: (&[u8], u32) = (b"sda", 0);
+const SDB: (&[u8], u32) = (b"sdb", 0);
 
 /// Every record kind, overlapping threads, odd paths, several frames.
 pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
@@ -352,6 +358,82 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
     })
     .unwrap();
 
+    // An import: a process known only by its comm (and a thread's comm,
+    // which names no process), results the source never printed, disks
+    // without dev numbers, the process's own events as marks.
+    w.0.push_with(|e| {
+        Record::Comm(Comm { ts: t(740), pid: IMPORTED, tid: IMPORTED, comm: e.intern(IMPORTED_COMM.as_bytes()) })
+    })
+    .unwrap();
+    w.0.push_with(|e| Record::Comm(Comm { ts: t(740), pid: 4300, tid: 4301, comm: e.intern(b"loader") })).unwrap();
+    w.0.push_with(|e| {
+        Record::Open(Open {
+            ts: t(741),
+            dur: 2_000,
+            pid: IMPORTED,
+            tid: IMPORTED,
+            op: OpenOp::Openat,
+            dirfd: -100,
+            path: e.intern(b"/data/img_0001.npy"),
+            abs_path: e.intern(b"/data/img_0001.npy"),
+            ret: RET_UNKNOWN,
+            kind: FileKind::Regular,
+            ..Default::default()
+        })
+    })
+    .unwrap();
+    w.io(b"/data/img_0001.npy", io(t(744), 3_000, IMPORTED, IMPORTED, IoOp::Read, RET_UNKNOWN, 0));
+    w.io(b"/data/img_0001.npy", io(t(748), 3_000, IMPORTED, IMPORTED + 1, IoOp::Write, 4096, 0));
+    w.io(b"/data/img_0002.npy", io(t(749), 1_000, 4300, 4301, IoOp::Read, RET_UNKNOWN, 0));
+    w.0.push_with(|e| {
+        Record::Close(Close {
+            ts: t(752),
+            dur: 500,
+            pid: IMPORTED,
+            tid: IMPORTED,
+            fd: -1,
+            path: e.intern(b"/data/img_0001.npy"),
+            kind: FileKind::Regular,
+            ret: RET_UNKNOWN,
+        })
+    })
+    .unwrap();
+    w.0.push_with(|e| {
+        Record::Transfer(Transfer {
+            ts: t(754),
+            dur: 1_000,
+            pid: IMPORTED,
+            tid: IMPORTED,
+            op: TransferOp::Sendfile,
+            in_fd: 5,
+            in_path: e.intern(b"/data/img_0001.npy"),
+            out_fd: 6,
+            out_path: e.intern(b"socket:[9]"),
+            requested: 4096,
+            ret: RET_UNKNOWN,
+            block_reqs: 0,
+        })
+    })
+    .unwrap();
+    let traced = blk::TRACED | blk::ISSUE_UNKNOWN;
+    w.block(t(756), 4_000, (IMPORTED, IMPORTED), b"dl_worker", SDA, 4096, BlockOp::Read, traced, (0, 0));
+    w.block(t(757), 6_000, (IMPORTED, IMPORTED), b"dl_worker", SDB, 8192, BlockOp::Read, blk::ISSUE_UNKNOWN, (0, 0));
+    w.block(t(770), 2_000, (90, 90), b"kworker/u4:2", SDB, 1 << 20, BlockOp::Write, blk::ISSUE_UNKNOWN, (0, 0));
+    for (ts, name, value) in
+        [(t(760), "mmap", r#"{"addr":"0x7f3a2c000000","fd":7,"file":"data.lmdb"}"#), (t(765), "unlink", "null")]
+    {
+        w.0.push_with(|e| {
+            Record::Mark(Mark {
+                ts,
+                name: e.intern(name.as_bytes()),
+                value: e.intern(value.as_bytes()),
+                rank: -1,
+                pid: IMPORTED,
+            })
+        })
+        .unwrap();
+    }
+
     // Losses.
     w.rec(Record::Lost(Lost { ts: t(800), kind: LostKind::RingFull, count: 12 }));
     w.rec(Record::Lost(Lost { ts: t(900), kind: LostKind::StringRead, count: 1 }));
@@ -390,19 +472,15 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
     ] {
         w.0.push_with(|e| p(e, name)).unwrap();
     }
-    for (ts, name, value, rank) in [
-        (t(1050), "eval_accuracy", "0.9071", 0),
-        (t(1060), "submission_status", "null", -1),
-        (t(1070), "note", "\"a\\b\"", 1),
+    // MLLOG's marks (pid 0) and one of a process, on its track.
+    for (ts, name, value, rank, pid) in [
+        (t(1050), "eval_accuracy", "0.9071", 0, 0),
+        (t(1060), "submission_status", "null", -1, 0),
+        (t(1070), "note", "\"a\\b\"", 1, 0),
+        (t(1080), "note", "\"mine\"", 1, ROOT),
     ] {
         w.0.push_with(|e| {
-            Record::Mark(Mark {
-                ts,
-                name: e.intern(name.as_bytes()),
-                value: e.intern(value.as_bytes()),
-                rank,
-                pid: ROOT,
-            })
+            Record::Mark(Mark { ts, name: e.intern(name.as_bytes()), value: e.intern(value.as_bytes()), rank, pid })
         })
         .unwrap();
     }

@@ -1,0 +1,346 @@
+//! What exports call things: process names, slice names, block request
+//! strings, group names. The Perfetto and Chrome exporters both use these,
+//! so their traces cannot drift apart; [`names`](crate::names) has the
+//! field formatting (sizes, errnos, flags) these are built from.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::names;
+use crate::record::*;
+
+/// Longest process name shown (the UI truncates long group names).
+pub const NAME_MAX: usize = 48;
+
+/// A process seen before any exec or fork names it.
+pub fn pid_name(pid: u32) -> String {
+    format!("pid {pid}")
+}
+
+/// A forked worker runs its parent's program: `python3 train.py (fork of 123)`.
+pub fn fork_name(parent: &str, parent_pid: u32) -> String {
+    let parent = parent.split(" (fork of ").next().unwrap_or("");
+    // Program and script are enough to tell whose; the pid says which.
+    let base = if parent.len() > 24 { parent.split(' ').take(2).collect::<Vec<_>>().join(" ") } else { parent.into() };
+    format!("{base} (fork of {parent_pid})")
+}
+
+/// A process named by its exec: the command line, or the file's name.
+pub fn exec_name(argv: &[u8], filename: &[u8]) -> String {
+    let name = names::command_line(argv, NAME_MAX);
+    if name.is_empty() {
+        names::basename(&String::from_utf8_lossy(filename)).to_string()
+    } else {
+        name
+    }
+}
+
+/// The exec marker on a process's track: `exec python3`.
+pub fn exec_instant(filename: &[u8]) -> String {
+    format!("exec {}", names::basename(&String::from_utf8_lossy(filename)))
+}
+
+fn signal_name(sig: i32) -> String {
+    const N: [&str; 32] = [
+        "0",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    N.get(sig as usize).map(|s| s.to_string()).unwrap_or_else(|| format!("signal {sig}"))
+}
+
+/// The exit marker: `exit 0`, `exit 2`, `killed by SIGKILL`.
+pub fn describe_status(status: i32) -> String {
+    let sig = status & 0x7f;
+    if sig == 0 {
+        format!("exit {}", (status >> 8) & 0xff)
+    } else {
+        let core = if status & 0x80 != 0 { " (core dumped)" } else { "" };
+        format!("killed by {}{core}", signal_name(sig))
+    }
+}
+
+/// What a syscall's `ret` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Bytes moved, or the new fd.
+    Ok(u64),
+    /// The errno (positive).
+    Err(i64),
+    /// [`RET_UNKNOWN`]: the source did not record it.
+    Unknown,
+}
+
+/// Reads a syscall record's `ret`.
+pub fn outcome(ret: i64) -> Outcome {
+    match ret {
+        RET_UNKNOWN => Outcome::Unknown,
+        0.. => Outcome::Ok(ret as u64),
+        e => Outcome::Err(-e),
+    }
+}
+
+/// The arg an export puts in place of `returned`/`errno`/`fd` when the
+/// result is [`Outcome::Unknown`] (its own key: `returned` stays numeric).
+pub const RESULT_ARG: &str = "result";
+/// That arg's value.
+pub const RESULT_UNKNOWN: &str = "unknown";
+
+/// `pread64 4 KiB`, `read EIO`, `read ?`: reads, writes and transfers.
+pub fn syscall(op: &str, ret: i64) -> String {
+    match outcome(ret) {
+        Outcome::Ok(n) => format!("{op} {}", names::size(n)),
+        Outcome::Err(e) => format!("{op} {}", names::errno(e)),
+        Outcome::Unknown => format!("{op} ?"),
+    }
+}
+
+/// `openat x.bin ENOENT`, `openat x.bin`.
+pub fn open(op: OpenOp, abs_path: &[u8], ret: i64) -> String {
+    let base = String::from_utf8_lossy(abs_path);
+    let base = names::basename(&base);
+    match outcome(ret) {
+        Outcome::Err(e) => format!("{} {} {}", op.name(), base, names::errno(e)),
+        _ => format!("{} {}", op.name(), base),
+    }
+}
+
+/// `close x.log`, `close ? EBADF`.
+pub fn close(path: &[u8], ret: i64) -> String {
+    // Imports may not know which file an fd was.
+    let p = if path.is_empty() { "?".into() } else { String::from_utf8_lossy(path) };
+    match outcome(ret) {
+        Outcome::Err(e) => format!("close {} {}", names::basename(&p), names::errno(e)),
+        _ => format!("close {}", names::basename(&p)),
+    }
+}
+
+/// `R 128 KiB`, `F`, `D 512 B error`.
+pub fn block(op: BlockOp, bytes: u64, failed: bool) -> String {
+    let e = if failed { " error" } else { "" };
+    if bytes == 0 {
+        format!("{}{e}", op.letter())
+    } else {
+        format!("{} {}{e}", op.letter(), names::size(bytes))
+    }
+}
+
+/// Who started a block request, into `out`: `python3 train.py [123]`,
+/// `kworker/u4:2 [90] (background writeback)`. `traced_name` is the
+/// exporter's name of a traced process, when it has one.
+pub fn block_who(out: &mut String, b: &Block, comm: &[u8], traced_name: Option<&str>) {
+    out.clear();
+    if b.flags & blk::TRACED != 0 {
+        let _ = match traced_name {
+            Some(n) => write!(out, "{n} [{}]", b.pid),
+            None => write!(out, "{} [{}]", String::from_utf8_lossy(comm), b.pid),
+        };
+    } else if b.flags & blk::START_UNKNOWN != 0 {
+        out.push_str("(started before the recording)");
+    } else {
+        let _ = write!(out, "{} [{}]", String::from_utf8_lossy(comm), b.pid);
+        if b.flags & blk::KTHREAD != 0 {
+            out.push_str(if b.flags & blk::BACKGROUND != 0 { " (background writeback)" } else { " (kernel thread)" });
+        }
+    }
+}
+
+/// The request-flag names, `|`-separated, into `out`.
+pub fn block_flags(out: &mut String, flags: u16) {
+    out.clear();
+    for (bit, name) in blk::NAMES {
+        if flags & bit != 0 {
+            if !out.is_empty() {
+                out.push('|');
+            }
+            out.push_str(name);
+        }
+    }
+}
+
+/// A disk's group: `Disk vda (254:0)`.
+pub fn disk(name: &[u8], dev: u32) -> String {
+    format!("Disk {} ({}:{})", String::from_utf8_lossy(name), dev >> 20, dev & 0xfffff)
+}
+
+/// Which disk a block request is on, as a dense index in order of first
+/// sight: by `dev`, or by name when `dev` is 0, as imports know disks only
+/// by name and write dev 0 for all of them.
+#[derive(Clone, Debug, Default)]
+pub struct DiskIds {
+    by_dev: HashMap<u32, usize>,
+    by_name: HashMap<Vec<u8>, usize>,
+}
+
+impl DiskIds {
+    pub fn get(&self, dev: u32, name: &[u8]) -> Option<usize> {
+        match dev {
+            0 => self.by_name.get(name).copied(),
+            d => self.by_dev.get(&d).copied(),
+        }
+    }
+
+    /// The disk's index, and whether it is new.
+    pub fn id(&mut self, dev: u32, name: &[u8]) -> (usize, bool) {
+        if let Some(i) = self.get(dev, name) {
+            return (i, false);
+        }
+        let i = self.len();
+        match dev {
+            0 => self.by_name.insert(name.to_vec(), i),
+            d => self.by_dev.insert(d, i),
+        };
+        (i, true)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_dev.len() + self.by_name.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A training phase: `EPOCH 3`, `RUN (unfinished)`.
+pub fn phase(name: &str, flags: u8) -> String {
+    if flags & phase::UNFINISHED != 0 {
+        format!("{name} (unfinished)")
+    } else {
+        name.to_string()
+    }
+}
+
+/// A mark: `eval_accuracy = 0.91`, or its name when it has no value.
+pub fn mark(name: &str, value: &str) -> String {
+    if value.is_empty() || value == "null" {
+        name.to_string()
+    } else {
+        format!("{name} = {value}")
+    }
+}
+
+/// The marker where events were lost: `12 events lost: ring buffer full`.
+pub fn lost(count: u64, kind: LostKind) -> String {
+    format!("{count} events lost: {}", kind.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes() {
+        assert_eq!(fork_name("python3 train.py --epochs 2 --lr 0.1", 100), "python3 train.py (fork of 100)");
+        assert_eq!(fork_name("python3 train.py (fork of 100)", 200), "python3 train.py (fork of 200)");
+        assert_eq!(fork_name("pid 9", 9), "pid 9 (fork of 9)");
+        assert_eq!(pid_name(9), "pid 9");
+        assert_eq!(exec_name(b"", b"/bin/sh"), "sh");
+        assert_eq!(exec_name(b"/usr/bin/python3\0train.py", b"/usr/bin/python3"), "python3 train.py");
+        assert_eq!(exec_instant(b"/usr/bin/python3"), "exec python3");
+        assert_eq!(describe_status(0), "exit 0");
+        assert_eq!(describe_status(3 << 8), "exit 3");
+        assert_eq!(describe_status(9 | 0x80), "killed by SIGKILL (core dumped)");
+        assert_eq!(describe_status(40), "killed by signal 40");
+    }
+
+    #[test]
+    fn slices() {
+        assert_eq!(syscall("pread64", 4096), "pread64 4 KiB");
+        assert_eq!(syscall("read", -5), "read EIO");
+        assert_eq!(syscall("fsync", 0), "fsync 0 B");
+        assert_eq!(open(OpenOp::Openat, b"/home/u/x.bin", -2), "openat x.bin ENOENT");
+        assert_eq!(open(OpenOp::Creat, b"/home/u/x.bin", 3), "creat x.bin");
+        assert_eq!(close(b"?", -9), "close ? EBADF");
+        assert_eq!(close(b"/a/x.log", 0), "close x.log");
+        assert_eq!(close(b"", 0), "close ?");
+        assert_eq!(block(BlockOp::Read, 131072, false), "R 128 KiB");
+        assert_eq!(block(BlockOp::Flush, 0, true), "F error");
+        assert_eq!(block(BlockOp::Discard, 512, true), "D 512 B error");
+        assert_eq!(lost(12, LostKind::RingFull), "12 events lost: ring buffer full");
+    }
+
+    #[test]
+    fn unknown_results_have_no_size_or_errno() {
+        assert_eq!(outcome(RET_UNKNOWN), Outcome::Unknown);
+        assert_eq!(outcome(-4094), Outcome::Err(4094));
+        assert_eq!(outcome(0), Outcome::Ok(0));
+        assert_eq!(syscall("read", RET_UNKNOWN), "read ?");
+        assert_eq!(open(OpenOp::Openat, b"/d/x.bin", RET_UNKNOWN), "openat x.bin");
+        assert_eq!(close(b"/d/x.bin", RET_UNKNOWN), "close x.bin");
+    }
+
+    #[test]
+    fn blocks_and_disks() {
+        let b = |pid, flags| Block { pid, flags, ..Default::default() };
+        let mut s = String::new();
+        block_who(&mut s, &b(5, blk::TRACED), b"python3", Some("python3 train.py"));
+        assert_eq!(s, "python3 train.py [5]");
+        block_who(&mut s, &b(5, blk::TRACED), b"python3", None);
+        assert_eq!(s, "python3 [5]");
+        block_who(&mut s, &b(90, blk::KTHREAD | blk::BACKGROUND), b"kworker/u4:2", None);
+        assert_eq!(s, "kworker/u4:2 [90] (background writeback)");
+        block_who(&mut s, &b(91, blk::KTHREAD), b"jbd2/vda1-8", None);
+        assert_eq!(s, "jbd2/vda1-8 [91] (kernel thread)");
+        block_who(&mut s, &b(0, blk::START_UNKNOWN), b"", None);
+        assert_eq!(s, "(started before the recording)");
+        block_flags(&mut s, blk::SYNC | blk::READAHEAD | blk::TRACED);
+        assert_eq!(s, "sync|readahead");
+        block_flags(&mut s, blk::TRACED);
+        assert_eq!(s, "");
+        assert_eq!(disk(b"vda", 254 << 20), "Disk vda (254:0)");
+        assert_eq!(disk(b"nvme0n1", (259 << 20) | 1), "Disk nvme0n1 (259:1)");
+    }
+
+    #[test]
+    fn disks_with_dev_0_are_told_apart_by_name() {
+        let mut ids = DiskIds::default();
+        assert!(ids.is_empty());
+        assert_eq!(ids.id(254 << 20, b"vda"), (0, true));
+        // A real dev is the disk, whatever it is called.
+        assert_eq!(ids.id(254 << 20, b"vda1"), (0, false));
+        assert_eq!(ids.id(0, b"sda"), (1, true));
+        assert_eq!(ids.id(0, b"sdb"), (2, true));
+        assert_eq!(ids.id(0, b"sda"), (1, false));
+        assert_eq!(ids.get(0, b"sdc"), None);
+        assert_eq!(ids.len(), 3);
+    }
+
+    #[test]
+    fn phases_and_marks() {
+        assert_eq!(phase("EPOCH 3", 0), "EPOCH 3");
+        assert_eq!(phase("RUN", phase::UNFINISHED), "RUN (unfinished)");
+        assert_eq!(mark("eval_accuracy", "0.9"), "eval_accuracy = 0.9");
+        assert_eq!(mark("run_start", "null"), "run_start");
+        assert_eq!(mark("mmap", ""), "mmap");
+    }
+}
