@@ -91,23 +91,53 @@ fn run_measured(cmd: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Runs `cmd` and returns (stdout, peak RSS in KiB of that process tree).
+/// Runs `cmd` and returns (stdout, its peak RSS in KiB). Linux keeps a
+/// process's peak RSS across fork and exec, so a child of this (large)
+/// process would report at least our own: the command is started through
+/// a fresh, small copy of this binary (`--peak-rss`) that reports it.
 fn rss_of(cmd: &mut Command) -> Result<(String, u64)> {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
-    let mut stdout = String::new();
-    use std::io::Read;
-    child.stdout.take().unwrap().read_to_string(&mut stdout)?;
-    let mut status = 0;
-    // SAFETY: rusage is plain data; we reap our own child.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::wait4(child.id() as i32, &mut status, 0, &mut ru);
-        ru
-    };
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        bail!("{cmd:?} failed (status {status})");
+    let report = tempfile_path("rss");
+    let mut launcher = Command::new(std::env::current_exe()?);
+    launcher.arg("--peak-rss").arg(&report).arg(cmd.get_program()).args(cmd.get_args());
+    if let Some(d) = cmd.get_current_dir() {
+        launcher.current_dir(d);
     }
-    Ok((stdout, ru.ru_maxrss as u64))
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => launcher.env(k, v),
+            None => launcher.env_remove(k),
+        };
+    }
+    let out = launcher.stdout(Stdio::piped()).stderr(Stdio::null()).output()?;
+    if !out.status.success() {
+        bail!("{cmd:?} failed ({:?})", out.status.code());
+    }
+    let kib = fs::read_to_string(&report)?.trim().parse().context("peak RSS report")?;
+    let _ = fs::remove_file(&report);
+    Ok((String::from_utf8_lossy(&out.stdout).into_owned(), kib))
+}
+
+fn tempfile_path(what: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("mltrace-bench-{what}-{}", std::process::id()))
+}
+
+/// `--peak-rss FILE CMD...`: runs CMD, writes its peak RSS (KiB) to FILE,
+/// exits with its status.
+fn peak_rss_launcher(args: &[String]) -> ! {
+    let status = (|| -> Result<i32> {
+        let mut child = Command::new(&args[1]).args(&args[2..]).spawn()?;
+        let mut status = 0;
+        // SAFETY: rusage is plain data; we reap our own child.
+        let ru = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::wait4(child.id() as i32, &mut status, 0, &mut ru);
+            ru
+        };
+        let _ = child.try_wait();
+        fs::write(&args[0], ru.ru_maxrss.to_string())?;
+        Ok(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) })
+    })();
+    std::process::exit(status.unwrap_or(125))
 }
 
 fn first_number(s: &str) -> Result<u64> {
@@ -223,6 +253,10 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 fn main() -> Result<()> {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("--peak-rss") && argv.len() > 3 {
+        peak_rss_launcher(&argv[2..]);
+    }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = root.join("target/bench");
     fs::create_dir_all(&dir)?;
