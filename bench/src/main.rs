@@ -430,20 +430,34 @@ fn main() -> Result<()> {
         let Some(m) = last(wi, Tool::Mltrace) else { continue };
         let log = dir.join(format!("out-{key}.bin"));
         let trace = dir.join(format!("out-{key}.perfetto-trace"));
-        let st = Command::new(&mltrace).arg("export").arg(&log).arg("-o").arg(&trace).stderr(Stdio::null()).status()?;
         let (_, _, sys) = log_counts(&log)?;
-        let pf = if st.success() { fs::metadata(&trace)?.len() as f64 / sys.max(1) as f64 } else { f64::NAN };
+        // The default (compressed batches) and plain packets.
+        let size = |extra: &[&str]| -> Result<f64> {
+            let st = Command::new(&mltrace)
+                .arg("export")
+                .args(extra)
+                .arg(&log)
+                .arg("-o")
+                .arg(&trace)
+                .stderr(Stdio::null())
+                .status()?;
+            Ok(if st.success() { fs::metadata(&trace)?.len() as f64 / sys.max(1) as f64 } else { f64::NAN })
+        };
+        let raw = size(&["--uncompressed"])?;
+        let pf = size(&[])?;
         if key == "a" {
             perfetto_a = Some(pf);
         }
         let bt = last(wi, Tool::Bpftrace).map(|b| b.out_bytes as f64 / b.events.max(1) as f64);
         let _ = writeln!(
             table,
-            "  ({key}) run.bin {:.2} B/event ({} events, {} lost); Perfetto {:.1} B/syscall; bpftrace text {}",
+            "  ({key}) run.bin {:.2} B/event ({} events, {} lost); Perfetto {:.1} B/syscall ({:.1} uncompressed); \
+             bpftrace text {}",
             m.out_bytes as f64 / m.events.max(1) as f64,
             m.events,
             m.lost,
             pf,
+            raw,
             bt.map(|v| format!("{v:.1} B/event")).unwrap_or("-".into())
         );
         if key == "a" {
@@ -517,21 +531,24 @@ fn main() -> Result<()> {
     if !big_log.exists() {
         synthetic_log(&big_log, 10_000_000)?;
     }
-    let t0 = Instant::now();
-    let (_, rss) = rss_of(
-        Command::new(&mltrace).arg("export").arg(&big_log).arg("-o").arg(dir.join("export-10m.perfetto-trace")),
-    )?;
-    let dt = t0.elapsed().as_secs_f64();
-    let rate = 10_000_000.0 / dt;
-    let _ = writeln!(
-        table,
-        "  {:.2} s: {:.2}M events/s (target >= 2M/s: {}), peak RSS {:.1} MiB (target < 256 MiB: {})",
-        dt,
-        rate / 1e6,
-        verdict(rate >= 2e6),
-        rss as f64 / 1024.0,
-        verdict(rss < 256 * 1024)
-    );
+    for (what, extra) in [("default (compressed)", None), ("--uncompressed", Some("--uncompressed"))] {
+        let out = dir.join("export-10m.perfetto-trace");
+        let t0 = Instant::now();
+        let (_, rss) = rss_of(Command::new(&mltrace).arg("export").args(extra).arg(&big_log).arg("-o").arg(&out))?;
+        let dt = t0.elapsed().as_secs_f64();
+        let rate = 10_000_000.0 / dt;
+        let _ = writeln!(
+            table,
+            "  {what:<22} {:.2} s: {:.2}M events/s (target >= 2M/s: {}), peak RSS {:.1} MiB (target < 256 MiB: {}), \
+             {:.0} MB",
+            dt,
+            rate / 1e6,
+            verdict(rate >= 2e6),
+            rss as f64 / 1024.0,
+            verdict(rss < 256 * 1024),
+            fs::metadata(&out)?.len() as f64 / 1e6
+        );
+    }
 
     // 5. Start-up: from launching mltrace until the command execs.
     let _ = writeln!(table, "\n== 5. Start-up (launch of mltrace record until the command's exec) ==");

@@ -19,6 +19,10 @@ pub struct Args {
     /// Output file (default: the log's name with .perfetto-trace)
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Write plain Perfetto packets instead of deflate-compressed batches
+    /// (for tools that read the protobuf themselves; Perfetto reads both)
+    #[arg(long, conflicts_with = "chrome")]
+    uncompressed: bool,
 }
 
 fn default_output(log: &Path, ext: &str) -> PathBuf {
@@ -56,15 +60,23 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         }
         return Ok(0);
     }
-    let (_, stats) = mltrace_perfetto::export(&mut reader, out, &mut diag)
+    let opts = mltrace_perfetto::ExportOptions {
+        compress: if a.uncompressed { None } else { mltrace_perfetto::ExportOptions::default().compress },
+    };
+    let (_, stats) = mltrace_perfetto::export_with(&mut reader, out, opts, &mut diag)
         .with_context(|| format!("writing {}", out_path.display()))?;
     eprintln!(
-        "mltrace: {} records -> {} slices in {} processes; {} written ({} bytes)",
+        "mltrace: {} records -> {} slices in {} processes; {} written ({} bytes{})",
         stats.records,
         stats.slices,
         stats.processes,
         out_path.display(),
-        stats.bytes
+        stats.bytes,
+        if stats.bytes != stats.raw_bytes {
+            format!(", {} before compression", stats.raw_bytes)
+        } else {
+            String::new()
+        }
     );
     if stats.lost_events > 0 {
         eprintln!("mltrace: the recording lost {} events; see the \"mltrace: lost events\" track", stats.lost_events);

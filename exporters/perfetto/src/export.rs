@@ -10,7 +10,8 @@
 //!
 //! Memory is bounded by the live processes and lanes, not by the log.
 
-use std::collections::HashMap;
+// Keys are our own pids, ids and strings: a fast non-DoS-resistant hash.
+use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Read, Seek, Write};
 
 use mltrace_log::labels::{self, DiskIds, Outcome, NAME_MAX};
@@ -21,9 +22,10 @@ use crate::disk_counters::{DiskCounters, Sample};
 use crate::packets::{Arg, PacketSink, Seq};
 use crate::proto::{
     clock_snapshot::Clock, counter_descriptor::Unit, track_descriptor::ChildTracksOrdering, track_event::Type,
-    BuiltinClock, ClockSnapshot, CounterDescriptor, DebugAnnotation, InternedData, ProcessDescriptor, TracePacket,
-    TrackDescriptor, TrackEvent,
+    BuiltinClock, ClockSnapshot, CounterDescriptor, InternedData, ProcessDescriptor, TracePacket, TrackDescriptor,
+    TrackEvent,
 };
+use crate::wire;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Lanes {
@@ -89,7 +91,9 @@ pub struct ExportStats {
     pub slices: u64,
     pub processes: u64,
     pub packets: u64,
+    /// Bytes written, and the packets' size before compression.
     pub bytes: u64,
+    pub raw_bytes: u64,
     pub lost_events: u64,
     pub block_requests: u64,
     pub flows: u64,
@@ -98,20 +102,32 @@ pub struct ExportStats {
 }
 
 /// Reusable packet parts, so emitting an event allocates nothing once the
-/// vectors have grown.
+/// vectors have grown. Args are encoded as they are added.
 #[derive(Default)]
 struct Scratch {
     pkt: TracePacket,
+    /// The event, less its args (in `args`, already encoded).
     ev: TrackEvent,
+    args: Vec<u8>,
     interned: InternedData,
 }
 
 impl Scratch {
     fn clear(&mut self) {
-        self.pkt = TracePacket::default();
-        let anns = std::mem::take(&mut self.ev.debug_annotations);
-        self.ev = TrackEvent { debug_annotations: anns, ..Default::default() };
-        self.ev.debug_annotations.clear();
+        let p = &mut self.pkt;
+        p.timestamp = None;
+        p.timestamp_clock_id = None;
+        p.sequence_flags = None;
+        p.trace_packet_defaults = None;
+        p.interned_data = None;
+        let e = &mut self.ev;
+        e.r#type = None;
+        e.name_iid = None;
+        e.counter_value = None;
+        e.double_counter_value = None;
+        e.flow_ids.clear();
+        e.terminating_flow_ids.clear();
+        self.args.clear();
         self.interned.event_names.clear();
         self.interned.debug_annotation_names.clear();
         self.interned.debug_annotation_string_values.clear();
@@ -119,42 +135,27 @@ impl Scratch {
     }
 
     fn arg_int(&mut self, a: Arg, v: i64) {
-        self.ev.debug_annotations.push(DebugAnnotation {
-            name_iid: Some(a as u64),
-            int_value: Some(v),
-            ..Default::default()
-        });
+        wire::annotation_int(&mut self.args, a as u64, v);
     }
 
     fn arg_uint(&mut self, a: Arg, v: u64) {
-        self.ev.debug_annotations.push(DebugAnnotation {
-            name_iid: Some(a as u64),
-            uint_value: Some(v),
-            ..Default::default()
-        });
+        wire::annotation_uint(&mut self.args, a as u64, v);
     }
 
     fn arg_str(&mut self, seq: &mut Seq, a: Arg, v: &[u8]) {
         let iid = seq.string(v, &mut self.interned);
-        self.ev.debug_annotations.push(DebugAnnotation {
-            name_iid: Some(a as u64),
-            string_value_iid: Some(iid),
-            ..Default::default()
-        });
+        wire::annotation_string_iid(&mut self.args, a as u64, iid);
     }
 
     /// Writes the packet with the event (and any new interned data) in it.
-    fn emit<W: Write>(&mut self, sink: &mut PacketSink<W>, ts: u64) -> io::Result<()> {
-        self.pkt.timestamp = Some(ts);
+    fn emit<W: Write>(&mut self, sink: &mut PacketSink<W>, seq: &mut Seq, ts: u64) -> io::Result<()> {
         let has_interned = !(self.interned.event_names.is_empty()
             && self.interned.debug_annotation_names.is_empty()
             && self.interned.debug_annotation_string_values.is_empty());
-        self.pkt.track_event = Some(std::mem::take(&mut self.ev));
         if has_interned {
             self.pkt.interned_data = Some(std::mem::take(&mut self.interned));
         }
-        let r = sink.write(&self.pkt);
-        self.ev = self.pkt.track_event.take().unwrap_or_default();
+        let r = seq.write(sink, &mut self.pkt, ts, Some((&self.ev, &self.args)));
         if let Some(i) = self.pkt.interned_data.take() {
             self.interned = i;
         }
@@ -216,13 +217,33 @@ fn flow_to_disk(b: &Block) -> u64 {
 /// `exit 0`, `exit 2`, `killed by SIGKILL`.
 pub use mltrace_log::labels::describe_status;
 
+/// How to write the trace.
+#[derive(Clone, Copy, Debug)]
+pub struct ExportOptions {
+    /// Deflate level (0-9) for batches of packets, which Perfetto reads
+    /// natively (`compressed_packets`); `None` writes plain packets.
+    pub compress: Option<u32>,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        // Level 1: most of the gain on these repetitive packets, at a
+        // fraction of the CPU of the default level.
+        ExportOptions { compress: Some(1) }
+    }
+}
+
 impl<W: Write> Exporter<W> {
     pub fn new(out: W, header: &Header) -> Self {
+        Self::with_options(out, header, ExportOptions::default())
+    }
+
+    pub fn with_options(out: W, header: &Header, opts: ExportOptions) -> Self {
         Exporter {
-            sink: PacketSink::new(out),
+            sink: PacketSink::new(out, opts.compress),
             header: header.clone(),
             global: Seq::new(1, None),
-            procs: HashMap::new(),
+            procs: HashMap::default(),
             next_uuid: 0x6d6c_7472_0000_0000,
             next_seq: 2,
             scratch: Scratch::default(),
@@ -232,9 +253,9 @@ impl<W: Write> Exporter<W> {
             samples: Vec::new(),
             flow_out: Vec::new(),
             flow_in: Vec::new(),
-            counters: HashMap::new(),
-            groups: HashMap::new(),
-            core_iowait: HashMap::new(),
+            counters: HashMap::default(),
+            groups: HashMap::default(),
+            core_iowait: HashMap::default(),
             phases: Vec::new(),
             marks: Vec::new(),
             stats: ExportStats::default(),
@@ -355,7 +376,7 @@ impl<W: Write> Exporter<W> {
             ..Default::default()
         })?;
         let lanes = self.lanes_mut(owner);
-        lanes.push(Lane { seq, max_end: end, name_keys: HashMap::new() });
+        lanes.push(Lane { seq, max_end: end, name_keys: HashMap::default() });
         Ok(lanes.len() - 1)
     }
 
@@ -395,7 +416,7 @@ impl<W: Write> Exporter<W> {
         s.ev.flow_ids.extend_from_slice(&flow_out);
         s.ev.terminating_flow_ids.extend_from_slice(&flow_in);
         fill(s, &mut lane.seq);
-        s.emit(&mut self.sink, ts)?;
+        s.emit(&mut self.sink, &mut lane.seq, ts)?;
         // Hand the (emptied) vectors back to keep their capacity.
         self.flow_out = flow_out;
         self.flow_out.clear();
@@ -403,8 +424,12 @@ impl<W: Write> Exporter<W> {
         self.flow_in.clear();
         s.clear();
         lane.seq.begin_packet(&mut s.pkt, &mut s.interned);
+        if s.pkt.sequence_flags.unwrap_or(0) & 1 != 0 {
+            // The sequence reset here: names cached before are gone.
+            lane.name_keys.clear();
+        }
         s.ev.r#type = Some(Type::SliceEnd as i32);
-        s.emit(&mut self.sink, end)?;
+        s.emit(&mut self.sink, &mut lane.seq, end)?;
         self.stats.slices += 1;
         Ok(())
     }
@@ -426,7 +451,7 @@ impl<W: Write> Exporter<W> {
         s.ev.r#type = Some(Type::Instant as i32);
         s.ev.name_iid = Some(p.seq.name(name, &mut s.interned));
         fill(s, &mut p.seq);
-        s.emit(&mut self.sink, ts)
+        s.emit(&mut self.sink, &mut p.seq, ts)
     }
 
     fn lost(&mut self, r: &Lost) -> io::Result<()> {
@@ -449,7 +474,7 @@ impl<W: Write> Exporter<W> {
         seq.begin_packet(&mut s.pkt, &mut s.interned);
         s.ev.r#type = Some(Type::Counter as i32);
         s.ev.counter_value = Some(total as i64);
-        s.emit(&mut self.sink, r.ts)?;
+        s.emit(&mut self.sink, seq, r.ts)?;
         // And a marker where it happened, named for what was lost.
         s.clear();
         seq.begin_packet(&mut s.pkt, &mut s.interned);
@@ -457,7 +482,7 @@ impl<W: Write> Exporter<W> {
         let name = labels::lost(r.count, r.kind);
         s.ev.name_iid = Some(seq.name(&name, &mut s.interned));
         s.arg_uint(Arg::Lost, r.count);
-        s.emit(&mut self.sink, r.ts)
+        s.emit(&mut self.sink, seq, r.ts)
     }
 
     /// Converts one record.
@@ -707,7 +732,7 @@ impl<W: Write> Exporter<W> {
             } else {
                 s.ev.double_counter_value = Some(v);
             }
-            s.emit(&mut self.sink, ts)?;
+            s.emit(&mut self.sink, &mut disk.tracks[i].1, ts)?;
         }
         self.samples = samples;
         self.samples.clear();
@@ -830,7 +855,7 @@ impl<W: Write> Exporter<W> {
         seq.begin_packet(&mut s.pkt, &mut s.interned);
         s.ev.r#type = Some(Type::Counter as i32);
         s.ev.double_counter_value = Some(c.value);
-        s.emit(&mut self.sink, c.ts)
+        s.emit(&mut self.sink, seq, c.ts)
     }
 
     fn counter(&mut self, f: &Frame<'_>, c: &Counter) -> io::Result<()> {
@@ -933,7 +958,7 @@ impl<W: Write> Exporter<W> {
                 } else {
                     s.ev.r#type = Some(Type::SliceEnd as i32);
                 }
-                s.emit(&mut self.sink, ts)?;
+                s.emit(&mut self.sink, &mut seq, ts)?;
             }
         }
         let marks = std::mem::take(&mut self.marks);
@@ -953,7 +978,7 @@ impl<W: Write> Exporter<W> {
                 s.ev.r#type = Some(Type::Instant as i32);
                 s.ev.name_iid = Some(seq.name(&labels::mark(name, value), &mut s.interned));
                 mark_args(s, &mut seq, m, value);
-                s.emit(&mut self.sink, m.ts)?;
+                s.emit(&mut self.sink, &mut seq, m.ts)?;
             }
         }
         Ok(())
@@ -973,8 +998,10 @@ impl<W: Write> Exporter<W> {
         }
         let mut stats = self.stats.clone();
         stats.packets = self.sink.packets;
-        stats.bytes = self.sink.bytes;
-        Ok((self.sink.into_inner()?, stats))
+        stats.raw_bytes = self.sink.raw_bytes;
+        let (out, bytes) = self.sink.into_inner()?;
+        stats.bytes = bytes;
+        Ok((out, stats))
     }
 }
 
@@ -1001,15 +1028,24 @@ fn hash_str(s: &str) -> u64 {
     h.finish() | (1 << 62)
 }
 
-/// Exports a whole log. `on_diag` receives each problem the reader worked
-/// around (already described for people).
+/// Exports a whole log with the default options. `on_diag` receives each
+/// problem the reader worked around (already described for people).
 pub fn export<R: Read + Seek, W: Write>(
     reader: &mut LogReader<R>,
     out: W,
     on_diag: &mut dyn FnMut(String),
 ) -> io::Result<(W, ExportStats)> {
+    export_with(reader, out, ExportOptions::default(), on_diag)
+}
+
+pub fn export_with<R: Read + Seek, W: Write>(
+    reader: &mut LogReader<R>,
+    out: W,
+    opts: ExportOptions,
+    on_diag: &mut dyn FnMut(String),
+) -> io::Result<(W, ExportStats)> {
     let header = reader.header().clone();
-    let mut ex = Exporter::new(out, &header);
+    let mut ex = Exporter::with_options(out, &header, opts);
     ex.start()?;
     loop {
         let frame = reader.next_frame().map_err(io::Error::other)?;

@@ -7,5 +7,6 @@ mod packets;
 pub mod proto;
 #[cfg(test)]
 mod tests;
+mod wire;
 
-pub use export::{describe_status, export, ExportStats, Exporter};
+pub use export::{describe_status, export, export_with, ExportOptions, ExportStats, Exporter};

@@ -1,46 +1,114 @@
 //! Streaming packet output and per-sequence interning.
 //!
-//! A Perfetto trace is `Trace.packet` repeated: each packet is written as
-//! `0x0A <varint len> <TracePacket>` as soon as it is made, so the exporter
-//! never holds more than one packet.
+//! A Perfetto trace is `Trace.packet` repeated: each packet is encoded as
+//! `0x0A <varint len> <TracePacket>` as soon as it is made; batches of them
+//! are written out (deflated into one `compressed_packets` packet when
+//! compression is on), so the exporter holds at most one batch.
+//!
+//! Timestamps on a sequence are deltas on a sequence-scoped incremental
+//! clock (2-3 bytes instead of 9); a packet earlier than its sequence's
+//! last one carries an absolute BOOTTIME timestamp instead.
 
-use std::collections::HashMap;
+// Keys are our own pids, ids and strings: a fast non-DoS-resistant hash.
+use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 
-use prost::Message;
-
 use crate::proto::{
-    trace_packet::SequenceFlags, DebugAnnotationName, EventName, InternedData, InternedString, TracePacket,
-    TracePacketDefaults, TrackEventDefaults,
+    clock_snapshot::Clock, trace_packet::SequenceFlags, BuiltinClock, ClockSnapshot, DebugAnnotationName, EventName,
+    InternedData, InternedString, TracePacket, TracePacketDefaults, TrackEvent, TrackEventDefaults,
 };
+use crate::wire::Encoder;
 
 pub struct PacketSink<W: Write> {
     out: W,
-    buf: Vec<u8>,
+    enc: Encoder,
+    /// Encoded packets not yet written (compressed together when on).
+    pending: Vec<u8>,
+    compress: Option<flate2::Compress>,
+    compressed: Vec<u8>,
+    /// Bytes written to `out`, and before compression.
     pub bytes: u64,
+    pub raw_bytes: u64,
     pub packets: u64,
 }
 
+/// Packets are compressed in batches of about this many bytes: large
+/// enough for deflate to find the repetition, small enough to bound memory.
+const BATCH: usize = 1 << 20;
+
 impl<W: Write> PacketSink<W> {
-    pub fn new(out: W) -> Self {
-        PacketSink { out, buf: Vec::with_capacity(256), bytes: 0, packets: 0 }
+    /// `compress`: deflate level for `compressed_packets` batches (Perfetto
+    /// reads them natively), or `None` for plain packets.
+    pub fn new(out: W, compress: Option<u32>) -> Self {
+        PacketSink {
+            out,
+            enc: Encoder::default(),
+            pending: Vec::with_capacity(BATCH + 4096),
+            compress: compress.map(|l| flate2::Compress::new(flate2::Compression::new(l), true)),
+            compressed: Vec::new(),
+            bytes: 0,
+            raw_bytes: 0,
+            packets: 0,
+        }
     }
 
     pub fn write(&mut self, p: &TracePacket) -> io::Result<()> {
-        self.buf.clear();
-        self.buf.push(0x0a);
-        let len = p.encoded_len();
-        prost::encoding::encode_varint(len as u64, &mut self.buf);
-        p.encode(&mut self.buf).map_err(io::Error::other)?;
-        self.out.write_all(&self.buf)?;
-        self.bytes += self.buf.len() as u64;
+        self.write_event(p, None)
+    }
+
+    /// Writes `p` with `event` (a track event and its encoded args) in it.
+    pub fn write_event(&mut self, p: &TracePacket, event: Option<(&TrackEvent, &[u8])>) -> io::Result<()> {
+        let before = self.pending.len();
+        self.enc.packet(&mut self.pending, p, event);
+        self.raw_bytes += (self.pending.len() - before) as u64;
         self.packets += 1;
+        if self.pending.len() >= BATCH {
+            self.flush_pending()?;
+        }
         Ok(())
     }
 
-    pub fn into_inner(mut self) -> io::Result<W> {
+    fn flush_pending(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let Some(z) = self.compress.as_mut() else {
+            self.out.write_all(&self.pending)?;
+            self.bytes += self.pending.len() as u64;
+            self.pending.clear();
+            return Ok(());
+        };
+        z.reset();
+        self.compressed.clear();
+        self.compressed.reserve(self.pending.len() / 2 + 1024);
+        loop {
+            let consumed = z.total_in() as usize;
+            let st = z
+                .compress_vec(&self.pending[consumed..], &mut self.compressed, flate2::FlushCompress::Finish)
+                .map_err(io::Error::other)?;
+            if st == flate2::Status::StreamEnd {
+                break;
+            }
+            self.compressed.reserve(self.compressed.capacity().max(4096));
+        }
+        let packet =
+            TracePacket { compressed_packets: Some(std::mem::take(&mut self.compressed)), ..Default::default() };
+        let mut framed = std::mem::take(&mut self.pending);
+        framed.clear();
+        self.enc.packet(&mut framed, &packet, None);
+        self.out.write_all(&framed)?;
+        self.bytes += framed.len() as u64;
+        framed.clear();
+        self.pending = framed;
+        self.compressed = packet.compressed_packets.unwrap();
+        Ok(())
+    }
+
+    /// Writes what is pending; returns the writer and the bytes written.
+    pub fn into_inner(mut self) -> io::Result<(W, u64)> {
+        self.flush_pending()?;
         self.out.flush()?;
-        Ok(self.out)
+        Ok((self.out, self.bytes))
     }
 }
 
@@ -117,6 +185,10 @@ impl Arg {
     ];
 }
 
+/// The sequence-scoped clock (64..127 are per sequence) whose timestamps
+/// are deltas; its value 0 is BOOTTIME 0, so values are BOOTTIME times.
+const INCREMENTAL_CLOCK: u32 = 64;
+
 /// Interning tables are reset (and the sequence's incremental state
 /// cleared) once they hold this many strings: bounded memory on any log.
 const MAX_INTERNED: usize = 20_000;
@@ -126,13 +198,26 @@ pub struct Seq {
     pub id: u32,
     pub track: Option<u64>,
     started: bool,
+    /// The incremental clock's value (the last delta-stamped packet's time);
+    /// `None` until the clock is defined after a reset.
+    clock: Option<u64>,
     names: HashMap<String, u64>,
     strings: HashMap<Vec<u8>, u64>,
+    /// The last string looked up and its iid (0: none).
+    last_string: (u64, Vec<u8>),
 }
 
 impl Seq {
     pub fn new(id: u32, track: Option<u64>) -> Self {
-        Seq { id, track, started: false, names: HashMap::new(), strings: HashMap::new() }
+        Seq {
+            id,
+            track,
+            started: false,
+            clock: None,
+            names: HashMap::default(),
+            strings: HashMap::default(),
+            last_string: (0, Vec::new()),
+        }
     }
 
     /// Prepares `p` for a packet on this sequence: sets the sequence id and
@@ -143,14 +228,16 @@ impl Seq {
         let mut flags = SequenceFlags::SeqNeedsIncrementalState as u32;
         if self.names.len() + self.strings.len() > MAX_INTERNED {
             self.started = false;
+            self.clock = None;
             self.names.clear();
             self.strings.clear();
+            self.last_string.0 = 0;
         }
         if !self.started {
             self.started = true;
             flags |= SequenceFlags::SeqIncrementalStateCleared as u32;
             p.trace_packet_defaults = Some(TracePacketDefaults {
-                timestamp_clock_id: None,
+                timestamp_clock_id: Some(INCREMENTAL_CLOCK),
                 track_event_defaults: self
                     .track
                     .map(|t| TrackEventDefaults { track_uuid: Some(t), ..Default::default() }),
@@ -160,6 +247,55 @@ impl Seq {
             }
         }
         p.sequence_flags = Some(flags);
+    }
+
+    /// Writes `p` (prepared by [`Seq::begin_packet`]) stamped `ts`. After a
+    /// reset the packet that clears the state, then one defining the
+    /// incremental clock, go first: a packet with a clock snapshot carries
+    /// nothing else for the importer.
+    pub fn write<W: Write>(
+        &mut self,
+        sink: &mut PacketSink<W>,
+        p: &mut TracePacket,
+        ts: u64,
+        event: Option<(&TrackEvent, &[u8])>,
+    ) -> io::Result<()> {
+        if self.clock.is_none() {
+            let cleared = SequenceFlags::SeqIncrementalStateCleared as u32;
+            if p.sequence_flags.unwrap_or(0) & cleared != 0 {
+                sink.write(&TracePacket {
+                    trusted_packet_sequence_id: Some(self.id),
+                    sequence_flags: Some(cleared),
+                    trace_packet_defaults: p.trace_packet_defaults.take(),
+                    ..Default::default()
+                })?;
+                p.sequence_flags = Some(SequenceFlags::SeqNeedsIncrementalState as u32);
+            }
+            let clock = |id, incremental| Clock {
+                clock_id: Some(id),
+                timestamp: Some(0),
+                is_incremental: incremental,
+                ..Default::default()
+            };
+            sink.write(&TracePacket {
+                trusted_packet_sequence_id: Some(self.id),
+                clock_snapshot: Some(ClockSnapshot {
+                    clocks: vec![clock(INCREMENTAL_CLOCK, Some(true)), clock(BuiltinClock::Boottime as u32, None)],
+                    primary_trace_clock: None,
+                }),
+                ..Default::default()
+            })?;
+            self.clock = Some(0);
+        }
+        let last = self.clock.unwrap_or(0);
+        if ts >= last {
+            p.timestamp = Some(ts - last);
+            self.clock = Some(ts);
+        } else {
+            p.timestamp = Some(ts);
+            p.timestamp_clock_id = Some(BuiltinClock::Boottime as u32);
+        }
+        sink.write_event(p, event)
     }
 
     /// The iid of an event name, defining it in `interned` if new.
@@ -173,13 +309,25 @@ impl Seq {
         iid
     }
 
+    fn remember(&mut self, iid: u64, s: &[u8]) {
+        self.last_string.0 = iid;
+        self.last_string.1.clear();
+        self.last_string.1.extend_from_slice(s);
+    }
+
     /// The iid of a string arg value, defining it in `interned` if new.
     pub fn string(&mut self, s: &[u8], interned: &mut InternedData) -> u64 {
+        // A lane mostly repeats its last path: compare before hashing.
+        if self.last_string.0 != 0 && self.last_string.1 == s {
+            return self.last_string.0;
+        }
         if let Some(&iid) = self.strings.get(s) {
+            self.remember(iid, s);
             return iid;
         }
         let iid = self.strings.len() as u64 + 1;
         self.strings.insert(s.to_vec(), iid);
+        self.remember(iid, s);
         interned.debug_annotation_string_values.push(InternedString { iid: Some(iid), str: Some(s.to_vec()) });
         iid
     }

@@ -14,6 +14,8 @@ use crate::proto::{trace_packet::SequenceFlags, track_event::Type, Trace, TrackD
 
 #[derive(Clone, Debug)]
 struct Event {
+    /// BOOTTIME, decoded as the importer does (incremental clocks included).
+    ts: u64,
     track: u64,
     kind: Type,
     name: String,
@@ -23,9 +25,28 @@ struct Event {
 #[derive(Default)]
 struct SeqState {
     track: Option<u64>,
+    /// The sequence's default clock, and each incremental clock's value.
+    clock_id: Option<u32>,
+    clocks: HashMap<u32, u64>,
     names: HashMap<u64, String>,
     arg_names: HashMap<u64, String>,
     strings: HashMap<u64, Vec<u8>>,
+}
+
+/// The trace's packets, with compressed batches expanded in place.
+pub(crate) fn packets(trace: &[u8]) -> Vec<crate::proto::TracePacket> {
+    let mut out = Vec::new();
+    for p in Trace::decode(trace).unwrap().packet {
+        match &p.compressed_packets {
+            Some(z) => {
+                let mut raw = Vec::new();
+                std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(z.as_slice()), &mut raw).unwrap();
+                out.extend(packets(&raw));
+            }
+            None => out.push(p),
+        }
+    }
+    out
 }
 
 struct Decoded {
@@ -39,7 +60,7 @@ impl Decoded {
         let mut tracks = HashMap::new();
         let mut seqs: HashMap<u32, SeqState> = HashMap::new();
         let mut events = Vec::new();
-        for p in Trace::decode(trace).unwrap().packet {
+        for p in packets(trace) {
             if let Some(d) = p.track_descriptor {
                 tracks.insert(d.uuid.unwrap(), d);
                 continue;
@@ -50,7 +71,27 @@ impl Decoded {
             }
             if let Some(d) = p.trace_packet_defaults {
                 st.track = d.track_event_defaults.and_then(|d| d.track_uuid);
+                st.clock_id = d.timestamp_clock_id;
             }
+            if let Some(c) = &p.clock_snapshot {
+                for c in &c.clocks {
+                    if c.is_incremental == Some(true) {
+                        st.clocks.insert(c.clock_id.unwrap(), c.timestamp.unwrap());
+                    }
+                }
+            }
+            let ts = match (p.timestamp, p.timestamp_clock_id.or(st.clock_id)) {
+                (Some(t), Some(id)) if st.clocks.contains_key(&id) => {
+                    let c = st.clocks.get_mut(&id).unwrap();
+                    *c += t;
+                    *c
+                }
+                (Some(t), Some(6) | None) => t,
+                (t, id) => {
+                    assert!(t.is_none(), "timestamp {t:?} on unknown clock {id:?}");
+                    0
+                }
+            };
             if let Some(i) = p.interned_data {
                 st.names.extend(i.event_names.into_iter().map(|n| (n.iid.unwrap(), n.name.unwrap())));
                 st.arg_names.extend(i.debug_annotation_names.into_iter().map(|n| (n.iid.unwrap(), n.name.unwrap())));
@@ -76,7 +117,7 @@ impl Decoded {
                 })
                 .collect();
             let name = st.names[&ev.name_iid.unwrap()].clone();
-            events.push(Event { track: ev.track_uuid.or(st.track).unwrap(), kind, name, args });
+            events.push(Event { ts, track: ev.track_uuid.or(st.track).unwrap(), kind, name, args });
         }
         Decoded { tracks, events }
     }
@@ -310,4 +351,45 @@ fn a_process_marks_go_on_its_track() {
     let acc = d.named("eval_accuracy = 0.9");
     assert_eq!(acc.len(), 1);
     assert_eq!((d.track_name(acc[0].track), d.parent_name(acc[0].track)), ("events".into(), "Training phases".into()));
+}
+
+/// Timestamps are deltas on each sequence's incremental clock; an event
+/// earlier than its sequence's last goes absolute; after an interning
+/// reset the clock is defined again.
+#[test]
+fn timestamps_survive_deltas_going_back_and_resets() {
+    let mut w = RecordWriter::new(Vec::new(), &Header::default()).unwrap();
+    let mut want = Vec::new();
+    // More distinct paths than a sequence interns before it resets.
+    for i in 0..20_100u64 {
+        let ts = 1_000_000_000 + i * 1_000;
+        want.push(ts);
+        w.push_with(|e| {
+            Record::Io(Io {
+                ts,
+                dur: 500,
+                pid: 7,
+                tid: 7,
+                op: IoOp::Read,
+                fd: 3,
+                path: e.intern(format!("/data/{i}").as_bytes()),
+                ret: 1,
+                ..Default::default()
+            })
+        })
+        .unwrap();
+    }
+    // Instants on the process track, out of order.
+    for ts in [5_000_000_000u64, 3_000_000_000, 4_000_000_000] {
+        want.push(ts);
+        w.push_with(|e| {
+            Record::Mark(Mark { ts, name: e.intern(b"checkpoint"), value: e.intern(b"1"), rank: -1, pid: 7 })
+        })
+        .unwrap();
+    }
+    let d = export_log(&w.finish(&Trailer::default()).unwrap());
+    let mut got: Vec<u64> = d.events.iter().map(|e| e.ts).collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
 }
