@@ -140,6 +140,11 @@ struct fdtable {
 	struct file **fd;
 } __attribute__((preserve_access_index));
 
+/* Only for its first member: a way to load any 8 bytes as a number. */
+struct rb_node {
+	unsigned long __rb_parent_color;
+} __attribute__((preserve_access_index));
+
 struct files_struct {
 	struct fdtable *fdt;
 } __attribute__((preserve_access_index));

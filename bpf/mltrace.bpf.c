@@ -167,10 +167,18 @@ static __always_inline struct file *fd_file_fast(struct task_struct *t, s64 fd)
 {
 	struct fdtable *fdt = t->files->fdt;
 	struct file *f = NULL;
+	u64 slot;
 
 	if (fd < 0 || fd >= fdt->max_fds)
 		return NULL;
-	bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]);
+	slot = (u64)&fdt->fd[fd];
+	if (bpf_ksym_exists(bpf_rdonly_cast))
+		/* A plain load, not a helper call (~50 ns less per event). Cast
+		 * because the verifier refuses a variable index into fdt->fd, and
+		 * to a struct whose first member is a number: loaded as a
+		 * pointer, the file could not serve as a key or an argument. */
+		return (void *)bpf_core_cast((void *)slot, struct rb_node)->__rb_parent_color;
+	bpf_probe_read_kernel(&f, sizeof(f), (void *)slot);
 	return f;
 }
 
@@ -380,11 +388,11 @@ static __always_inline void enter(struct inflight *v, u8 op, struct pt_regs *reg
 		v->file = file_key(FD_FILE((int)ARG(1)), id, fast ? v : NULL);
 }
 
-static __always_inline void on_io(struct inflight *v, struct inflight *st, struct pt_regs *regs, s64 ret, u64 now,
-				  u64 id, bool fast)
+static __always_inline void on_io(struct inflight *v, struct inflight *st, struct task_struct *t,
+				  struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
 {
 	int fd = ARG(1);
-	struct file *f = FD_FILE(fd);
+	struct file *f = fast ? fd_file_fast(t, fd) : fd_file(fd);
 	u64 key = file_key(f, id, st);
 	struct ev_io *e;
 	u16 flags = 0;
@@ -574,17 +582,17 @@ static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret
 		count_lost(LOST_RING);
 }
 
-/* Syscall exit: `v` is a copy of the entry state, `st` the thread's own
- * state when it outlives the call (fast route). */
-static __always_inline void leave(struct inflight *v, struct inflight *st, struct pt_regs *regs, s64 ret, u64 id,
-				  bool fast)
+/* Syscall exit: `v` is a copy of the entry state; on the fast route `st`
+ * is the thread's own state (it outlives the call) and `t` the thread. */
+static __always_inline void leave(struct inflight *v, struct inflight *st, struct task_struct *t,
+				  struct pt_regs *regs, s64 ret, u64 id, bool fast)
 {
 	u64 now = bpf_ktime_get_boot_ns();
 
 	switch (v->op) {
 	case OP_READ ... OP_PWRITEV2:
 	case OP_FSYNC ... OP_SYNC_FILE_RANGE:
-		on_io(v, st, regs, ret, now, id, fast);
+		on_io(v, st, t, regs, ret, now, id, fast);
 		break;
 	case OP_OPEN ... OP_CREAT:
 		on_open(v, regs, ret, now, id);
@@ -637,7 +645,7 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	v = *vp;
 	bpf_map_delete_elem(&inflight, &tid);
-	leave(&v, NULL, (void *)ctx->args[0], ctx->args[1], id, false);
+	leave(&v, NULL, NULL, (void *)ctx->args[0], ctx->args[1], id, false);
 	return 0;
 }
 
@@ -683,7 +691,7 @@ int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	v = *st;
 	st->op = OP_NONE;
-	leave(&v, st, regs, ret, ((u64)t->tgid << 32) | (u32)t->pid, true);
+	leave(&v, st, t, regs, ret, ((u64)t->tgid << 32) | (u32)t->pid, true);
 	return 0;
 }
 

@@ -472,7 +472,8 @@ fn doctor_reports_real_checks_and_the_probe_choice() {
     let line =
         |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {text}")).to_string();
     assert!(line("programs").contains(" ok ") && line("programs").contains("loaded and attached"));
-    assert!(line("syscall probes").contains("raw_tp: sys_enter + sys_exit"));
+    // This kernel (6.18) has task storage: the fast route is chosen.
+    assert!(line("syscall probes").contains("tp_btf, per-task storage: sys_enter + sys_exit"), "{text}");
     // This kernel (6.18) has block_io_start: the 6.5+ route is chosen.
     assert!(line("block probes").contains("block_io_start, block_rq_issue, block_rq_complete"), "{text}");
     // These machines have no kprobes and refuse fentry: reported, not needed.
