@@ -26,6 +26,7 @@ mod floor {
 enum Tool {
     Untraced,
     Floor,
+    LatencyFloor,
     Mltrace,
     Bpftrace,
     Strace,
@@ -36,6 +37,7 @@ impl Tool {
         match self {
             Tool::Untraced => "untraced",
             Tool::Floor => "count-only BPF",
+            Tool::LatencyFloor => "latency floor",
             Tool::Mltrace => "mltrace record",
             Tool::Bpftrace => "bpftrace printf",
             Tool::Strace => "strace -f",
@@ -121,6 +123,55 @@ fn tempfile_path(what: &str) -> PathBuf {
     std::env::temp_dir().join(format!("mltrace-bench-{what}-{}", std::process::id()))
 }
 
+/// Runs `w` under the latency floor (bpf/floor.bpf.c): per-thread start
+/// times in task storage, one ring record per syscall, drained by a thread
+/// of ours as mltrace's consumer drains its ring.
+fn latency_floor(w: &Workload) -> Result<String> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let mut storage = MaybeUninit::uninit();
+    let mut open = floor::FloorSkelBuilder::default().open(&mut storage)?;
+    open.progs.floor_enter.set_autoload(false);
+    open.progs.floor_exit.set_autoload(false);
+    let mut skel = open.load()?;
+    skel.attach()?;
+    let records = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    // An owned handle the consumer thread can hold (the skeleton's is not Sync).
+    let records_map = libbpf_rs::MapHandle::try_from(&skel.maps.records)?;
+    let target = &mut skel.maps.bss_data.as_deref_mut().context("floor .bss")?.target_tgid;
+    let out = std::thread::scope(|s| -> Result<String> {
+        let consumer = s.spawn(|| -> Result<()> {
+            let mut rb = libbpf_rs::RingBufferBuilder::new();
+            rb.add(&records_map, |_| {
+                records.fetch_add(1, Ordering::Relaxed);
+                0
+            })?;
+            let rb = rb.build()?;
+            while !done.load(Ordering::Relaxed) {
+                let _ = rb.poll(std::time::Duration::from_millis(50));
+                let _ = rb.consume();
+            }
+            let _ = rb.consume();
+            Ok(())
+        });
+        let child = Command::new(&w.bin).args(&w.args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        // Set as soon as it runs: its timed loop starts after exec and
+        // loading, well after this.
+        *target = child.id();
+        let out = child.wait_with_output()?;
+        done.store(true, Ordering::Relaxed);
+        consumer.join().expect("latency floor consumer panicked")?;
+        if !out.status.success() {
+            bail!("{} failed under the latency floor", w.bin.display());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    })?;
+    if records.load(Ordering::Relaxed) == 0 {
+        bail!("the latency floor recorded nothing");
+    }
+    Ok(out)
+}
+
 /// `--peak-rss FILE CMD...`: runs CMD, writes its peak RSS (KiB) to FILE,
 /// exits with its status.
 fn peak_rss_launcher(args: &[String]) -> ! {
@@ -169,13 +220,16 @@ impl Bench {
             Tool::Untraced => run_measured(Command::new(&w.bin).args(&w.args))?,
             Tool::Floor => {
                 let mut storage = MaybeUninit::uninit();
-                let open = floor::FloorSkelBuilder::default().open(&mut storage)?;
+                let mut open = floor::FloorSkelBuilder::default().open(&mut storage)?;
+                open.progs.latency_enter.set_autoload(false);
+                open.progs.latency_exit.set_autoload(false);
                 let mut skel = open.load()?;
                 skel.attach()?;
                 let s = run_measured(Command::new(&w.bin).args(&w.args))?;
                 drop(skel);
                 s
             }
+            Tool::LatencyFloor => latency_floor(w)?,
             Tool::Mltrace => {
                 let log = out.with_extension("bin");
                 let (s, rss) = rss_of(
@@ -269,7 +323,7 @@ fn main() -> Result<()> {
     let only_tools = std::env::var("BENCH_TOOLS").ok();
     let wanted = |t: Tool| only_tools.as_deref().is_none_or(|l| l.split(',').any(|n| t.name().starts_with(n.trim())));
     let mut tools: Vec<Tool> =
-        [Tool::Untraced, Tool::Floor, Tool::Mltrace].into_iter().filter(|&t| wanted(t)).collect();
+        [Tool::Untraced, Tool::Floor, Tool::LatencyFloor, Tool::Mltrace].into_iter().filter(|&t| wanted(t)).collect();
     let mut skipped = Vec::new();
     for (t, bin) in [(Tool::Bpftrace, "bpftrace"), (Tool::Strace, "strace")] {
         if !wanted(t) {
@@ -398,6 +452,13 @@ fn main() -> Result<()> {
     if let (Some(m), Some(f)) = (added(0, Tool::Mltrace), added(0, Tool::Floor)) {
         let r = m / f.max(1.0);
         let _ = writeln!(table, "  (a) mltrace's added time <= 1.3x the floor's: {r:.2}x  {}", verdict(r <= 1.3));
+    }
+    if let (Some(m), Some(f)) = (added(0, Tool::Mltrace), added(0, Tool::LatencyFloor)) {
+        let _ = writeln!(
+            table,
+            "      (for reference: {:.2}x the latency floor's, the least a tracer that times every syscall does)",
+            m / f.max(1.0)
+        );
     }
     match (added(0, Tool::Bpftrace), added(0, Tool::Mltrace)) {
         (Some(b), Some(m)) => {
