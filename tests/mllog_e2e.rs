@@ -180,11 +180,32 @@ fn on_a_terminal_the_command_still_has_one() {
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let t = std::fs::read(&typescript).unwrap();
     let text = String::from_utf8_lossy(&t);
-    // One \r\n per line: the outer terminal's translation, not ours too.
-    assert!(text.contains("OUT-TTY\r\na\r\nb\r\n"), "{text:?}");
-    assert!(text.contains("ERR-TTY\r\n"), "{text:?}");
+    // One \r\n per line: the outer terminal's translation, not ours too;
+    // stdout and stderr share the terminal, so their order is kept.
+    assert!(text.contains("OUT-TTY\r\nERR-TTY\r\na\r\nb\r\n"), "{text:?}");
     let h = LogReader::open(&log).unwrap().header().clone();
-    assert!(h.probes.iter().any(|p| p.detail.contains("stdout (pty) and stderr (pty)")), "{:?}", h.probes);
+    assert!(h.probes.iter().any(|p| p.detail.contains("stdout and stderr (one pty")), "{:?}", h.probes);
+}
+
+#[test]
+fn stdout_and_stderr_into_one_pipe_keep_their_order() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("run.bin");
+    // `record ... 2>&1 | cat`: one pipe for both, as the shell made it.
+    let script = format!(
+        "{} record -q --gpu off -o {} -- sh -c 'for i in $(seq 1 300); do echo out$i; echo err$i >&2; done' 2>&1 | cat",
+        mltrace_bin().display(),
+        log.display()
+    );
+    let out = Command::new("sh").args(["-c", &script]).current_dir(tmp.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want: String = (1..=300).map(|i| format!("out{i}\nerr{i}\n")).collect();
+    assert!(text.starts_with(&want), "{text}");
+    let h = LogReader::open(&log).unwrap().header().clone();
+    assert!(h.probes.iter().any(|p| p.detail.contains("stdout and stderr (one pipe")), "{:?}", h.probes);
 }
 
 #[test]

@@ -174,35 +174,61 @@ fn pty_like(like: RawFd) -> io::Result<(OwnedFd, OwnedFd)> {
     }
 }
 
+fn pipe_or_pty(dest: RawFd) -> io::Result<(OwnedFd, OwnedFd)> {
+    if is_tty(dest) {
+        pty_like(dest)
+    } else {
+        cloexec_pipe()
+    }
+}
+
+/// Whether two fds are the same open file (same terminal, same pipe).
+fn same_file(a: RawFd, b: RawFd) -> bool {
+    // SAFETY: fstat into zeroed stat buffers.
+    unsafe {
+        let (mut x, mut y): (libc::stat, libc::stat) = (std::mem::zeroed(), std::mem::zeroed());
+        libc::fstat(a, &mut x) == 0 && libc::fstat(b, &mut y) == 0 && (x.st_dev, x.st_ino) == (y.st_dev, y.st_ino)
+    }
+}
+
 fn is_tty(fd: RawFd) -> bool {
     // SAFETY: isatty has no preconditions.
     unsafe { libc::isatty(fd) == 1 }
 }
 
 impl OutputRelay {
-    /// Makes a pipe or pty for each of our stdout and stderr.
+    /// Makes a pipe or pty for each of our stdout and stderr; one for both
+    /// when they are the same file (a terminal, `2>&1`), so the command's
+    /// interleaving of the two is kept, as it would be without us.
     pub fn new() -> io::Result<Self> {
-        let mut ends = Vec::new();
         let mut streams = Vec::new();
-        for dest in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
-            let pty = is_tty(dest);
-            let (read, write) = if pty { pty_like(dest)? } else { cloexec_pipe()? };
-            ends.push(write);
-            streams.push(Stream { read, dest, pty });
-        }
-        let child_stderr = ends.pop().unwrap();
-        let child_stdout = ends.pop().unwrap();
+        let (child_stdout, child_stderr) = if same_file(libc::STDOUT_FILENO, libc::STDERR_FILENO) {
+            let (read, write) = pipe_or_pty(libc::STDOUT_FILENO)?;
+            streams.push(Stream { read, dest: libc::STDOUT_FILENO, pty: is_tty(libc::STDOUT_FILENO) });
+            let dup = write.try_clone()?;
+            (write, dup)
+        } else {
+            let mut ends = Vec::new();
+            for dest in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+                let (read, write) = pipe_or_pty(dest)?;
+                ends.push(write);
+                streams.push(Stream { read, dest, pty: is_tty(dest) });
+            }
+            let err = ends.pop().unwrap();
+            (ends.pop().unwrap(), err)
+        };
         Ok(OutputRelay { child_stdout, child_stderr, streams })
     }
 
     /// What the header says about how output was read.
     pub fn describe(&self) -> String {
         let kind = |s: &Stream| if s.pty { "pty" } else { "pipe" };
-        format!(
-            "`:::MLLOG` lines in the command's stdout ({}) and stderr ({}), passed through unchanged",
-            kind(&self.streams[0]),
-            kind(&self.streams[1])
-        )
+        let how = match self.streams.as_slice() {
+            [one] => format!("stdout and stderr (one {}, as they share a file)", kind(one)),
+            [out, err] => format!("stdout ({}) and stderr ({})", kind(out), kind(err)),
+            _ => unreachable!("one or two streams"),
+        };
+        format!("`:::MLLOG` lines in the command's {how}, passed through unchanged")
     }
 
     /// Drops the command's ends (it has them now) and returns one copier per
