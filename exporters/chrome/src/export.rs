@@ -169,6 +169,8 @@ pub struct Exporter<W: Write> {
     sink: Sink<W>,
     header: Header,
     procs: HashMap<u32, Process>,
+    /// Names of exited processes, for their late records.
+    exited: labels::ExitedNames,
     disks: Vec<Disk>,
     disk_ids: DiskIds,
     next_pid: u32,
@@ -202,6 +204,7 @@ impl<W: Write> Exporter<W> {
             sink: Sink::new(out),
             header: header.clone(),
             procs: HashMap::new(),
+            exited: labels::ExitedNames::default(),
             disks: Vec::new(),
             disk_ids: DiskIds::default(),
             next_pid: PSEUDO_PID,
@@ -260,7 +263,7 @@ impl<W: Write> Exporter<W> {
 
     fn ensure_process(&mut self, pid: u32) -> io::Result<()> {
         if !self.procs.contains_key(&pid) {
-            self.new_process(pid, labels::pid_name(pid), false);
+            self.new_process(pid, self.exited.name_of(pid), false);
         }
         let p = self.procs.get_mut(&pid).unwrap();
         if !p.described {
@@ -430,7 +433,9 @@ impl<W: Write> Exporter<W> {
             Record::Exit(r) => {
                 if r.process_exit {
                     self.process_instant(r.pid, r.ts, &labels::describe_status(r.status), &mut |_| Ok(()))?;
-                    self.procs.remove(&r.pid);
+                    if let Some(p) = self.procs.remove(&r.pid) {
+                        self.exited.remember(r.pid, p.name);
+                    }
                 }
             }
             Record::Io(r) => self.io(f, &r)?,

@@ -168,6 +168,8 @@ pub struct Exporter<W: Write> {
     header: Header,
     global: Seq,
     procs: HashMap<u32, Process>,
+    /// Names of exited processes, for their late records.
+    exited: labels::ExitedNames,
     next_uuid: u64,
     next_seq: u32,
     scratch: Scratch,
@@ -244,6 +246,7 @@ impl<W: Write> Exporter<W> {
             header: header.clone(),
             global: Seq::new(1, None),
             procs: HashMap::default(),
+            exited: labels::ExitedNames::default(),
             next_uuid: 0x6d6c_7472_0000_0000,
             next_seq: 2,
             scratch: Scratch::default(),
@@ -340,7 +343,7 @@ impl<W: Write> Exporter<W> {
 
     fn ensure_process(&mut self, pid: u32) -> io::Result<()> {
         if !self.procs.contains_key(&pid) {
-            self.new_process(pid, labels::pid_name(pid), vec![])?;
+            self.new_process(pid, self.exited.name_of(pid), vec![])?;
         }
         self.describe_process(pid)
     }
@@ -544,7 +547,9 @@ impl<W: Write> Exporter<W> {
                 if r.process_exit {
                     let status = labels::describe_status(r.status);
                     self.process_instant(r.pid, r.ts, &status, &mut |_, _| {})?;
-                    self.procs.remove(&r.pid);
+                    if let Some(p) = self.procs.remove(&r.pid) {
+                        self.exited.remember(r.pid, p.name);
+                    }
                 }
             }
             Record::Io(r) => self.io(f, &r)?,

@@ -393,3 +393,39 @@ fn timestamps_survive_deltas_going_back_and_resets() {
     want.sort_unstable();
     assert_eq!(got, want);
 }
+
+/// A record of a process that arrives after its exit (a block request
+/// completing late) keeps the process's name: a nameless `pid N` would
+/// rename it in viewers that keep one name per pid.
+#[test]
+fn late_records_of_an_exited_process_keep_its_name() {
+    let mut w = RecordWriter::new(Vec::new(), &Header::default()).unwrap();
+    w.push_with(|e| {
+        Record::Exec(Exec {
+            ts: 10,
+            pid: 9,
+            tid: 9,
+            filename: e.intern(b"/bin/dd"),
+            argv: e.intern(b"dd\0if=x"),
+            trunc: 0,
+        })
+    })
+    .unwrap();
+    w.push_with(|_| Record::Exit(Exit { ts: 20, pid: 9, tid: 9, status: 0, process_exit: true })).unwrap();
+    w.push_with(|e| {
+        Record::Io(Io {
+            ts: 15,
+            dur: 1,
+            pid: 9,
+            tid: 9,
+            op: IoOp::Write,
+            fd: 3,
+            path: e.intern(b"/x"),
+            ret: 1,
+            ..Default::default()
+        })
+    })
+    .unwrap();
+    let d = export_log(&w.finish(&Trailer::default()).unwrap());
+    assert_eq!(d.process_names(9).iter().filter(|n| n.starts_with("pid")).count(), 0, "{:?}", d.process_names(9));
+}
