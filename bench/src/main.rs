@@ -311,6 +311,10 @@ fn main() -> Result<()> {
     if argv.get(1).map(String::as_str) == Some("--peak-rss") && argv.len() > 3 {
         peak_rss_launcher(&argv[2..]);
     }
+    // `--synthetic-log PATH N`: just the export benchmark's input, for profiling.
+    if argv.get(1).map(String::as_str) == Some("--synthetic-log") && argv.len() == 4 {
+        return synthetic_log(Path::new(&argv[2]), argv[3].parse().context("N: a number of events")?);
+    }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = root.join("target/bench");
     fs::create_dir_all(&dir)?;

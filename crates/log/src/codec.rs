@@ -330,16 +330,49 @@ struct R<'a> {
     buf: &'a [u8],
     cols: &'a mut [Col; MAX_FIELDS],
     prev: &'a mut Prev,
-    kind: u8,
     n_strings: u32,
 }
 
+/// Why one field could not be decoded. Small and `Copy`, so the per-field
+/// hot path returns it in registers; worded once, in [`Bad::describe`].
+#[derive(Clone, Copy, Debug)]
+enum Bad {
+    /// The column ends early or holds a bad varint.
+    Column(u8),
+    /// The value does not fit the field's type.
+    Range(u8),
+    /// A string id past the frame's strings.
+    String(u8, u32),
+}
+
+impl Bad {
+    fn describe(self, kind: u8, n_strings: u32) -> Corrupt {
+        Corrupt(match self {
+            Bad::Column(f) => format!("column {f} of record kind {kind} ends early or holds a bad varint"),
+            Bad::Range(f) => format!("field {f} of record kind {kind} out of range"),
+            Bad::String(f, v) => {
+                format!("field {f} of record kind {kind} refers to string {v}, the frame has {n_strings}")
+            }
+        })
+    }
+}
+
 impl R<'_> {
-    #[inline]
-    fn u(&mut self, f: usize) -> Result<u64, Corrupt> {
+    #[inline(always)]
+    fn u(&mut self, f: usize) -> Result<u64, Bad> {
         let c = &mut self.cols[f];
         if !c.present {
             return Ok(0);
+        }
+        // Most values fit one byte: take those without the general loop.
+        // (`reset` checked that every column lies inside `buf`.)
+        if c.pos < c.end {
+            if let Some(&b) = self.buf.get(c.pos) {
+                if b < 0x80 {
+                    c.pos += 1;
+                    return Ok(u64::from(b));
+                }
+            }
         }
         let mut pos = c.pos;
         match get_u64(&self.buf[..c.end], &mut pos) {
@@ -347,67 +380,68 @@ impl R<'_> {
                 c.pos = pos;
                 Ok(v)
             }
-            None => Err(Corrupt(format!("column {} of record kind {} ends early or holds a bad varint", f, self.kind))),
+            None => Err(Bad::Column(f as u8)),
         }
     }
-    #[inline]
-    fn i(&mut self, f: usize) -> Result<i64, Corrupt> {
+    #[inline(always)]
+    fn i(&mut self, f: usize) -> Result<i64, Bad> {
         self.u(f).map(unzigzag)
     }
-    #[inline]
-    fn i32(&mut self, f: usize) -> Result<i32, Corrupt> {
+    #[inline(always)]
+    fn i32(&mut self, f: usize) -> Result<i32, Bad> {
         let v = self.i(f)?;
-        i32::try_from(v).map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
+        i32::try_from(v).map_err(|_| Bad::Range(f as u8))
     }
-    #[inline]
-    fn u32(&mut self, f: usize) -> Result<u32, Corrupt> {
+    #[inline(always)]
+    fn u32(&mut self, f: usize) -> Result<u32, Bad> {
         let v = self.u(f)?;
-        u32::try_from(v).map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
+        u32::try_from(v).map_err(|_| Bad::Range(f as u8))
     }
-    #[inline]
-    fn u8(&mut self, f: usize) -> Result<u8, Corrupt> {
+    #[inline(always)]
+    fn u16(&mut self, f: usize) -> Result<u16, Bad> {
         let v = self.u(f)?;
-        u8::try_from(v).map_err(|_| Corrupt(format!("field {f} of kind {} out of range", self.kind)))
+        u16::try_from(v).map_err(|_| Bad::Range(f as u8))
     }
-    #[inline]
-    fn s(&mut self, f: usize) -> Result<StrId, Corrupt> {
+    #[inline(always)]
+    fn u8(&mut self, f: usize) -> Result<u8, Bad> {
+        let v = self.u(f)?;
+        u8::try_from(v).map_err(|_| Bad::Range(f as u8))
+    }
+    #[inline(always)]
+    fn s(&mut self, f: usize) -> Result<StrId, Bad> {
         let v = self.u32(f)?;
         if v >= self.n_strings && self.cols[f].present {
-            return Err(Corrupt(format!(
-                "record kind {} refers to string {v}, the frame has {}",
-                self.kind, self.n_strings
-            )));
+            return Err(Bad::String(f as u8, v));
         }
         Ok(StrId(v))
     }
-    #[inline]
-    fn f64(&mut self, f: usize) -> Result<f64, Corrupt> {
+    #[inline(always)]
+    fn f64(&mut self, f: usize) -> Result<f64, Bad> {
         let c = &mut self.cols[f];
         if !c.present {
             return Ok(0.0);
         }
-        let b = self
-            .buf
-            .get(c.pos..c.pos + 8)
-            .filter(|_| c.pos + 8 <= c.end)
-            .ok_or_else(|| Corrupt(format!("column {f} of record kind {} ends early", self.kind)))?;
+        let b = self.buf.get(c.pos..c.pos + 8).filter(|_| c.pos + 8 <= c.end).ok_or(Bad::Column(f as u8))?;
         c.pos += 8;
         Ok(f64::from_bits(u64::from_le_bytes(b.try_into().unwrap())))
     }
-    #[inline]
-    fn ts(&mut self, f: usize) -> Result<u64, Corrupt> {
+    #[inline(always)]
+    fn ts(&mut self, f: usize) -> Result<u64, Bad> {
         let d = self.i(f)?;
         let ts = self.prev.ts.wrapping_add(d as u64);
         self.prev.ts = ts;
         Ok(ts)
     }
-    #[inline]
-    fn ids(&mut self, tid_f: usize, pid_f: usize) -> Result<(u32, u32), Corrupt> {
+    /// A pid stored as its difference from a tid.
+    #[inline(always)]
+    fn pid(&mut self, tid: u32, f: usize) -> Result<u32, Bad> {
+        let d = self.i(f)?;
+        u32::try_from(i64::from(tid) - d).map_err(|_| Bad::Range(f as u8))
+    }
+    #[inline(always)]
+    fn ids(&mut self, tid_f: usize, pid_f: usize) -> Result<(u32, u32), Bad> {
         let tid = self.u32(tid_f)?;
-        let d = self.i(pid_f)?;
-        let pid = u32::try_from(i64::from(tid) - d)
-            .map_err(|_| Corrupt(format!("pid of kind {} out of range", self.kind)))?;
-        Ok((pid, tid))
+        Ok((self.pid(tid, pid_f)?, tid))
     }
 }
 
@@ -505,22 +539,19 @@ impl Decoder {
                 continue;
             }
             let n_strings = self.str_offsets.len() as u32;
-            let mut r =
-                R { buf, cols: &mut self.cols[k as usize], prev: &mut self.prev[k as usize], kind: k, n_strings };
-            return Some(decode_one(k, &mut r));
+            let mut r = R { buf, cols: &mut self.cols[k as usize], prev: &mut self.prev[k as usize], n_strings };
+            return Some(decode_one(k, &mut r).map_err(|b| b.describe(k, n_strings)));
         }
     }
 }
 
-fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Corrupt> {
+fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
     Ok(match k {
         kind::FORK => {
             let ts = r.ts(0)?;
             let (pid, tid) = r.ids(1, 2)?;
             let parent_tid = r.u32(3)?;
-            let d = r.i(4)?;
-            let parent_pid =
-                u32::try_from(i64::from(parent_tid) - d).map_err(|_| Corrupt("fork parent pid out of range".into()))?;
+            let parent_pid = r.pid(parent_tid, 4)?;
             Record::Fork(Fork { ts, pid, tid, parent_pid, parent_tid, thread: r.u(5)? != 0 })
         }
         kind::EXEC => {
@@ -631,7 +662,7 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Corrupt> {
             let bytes = r.u(9)?;
             r.prev.offset_end = sector.wrapping_add(bytes >> 9);
             let op = BlockOp::from_u8(r.u8(10)?);
-            let flags = u16::try_from(r.u(11)?).map_err(|_| Corrupt("block flags out of range".into()))?;
+            let flags = r.u16(11)?;
             let error = r.i32(12)?;
             let c = r.u(13)?;
             let cause_ts = if c == 0 { 0 } else { ts.wrapping_sub(c - 1) };

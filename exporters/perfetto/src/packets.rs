@@ -17,11 +17,10 @@ use crate::proto::{
     clock_snapshot::Clock, trace_packet::SequenceFlags, BuiltinClock, ClockSnapshot, DebugAnnotationName, EventName,
     InternedData, InternedString, TracePacket, TracePacketDefaults, TrackEvent, TrackEventDefaults,
 };
-use crate::wire::Encoder;
+use crate::wire;
 
 pub struct PacketSink<W: Write> {
     out: W,
-    enc: Encoder,
     /// Encoded packets not yet written (compressed together when on).
     pending: Vec<u8>,
     compress: Option<flate2::Compress>,
@@ -42,7 +41,6 @@ impl<W: Write> PacketSink<W> {
     pub fn new(out: W, compress: Option<u32>) -> Self {
         PacketSink {
             out,
-            enc: Encoder::default(),
             pending: Vec::with_capacity(BATCH + 4096),
             compress: compress.map(|l| flate2::Compress::new(flate2::Compression::new(l), true)),
             compressed: Vec::new(),
@@ -59,7 +57,7 @@ impl<W: Write> PacketSink<W> {
     /// Writes `p` with `event` (a track event and its encoded args) in it.
     pub fn write_event(&mut self, p: &TracePacket, event: Option<(&TrackEvent, &[u8])>) -> io::Result<()> {
         let before = self.pending.len();
-        self.enc.packet(&mut self.pending, p, event);
+        wire::packet(&mut self.pending, p, event);
         self.raw_bytes += (self.pending.len() - before) as u64;
         self.packets += 1;
         if self.pending.len() >= BATCH {
@@ -91,16 +89,14 @@ impl<W: Write> PacketSink<W> {
             }
             self.compressed.reserve(self.compressed.capacity().max(4096));
         }
-        let packet =
-            TracePacket { compressed_packets: Some(std::mem::take(&mut self.compressed)), ..Default::default() };
-        let mut framed = std::mem::take(&mut self.pending);
-        framed.clear();
-        self.enc.packet(&mut framed, &packet, None);
-        self.out.write_all(&framed)?;
-        self.bytes += framed.len() as u64;
-        framed.clear();
-        self.pending = framed;
-        self.compressed = packet.compressed_packets.unwrap();
+        let mut head = std::mem::take(&mut self.pending);
+        head.clear();
+        wire::compressed_packets_header(&mut head, self.compressed.len());
+        self.out.write_all(&head)?;
+        self.out.write_all(&self.compressed)?;
+        self.bytes += (head.len() + self.compressed.len()) as u64;
+        head.clear();
+        self.pending = head;
         Ok(())
     }
 

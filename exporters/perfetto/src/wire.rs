@@ -3,10 +3,12 @@
 //! prost computes every nested message's length once per enclosing level
 //! and goes through `Option`s field by field; a slice begin or end is most
 //! of an export, so TracePacket's common fields, TrackEvent and
-//! DebugAnnotation are written here directly, nested bodies into reused
-//! buffers. Everything else in a packet (descriptors, interned data,
-//! defaults, clock snapshots: rare) still goes through prost. The unit
-//! tests check that both encodings decode to the same message.
+//! DebugAnnotation are written here directly into the output, each nested
+//! message behind a one-byte length that is widened in place on the rare
+//! message of 128 bytes or more. Everything else in a packet (descriptors,
+//! interned data, defaults, clock snapshots: rare) still goes through
+//! prost. The unit tests check that both encodings decode to the same
+//! message.
 
 use prost::Message;
 
@@ -16,13 +18,37 @@ const VARINT: u32 = 0;
 const I64: u32 = 1;
 const LEN: u32 = 2;
 
-#[inline]
-pub fn varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push(v as u8 | 0x80);
-        v >>= 7;
+/// Appends the first `n` bytes of `b` to `buf` with one fixed-size copy
+/// (a small variable-length `extend_from_slice` is a libc call).
+#[inline(always)]
+fn append<const N: usize>(buf: &mut Vec<u8>, b: &[u8; N], n: usize) {
+    assert!(n <= N);
+    buf.reserve(N);
+    // SAFETY: `reserve` made room for N more bytes, all written here from
+    // `b`; the length then covers only the first n, which are initialised.
+    unsafe {
+        std::ptr::copy_nonoverlapping(b.as_ptr(), buf.as_mut_ptr().add(buf.len()), N);
+        buf.set_len(buf.len() + n);
     }
-    buf.push(v as u8);
+}
+
+/// Writes `v` as a varint at `b[at..]` (10 bytes must fit); returns the new end.
+#[inline(always)]
+fn put_varint<const N: usize>(b: &mut [u8; N], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        b[at] = v as u8 | 0x80;
+        v >>= 7;
+        at += 1;
+    }
+    b[at] = v as u8;
+    at + 1
+}
+
+#[inline]
+pub fn varint(buf: &mut Vec<u8>, v: u64) {
+    let mut b = [0u8; 10];
+    let n = put_varint(&mut b, 0, v);
+    append(buf, &b, n);
 }
 
 #[inline]
@@ -30,10 +56,13 @@ fn key(buf: &mut Vec<u8>, field: u32, wire: u32) {
     varint(buf, u64::from(field << 3 | wire));
 }
 
+/// A varint field: key and value in one append.
 #[inline]
 fn uint(buf: &mut Vec<u8>, field: u32, v: u64) {
-    key(buf, field, VARINT);
-    varint(buf, v);
+    let mut b = [0u8; 16];
+    let n = put_varint(&mut b, 0, u64::from(field << 3 | VARINT));
+    let n = put_varint(&mut b, n, v);
+    append(buf, &b, n);
 }
 
 #[inline]
@@ -46,7 +75,7 @@ fn bytes(buf: &mut Vec<u8>, field: u32, b: &[u8]) {
 #[inline]
 fn fixed64(buf: &mut Vec<u8>, field: u32, v: u64) {
     key(buf, field, I64);
-    buf.extend_from_slice(&v.to_le_bytes());
+    append(buf, &v.to_le_bytes(), 8);
 }
 
 /// A nested message already encoded by prost.
@@ -56,142 +85,275 @@ fn message<M: Message>(buf: &mut Vec<u8>, field: u32, m: &M) {
     m.encode_raw(buf);
 }
 
-/// Reused buffers for nested bodies.
-#[derive(Default)]
-pub struct Encoder {
-    body: Vec<u8>,
-    event: Vec<u8>,
-    ann: Vec<u8>,
+/// Starts a length-delimited field whose body follows in `buf`; returns
+/// where the body starts, for [`end_nested`].
+#[inline]
+fn begin_nested(buf: &mut Vec<u8>, field: u32) -> usize {
+    key(buf, field, LEN);
+    buf.push(0);
+    buf.len()
 }
 
-impl Encoder {
-    /// Appends `p` to `out` as a `Trace.packet` field (tag, length, body).
-    /// `event` (a track event and its args, encoded) goes in as field 11
-    /// when `p` has none of its own.
-    pub fn packet(&mut self, out: &mut Vec<u8>, p: &TracePacket, event: Option<(&TrackEvent, &[u8])>) {
-        let body = &mut self.body;
-        body.clear();
-        if let Some(ts) = p.timestamp {
-            uint(body, 8, ts);
-        }
-        if let Some(c) = p.timestamp_clock_id {
-            uint(body, 58, u64::from(c));
-        }
-        if let Some(id) = p.trusted_packet_sequence_id {
-            uint(body, 10, u64::from(id));
-        }
-        if let Some(f) = p.sequence_flags {
-            uint(body, 13, u64::from(f));
-        }
-        if let Some(c) = &p.clock_snapshot {
-            message(body, 6, c);
-        }
-        if let Some(d) = &p.track_descriptor {
-            message(body, 60, d);
-        }
-        if let Some(b) = &p.compressed_packets {
-            bytes(body, 50, b);
-        }
-        if let Some(i) = &p.interned_data {
-            message(body, 12, i);
-        }
-        if let Some(d) = &p.trace_packet_defaults {
-            message(body, 59, d);
-        }
-        if let Some(f) = p.first_packet_on_sequence {
-            uint(body, 87, u64::from(f));
-        }
-        if let Some(ev) = &p.track_event {
-            self.event.clear();
-            self.track_event(ev);
-            bytes(&mut self.body, 11, &self.event);
-        } else if let Some((ev, args)) = event {
-            self.event.clear();
-            self.track_event(ev);
-            self.event.extend_from_slice(args);
-            bytes(&mut self.body, 11, &self.event);
-        }
-        bytes(out, 1, &self.body);
+/// Sets the length of the field begun at `start`, widening its one-byte
+/// length (and moving the body) when the body is 128 bytes or more.
+#[inline]
+fn end_nested(buf: &mut Vec<u8>, start: usize) {
+    let len = buf.len() - start;
+    if len < 0x80 {
+        buf[start - 1] = len as u8;
+        return;
     }
+    let mut b = [0u8; 10];
+    let n = put_varint(&mut b, 0, len as u64);
+    buf.splice(start - 1..start, b[..n].iter().copied());
+}
 
-    fn track_event(&mut self, ev: &TrackEvent) {
-        let b = &mut self.event;
-        for &c in &ev.category_iids {
-            uint(b, 3, c);
+/// The start of a packet holding only `compressed_packets` of `len`
+/// bytes, which the caller writes after it (saving a copy of the batch).
+pub fn compressed_packets_header(buf: &mut Vec<u8>, len: usize) {
+    let mut field = Vec::with_capacity(12);
+    key(&mut field, 50, LEN);
+    varint(&mut field, len as u64);
+    key(buf, 1, LEN);
+    varint(buf, (field.len() + len) as u64);
+    buf.extend_from_slice(&field);
+}
+
+/// Appends `p` to `out` as a `Trace.packet` field (tag, length, body).
+/// `event` (a track event and its args, encoded) goes in as field 11
+/// when `p` has none of its own.
+pub fn packet(out: &mut Vec<u8>, p: &TracePacket, event: Option<(&TrackEvent, &[u8])>) {
+    if let Some((ev, args)) = event {
+        if is_plain(p, ev) {
+            return plain_event(out, p, ev, args);
         }
-        for c in &ev.categories {
-            bytes(b, 22, c.as_bytes());
-        }
-        if let Some(t) = ev.r#type {
-            uint(b, 9, t as u64);
-        }
-        if let Some(n) = ev.name_iid {
-            uint(b, 10, n);
-        }
-        if let Some(n) = &ev.name {
-            bytes(b, 23, n.as_bytes());
-        }
-        if let Some(t) = ev.track_uuid {
-            uint(b, 11, t);
-        }
-        if let Some(v) = ev.counter_value {
-            uint(b, 30, v as u64);
-        }
-        if let Some(v) = ev.double_counter_value {
-            fixed64(b, 44, v.to_bits());
-        }
-        for &u in &ev.extra_counter_track_uuids {
-            uint(b, 31, u);
-        }
-        for &v in &ev.extra_counter_values {
-            uint(b, 12, v as u64);
-        }
-        for &u in &ev.extra_double_counter_track_uuids {
-            uint(b, 45, u);
-        }
-        for &v in &ev.extra_double_counter_values {
-            fixed64(b, 46, v.to_bits());
-        }
-        for &f in &ev.flow_ids {
-            fixed64(b, 47, f);
-        }
-        for &f in &ev.terminating_flow_ids {
-            fixed64(b, 48, f);
-        }
-        for a in &ev.debug_annotations {
-            self.ann.clear();
-            annotation(&mut self.ann, a);
-            bytes(&mut self.event, 4, &self.ann);
-        }
+    }
+    let body = begin_nested(out, 1);
+    if let Some(ts) = p.timestamp {
+        uint(out, 8, ts);
+    }
+    if let Some(c) = p.timestamp_clock_id {
+        uint(out, 58, u64::from(c));
+    }
+    if let Some(id) = p.trusted_packet_sequence_id {
+        uint(out, 10, u64::from(id));
+    }
+    if let Some(f) = p.sequence_flags {
+        uint(out, 13, u64::from(f));
+    }
+    if let Some(c) = &p.clock_snapshot {
+        message(out, 6, c);
+    }
+    if let Some(d) = &p.track_descriptor {
+        message(out, 60, d);
+    }
+    if let Some(b) = &p.compressed_packets {
+        bytes(out, 50, b);
+    }
+    if let Some(i) = &p.interned_data {
+        message(out, 12, i);
+    }
+    if let Some(d) = &p.trace_packet_defaults {
+        message(out, 59, d);
+    }
+    if let Some(f) = p.first_packet_on_sequence {
+        uint(out, 87, u64::from(f));
+    }
+    let event = match (&p.track_event, event) {
+        (Some(ev), _) => Some((ev, &[][..])),
+        (None, e) => e,
+    };
+    if let Some((ev, args)) = event {
+        let e = begin_nested(out, 11);
+        track_event(out, ev);
+        out.extend_from_slice(args);
+        end_nested(out, e);
+    }
+    end_nested(out, body);
+}
+
+/// Whether `p` with `ev` is a slice begin/end or counter value and nothing
+/// else: most packets of an export, written by [`plain_event`].
+#[inline]
+fn is_plain(p: &TracePacket, ev: &TrackEvent) -> bool {
+    let TracePacket {
+        timestamp: _,
+        timestamp_clock_id,
+        trusted_packet_sequence_id,
+        sequence_flags,
+        clock_snapshot,
+        track_descriptor,
+        compressed_packets,
+        interned_data,
+        trace_packet_defaults,
+        first_packet_on_sequence,
+        track_event,
+    } = p;
+    let TrackEvent {
+        category_iids,
+        categories,
+        r#type: _,
+        name_iid: _,
+        name,
+        track_uuid,
+        counter_value: _,
+        double_counter_value: _,
+        extra_counter_track_uuids,
+        extra_counter_values,
+        extra_double_counter_track_uuids,
+        extra_double_counter_values,
+        flow_ids: _,
+        terminating_flow_ids: _,
+        debug_annotations,
+    } = ev;
+    timestamp_clock_id.is_none()
+        && trusted_packet_sequence_id.is_some()
+        && sequence_flags.is_some()
+        && clock_snapshot.is_none()
+        && track_descriptor.is_none()
+        && compressed_packets.is_none()
+        && interned_data.is_none()
+        && trace_packet_defaults.is_none()
+        && first_packet_on_sequence.is_none()
+        && track_event.is_none()
+        && category_iids.is_empty()
+        && categories.is_empty()
+        && name.is_none()
+        && track_uuid.is_none()
+        && extra_counter_track_uuids.is_empty()
+        && extra_counter_values.is_empty()
+        && extra_double_counter_track_uuids.is_empty()
+        && extra_double_counter_values.is_empty()
+        && debug_annotations.is_empty()
+}
+
+/// Bytes of `v` as a varint.
+#[inline(always)]
+fn varint_len(v: u64) -> usize {
+    // 1 + floor(bits / 7), with 0 taking one byte.
+    ((64 - (v | 1).leading_zeros()) as usize * 9 + 64) / 64
+}
+
+/// [`packet`] for a packet [`is_plain`] accepts: the same bytes,
+/// with lengths computed up front instead of fixed up, and the scalar
+/// fields gathered on the stack for one copy.
+fn plain_event(out: &mut Vec<u8>, p: &TracePacket, ev: &TrackEvent, args: &[u8]) {
+    // TracePacket fields before the event, in field-number order as
+    // `packet` writes them: timestamp (8), sequence id (10), flags (13).
+    let mut head = [0u8; 40];
+    let mut n = 0;
+    if let Some(ts) = p.timestamp {
+        head[0] = 8 << 3;
+        n = put_varint(&mut head, 1, ts);
+    }
+    head[n] = 10 << 3;
+    n = put_varint(&mut head, n + 1, u64::from(p.trusted_packet_sequence_id.unwrap_or(0)));
+    head[n] = 13 << 3;
+    n = put_varint(&mut head, n + 1, u64::from(p.sequence_flags.unwrap_or(0)));
+    // TrackEvent scalars: type (9), name_iid (10), counter_value (30),
+    // double_counter_value (44).
+    let mut evh = [0u8; 48];
+    let mut m = 0;
+    if let Some(t) = ev.r#type {
+        evh[0] = 9 << 3;
+        m = put_varint(&mut evh, 1, t as u64);
+    }
+    if let Some(iid) = ev.name_iid {
+        evh[m] = 10 << 3;
+        m = put_varint(&mut evh, m + 1, iid);
+    }
+    if let Some(v) = ev.counter_value {
+        m = put_varint(&mut evh, m, u64::from(30u32 << 3 | VARINT));
+        m = put_varint(&mut evh, m, v as u64);
+    }
+    if let Some(v) = ev.double_counter_value {
+        m = put_varint(&mut evh, m, u64::from(44u32 << 3 | I64));
+        evh[m..m + 8].copy_from_slice(&v.to_bits().to_le_bytes());
+        m += 8;
+    }
+    // Flow ids are fixed64 under a two-byte key.
+    let flows = (ev.flow_ids.len() + ev.terminating_flow_ids.len()) * 10;
+    let ev_len = m + flows + args.len();
+    let body_len = n + 1 + varint_len(ev_len as u64) + ev_len;
+    out.reserve(1 + varint_len(body_len as u64) + body_len);
+    out.push(1 << 3 | LEN as u8);
+    varint(out, body_len as u64);
+    append(out, &head, n);
+    out.push(11 << 3 | LEN as u8);
+    varint(out, ev_len as u64);
+    append(out, &evh, m);
+    for &f in &ev.flow_ids {
+        fixed64(out, 47, f);
+    }
+    for &f in &ev.terminating_flow_ids {
+        fixed64(out, 48, f);
+    }
+    out.extend_from_slice(args);
+}
+
+fn track_event(b: &mut Vec<u8>, ev: &TrackEvent) {
+    for &c in &ev.category_iids {
+        uint(b, 3, c);
+    }
+    for c in &ev.categories {
+        bytes(b, 22, c.as_bytes());
+    }
+    if let Some(t) = ev.r#type {
+        uint(b, 9, t as u64);
+    }
+    if let Some(n) = ev.name_iid {
+        uint(b, 10, n);
+    }
+    if let Some(n) = &ev.name {
+        bytes(b, 23, n.as_bytes());
+    }
+    if let Some(t) = ev.track_uuid {
+        uint(b, 11, t);
+    }
+    if let Some(v) = ev.counter_value {
+        uint(b, 30, v as u64);
+    }
+    if let Some(v) = ev.double_counter_value {
+        fixed64(b, 44, v.to_bits());
+    }
+    for &u in &ev.extra_counter_track_uuids {
+        uint(b, 31, u);
+    }
+    for &v in &ev.extra_counter_values {
+        uint(b, 12, v as u64);
+    }
+    for &u in &ev.extra_double_counter_track_uuids {
+        uint(b, 45, u);
+    }
+    for &v in &ev.extra_double_counter_values {
+        fixed64(b, 46, v.to_bits());
+    }
+    for &f in &ev.flow_ids {
+        fixed64(b, 47, f);
+    }
+    for &f in &ev.terminating_flow_ids {
+        fixed64(b, 48, f);
+    }
+    for a in &ev.debug_annotations {
+        let start = begin_nested(b, 4);
+        annotation(b, a);
+        end_nested(b, start);
     }
 }
 
 /// A DebugAnnotation (TrackEvent field 4) with an interned name and one
-/// value, appended to `args`. Its body is at most 16 bytes, so its length
-/// is one byte.
+/// varint value, appended to `args`. Its body is at most 22 bytes, so its
+/// length is one byte.
+#[inline]
 fn short_annotation(args: &mut Vec<u8>, name_iid: u64, value_field: u32, v: u64) {
-    // Built on the stack: one bounds check instead of one per byte.
     let mut b = [0u8; 32];
     b[0] = (4 << 3 | LEN) as u8;
     b[2] = 1 << 3 | VARINT as u8;
-    let mut n = 3 + put_varint(&mut b[3..], name_iid);
-    n += put_varint(&mut b[n..], u64::from(value_field << 3 | VARINT));
-    n += put_varint(&mut b[n..], v);
+    let n = put_varint(&mut b, 3, name_iid);
+    let n = put_varint(&mut b, n, u64::from(value_field << 3 | VARINT));
+    let n = put_varint(&mut b, n, v);
     b[1] = (n - 2) as u8;
-    args.extend_from_slice(&b[..n]);
-}
-
-/// Writes `v` as a varint at the start of `b` (at least 10 bytes); returns its size.
-#[inline]
-fn put_varint(b: &mut [u8], mut v: u64) -> usize {
-    let mut i = 0;
-    while v >= 0x80 {
-        b[i] = v as u8 | 0x80;
-        v >>= 7;
-        i += 1;
-    }
-    b[i] = v as u8;
-    i + 1
+    append(args, &b, n);
 }
 
 pub fn annotation_int(args: &mut Vec<u8>, name_iid: u64, v: i64) {
@@ -246,7 +408,7 @@ mod tests {
 
     fn both(p: &TracePacket) {
         let mut ours = Vec::new();
-        Encoder::default().packet(&mut ours, p, None);
+        packet(&mut ours, p, None);
         let theirs = crate::proto::Trace { packet: vec![p.clone()] }.encode_to_vec();
         let back = crate::proto::Trace::decode(ours.as_slice()).unwrap();
         assert_eq!(back.packet, vec![p.clone()]);
@@ -305,11 +467,7 @@ mod tests {
         annotation_string_iid(&mut args, 127, 1 << 35);
         let bare = TrackEvent { r#type: Some(Type::SliceEnd as i32), ..Default::default() };
         let mut ours = Vec::new();
-        Encoder::default().packet(
-            &mut ours,
-            &TracePacket { timestamp: Some(1), ..Default::default() },
-            Some((&bare, &args)),
-        );
+        packet(&mut ours, &TracePacket { timestamp: Some(1), ..Default::default() }, Some((&bare, &args)));
         let back = crate::proto::Trace::decode(ours.as_slice()).unwrap().packet.remove(0);
         let anns = back.track_event.unwrap().debug_annotations;
         assert_eq!(anns.len(), 3);
@@ -328,6 +486,60 @@ mod tests {
             }),
             ..Default::default()
         });
+        // Slice begins/ends and counter values take the plain path: the
+        // same message and size as prost's for the packet with the args in.
+        for ev in [
+            TrackEvent {
+                r#type: Some(Type::SliceBegin as i32),
+                name_iid: Some(300),
+                flow_ids: vec![u64::MAX, 1],
+                terminating_flow_ids: vec![7],
+                ..Default::default()
+            },
+            TrackEvent { r#type: Some(Type::SliceEnd as i32), ..Default::default() },
+            TrackEvent { counter_value: Some(-3), double_counter_value: Some(2.5), ..Default::default() },
+        ] {
+            for (ts, args) in [(Some(1u64 << 40), args.clone()), (None, vec![]), (Some(0), vec![0x22, 0])] {
+                let p = TracePacket {
+                    timestamp: ts,
+                    trusted_packet_sequence_id: Some(200),
+                    sequence_flags: Some(2),
+                    ..Default::default()
+                };
+                assert!(is_plain(&p, &ev));
+                let mut ours = Vec::new();
+                packet(&mut ours, &p, Some((&ev, &args)));
+                let mut whole = ev.clone();
+                whole.debug_annotations = crate::proto::TrackEvent::decode(args.as_slice()).unwrap().debug_annotations;
+                let theirs =
+                    crate::proto::Trace { packet: vec![TracePacket { track_event: Some(whole), ..p.clone() }] };
+                assert_eq!(crate::proto::Trace::decode(ours.as_slice()).unwrap(), theirs);
+                assert_eq!(ours.len(), theirs.encode_to_vec().len());
+            }
+        }
+        // A 200-byte event body takes a two-byte length.
+        let long = [0x22u8, 0].repeat(100);
+        let p = TracePacket { trusted_packet_sequence_id: Some(1), sequence_flags: Some(2), ..Default::default() };
+        let mut ours = Vec::new();
+        packet(&mut ours, &p, Some((&TrackEvent::default(), &long)));
+        assert_eq!(
+            crate::proto::Trace::decode(ours.as_slice()).unwrap().packet[0]
+                .track_event
+                .as_ref()
+                .unwrap()
+                .debug_annotations
+                .len(),
+            100
+        );
+        // A compressed batch framed by its header, then written after it.
+        for len in [3usize, 200, 70_000] {
+            let payload = vec![7u8; len];
+            let mut framed = Vec::new();
+            compressed_packets_header(&mut framed, len);
+            framed.extend_from_slice(&payload);
+            let back = crate::proto::Trace::decode(framed.as_slice()).unwrap();
+            assert_eq!(back.packet[0].compressed_packets.as_deref(), Some(&payload[..]));
+        }
         both(&TracePacket {
             track_descriptor: Some(TrackDescriptor { uuid: Some(5), name: Some("reads".into()), ..Default::default() }),
             first_packet_on_sequence: Some(true),
