@@ -364,9 +364,20 @@ impl R<'_> {
         if !c.present {
             return Ok(0);
         }
-        // Most values fit one byte: take those without the general loop.
-        // (`reset` checked that every column lies inside `buf`.)
-        if c.pos < c.end {
+        // Most values fit one or two bytes: take those without the general
+        // loop. (`reset` checked that every column lies inside `buf`.)
+        if c.pos + 1 < c.end {
+            if let Some(&[b0, b1]) = self.buf.get(c.pos..c.pos + 2) {
+                if b0 < 0x80 {
+                    c.pos += 1;
+                    return Ok(u64::from(b0));
+                }
+                if b1 < 0x80 {
+                    c.pos += 2;
+                    return Ok(u64::from(b0 & 0x7f) | u64::from(b1) << 7);
+                }
+            }
+        } else if c.pos < c.end {
             if let Some(&b) = self.buf.get(c.pos) {
                 if b < 0x80 {
                     c.pos += 1;

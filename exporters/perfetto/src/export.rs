@@ -21,9 +21,9 @@ use mltrace_log::*;
 use crate::disk_counters::{DiskCounters, Sample};
 use crate::packets::{Arg, PacketSink, Seq};
 use crate::proto::{
-    clock_snapshot::Clock, counter_descriptor::Unit, track_descriptor::ChildTracksOrdering, track_event::Type,
-    BuiltinClock, ClockSnapshot, CounterDescriptor, InternedData, ProcessDescriptor, TracePacket, TrackDescriptor,
-    TrackEvent,
+    clock_snapshot::Clock, counter_descriptor::Unit, trace_packet::SequenceFlags,
+    track_descriptor::ChildTracksOrdering, track_event::Type, BuiltinClock, ClockSnapshot, CounterDescriptor,
+    InternedData, ProcessDescriptor, TracePacket, TrackDescriptor, TrackEvent,
 };
 use crate::wire;
 
@@ -110,6 +110,8 @@ struct Scratch {
     ev: TrackEvent,
     args: Vec<u8>,
     interned: InternedData,
+    /// A slice end: nothing else in it.
+    end: TrackEvent,
 }
 
 impl Scratch {
@@ -152,6 +154,14 @@ impl Scratch {
         let has_interned = !(self.interned.event_names.is_empty()
             && self.interned.debug_annotation_names.is_empty()
             && self.interned.debug_annotation_string_values.is_empty());
+        let needs = SequenceFlags::SeqNeedsIncrementalState as u32;
+        if !has_interned
+            && self.pkt.sequence_flags == Some(needs)
+            && self.pkt.trace_packet_defaults.is_none()
+            && seq.plain_ready(ts)
+        {
+            return seq.write_plain(sink, ts, &self.ev, &self.args);
+        }
         if has_interned {
             self.pkt.interned_data = Some(std::mem::take(&mut self.interned));
         }
@@ -249,7 +259,10 @@ impl<W: Write> Exporter<W> {
             exited: labels::ExitedNames::default(),
             next_uuid: 0x6d6c_7472_0000_0000,
             next_seq: 2,
-            scratch: Scratch::default(),
+            scratch: Scratch {
+                end: TrackEvent { r#type: Some(Type::SliceEnd as i32), ..Default::default() },
+                ..Default::default()
+            },
             lost_track: None,
             disks: Vec::new(),
             disk_ids: DiskIds::default(),
@@ -425,14 +438,18 @@ impl<W: Write> Exporter<W> {
         self.flow_out.clear();
         self.flow_in = flow_in;
         self.flow_in.clear();
-        s.clear();
-        lane.seq.begin_packet(&mut s.pkt, &mut s.interned);
-        if s.pkt.sequence_flags.unwrap_or(0) & 1 != 0 {
-            // The sequence reset here: names cached before are gone.
-            lane.name_keys.clear();
+        if lane.seq.plain_ready(end) {
+            lane.seq.write_plain(&mut self.sink, end, &s.end, &[])?;
+        } else {
+            s.clear();
+            lane.seq.begin_packet(&mut s.pkt, &mut s.interned);
+            if s.pkt.sequence_flags.unwrap_or(0) & 1 != 0 {
+                // The sequence reset here: names cached before are gone.
+                lane.name_keys.clear();
+            }
+            s.ev.r#type = Some(Type::SliceEnd as i32);
+            s.emit(&mut self.sink, &mut lane.seq, end)?;
         }
-        s.ev.r#type = Some(Type::SliceEnd as i32);
-        s.emit(&mut self.sink, &mut lane.seq, end)?;
         self.stats.slices += 1;
         Ok(())
     }
@@ -602,62 +619,55 @@ impl<W: Write> Exporter<W> {
 
     fn open(&mut self, f: &Frame<'_>, r: &Open) -> io::Result<()> {
         let abs = f.str(r.abs_path);
-        // Names differ per file: key on the path's string id in this frame
-        // would not survive frames, so format (opens are rare next to reads).
-        let name = labels::open(r.op, abs, r.ret);
-        let key = hash_str(&name);
+        // Names differ per file; string ids do not survive frames, so the
+        // key hashes what the name is made of and the name is formatted
+        // only when the lane has not seen it.
+        let key = name_key(r.op as u8, r.ret, abs);
+        let (op, ret) = (r.op, r.ret);
+        let make = move || labels::open(op, abs, ret);
         let passed = f.str(r.path);
         let r = *r;
         self.flow_out.extend((0..r.block_reqs).map(|k| flow_from_syscall(r.tid, r.ts, k)));
-        self.slice(
-            At { owner: Owner::Proc(r.pid, Lanes::Opens), ts: r.ts, dur: r.dur },
-            key,
-            &move || name.clone(),
-            &mut |s, seq| {
-                s.arg_str(seq, Arg::Path, passed);
-                s.arg_str(seq, Arg::AbsPath, abs);
-                s.arg_str(seq, Arg::Flags, names::open_flags(r.flags).as_bytes());
-                if r.flags & 0o100 != 0 || r.flags & 0o20200000 == 0o20200000 {
-                    s.arg_str(seq, Arg::Mode, format!("{:#o}", r.mode).as_bytes());
-                }
-                if r.dirfd != -100 {
-                    s.arg_int(Arg::Dirfd, i64::from(r.dirfd));
-                }
-                let outcome = labels::outcome(r.ret);
-                match outcome {
-                    Outcome::Ok(fd) => s.arg_int(Arg::Fd, fd as i64),
-                    Outcome::Err(e) => s.arg_str(seq, Arg::Errno, names::errno(e).as_bytes()),
-                    Outcome::Unknown => s.arg_str(seq, Arg::Result, labels::RESULT_UNKNOWN.as_bytes()),
-                }
-                // What was opened, unless nothing was.
-                if !matches!(outcome, Outcome::Err(_)) && r.kind != FileKind::Regular {
-                    s.arg_str(seq, Arg::Kind, r.kind.name().as_bytes());
-                }
-                s.arg_int(Arg::Tid, i64::from(r.tid));
-            },
-        )
+        self.slice(At { owner: Owner::Proc(r.pid, Lanes::Opens), ts: r.ts, dur: r.dur }, key, &make, &mut |s, seq| {
+            s.arg_str(seq, Arg::Path, passed);
+            s.arg_str(seq, Arg::AbsPath, abs);
+            s.arg_str(seq, Arg::Flags, names::open_flags(r.flags).as_bytes());
+            if r.flags & 0o100 != 0 || r.flags & 0o20200000 == 0o20200000 {
+                s.arg_str(seq, Arg::Mode, format!("{:#o}", r.mode).as_bytes());
+            }
+            if r.dirfd != -100 {
+                s.arg_int(Arg::Dirfd, i64::from(r.dirfd));
+            }
+            let outcome = labels::outcome(r.ret);
+            match outcome {
+                Outcome::Ok(fd) => s.arg_int(Arg::Fd, fd as i64),
+                Outcome::Err(e) => s.arg_str(seq, Arg::Errno, names::errno(e).as_bytes()),
+                Outcome::Unknown => s.arg_str(seq, Arg::Result, labels::RESULT_UNKNOWN.as_bytes()),
+            }
+            // What was opened, unless nothing was.
+            if !matches!(outcome, Outcome::Err(_)) && r.kind != FileKind::Regular {
+                s.arg_str(seq, Arg::Kind, r.kind.name().as_bytes());
+            }
+            s.arg_int(Arg::Tid, i64::from(r.tid));
+        })
     }
 
     fn close(&mut self, f: &Frame<'_>, r: &Close) -> io::Result<()> {
         let path = f.str(r.path);
-        let name = labels::close(path, r.ret);
-        let key = hash_str(&name);
+        let key = name_key(u8::MAX, r.ret, path);
+        let ret = r.ret;
+        let make = move || labels::close(path, ret);
         let r = *r;
-        self.slice(
-            At { owner: Owner::Proc(r.pid, Lanes::Opens), ts: r.ts, dur: r.dur },
-            key,
-            &move || name.clone(),
-            &mut |s, seq| {
-                s.arg_str(seq, Arg::Path, path);
-                s.arg_int(Arg::Fd, i64::from(r.fd));
-                match labels::outcome(r.ret) {
-                    Outcome::Ok(_) => {}
-                    Outcome::Err(e) => s.arg_str(seq, Arg::Errno, names::errno(e).as_bytes()),
-                    Outcome::Unknown => s.arg_str(seq, Arg::Result, labels::RESULT_UNKNOWN.as_bytes()),
-                }
-                s.arg_int(Arg::Tid, i64::from(r.tid));
-            },
-        )
+        self.slice(At { owner: Owner::Proc(r.pid, Lanes::Opens), ts: r.ts, dur: r.dur }, key, &make, &mut |s, seq| {
+            s.arg_str(seq, Arg::Path, path);
+            s.arg_int(Arg::Fd, i64::from(r.fd));
+            match labels::outcome(r.ret) {
+                Outcome::Ok(_) => {}
+                Outcome::Err(e) => s.arg_str(seq, Arg::Errno, names::errno(e).as_bytes()),
+                Outcome::Unknown => s.arg_str(seq, Arg::Result, labels::RESULT_UNKNOWN.as_bytes()),
+            }
+            s.arg_int(Arg::Tid, i64::from(r.tid));
+        })
     }
 
     fn transfer(&mut self, f: &Frame<'_>, r: &Transfer) -> io::Result<()> {
@@ -1026,10 +1036,20 @@ fn mark_args(s: &mut Scratch, seq: &mut Seq, m: &Mark, value: &str) {
     }
 }
 
-fn hash_str(s: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
+/// A slice-name key for opens and closes from what their names are made
+/// of: `tag` (the call), the outcome and the path. Bit 62 keeps these keys
+/// apart from the op-and-size keys of reads and writes.
+fn name_key(tag: u8, ret: i64, path: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let outcome = match labels::outcome(ret) {
+        Outcome::Ok(_) => 0,
+        Outcome::Err(e) => e,
+        Outcome::Unknown => -1,
+    };
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    s.hash(&mut h);
+    h.write_u8(tag);
+    h.write_i64(outcome);
+    h.write(path);
     h.finish() | (1 << 62)
 }
 

@@ -66,6 +66,20 @@ impl<W: Write> PacketSink<W> {
         Ok(())
     }
 
+    /// Writes a packet of only a timestamp, sequence id, flags and `ev`
+    /// (which [`wire::event_is_plain`]) with `args`.
+    fn write_plain(&mut self, ts: u64, seq: u32, flags: u32, ev: &TrackEvent, args: &[u8]) -> io::Result<()> {
+        debug_assert!(wire::event_is_plain(ev));
+        let before = self.pending.len();
+        wire::plain_event(&mut self.pending, Some(ts), seq, flags, ev, args);
+        self.raw_bytes += (self.pending.len() - before) as u64;
+        self.packets += 1;
+        if self.pending.len() >= BATCH {
+            self.flush_pending()?;
+        }
+        Ok(())
+    }
+
     fn flush_pending(&mut self) -> io::Result<()> {
         if self.pending.is_empty() {
             return Ok(());
@@ -292,6 +306,29 @@ impl Seq {
             p.timestamp_clock_id = Some(BuiltinClock::Boottime as u32);
         }
         sink.write_event(p, event)
+    }
+
+    /// Whether a packet at `ts` would need nothing from this sequence but
+    /// its id and a clock delta: no reset due, clock defined and not past
+    /// `ts`. Then [`Seq::write_plain`] may write it without a
+    /// [`TracePacket`] (slice ends, and most begins: the hot path).
+    #[inline]
+    pub fn plain_ready(&self, ts: u64) -> bool {
+        self.started && self.clock.is_some_and(|c| ts >= c) && self.names.len() + self.strings.len() <= MAX_INTERNED
+    }
+
+    /// Writes `ev` with `args` at `ts`, which [`Seq::plain_ready`] allowed.
+    pub fn write_plain<W: Write>(
+        &mut self,
+        sink: &mut PacketSink<W>,
+        ts: u64,
+        ev: &TrackEvent,
+        args: &[u8],
+    ) -> io::Result<()> {
+        debug_assert!(self.plain_ready(ts));
+        let delta = ts - self.clock.unwrap_or(0);
+        self.clock = Some(ts);
+        sink.write_plain(delta, self.id, SequenceFlags::SeqNeedsIncrementalState as u32, ev, args)
     }
 
     /// The iid of an event name, defining it in `interned` if new.

@@ -32,16 +32,33 @@ fn append<const N: usize>(buf: &mut Vec<u8>, b: &[u8; N], n: usize) {
     }
 }
 
-/// Writes `v` as a varint at `b[at..]` (10 bytes must fit); returns the new end.
+/// Writes `v` as a varint at `b[at..]` (10 bytes must fit); returns the new
+/// end. One bounds check, then the common short values unrolled.
 #[inline(always)]
-fn put_varint<const N: usize>(b: &mut [u8; N], mut at: usize, mut v: u64) -> usize {
-    while v >= 0x80 {
-        b[at] = v as u8 | 0x80;
-        v >>= 7;
-        at += 1;
+fn put_varint<const N: usize>(b: &mut [u8; N], at: usize, v: u64) -> usize {
+    let w: &mut [u8; 10] = (&mut b[at..at + 10]).try_into().unwrap();
+    if v < 1 << 7 {
+        w[0] = v as u8;
+        return at + 1;
     }
-    b[at] = v as u8;
-    at + 1
+    w[0] = v as u8 | 0x80;
+    if v < 1 << 14 {
+        w[1] = (v >> 7) as u8;
+        return at + 2;
+    }
+    w[1] = (v >> 7) as u8 | 0x80;
+    if v < 1 << 21 {
+        w[2] = (v >> 14) as u8;
+        return at + 3;
+    }
+    let (mut v, mut i) = (v >> 14, 2);
+    while v >= 0x80 {
+        w[i] = v as u8 | 0x80;
+        v >>= 7;
+        i += 1;
+    }
+    w[i] = v as u8;
+    at + i + 1
 }
 
 #[inline]
@@ -125,7 +142,8 @@ pub fn compressed_packets_header(buf: &mut Vec<u8>, len: usize) {
 pub fn packet(out: &mut Vec<u8>, p: &TracePacket, event: Option<(&TrackEvent, &[u8])>) {
     if let Some((ev, args)) = event {
         if is_plain(p, ev) {
-            return plain_event(out, p, ev, args);
+            let (seq, flags) = (p.trusted_packet_sequence_id.unwrap_or(0), p.sequence_flags.unwrap_or(0));
+            return plain_event(out, p.timestamp, seq, flags, ev, args);
         }
     }
     let body = begin_nested(out, 1);
@@ -189,6 +207,22 @@ fn is_plain(p: &TracePacket, ev: &TrackEvent) -> bool {
         first_packet_on_sequence,
         track_event,
     } = p;
+    timestamp_clock_id.is_none()
+        && trusted_packet_sequence_id.is_some()
+        && sequence_flags.is_some()
+        && clock_snapshot.is_none()
+        && track_descriptor.is_none()
+        && compressed_packets.is_none()
+        && interned_data.is_none()
+        && trace_packet_defaults.is_none()
+        && first_packet_on_sequence.is_none()
+        && track_event.is_none()
+        && event_is_plain(ev)
+}
+
+/// Whether `ev` has no fields but those [`plain_event`] writes.
+#[inline]
+pub fn event_is_plain(ev: &TrackEvent) -> bool {
     let TrackEvent {
         category_iids,
         categories,
@@ -206,17 +240,7 @@ fn is_plain(p: &TracePacket, ev: &TrackEvent) -> bool {
         terminating_flow_ids: _,
         debug_annotations,
     } = ev;
-    timestamp_clock_id.is_none()
-        && trusted_packet_sequence_id.is_some()
-        && sequence_flags.is_some()
-        && clock_snapshot.is_none()
-        && track_descriptor.is_none()
-        && compressed_packets.is_none()
-        && interned_data.is_none()
-        && trace_packet_defaults.is_none()
-        && first_packet_on_sequence.is_none()
-        && track_event.is_none()
-        && category_iids.is_empty()
+    category_iids.is_empty()
         && categories.is_empty()
         && name.is_none()
         && track_uuid.is_none()
@@ -234,54 +258,59 @@ fn varint_len(v: u64) -> usize {
     ((64 - (v | 1).leading_zeros()) as usize * 9 + 64) / 64
 }
 
-/// [`packet`] for a packet [`is_plain`] accepts: the same bytes,
+/// [`packet`] for a packet [`is_plain`] accepts (given its timestamp,
+/// sequence id and flags), or one that never became a [`TracePacket`]:
+/// the same bytes,
 /// with lengths computed up front instead of fixed up, and the scalar
 /// fields gathered on the stack for one copy.
-fn plain_event(out: &mut Vec<u8>, p: &TracePacket, ev: &TrackEvent, args: &[u8]) {
-    // TracePacket fields before the event, in field-number order as
-    // `packet` writes them: timestamp (8), sequence id (10), flags (13).
-    let mut head = [0u8; 40];
-    let mut n = 0;
-    if let Some(ts) = p.timestamp {
-        head[0] = 8 << 3;
-        n = put_varint(&mut head, 1, ts);
+pub fn plain_event(out: &mut Vec<u8>, ts: Option<u64>, seq: u32, flags: u32, ev: &TrackEvent, args: &[u8]) {
+    let vl = varint_len;
+    // Sizes first, so the packet's start can be written in one pass:
+    // TracePacket fields in field-number order as `packet` writes them,
+    // timestamp (8), sequence id (10), flags (13), then the event (11):
+    // type (9), name_iid (10), counter_value (30), double_counter_value
+    // (44), flow ids (47, 48: fixed64 under a two-byte key), args.
+    let (seq, flags) = (u64::from(seq), u64::from(flags));
+    let head = ts.map_or(0, |t| 1 + vl(t)) + 1 + vl(seq) + 1 + vl(flags);
+    let scalars = ev.r#type.map_or(0, |t| 1 + vl(t as u64))
+        + ev.name_iid.map_or(0, |i| 1 + vl(i))
+        + ev.counter_value.map_or(0, |v| 2 + vl(v as u64))
+        + ev.double_counter_value.map_or(0, |_| 10);
+    let flows = (ev.flow_ids.len() + ev.terminating_flow_ids.len()) * 10;
+    let ev_len = scalars + flows + args.len();
+    let body_len = head + 1 + vl(ev_len as u64) + ev_len;
+    let mut b = [0u8; 128];
+    b[0] = 1 << 3 | LEN as u8;
+    let mut i = put_varint(&mut b, 1, body_len as u64);
+    if let Some(t) = ts {
+        b[i] = 8 << 3;
+        i = put_varint(&mut b, i + 1, t);
     }
-    head[n] = 10 << 3;
-    n = put_varint(&mut head, n + 1, u64::from(p.trusted_packet_sequence_id.unwrap_or(0)));
-    head[n] = 13 << 3;
-    n = put_varint(&mut head, n + 1, u64::from(p.sequence_flags.unwrap_or(0)));
-    // TrackEvent scalars: type (9), name_iid (10), counter_value (30),
-    // double_counter_value (44).
-    let mut evh = [0u8; 48];
-    let mut m = 0;
+    b[i] = 10 << 3;
+    i = put_varint(&mut b, i + 1, seq);
+    b[i] = 13 << 3;
+    i = put_varint(&mut b, i + 1, flags);
+    b[i] = 11 << 3 | LEN as u8;
+    i = put_varint(&mut b, i + 1, ev_len as u64);
     if let Some(t) = ev.r#type {
-        evh[0] = 9 << 3;
-        m = put_varint(&mut evh, 1, t as u64);
+        b[i] = 9 << 3;
+        i = put_varint(&mut b, i + 1, t as u64);
     }
     if let Some(iid) = ev.name_iid {
-        evh[m] = 10 << 3;
-        m = put_varint(&mut evh, m + 1, iid);
+        b[i] = 10 << 3;
+        i = put_varint(&mut b, i + 1, iid);
     }
     if let Some(v) = ev.counter_value {
-        m = put_varint(&mut evh, m, u64::from(30u32 << 3 | VARINT));
-        m = put_varint(&mut evh, m, v as u64);
+        i = put_varint(&mut b, i, u64::from(30u32 << 3 | VARINT));
+        i = put_varint(&mut b, i, v as u64);
     }
     if let Some(v) = ev.double_counter_value {
-        m = put_varint(&mut evh, m, u64::from(44u32 << 3 | I64));
-        evh[m..m + 8].copy_from_slice(&v.to_bits().to_le_bytes());
-        m += 8;
+        i = put_varint(&mut b, i, u64::from(44u32 << 3 | I64));
+        b[i..i + 8].copy_from_slice(&v.to_bits().to_le_bytes());
+        i += 8;
     }
-    // Flow ids are fixed64 under a two-byte key.
-    let flows = (ev.flow_ids.len() + ev.terminating_flow_ids.len()) * 10;
-    let ev_len = m + flows + args.len();
-    let body_len = n + 1 + varint_len(ev_len as u64) + ev_len;
-    out.reserve(1 + varint_len(body_len as u64) + body_len);
-    out.push(1 << 3 | LEN as u8);
-    varint(out, body_len as u64);
-    append(out, &head, n);
-    out.push(11 << 3 | LEN as u8);
-    varint(out, ev_len as u64);
-    append(out, &evh, m);
+    out.reserve(i + flows + args.len());
+    append(out, &b, i);
     for &f in &ev.flow_ids {
         fixed64(out, 47, f);
     }
@@ -342,30 +371,37 @@ fn track_event(b: &mut Vec<u8>, ev: &TrackEvent) {
 }
 
 /// A DebugAnnotation (TrackEvent field 4) with an interned name and one
-/// varint value, appended to `args`. Its body is at most 22 bytes, so its
-/// length is one byte.
-#[inline]
-fn short_annotation(args: &mut Vec<u8>, name_iid: u64, value_field: u32, v: u64) {
+/// varint value under `key` (the value field's encoded key), appended to
+/// `args`. Its body is at most 23 bytes, so its length is one byte.
+#[inline(always)]
+fn short_annotation<const K: usize>(args: &mut Vec<u8>, name_iid: u64, key: [u8; K], v: u64) {
     let mut b = [0u8; 32];
     b[0] = (4 << 3 | LEN) as u8;
     b[2] = 1 << 3 | VARINT as u8;
-    let n = put_varint(&mut b, 3, name_iid);
-    let n = put_varint(&mut b, n, u64::from(value_field << 3 | VARINT));
-    let n = put_varint(&mut b, n, v);
+    // Arg names are small iids: one byte, no loop.
+    let n = if name_iid < 0x80 {
+        b[3] = name_iid as u8;
+        4
+    } else {
+        put_varint(&mut b, 3, name_iid)
+    };
+    b[n..n + K].copy_from_slice(&key);
+    let n = put_varint(&mut b, n + K, v);
     b[1] = (n - 2) as u8;
     append(args, &b, n);
 }
 
 pub fn annotation_int(args: &mut Vec<u8>, name_iid: u64, v: i64) {
-    short_annotation(args, name_iid, 4, v as u64);
+    short_annotation(args, name_iid, [4 << 3 | VARINT as u8], v as u64);
 }
 
 pub fn annotation_uint(args: &mut Vec<u8>, name_iid: u64, v: u64) {
-    short_annotation(args, name_iid, 3, v);
+    short_annotation(args, name_iid, [3 << 3 | VARINT as u8], v);
 }
 
 pub fn annotation_string_iid(args: &mut Vec<u8>, name_iid: u64, iid: u64) {
-    short_annotation(args, name_iid, 17, iid);
+    // Field 17: a two-byte key.
+    short_annotation(args, name_iid, [0x88, 0x01], iid);
 }
 
 fn annotation(b: &mut Vec<u8>, a: &DebugAnnotation) {
@@ -413,6 +449,22 @@ mod tests {
         let back = crate::proto::Trace::decode(ours.as_slice()).unwrap();
         assert_eq!(back.packet, vec![p.clone()]);
         assert_eq!(ours.len(), theirs.len());
+    }
+
+    #[test]
+    fn varints_match_prost() {
+        let mut vals = vec![0u64, u64::MAX];
+        for shift in 0..64 {
+            vals.extend([(1u64 << shift) - 1, 1 << shift, (1 << shift) + 1]);
+        }
+        for v in vals {
+            let mut ours = Vec::new();
+            varint(&mut ours, v);
+            let mut theirs = Vec::new();
+            prost::encoding::encode_varint(v, &mut theirs);
+            assert_eq!(ours, theirs, "{v}");
+            assert_eq!(varint_len(v), theirs.len(), "{v}");
+        }
     }
 
     #[test]
