@@ -361,11 +361,9 @@ impl R<'_> {
     #[inline(always)]
     fn u(&mut self, f: usize) -> Result<u64, Bad> {
         let c = &mut self.cols[f];
-        if !c.present {
-            return Ok(0);
-        }
         // Most values fit one or two bytes: take those without the general
-        // loop. (`reset` checked that every column lies inside `buf`.)
+        // loop. (`reset` checked that every column lies inside `buf`; an
+        // absent column is empty, so it goes past here.)
         if c.pos + 1 < c.end {
             if let Some(&[b0, b1]) = self.buf.get(c.pos..c.pos + 2) {
                 if b0 < 0x80 {
@@ -377,6 +375,8 @@ impl R<'_> {
                     return Ok(u64::from(b0 & 0x7f) | u64::from(b1) << 7);
                 }
             }
+        } else if !c.present {
+            return Ok(0);
         } else if c.pos < c.end {
             if let Some(&b) = self.buf.get(c.pos) {
                 if b < 0x80 {

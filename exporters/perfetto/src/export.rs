@@ -136,10 +136,12 @@ impl Scratch {
         self.interned.event_categories.clear();
     }
 
+    #[inline]
     fn arg_int(&mut self, a: Arg, v: i64) {
         wire::annotation_int(&mut self.args, a as u64, v);
     }
 
+    #[inline]
     fn arg_uint(&mut self, a: Arg, v: u64) {
         wire::annotation_uint(&mut self.args, a as u64, v);
     }
@@ -370,6 +372,16 @@ impl<W: Write> Exporter<W> {
 
     /// Picks (or creates) a lane of `owner`'s tracks free at `ts`.
     fn lane(&mut self, owner: Owner, ts: u64, end: u64) -> io::Result<usize> {
+        // Most slices land on a known process's free lane: one lookup.
+        if let Owner::Proc(pid, kind) = owner {
+            if let Some(p) = self.procs.get_mut(&pid).filter(|p| p.described) {
+                let lanes = &mut p.lanes[kind as usize];
+                if let Some(i) = lanes.iter().position(|l| l.max_end < ts) {
+                    lanes[i].max_end = end;
+                    return Ok(i);
+                }
+            }
+        }
         let (parent, name, rank) = match owner {
             Owner::Proc(pid, kind) => {
                 self.ensure_process(pid)?;

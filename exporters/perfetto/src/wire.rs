@@ -391,14 +391,17 @@ fn short_annotation<const K: usize>(args: &mut Vec<u8>, name_iid: u64, key: [u8;
     append(args, &b, n);
 }
 
+#[inline]
 pub fn annotation_int(args: &mut Vec<u8>, name_iid: u64, v: i64) {
     short_annotation(args, name_iid, [4 << 3 | VARINT as u8], v as u64);
 }
 
+#[inline]
 pub fn annotation_uint(args: &mut Vec<u8>, name_iid: u64, v: u64) {
     short_annotation(args, name_iid, [3 << 3 | VARINT as u8], v);
 }
 
+#[inline]
 pub fn annotation_string_iid(args: &mut Vec<u8>, name_iid: u64, iid: u64) {
     // Field 17: a two-byte key.
     short_annotation(args, name_iid, [0x88, 0x01], iid);
