@@ -58,12 +58,7 @@ impl<W: Write> PacketSink<W> {
     pub fn write_event(&mut self, p: &TracePacket, event: Option<(&TrackEvent, &[u8])>) -> io::Result<()> {
         let before = self.pending.len();
         wire::packet(&mut self.pending, p, event);
-        self.raw_bytes += (self.pending.len() - before) as u64;
-        self.packets += 1;
-        if self.pending.len() >= BATCH {
-            self.flush_pending()?;
-        }
-        Ok(())
+        self.wrote(before)
     }
 
     /// Writes a packet of only a timestamp, sequence id, flags and `ev`
@@ -72,6 +67,13 @@ impl<W: Write> PacketSink<W> {
         debug_assert!(wire::event_is_plain(ev));
         let before = self.pending.len();
         wire::plain_event(&mut self.pending, Some(ts), seq, flags, ev, args);
+        self.wrote(before)
+    }
+
+    /// Counts the packet appended to `pending` from `before` on, and
+    /// writes the batch out once it is full.
+    #[inline]
+    fn wrote(&mut self, before: usize) -> io::Result<()> {
         self.raw_bytes += (self.pending.len() - before) as u64;
         self.packets += 1;
         if self.pending.len() >= BATCH {

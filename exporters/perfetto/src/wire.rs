@@ -62,7 +62,7 @@ fn put_varint<const N: usize>(b: &mut [u8; N], at: usize, v: u64) -> usize {
 }
 
 #[inline]
-pub fn varint(buf: &mut Vec<u8>, v: u64) {
+fn varint(buf: &mut Vec<u8>, v: u64) {
     let mut b = [0u8; 10];
     let n = put_varint(&mut b, 0, v);
     append(buf, &b, n);
@@ -128,12 +128,11 @@ fn end_nested(buf: &mut Vec<u8>, start: usize) {
 /// The start of a packet holding only `compressed_packets` of `len`
 /// bytes, which the caller writes after it (saving a copy of the batch).
 pub fn compressed_packets_header(buf: &mut Vec<u8>, len: usize) {
-    let mut field = Vec::with_capacity(12);
-    key(&mut field, 50, LEN);
-    varint(&mut field, len as u64);
+    let field_key = u64::from(50u32 << 3 | LEN);
     key(buf, 1, LEN);
-    varint(buf, (field.len() + len) as u64);
-    buf.extend_from_slice(&field);
+    varint(buf, (varint_len(field_key) + varint_len(len as u64) + len) as u64);
+    varint(buf, field_key);
+    varint(buf, len as u64);
 }
 
 /// Appends `p` to `out` as a `Trace.packet` field (tag, length, body).
@@ -254,15 +253,15 @@ pub fn event_is_plain(ev: &TrackEvent) -> bool {
 /// Bytes of `v` as a varint.
 #[inline(always)]
 fn varint_len(v: u64) -> usize {
-    // 1 + floor(bits / 7), with 0 taking one byte.
+    // ceil(bits / 7) for 1..=64 significant bits (0 counts as 1 bit),
+    // as (bits * 9 + 64) / 64 without a division by 7.
     ((64 - (v | 1).leading_zeros()) as usize * 9 + 64) / 64
 }
 
 /// [`packet`] for a packet [`is_plain`] accepts (given its timestamp,
-/// sequence id and flags), or one that never became a [`TracePacket`]:
-/// the same bytes,
-/// with lengths computed up front instead of fixed up, and the scalar
-/// fields gathered on the stack for one copy.
+/// sequence id and flags), or for one that never became a [`TracePacket`]:
+/// the same bytes, with lengths computed up front instead of fixed up and
+/// the scalar fields gathered on the stack for one copy.
 pub fn plain_event(out: &mut Vec<u8>, ts: Option<u64>, seq: u32, flags: u32, ev: &TrackEvent, args: &[u8]) {
     let vl = varint_len;
     // Sizes first, so the packet's start can be written in one pass:
