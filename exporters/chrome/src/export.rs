@@ -498,14 +498,11 @@ impl<W: Write> Exporter<W> {
             if r.dirfd != -100 {
                 s.arg_i64("dirfd", i64::from(r.dirfd))?;
             }
-            let outcome = labels::outcome(r.ret);
-            match outcome {
-                Outcome::Ok(fd) => s.arg_u64("fd", fd)?,
-                Outcome::Err(e) => s.arg_str("errno", &names::errno(e))?,
-                Outcome::Unknown => s.arg_str(labels::RESULT_ARG, labels::RESULT_UNKNOWN)?,
+            if let Some(fd) = outcome_args(s, r.ret)? {
+                s.arg_u64("fd", fd)?;
             }
             // What was opened, unless nothing was.
-            if !matches!(outcome, Outcome::Err(_)) && r.kind != FileKind::Regular {
+            if !matches!(labels::outcome(r.ret), Outcome::Err(_)) && r.kind != FileKind::Regular {
                 s.arg_str("file kind", r.kind.name())?;
             }
             s.arg_i64("tid", i64::from(r.tid))
@@ -519,11 +516,7 @@ impl<W: Write> Exporter<W> {
         self.slice(Owner::Proc(r.pid, Lanes::Opens), r.ts, r.dur, Name::Given(&name), &mut |s| {
             s.arg_bytes("path", path)?;
             s.arg_i64("fd", i64::from(r.fd))?;
-            match labels::outcome(r.ret) {
-                Outcome::Ok(_) => {}
-                Outcome::Err(e) => s.arg_str("errno", &names::errno(e))?,
-                Outcome::Unknown => s.arg_str(labels::RESULT_ARG, labels::RESULT_UNKNOWN)?,
-            }
+            outcome_args(s, r.ret)?;
             s.arg_i64("tid", i64::from(r.tid))
         })
     }
@@ -778,11 +771,21 @@ impl<W: Write> Exporter<W> {
 }
 
 /// A syscall's result args: `returned`, `errno`, or that it is unknown.
-fn returned<W: Write>(s: &mut Sink<W>, ret: i64) -> io::Result<()> {
+/// A syscall's result: adds `errno`, or that it is unknown, and returns
+/// the value when the call succeeded (for the caller to name).
+fn outcome_args<W: Write>(s: &mut Sink<W>, ret: i64) -> io::Result<Option<u64>> {
     match labels::outcome(ret) {
-        Outcome::Ok(n) => s.arg_u64("returned", n),
-        Outcome::Err(e) => s.arg_str("errno", &names::errno(e)),
-        Outcome::Unknown => s.arg_str(labels::RESULT_ARG, labels::RESULT_UNKNOWN),
+        Outcome::Ok(n) => return Ok(Some(n)),
+        Outcome::Err(e) => s.arg_str("errno", &names::errno(e))?,
+        Outcome::Unknown => s.arg_str(labels::RESULT_ARG, labels::RESULT_UNKNOWN)?,
+    }
+    Ok(None)
+}
+
+fn returned<W: Write>(s: &mut Sink<W>, ret: i64) -> io::Result<()> {
+    match outcome_args(s, ret)? {
+        Some(n) => s.arg_u64("returned", n),
+        None => Ok(()),
     }
 }
 

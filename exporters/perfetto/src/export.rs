@@ -375,9 +375,7 @@ impl<W: Write> Exporter<W> {
         // Most slices land on a known process's free lane: one lookup.
         if let Owner::Proc(pid, kind) = owner {
             if let Some(p) = self.procs.get_mut(&pid).filter(|p| p.described) {
-                let lanes = &mut p.lanes[kind as usize];
-                if let Some(i) = lanes.iter().position(|l| l.max_end < ts) {
-                    lanes[i].max_end = end;
+                if let Some(i) = take_free(&mut p.lanes[kind as usize], ts, end) {
                     return Ok(i);
                 }
             }
@@ -389,9 +387,7 @@ impl<W: Write> Exporter<W> {
             }
             Owner::Disk(d) => (self.disks[d].uuid, "requests", 0),
         };
-        let lanes = self.lanes_mut(owner);
-        if let Some(i) = lanes.iter().position(|l| l.max_end < ts) {
-            lanes[i].max_end = end;
+        if let Some(i) = take_free(self.lanes_mut(owner), ts, end) {
             return Ok(i);
         }
         let uuid = self.uuid();
@@ -650,14 +646,11 @@ impl<W: Write> Exporter<W> {
             if r.dirfd != -100 {
                 s.arg_int(Arg::Dirfd, i64::from(r.dirfd));
             }
-            let outcome = labels::outcome(r.ret);
-            match outcome {
-                Outcome::Ok(fd) => s.arg_int(Arg::Fd, fd as i64),
-                Outcome::Err(e) => s.arg_str(seq, Arg::Errno, names::errno(e).as_bytes()),
-                Outcome::Unknown => s.arg_str(seq, Arg::Result, labels::RESULT_UNKNOWN.as_bytes()),
+            if let Some(fd) = outcome_args(s, seq, r.ret) {
+                s.arg_int(Arg::Fd, fd as i64);
             }
             // What was opened, unless nothing was.
-            if !matches!(outcome, Outcome::Err(_)) && r.kind != FileKind::Regular {
+            if !matches!(labels::outcome(r.ret), Outcome::Err(_)) && r.kind != FileKind::Regular {
                 s.arg_str(seq, Arg::Kind, r.kind.name().as_bytes());
             }
             s.arg_int(Arg::Tid, i64::from(r.tid));
@@ -673,11 +666,7 @@ impl<W: Write> Exporter<W> {
         self.slice(At { owner: Owner::Proc(r.pid, Lanes::Opens), ts: r.ts, dur: r.dur }, key, &make, &mut |s, seq| {
             s.arg_str(seq, Arg::Path, path);
             s.arg_int(Arg::Fd, i64::from(r.fd));
-            match labels::outcome(r.ret) {
-                Outcome::Ok(_) => {}
-                Outcome::Err(e) => s.arg_str(seq, Arg::Errno, names::errno(e).as_bytes()),
-                Outcome::Unknown => s.arg_str(seq, Arg::Result, labels::RESULT_UNKNOWN.as_bytes()),
-            }
+            outcome_args(s, seq, r.ret);
             s.arg_int(Arg::Tid, i64::from(r.tid));
         })
     }
@@ -1032,12 +1021,28 @@ impl<W: Write> Exporter<W> {
     }
 }
 
-/// A syscall's result args: `returned`, `errno`, or that it is unknown.
-fn returned(s: &mut Scratch, seq: &mut Seq, ret: i64) {
+/// Takes the first of `lanes` free at `ts`, busy until `end`.
+fn take_free(lanes: &mut [Lane], ts: u64, end: u64) -> Option<usize> {
+    let i = lanes.iter().position(|l| l.max_end < ts)?;
+    lanes[i].max_end = end;
+    Some(i)
+}
+
+/// A syscall's result: adds `errno`, or that it is unknown, and returns
+/// the value when the call succeeded (for the caller to name).
+fn outcome_args(s: &mut Scratch, seq: &mut Seq, ret: i64) -> Option<u64> {
     match labels::outcome(ret) {
-        Outcome::Ok(n) => s.arg_int(Arg::Returned, n as i64),
+        Outcome::Ok(n) => return Some(n),
         Outcome::Err(e) => s.arg_str(seq, Arg::Errno, names::errno(e).as_bytes()),
         Outcome::Unknown => s.arg_str(seq, Arg::Result, labels::RESULT_UNKNOWN.as_bytes()),
+    }
+    None
+}
+
+/// A syscall's result args: `returned`, `errno`, or that it is unknown.
+fn returned(s: &mut Scratch, seq: &mut Seq, ret: i64) {
+    if let Some(n) = outcome_args(s, seq, ret) {
+        s.arg_int(Arg::Returned, n as i64);
     }
 }
 
