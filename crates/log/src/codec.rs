@@ -398,25 +398,26 @@ impl R<'_> {
     fn i(&mut self, f: usize) -> Result<i64, Bad> {
         self.u(f).map(unzigzag)
     }
+    /// An unsigned field narrowed to its type, out of range being corrupt.
+    #[inline(always)]
+    fn narrow<T: TryFrom<u64>>(&mut self, f: usize) -> Result<T, Bad> {
+        T::try_from(self.u(f)?).map_err(|_| Bad::Range(f as u8))
+    }
     #[inline(always)]
     fn i32(&mut self, f: usize) -> Result<i32, Bad> {
-        let v = self.i(f)?;
-        i32::try_from(v).map_err(|_| Bad::Range(f as u8))
+        i32::try_from(self.i(f)?).map_err(|_| Bad::Range(f as u8))
     }
     #[inline(always)]
     fn u32(&mut self, f: usize) -> Result<u32, Bad> {
-        let v = self.u(f)?;
-        u32::try_from(v).map_err(|_| Bad::Range(f as u8))
+        self.narrow(f)
     }
     #[inline(always)]
     fn u16(&mut self, f: usize) -> Result<u16, Bad> {
-        let v = self.u(f)?;
-        u16::try_from(v).map_err(|_| Bad::Range(f as u8))
+        self.narrow(f)
     }
     #[inline(always)]
     fn u8(&mut self, f: usize) -> Result<u8, Bad> {
-        let v = self.u(f)?;
-        u8::try_from(v).map_err(|_| Bad::Range(f as u8))
+        self.narrow(f)
     }
     #[inline(always)]
     fn s(&mut self, f: usize) -> Result<StrId, Bad> {
