@@ -24,7 +24,7 @@ mod writer;
 
 pub use error::LogError;
 pub use header::{ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer};
-pub use reader::{describe_ts, Diagnostic, Frame, LogReader};
+pub use reader::{describe_ts, Diagnostic, Frame, FrameSpan, LogReader};
 pub use record::*;
 pub use writer::{EncodedFrame, FrameEncoder, LogWriter, RecordWriter, DEFAULT_FRAME_RECORDS};
 

@@ -140,11 +140,22 @@ impl Frame<'_> {
     }
 }
 
+/// What [`LogReader::scan_span`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameSpan {
+    pub frames: u64,
+    pub records: u64,
+    pub first_ts: Option<u64>,
+    pub last_ts: Option<u64>,
+}
+
 /// Reads a log; see the module docs.
 pub struct LogReader<R: Read + Seek> {
     name: PathBuf,
     src: R,
     offset: u64,
+    /// Where the first frame starts.
+    data_start: u64,
     header: Header,
     version: (u16, u16),
     trailer: Option<Trailer>,
@@ -243,6 +254,7 @@ impl<R: Read + Seek> LogReader<R> {
             name,
             src,
             offset: (FILE_HEADER_LEN + json.len()) as u64,
+            data_start: (FILE_HEADER_LEN + json.len()) as u64,
             header,
             version: (major, minor),
             trailer: None,
@@ -283,6 +295,46 @@ impl<R: Read + Seek> LogReader<R> {
     /// The latest timestamp of any frame read intact.
     pub fn last_ts(&self) -> Option<u64> {
         self.last_ts
+    }
+
+    /// Goes back to the first frame, to read the log again from the start
+    /// (diagnostics, trailer and counts start anew).
+    pub fn rewind(&mut self) {
+        self.offset = self.data_start;
+        self.trailer = None;
+        self.dec = Decoder::new();
+        self.diags.clear();
+        self.reported_unknown = 0;
+        self.last_ts = None;
+        self.done = false;
+    }
+
+    /// The time span and record count of the log's frames, from their
+    /// headers alone (nothing is decompressed), without moving the reader.
+    /// Stops at the trailer, at the first damaged frame header or at the
+    /// end of a cut log: a span from what is intact up to there.
+    pub fn scan_span(&mut self) -> Result<FrameSpan, LogError> {
+        let mut span = FrameSpan::default();
+        let mut at = self.data_start;
+        loop {
+            self.src.seek(SeekFrom::Start(at)).map_err(|e| self.io(e))?;
+            let mut hb = [0u8; FRAME_HEADER_LEN];
+            if read_full(&mut self.src, &mut hb).map_err(|e| self.io(e))? < FRAME_HEADER_LEN {
+                break;
+            }
+            let Some(h) = FrameHeader::decode(&hb).filter(|h| h.payload_len <= MAX_PAYLOAD) else { break };
+            if h.kind != FrameKind::Records as u8 {
+                break;
+            }
+            span.frames += 1;
+            if h.records > 0 {
+                span.records += u64::from(h.records);
+                span.first_ts = Some(span.first_ts.map_or(h.first_ts, |t| t.min(h.first_ts)));
+                span.last_ts = Some(span.last_ts.map_or(h.last_ts, |t| t.max(h.last_ts)));
+            }
+            at += (FRAME_HEADER_LEN + h.payload_len as usize) as u64;
+        }
+        Ok(span)
     }
 
     fn io(&self, e: io::Error) -> LogError {

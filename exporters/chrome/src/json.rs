@@ -120,15 +120,17 @@ impl<W: Write> Sink<W> {
         self.w.write_all(b",\n\"traceEvents\":[\n")
     }
 
-    /// Closes the event array; `trailer` goes after it.
-    pub fn end_file(mut self, trailer: &Value) -> io::Result<(W, u64)> {
+    /// Closes the event array; `trailer` goes after it. Returns the bytes written.
+    pub fn end_file(&mut self, trailer: &Value) -> io::Result<u64> {
         self.w.write_all(b"\n],\n\"mltraceTrailer\":")?;
         write_value(&mut self.w, trailer)?;
         self.w.write_all(b"}\n")?;
-        let c = self.w.into_inner().map_err(|e| e.into_error())?;
-        let mut inner = c.inner;
-        inner.flush()?;
-        Ok((inner, c.bytes))
+        self.w.flush()?;
+        Ok(self.w.get_ref().bytes)
+    }
+
+    pub fn into_inner(self) -> io::Result<W> {
+        Ok(self.w.into_inner().map_err(|e| e.into_error())?.inner)
     }
 
     /// Starts an event: `{"ph":..,"pid":..,"tid":..` and `ts` unless None.
@@ -341,7 +343,8 @@ mod tests {
         s.begin_file(&serde_json::json!({"a": 1})).unwrap();
         s.meta_name(5, 5, "process_name", "p").unwrap();
         s.flow('f', 5, 6, 10, u64::MAX).unwrap();
-        let (out, bytes) = s.end_file(&serde_json::Value::Null).unwrap();
+        let bytes = s.end_file(&serde_json::Value::Null).unwrap();
+        let out = s.into_inner().unwrap();
         assert_eq!(bytes, out.len() as u64);
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["traceEvents"].as_array().unwrap().len(), 2);

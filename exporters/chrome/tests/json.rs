@@ -229,15 +229,7 @@ fn memory_stays_bounded_on_a_long_log() {
         .unwrap();
     }
     let log = w.finish(&Trailer::default()).unwrap();
-    let mut ex = mltrace_chrome::Exporter::new(Vec::new(), &header(false));
-    ex.start().unwrap();
-    let mut r = reader(&log);
-    while let Some(mut f) = r.next_frame().unwrap() {
-        while let Some(rec) = f.next_record() {
-            ex.record(&f, &rec).unwrap();
-        }
-    }
-    let (out, stats) = ex.finish(None).unwrap();
+    let (out, stats) = mltrace_chrome::export(&mut reader(&log), Vec::new(), &mut |d| panic!("{d}")).unwrap();
     assert_eq!(stats.slices, 30_000);
     // Each read ends before the next starts: one lane.
     let v = parse(&out);

@@ -254,15 +254,13 @@ fn sample_log_exports_the_same() {
     assert!(minus(&p.flows, &c.flows).is_empty());
     assert_eq!(c.flows.len(), 17);
     assert_eq!(e.stats.flows, e.perfetto_stats.flows);
-    // Process names, except pid 400: exec'd under a new name after it was
-    // shown, it gets a second group in Perfetto (which keeps the first
-    // name); JSON has one name per pid and the importer keeps the last.
-    let not_400 = |t: &Tables| t.processes.iter().filter(|r| r[0] != "400").cloned().collect::<Vec<_>>();
-    assert_same("processes", &not_400(p), &not_400(c));
+    // One group per process, named for the program it ended up running
+    // (pid 400 forks, reads, then execs `cat`).
+    assert_same("processes", &p.processes, &c.processes);
     let named =
         |t: &Tables, pid: &str| t.processes.iter().filter(|r| r[0] == pid).map(|r| r[1].clone()).collect::<Vec<_>>();
     assert_eq!(named(c, "400"), vec!["cat hostname".to_string()]);
-    assert_eq!(named(p, "400"), vec![String::new(), "pid 400".to_string()]);
+    assert_eq!(named(p, "400"), vec!["cat hostname".to_string()]);
     let names: Vec<&str> = c.processes.iter().map(|r| r[1].as_str()).collect();
     assert!(names.contains(&"python3 train.py (fork of 100)"), "{names:?}");
     assert!(names.contains(&"old \"daemon\""), "{names:?}");

@@ -18,6 +18,7 @@ use crate::proto::{
     InternedData, InternedString, TracePacket, TracePacketDefaults, TrackEvent, TrackEventDefaults,
 };
 use crate::wire;
+use mltrace_model::ArgKey;
 
 pub struct PacketSink<W: Write> {
     out: W,
@@ -116,85 +117,17 @@ impl<W: Write> PacketSink<W> {
         Ok(())
     }
 
-    /// Writes what is pending; returns the writer and the bytes written.
-    pub fn into_inner(mut self) -> io::Result<(W, u64)> {
+    /// Writes what is pending; returns the bytes written so far.
+    pub fn flush(&mut self) -> io::Result<u64> {
         self.flush_pending()?;
         self.out.flush()?;
+        Ok(self.bytes)
+    }
+
+    pub fn into_inner(mut self) -> io::Result<(W, u64)> {
+        self.flush()?;
         Ok((self.out, self.bytes))
     }
-}
-
-/// Names of the debug annotations (slice args) we use. Every sequence
-/// interns all of them when its state is (re)set, so an arg costs a 1-byte
-/// iid instead of its name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u64)]
-pub enum Arg {
-    Path = 1,
-    Fd,
-    Offset,
-    Requested,
-    Returned,
-    Errno,
-    Tid,
-    Flags,
-    Mode,
-    AbsPath,
-    Dirfd,
-    Kind,
-    InPath,
-    OutPath,
-    InFd,
-    OutFd,
-    Status,
-    Command,
-    Lost,
-    Sector,
-    Bytes,
-    QueueNs,
-    DeviceNs,
-    Process,
-    RqFlags,
-    Disk,
-    Rank,
-    Value,
-    PhaseKind,
-    Result,
-}
-
-impl Arg {
-    const ALL: [(Arg, &'static str); 30] = [
-        (Arg::Path, "path"),
-        (Arg::Fd, "fd"),
-        (Arg::Offset, "offset"),
-        (Arg::Requested, "requested"),
-        (Arg::Returned, "returned"),
-        (Arg::Errno, "errno"),
-        (Arg::Tid, "tid"),
-        (Arg::Flags, "flags"),
-        (Arg::Mode, "mode"),
-        (Arg::AbsPath, "absolute path"),
-        (Arg::Dirfd, "dirfd"),
-        (Arg::Kind, "file kind"),
-        (Arg::InPath, "in path"),
-        (Arg::OutPath, "out path"),
-        (Arg::InFd, "in fd"),
-        (Arg::OutFd, "out fd"),
-        (Arg::Status, "status"),
-        (Arg::Command, "command"),
-        (Arg::Lost, "lost"),
-        (Arg::Sector, "sector"),
-        (Arg::Bytes, "bytes"),
-        (Arg::QueueNs, "queue ns"),
-        (Arg::DeviceNs, "device ns"),
-        (Arg::Process, "process"),
-        (Arg::RqFlags, "request flags"),
-        (Arg::Disk, "disk"),
-        (Arg::Rank, "rank"),
-        (Arg::Value, "value"),
-        (Arg::PhaseKind, "phase"),
-        (Arg::Result, mltrace_log::labels::RESULT_ARG),
-    ];
 }
 
 /// The sequence-scoped clock (64..127 are per sequence) whose timestamps
@@ -254,8 +187,11 @@ impl Seq {
                     .track
                     .map(|t| TrackEventDefaults { track_uuid: Some(t), ..Default::default() }),
             });
-            for (a, n) in Arg::ALL {
-                interned.debug_annotation_names.push(DebugAnnotationName { iid: Some(a as u64), name: Some(n.into()) });
+            // Every sequence interns all arg names when its state is
+            // (re)set, so an arg costs a 1-byte iid instead of its name.
+            for a in ArgKey::ALL {
+                let name = Some(a.name().into());
+                interned.debug_annotation_names.push(DebugAnnotationName { iid: Some(a as u64), name });
             }
         }
         p.sequence_flags = Some(flags);

@@ -1,0 +1,187 @@
+//! Slice and instant args: their keys, and the sink encoders give the
+//! model to write them into, so that args are written straight into the
+//! output (no per-event allocation) and named the same in every format.
+
+/// The arg keys the model uses. Encoders may intern them once per output
+/// sequence ([`ArgKey::ALL`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ArgKey {
+    Path = 1,
+    Fd,
+    Offset,
+    Requested,
+    Returned,
+    Errno,
+    Tid,
+    Flags,
+    Mode,
+    AbsPath,
+    Dirfd,
+    Kind,
+    InPath,
+    OutPath,
+    InFd,
+    OutFd,
+    Status,
+    Command,
+    Lost,
+    Sector,
+    Bytes,
+    QueueNs,
+    DeviceNs,
+    Process,
+    RqFlags,
+    Disk,
+    Rank,
+    Value,
+    PhaseKind,
+    Result,
+    Pid,
+    Parent,
+    Calls,
+    LatencyNs,
+    Interval,
+    Syscall,
+}
+
+impl ArgKey {
+    pub const ALL: [ArgKey; 36] = [
+        ArgKey::Path,
+        ArgKey::Fd,
+        ArgKey::Offset,
+        ArgKey::Requested,
+        ArgKey::Returned,
+        ArgKey::Errno,
+        ArgKey::Tid,
+        ArgKey::Flags,
+        ArgKey::Mode,
+        ArgKey::AbsPath,
+        ArgKey::Dirfd,
+        ArgKey::Kind,
+        ArgKey::InPath,
+        ArgKey::OutPath,
+        ArgKey::InFd,
+        ArgKey::OutFd,
+        ArgKey::Status,
+        ArgKey::Command,
+        ArgKey::Lost,
+        ArgKey::Sector,
+        ArgKey::Bytes,
+        ArgKey::QueueNs,
+        ArgKey::DeviceNs,
+        ArgKey::Process,
+        ArgKey::RqFlags,
+        ArgKey::Disk,
+        ArgKey::Rank,
+        ArgKey::Value,
+        ArgKey::PhaseKind,
+        ArgKey::Result,
+        ArgKey::Pid,
+        ArgKey::Parent,
+        ArgKey::Calls,
+        ArgKey::LatencyNs,
+        ArgKey::Interval,
+        ArgKey::Syscall,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ArgKey::Path => "path",
+            ArgKey::Fd => "fd",
+            ArgKey::Offset => "offset",
+            ArgKey::Requested => "requested",
+            ArgKey::Returned => "returned",
+            ArgKey::Errno => "errno",
+            ArgKey::Tid => "tid",
+            ArgKey::Flags => "flags",
+            ArgKey::Mode => "mode",
+            ArgKey::AbsPath => "absolute path",
+            ArgKey::Dirfd => "dirfd",
+            ArgKey::Kind => "file kind",
+            ArgKey::InPath => "in path",
+            ArgKey::OutPath => "out path",
+            ArgKey::InFd => "in fd",
+            ArgKey::OutFd => "out fd",
+            ArgKey::Status => "status",
+            ArgKey::Command => "command",
+            ArgKey::Lost => "lost",
+            ArgKey::Sector => "sector",
+            ArgKey::Bytes => "bytes",
+            ArgKey::QueueNs => "queue ns",
+            ArgKey::DeviceNs => "device ns",
+            ArgKey::Process => "process",
+            ArgKey::RqFlags => "request flags",
+            ArgKey::Disk => "disk",
+            ArgKey::Rank => "rank",
+            ArgKey::Value => "value",
+            ArgKey::PhaseKind => "phase",
+            ArgKey::Result => mltrace_log::labels::RESULT_ARG,
+            ArgKey::Pid => "pid",
+            ArgKey::Parent => "parent pid",
+            ArgKey::Calls => "calls",
+            ArgKey::LatencyNs => "latency ns",
+            ArgKey::Interval => "interval",
+            ArgKey::Syscall => "syscall",
+        }
+    }
+}
+
+/// Where an encoder takes args. Errors are the encoder's to keep and
+/// report when the event is done.
+pub trait ArgSink {
+    fn int(&mut self, k: ArgKey, v: i64);
+    fn uint(&mut self, k: ArgKey, v: u64);
+    fn str(&mut self, k: ArgKey, v: &[u8]);
+    /// A NUL-separated argument vector.
+    fn argv(&mut self, k: ArgKey, v: &[u8]) {
+        self.str(k, v)
+    }
+}
+
+/// Writes an event's args into a sink.
+pub type ArgFn<'a> = &'a mut dyn FnMut(&mut dyn ArgSink);
+
+/// No args.
+pub fn no_args(_: &mut dyn ArgSink) {}
+
+/// An arg value kept beyond its record (the overview's slowest calls).
+#[derive(Clone, Debug, PartialEq)]
+pub enum OwnedVal {
+    Int(i64),
+    Uint(u64),
+    Str(Vec<u8>),
+    Argv(Vec<u8>),
+}
+
+/// Args copied out of a record, written back later.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OwnedArgs(pub Vec<(ArgKey, OwnedVal)>);
+
+impl ArgSink for OwnedArgs {
+    fn int(&mut self, k: ArgKey, v: i64) {
+        self.0.push((k, OwnedVal::Int(v)));
+    }
+    fn uint(&mut self, k: ArgKey, v: u64) {
+        self.0.push((k, OwnedVal::Uint(v)));
+    }
+    fn str(&mut self, k: ArgKey, v: &[u8]) {
+        self.0.push((k, OwnedVal::Str(v.to_vec())));
+    }
+    fn argv(&mut self, k: ArgKey, v: &[u8]) {
+        self.0.push((k, OwnedVal::Argv(v.to_vec())));
+    }
+}
+
+impl OwnedArgs {
+    pub fn write(&self, s: &mut dyn ArgSink) {
+        for (k, v) in &self.0 {
+            match v {
+                OwnedVal::Int(i) => s.int(*k, *i),
+                OwnedVal::Uint(u) => s.uint(*k, *u),
+                OwnedVal::Str(b) => s.str(*k, b),
+                OwnedVal::Argv(b) => s.argv(*k, b),
+            }
+        }
+    }
+}

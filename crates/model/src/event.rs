@@ -1,0 +1,187 @@
+//! Each kind of record as an event: its name (and name key) and its args.
+//! The detail scene, the overview's slowest calls and every writer take
+//! them from here, so a record reads the same everywhere.
+
+use mltrace_log::labels::{self, Outcome};
+use mltrace_log::names;
+use mltrace_log::*;
+
+use crate::args::{ArgKey as K, ArgSink};
+
+/// A flow id, never 0 (splitmix64 of the parts).
+pub fn flow_id(parts: [u64; 4]) -> u64 {
+    let mut h: u64 = 0x6d6c_7472_6163_6521;
+    for p in parts {
+        h ^= p;
+        h = h.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = h;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h = z ^ (z >> 31);
+    }
+    h | 1
+}
+
+/// From a syscall to the k-th block request it started.
+pub fn flow_from_syscall(tid: u32, ts: u64, k: u32) -> u64 {
+    flow_id([1, u64::from(tid), ts, u64::from(k)])
+}
+
+/// From a process's copy of a block request to the disk's.
+pub fn flow_to_disk(b: &Block) -> u64 {
+    flow_id([2, u64::from(b.dev) << 32 | u64::from(b.tid), b.sector, b.end_ts()])
+}
+
+/// Name keys: the top byte says which kind of name, so keys of different
+/// kinds never collide in an encoder's cache.
+const LOW: u64 = (1 << 56) - 1;
+
+pub fn io_key(op: IoOp, ret: i64) -> u64 {
+    (1 << 56) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
+}
+
+pub fn transfer_key(op: TransferOp, ret: i64) -> u64 {
+    (2 << 56) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
+}
+
+pub fn block_key(op: BlockOp, bytes: u64, failed: bool) -> u64 {
+    (3 << 56) | ((op as u64) << 48) | (u64::from(failed) << 47) | (bytes & ((1 << 47) - 1))
+}
+
+/// Opens and closes are named after their file: the key hashes what the
+/// name is made of, so the name is formatted only on a cache miss.
+pub fn path_key(tag: u8, ret: i64, path: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let outcome = match labels::outcome(ret) {
+        Outcome::Ok(_) => 0,
+        Outcome::Err(e) => e,
+        Outcome::Unknown => -1,
+    };
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_u8(tag);
+    h.write_i64(outcome);
+    h.write(path);
+    (4 << 56) | (h.finish() & LOW)
+}
+
+/// A syscall's result: adds `errno`, or that it is unknown, and returns
+/// the value when the call succeeded (for the caller to name).
+pub fn outcome_args(s: &mut dyn ArgSink, ret: i64) -> Option<u64> {
+    match labels::outcome(ret) {
+        Outcome::Ok(n) => return Some(n),
+        Outcome::Err(e) => s.str(K::Errno, names::errno(e).as_bytes()),
+        Outcome::Unknown => s.str(K::Result, labels::RESULT_UNKNOWN.as_bytes()),
+    }
+    None
+}
+
+/// A syscall's result args: `returned`, `errno`, or that it is unknown.
+pub fn returned(s: &mut dyn ArgSink, ret: i64) {
+    if let Some(n) = outcome_args(s, ret) {
+        s.int(K::Returned, n as i64);
+    }
+}
+
+pub fn io_args(s: &mut dyn ArgSink, r: &Io, path: &[u8]) {
+    s.str(K::Path, path);
+    s.int(K::Fd, i64::from(r.fd));
+    if r.offset_src != OffsetSrc::None {
+        s.uint(K::Offset, r.offset);
+    }
+    s.uint(K::Requested, r.requested);
+    returned(s, r.ret);
+    s.int(K::Tid, i64::from(r.tid));
+    if r.kind != FileKind::Regular {
+        s.str(K::Kind, r.kind.name().as_bytes());
+    }
+}
+
+pub fn open_args(s: &mut dyn ArgSink, r: &Open, passed: &[u8], abs: &[u8]) {
+    s.str(K::Path, passed);
+    s.str(K::AbsPath, abs);
+    s.str(K::Flags, names::open_flags(r.flags).as_bytes());
+    if r.flags & 0o100 != 0 || r.flags & 0o20200000 == 0o20200000 {
+        s.str(K::Mode, format!("{:#o}", r.mode).as_bytes());
+    }
+    if r.dirfd != -100 {
+        s.int(K::Dirfd, i64::from(r.dirfd));
+    }
+    if let Some(fd) = outcome_args(s, r.ret) {
+        s.int(K::Fd, fd as i64);
+    }
+    // What was opened, unless nothing was.
+    if !matches!(labels::outcome(r.ret), Outcome::Err(_)) && r.kind != FileKind::Regular {
+        s.str(K::Kind, r.kind.name().as_bytes());
+    }
+    s.int(K::Tid, i64::from(r.tid));
+}
+
+pub fn close_args(s: &mut dyn ArgSink, r: &Close, path: &[u8]) {
+    s.str(K::Path, path);
+    s.int(K::Fd, i64::from(r.fd));
+    outcome_args(s, r.ret);
+    s.int(K::Tid, i64::from(r.tid));
+}
+
+pub fn transfer_args(s: &mut dyn ArgSink, r: &Transfer, inp: &[u8], outp: &[u8]) {
+    s.str(K::InPath, inp);
+    s.str(K::OutPath, outp);
+    s.int(K::InFd, i64::from(r.in_fd));
+    s.int(K::OutFd, i64::from(r.out_fd));
+    s.uint(K::Requested, r.requested);
+    returned(s, r.ret);
+    s.int(K::Tid, i64::from(r.tid));
+}
+
+/// A block request's args; `who` and `flags` from [`labels::block_who`]
+/// and [`labels::block_flags`].
+pub fn block_args(s: &mut dyn ArgSink, b: &Block, who: &str, flags: &str, disk: &[u8]) {
+    s.uint(K::Sector, b.sector);
+    s.uint(K::Bytes, b.bytes);
+    s.uint(K::QueueNs, b.queue);
+    s.uint(K::DeviceNs, b.device);
+    s.str(K::Process, who.as_bytes());
+    if b.flags & blk::TRACED != 0 {
+        s.int(K::Tid, i64::from(b.tid));
+    }
+    if !flags.is_empty() {
+        s.str(K::RqFlags, flags.as_bytes());
+    }
+    if b.error != 0 {
+        s.int(K::Status, i64::from(b.error));
+    }
+    s.str(K::Disk, disk);
+}
+
+pub fn mark_args(s: &mut dyn ArgSink, rank: i32, value: &str) {
+    s.str(K::Value, value.as_bytes());
+    if rank >= 0 {
+        s.int(K::Rank, i64::from(rank));
+    }
+}
+
+/// Copies a syscall record's name and args out of its frame.
+pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut crate::args::OwnedArgs) -> Option<String> {
+    args.0.clear();
+    Some(match rec {
+        Record::Io(r) => {
+            io_args(args, r, f.str(r.path));
+            labels::syscall(r.op.name(), r.ret)
+        }
+        Record::Open(r) => {
+            let abs = f.str(r.abs_path);
+            open_args(args, r, f.str(r.path), abs);
+            labels::open(r.op, abs, r.ret)
+        }
+        Record::Close(r) => {
+            let p = f.str(r.path);
+            close_args(args, r, p);
+            labels::close(p, r.ret)
+        }
+        Record::Transfer(r) => {
+            transfer_args(args, r, f.str(r.in_path), f.str(r.out_path));
+            labels::syscall(r.op.name(), r.ret)
+        }
+        _ => return None,
+    })
+}

@@ -1,0 +1,121 @@
+//! Runs a [`Plan`]: the overview from the survey, then every detail file
+//! (the whole run, a window, or the parts of a big run) in one more pass
+//! over the log, switching files as the records pass each part's end.
+//! Records are logged when they end, so a part may begin with a few
+//! records that started just before it; each record is in exactly one part.
+
+use std::io::{self, Read, Seek};
+use std::path::PathBuf;
+
+use mltrace_log::{LogError, LogReader};
+
+use crate::encoder::Encoder;
+use crate::overview;
+use crate::plan::{FileRole, Plan, PlannedFile};
+use crate::scene::{Scene, SceneStats};
+use crate::survey::Survey;
+use crate::window::Window;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("writing {}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// Makes the encoder of each planned file.
+pub trait Output {
+    type E: Encoder;
+    fn create(&mut self, file: &PlannedFile) -> io::Result<Self::E>;
+    /// The file's encoder after its end (to close the file, or keep the writer).
+    fn finished(&mut self, _enc: Self::E) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One file written.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub file: PlannedFile,
+    pub bytes: u64,
+    pub stats: SceneStats,
+}
+
+/// `part 3 of 12: EPOCH 5-6`.
+pub fn title(f: &PlannedFile) -> String {
+    match f.role {
+        FileRole::Whole => f.label.clone(),
+        FileRole::Overview => "overview".into(),
+        FileRole::Part { index, count } => format!("part {index} of {count}: {}", f.label),
+    }
+}
+
+/// Writes every file of `plan`; `done` hears of each as it is finished.
+pub fn run<R: Read + Seek, O: Output>(
+    reader: &mut LogReader<R>,
+    survey: &Survey,
+    win: &Window,
+    plan: &Plan,
+    out: &mut O,
+    done: &mut dyn FnMut(&Written),
+) -> Result<Vec<Written>, ExportError> {
+    let io_err = |f: &PlannedFile| {
+        let path = f.path.clone();
+        move |source| ExportError::Io { path, source }
+    };
+    let mut written = Vec::new();
+    for f in plan.files.iter().filter(|f| f.role == FileRole::Overview) {
+        let mut enc = out.create(f).map_err(io_err(f))?;
+        let (bytes, stats) = overview::render(survey, &mut enc).map_err(io_err(f))?;
+        out.finished(enc).map_err(io_err(f))?;
+        let w = Written { file: f.clone(), bytes, stats };
+        done(&w);
+        written.push(w);
+    }
+    let details: Vec<&PlannedFile> = plan.files.iter().filter(|f| f.role != FileRole::Overview).collect();
+    if details.is_empty() {
+        return Ok(written);
+    }
+    reader.rewind();
+    let mut scene = Scene::new(survey, win.filter.clone());
+    let mut k = 0;
+    let mut enc = out.create(details[0]).map_err(io_err(details[0]))?;
+    scene.begin_file(&mut enc, &title(details[0]), (details[0].from, details[0].to)).map_err(io_err(details[0]))?;
+    while let Some(mut frame) = reader.next_frame()? {
+        while let Some(rec) = frame.next_record() {
+            let ts = rec.ts();
+            while k + 1 < details.len() && ts >= details[k].to {
+                let (bytes, stats) = scene.end_file(&mut enc, false).map_err(io_err(details[k]))?;
+                let w = Written { file: details[k].clone(), bytes, stats };
+                k += 1;
+                let f = details[k];
+                let next = out.create(f).map_err(io_err(f))?;
+                out.finished(std::mem::replace(&mut enc, next)).map_err(io_err(&w.file))?;
+                done(&w);
+                written.push(w);
+                scene.begin_file(&mut enc, &title(f), (f.from, f.to)).map_err(io_err(f))?;
+            }
+            scene.record(&mut enc, &frame, &rec).map_err(io_err(details[k]))?;
+        }
+    }
+    loop {
+        let last = k + 1 == details.len();
+        let (bytes, stats) = scene.end_file(&mut enc, last).map_err(io_err(details[k]))?;
+        let w = Written { file: details[k].clone(), bytes, stats };
+        if last {
+            out.finished(enc).map_err(io_err(&w.file))?;
+            done(&w);
+            written.push(w);
+            break;
+        }
+        k += 1;
+        let f = details[k];
+        let next = out.create(f).map_err(io_err(f))?;
+        out.finished(std::mem::replace(&mut enc, next)).map_err(io_err(&w.file))?;
+        done(&w);
+        written.push(w);
+        scene.begin_file(&mut enc, &title(f), (f.from, f.to)).map_err(io_err(f))?;
+    }
+    Ok(written)
+}

@@ -1,0 +1,27 @@
+//! What an mltrace export shows, decided once for every writer.
+//!
+//! A log is read twice. The [`survey`] pass learns who each process is,
+//! the training phases, how many events there are when, and the
+//! [`overview`]'s aggregates; the [`scene`] pass turns records into
+//! tracks, lanes, slices, counters and flows. Writers (Perfetto protobuf,
+//! Chrome JSON) implement [`Encoder`] and only encode. [`plan`] decides
+//! whether a log fits one file or becomes an overview plus parts, and
+//! [`export`] runs it all.
+
+pub mod args;
+pub mod disk_counters;
+pub mod encoder;
+pub mod event;
+pub mod export;
+pub mod grid;
+pub mod overview;
+pub mod plan;
+pub mod procs;
+pub mod scene;
+pub mod survey;
+pub mod window;
+
+pub use args::{ArgFn, ArgKey, ArgSink};
+pub use encoder::{Encoder, FileMeta, Name, ProcessDesc, Slice, Track, TrackId, TrackKind, Unit};
+pub use scene::{Filter, Scene, SceneStats};
+pub use survey::Survey;

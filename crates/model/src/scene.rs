@@ -1,0 +1,818 @@
+//! The detail view: records -> tracks, lanes, slices, instants, counters
+//! and flows, written to an [`Encoder`]. One scene writes one or more
+//! files (the parts of a big run) in one pass over the log: what persists
+//! across files (who each pid is, disk counters) is kept, what a file
+//! must declare itself (tracks, lanes) starts anew in each.
+//!
+//! Memory is bounded by the live processes and lanes, not by the log.
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::fmt::Write as _;
+use std::io;
+
+use mltrace_log::labels::{self, DiskIds};
+use mltrace_log::*;
+
+use crate::args::{no_args, ArgKey};
+use crate::disk_counters::{DiskCounters, Sample};
+use crate::encoder::*;
+use crate::event::{self, flow_from_syscall, flow_to_disk};
+use crate::procs::{ProcIdx, ProcTracker};
+use crate::survey::Survey;
+
+/// Which of a process's slice tracks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lanes {
+    Reads = 0,
+    Writes = 1,
+    Opens = 2,
+    Block = 3,
+}
+
+pub const LANE_NAMES: [&str; 4] = ["reads", "writes", "opens", "block I/O"];
+
+/// Group names, as the viewer shows them.
+pub const PHASES_GROUP: &str = "Training phases";
+pub const LOST_GROUP: &str = "mltrace: lost events";
+pub const LOST_TRACK: &str = "mltrace: lost events (total)";
+pub const PER_CORE: &str = "per core (busy %)";
+
+/// Top-level order: phases, GPUs, CPU, disks, memory, other machine
+/// groups, then processes (main first), lost events last.
+pub fn group_rank(name: &str) -> i32 {
+    match name {
+        PHASES_GROUP => 0,
+        n if n.starts_with("GPU") => 10,
+        "CPU" => 20,
+        n if n.starts_with("Disk") => 30,
+        "Memory" => 40,
+        LOST_GROUP => 1_000_000,
+        _ => 50,
+    }
+}
+
+/// First rank of the process groups.
+pub const PROCESS_RANK: i32 = 100;
+
+/// What a file shows of the log: a time window and some processes.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// `[from, to)` on the log's clock; `None`: unbounded.
+    pub from: Option<u64>,
+    pub to: Option<u64>,
+    /// Only these pids (and the machine); `None`: all.
+    pub pids: Option<HashSet<u32>>,
+}
+
+impl Filter {
+    #[inline]
+    pub fn keeps_ts(&self, ts: u64) -> bool {
+        self.from.is_none_or(|f| ts >= f) && self.to.is_none_or(|t| ts < t)
+    }
+
+    #[inline]
+    pub fn keeps_pid(&self, pid: u32) -> bool {
+        self.pids.as_ref().is_none_or(|p| p.contains(&pid))
+    }
+
+    /// Whether `[s, e)` meets the window.
+    pub fn meets(&self, s: u64, e: u64) -> bool {
+        self.from.is_none_or(|f| e >= f) && self.to.is_none_or(|t| s < t)
+    }
+}
+
+/// What the scene wrote into one file.
+#[derive(Clone, Debug, Default)]
+pub struct SceneStats {
+    pub records: u64,
+    /// Syscall records drawn (each one slice).
+    pub syscalls: u64,
+    pub slices: u64,
+    pub instants: u64,
+    pub counters: u64,
+    pub flows: u64,
+    pub processes: u64,
+    pub lost_events: u64,
+    pub block_requests: u64,
+    /// In-flight counter changes that arrived after later ones were written.
+    pub late_counter_changes: u64,
+    pub first_ts: Option<u64>,
+    pub last_ts: Option<u64>,
+}
+
+impl SceneStats {
+    fn saw(&mut self, ts: u64) {
+        self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
+        self.last_ts = Some(self.last_ts.map_or(ts, |l| l.max(ts)));
+    }
+}
+
+struct Lane {
+    track: TrackId,
+    /// End of the latest slice: a new slice fits only if it starts after it.
+    max_end: u64,
+}
+
+struct ProcOut {
+    group: TrackId,
+    lanes: [Vec<Lane>; 4],
+}
+
+struct DiskOut {
+    group: TrackId,
+    lanes: Vec<Lane>,
+    /// In flight, read, write (the last two when diskstats were not sampled).
+    tracks: [Option<TrackId>; 3],
+}
+
+struct Disk {
+    dev: u32,
+    name: Vec<u8>,
+    counters: DiskCounters,
+}
+
+/// What one file has declared.
+#[derive(Default)]
+struct Out {
+    next_track: TrackId,
+    procs: HashMap<ProcIdx, ProcOut>,
+    groups: HashMap<String, TrackId>,
+    counters: HashMap<String, TrackId>,
+    lost: Option<(TrackId, TrackId)>,
+    disks: Vec<Option<DiskOut>>,
+    /// Lanes of other slice tracks, by parent and name.
+    lanes: HashMap<(TrackId, &'static str), Vec<Lane>>,
+}
+
+impl Out {
+    fn id(&mut self) -> TrackId {
+        self.next_track += 1;
+        self.next_track
+    }
+}
+
+/// See the module docs.
+pub struct Scene<'s> {
+    run: &'s Survey,
+    pub filter: Filter,
+    tracker: ProcTracker,
+    disk_ids: DiskIds,
+    disks: Vec<Disk>,
+    diskstats_sampled: bool,
+    core_iowait: HashMap<u32, (u64, f64)>,
+    samples: Vec<Sample>,
+    out: Out,
+    lost_total: u64,
+    flow_out: Vec<u64>,
+    flow_in: Vec<u64>,
+    who: String,
+    flags: String,
+    key: String,
+    pub stats: SceneStats,
+}
+
+impl<'s> Scene<'s> {
+    pub fn new(run: &'s Survey, filter: Filter) -> Self {
+        Scene {
+            run,
+            filter,
+            tracker: ProcTracker::default(),
+            disk_ids: DiskIds::default(),
+            disks: Vec::new(),
+            diskstats_sampled: run.header.probes.iter().any(|p| p.subsystem == "counters"),
+            core_iowait: HashMap::default(),
+            samples: Vec::new(),
+            out: Out::default(),
+            lost_total: 0,
+            flow_out: Vec::new(),
+            flow_in: Vec::new(),
+            who: String::new(),
+            flags: String::new(),
+            key: String::new(),
+            stats: SceneStats::default(),
+        }
+    }
+
+    /// Starts a file: its clock anchor and title, then the training phases
+    /// and run-wide marks that meet `[from, to)` (all of them: they give
+    /// the file its context).
+    pub fn begin_file<E: Encoder>(&mut self, enc: &mut E, title: &str, range: (u64, u64)) -> io::Result<()> {
+        self.out = Out::default();
+        self.stats = SceneStats::default();
+        enc.begin(&FileMeta { header: &self.run.header, anchor: self.run.header.start, title })?;
+        self.phases(enc, range)
+    }
+
+    /// Ends the file. `last`: the log is done, so disk counters still held
+    /// back for ordering are written too.
+    pub fn end_file<E: Encoder>(&mut self, enc: &mut E, last: bool) -> io::Result<(u64, SceneStats)> {
+        if last {
+            for d in 0..self.disks.len() {
+                self.disks[d].counters.finish(&mut self.samples);
+                self.stats.late_counter_changes += self.disks[d].counters.late;
+                self.emit_samples(enc, d)?;
+            }
+        }
+        let end = if last { self.run.trailer.as_ref().map(|t| t.end) } else { None };
+        let bytes = enc.end(end, if last { self.run.trailer.as_ref() } else { None })?;
+        Ok((bytes, std::mem::take(&mut self.stats)))
+    }
+
+    /// A lane of `parent`'s `name` tracks free at `ts`, busy until `end`.
+    pub(crate) fn lane_in<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        parent: TrackId,
+        name: &'static str,
+        rank: i32,
+        ts: u64,
+        end: u64,
+    ) -> io::Result<TrackId> {
+        if let Some(t) = self.out.lanes.get_mut(&(parent, name)).and_then(|l| take_free(l, ts, end)) {
+            return Ok(t);
+        }
+        let id = self.out.id();
+        enc.track(&Track { id, parent: Some(parent), name, rank, kind: TrackKind::Slices })?;
+        self.out.lanes.entry((parent, name)).or_default().push(Lane { track: id, max_end: end });
+        Ok(id)
+    }
+
+    pub(crate) fn group<E: Encoder>(&mut self, enc: &mut E, name: &str) -> io::Result<TrackId> {
+        if let Some(&t) = self.out.groups.get(name) {
+            return Ok(t);
+        }
+        let id = self.out.id();
+        enc.track(&Track { id, parent: None, name, rank: group_rank(name), kind: TrackKind::Group })?;
+        self.out.groups.insert(name.to_string(), id);
+        Ok(id)
+    }
+
+    /// The group of process incarnation `idx`, declared on first use.
+    pub(crate) fn proc_group<E: Encoder>(&mut self, enc: &mut E, idx: ProcIdx) -> io::Result<TrackId> {
+        if let Some(p) = self.out.procs.get(&idx) {
+            return Ok(p.group);
+        }
+        let id = self.out.id();
+        let info = self.run.procs.get(idx);
+        let parent_pid = info.parent.map(|q| self.run.procs.get(q).pid);
+        enc.track(&Track {
+            id,
+            parent: None,
+            name: &info.name,
+            rank: PROCESS_RANK + self.run.order_of(idx),
+            kind: TrackKind::Process(ProcessDesc { pid: info.pid, parent_pid, cmdline: &info.cmdline }),
+        })?;
+        self.out.procs.insert(idx, ProcOut { group: id, lanes: Default::default() });
+        self.stats.processes += 1;
+        Ok(id)
+    }
+
+    /// A lane of process `idx`'s `kind` tracks free at `ts`, busy until `end`.
+    #[inline]
+    fn proc_lane<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        idx: ProcIdx,
+        kind: Lanes,
+        ts: u64,
+        end: u64,
+    ) -> io::Result<TrackId> {
+        if let Some(p) = self.out.procs.get_mut(&idx) {
+            if let Some(t) = take_free(&mut p.lanes[kind as usize], ts, end) {
+                return Ok(t);
+            }
+        }
+        let group = self.proc_group(enc, idx)?;
+        let id = self.out.id();
+        enc.track(&Track {
+            id,
+            parent: Some(group),
+            name: LANE_NAMES[kind as usize],
+            rank: kind as i32,
+            kind: TrackKind::Slices,
+        })?;
+        self.out.procs.get_mut(&idx).unwrap().lanes[kind as usize].push(Lane { track: id, max_end: end });
+        Ok(id)
+    }
+
+    fn disk_lane<E: Encoder>(&mut self, enc: &mut E, d: usize, ts: u64, end: u64) -> io::Result<TrackId> {
+        let group = self.disk_out(enc, d)?;
+        let out = self.out.disks[d].as_mut().unwrap();
+        if let Some(t) = take_free(&mut out.lanes, ts, end) {
+            return Ok(t);
+        }
+        let id = self.out.id();
+        enc.track(&Track { id, parent: Some(group), name: "requests", rank: 0, kind: TrackKind::Slices })?;
+        self.out.disks[d].as_mut().unwrap().lanes.push(Lane { track: id, max_end: end });
+        Ok(id)
+    }
+
+    /// Emits one slice with the pending flows.
+    fn slice<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        track: TrackId,
+        ts: u64,
+        dur: u64,
+        name: Name<'_>,
+        args: crate::args::ArgFn<'_>,
+    ) -> io::Result<()> {
+        self.stats.flows += self.flow_out.len() as u64;
+        let s = Slice { track, ts, dur, name, flows_out: &self.flow_out, flows_in: &self.flow_in };
+        enc.slice(&s, args)?;
+        self.flow_out.clear();
+        self.flow_in.clear();
+        self.stats.slices += 1;
+        self.stats.saw(ts);
+        Ok(())
+    }
+
+    /// An instant on process `idx`'s own track (exec, exit, its marks).
+    fn process_instant<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        idx: ProcIdx,
+        ts: u64,
+        name: &str,
+        args: crate::args::ArgFn<'_>,
+    ) -> io::Result<()> {
+        let g = self.proc_group(enc, idx)?;
+        self.stats.instants += 1;
+        self.stats.saw(ts);
+        enc.instant(g, ts, Name::Str(name), args)
+    }
+
+    /// Converts one record (or skips it when the filter does).
+    pub fn record<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, rec: &Record) -> io::Result<()> {
+        let idx = self.tracker.observe(rec);
+        let ts = rec.ts();
+        if !self.filter.keeps_ts(ts) {
+            // Disk counters see every request, so in-flight values are right
+            // at the window's edge; they are written only inside it.
+            if let Record::Block(b) = rec {
+                let d = self.disk_index(f, b);
+                let (read, write) = (b.op == BlockOp::Read, b.op == BlockOp::Write);
+                self.disks[d].counters.add(b.ts, b.end_ts(), b.bytes, read, write, &mut self.samples);
+                self.samples.clear();
+            }
+            return Ok(());
+        }
+        self.stats.records += 1;
+        match *rec {
+            Record::Fork(_) | Record::Comm(_) => {}
+            Record::Exec(r) => {
+                let idx = idx.unwrap();
+                if self.filter.keeps_pid(r.pid) {
+                    let (argv, filename) = (f.str(r.argv), f.str(r.filename));
+                    self.process_instant(enc, idx, r.ts, &labels::exec_instant(filename), &mut |s| {
+                        s.str(ArgKey::Path, filename);
+                        s.argv(ArgKey::Command, argv);
+                    })?;
+                }
+            }
+            Record::Exit(r) => {
+                if r.process_exit && self.filter.keeps_pid(r.pid) {
+                    let status = labels::describe_status(r.status);
+                    self.process_instant(enc, idx.unwrap(), r.ts, &status, &mut no_args)?;
+                }
+            }
+            Record::Io(r) => {
+                if self.filter.keeps_pid(r.pid) {
+                    self.io(enc, f, idx.unwrap(), &r)?
+                }
+            }
+            Record::Open(r) => {
+                if self.filter.keeps_pid(r.pid) {
+                    self.open(enc, f, idx.unwrap(), &r)?
+                }
+            }
+            Record::Close(r) => {
+                if self.filter.keeps_pid(r.pid) {
+                    self.close(enc, f, idx.unwrap(), &r)?
+                }
+            }
+            Record::Transfer(r) => {
+                if self.filter.keeps_pid(r.pid) {
+                    self.transfer(enc, f, idx.unwrap(), &r)?
+                }
+            }
+            Record::Lost(r) => self.lost(enc, &r)?,
+            Record::Block(r) => self.block(enc, f, idx, &r)?,
+            Record::Counter(r) => {
+                if r.pid == 0 || self.filter.keeps_pid(r.pid) {
+                    self.counter(enc, f, idx, &r)?
+                }
+            }
+            // Training phases are drawn from the survey when a file begins.
+            Record::Phase(_) => {}
+            Record::Mark(r) => {
+                // Run-wide (MLLOG) marks too; a process's own are on its track.
+                if r.pid != 0 && self.filter.keeps_pid(r.pid) {
+                    let (name, value) = (f.str_lossy(r.name), f.str_lossy(r.value));
+                    let label = labels::mark(&name, &value);
+                    self.process_instant(enc, idx.unwrap(), r.ts, &label, &mut |s| {
+                        event::mark_args(s, r.rank, &value)
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn syscall_flows(&mut self, tid: u32, ts: u64, n: u32) {
+        self.flow_out.extend((0..n).map(|k| flow_from_syscall(tid, ts, k)));
+    }
+
+    fn io<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Io) -> io::Result<()> {
+        let kind = if r.op.is_write() { Lanes::Writes } else { Lanes::Reads };
+        let track = self.proc_lane(enc, idx, kind, r.ts, r.ts.saturating_add(r.dur))?;
+        let (op, ret) = (r.op, r.ret);
+        let make = move || labels::syscall(op.name(), ret);
+        let path = f.str(r.path);
+        self.syscall_flows(r.tid, r.ts, r.block_reqs);
+        self.stats.syscalls += 1;
+        let name = Name::Keyed(event::io_key(op, ret), &make);
+        self.slice(enc, track, r.ts, r.dur, name, &mut |s| event::io_args(s, r, path))
+    }
+
+    fn open<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Open) -> io::Result<()> {
+        let track = self.proc_lane(enc, idx, Lanes::Opens, r.ts, r.ts.saturating_add(r.dur))?;
+        let (passed, abs) = (f.str(r.path), f.str(r.abs_path));
+        let (op, ret) = (r.op, r.ret);
+        let make = move || labels::open(op, abs, ret);
+        self.syscall_flows(r.tid, r.ts, r.block_reqs);
+        self.stats.syscalls += 1;
+        let name = Name::Keyed(event::path_key(op as u8, ret, abs), &make);
+        self.slice(enc, track, r.ts, r.dur, name, &mut |s| event::open_args(s, r, passed, abs))
+    }
+
+    fn close<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Close) -> io::Result<()> {
+        let track = self.proc_lane(enc, idx, Lanes::Opens, r.ts, r.ts.saturating_add(r.dur))?;
+        let path = f.str(r.path);
+        let ret = r.ret;
+        let make = move || labels::close(path, ret);
+        self.stats.syscalls += 1;
+        let name = Name::Keyed(event::path_key(u8::MAX, ret, path), &make);
+        self.slice(enc, track, r.ts, r.dur, name, &mut |s| event::close_args(s, r, path))
+    }
+
+    fn transfer<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Transfer) -> io::Result<()> {
+        let track = self.proc_lane(enc, idx, Lanes::Reads, r.ts, r.ts.saturating_add(r.dur))?;
+        let (op, ret) = (r.op, r.ret);
+        let make = move || labels::syscall(op.name(), ret);
+        let (inp, outp) = (f.str(r.in_path), f.str(r.out_path));
+        self.syscall_flows(r.tid, r.ts, r.block_reqs);
+        self.stats.syscalls += 1;
+        let name = Name::Keyed(event::transfer_key(op, ret), &make);
+        self.slice(enc, track, r.ts, r.dur, name, &mut |s| event::transfer_args(s, r, inp, outp))
+    }
+
+    fn lost<E: Encoder>(&mut self, enc: &mut E, r: &Lost) -> io::Result<()> {
+        self.lost_total += r.count;
+        self.stats.lost_events += r.count;
+        self.lost_marker(enc, r.ts, r.kind, r.count, self.lost_total)
+    }
+
+    /// The running total of lost events, and a marker where `count` were lost.
+    pub(crate) fn lost_marker<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        ts: u64,
+        kind: LostKind,
+        count: u64,
+        total: u64,
+    ) -> io::Result<()> {
+        let (counter, markers) = match self.out.lost {
+            Some(t) => t,
+            None => {
+                let g = self.group(enc, LOST_GROUP)?;
+                let c = self.out.id();
+                let kind = TrackKind::Counter(Unit::Count);
+                enc.track(&Track { id: c, parent: Some(g), name: LOST_TRACK, rank: 0, kind })?;
+                let m = self.out.id();
+                enc.track(&Track { id: m, parent: Some(g), name: "where", rank: 1, kind: TrackKind::Slices })?;
+                self.out.lost = Some((c, m));
+                (c, m)
+            }
+        };
+        enc.counter(counter, ts, total as f64)?;
+        self.stats.counters += 1;
+        // And a marker where it happened, named for what was lost.
+        let name = labels::lost(count, kind);
+        self.stats.instants += 1;
+        self.stats.saw(ts);
+        enc.instant(markers, ts, Name::Str(&name), &mut |s| s.uint(ArgKey::Lost, count))
+    }
+
+    /// The disk's index in `disks`, made on first sight.
+    fn disk_index(&mut self, f: &Frame<'_>, b: &Block) -> usize {
+        let name = f.str(b.disk);
+        let (d, new) = self.disk_ids.id(b.dev, name);
+        if new {
+            self.disks.push(Disk { dev: b.dev, name: name.to_vec(), counters: DiskCounters::default() });
+        }
+        d
+    }
+
+    /// The disk's group (the same as its sampled counters') and counter tracks in this file.
+    fn disk_out<E: Encoder>(&mut self, enc: &mut E, d: usize) -> io::Result<TrackId> {
+        if self.out.disks.len() <= d {
+            self.out.disks.resize_with(d + 1, || None);
+        }
+        if let Some(o) = &self.out.disks[d] {
+            return Ok(o.group);
+        }
+        let group_name = labels::disk(&self.disks[d].name, self.disks[d].dev);
+        let group = self.group(enc, &group_name)?;
+        let mut tracks = [None; 3];
+        // Throughput from the requests themselves, unless the recording
+        // sampled /proc/diskstats, whose read and write say the same.
+        let names: &[(&str, Unit)] = if self.diskstats_sampled {
+            &[("requests in flight", Unit::Count)]
+        } else {
+            &[("requests in flight", Unit::Count), ("read", Unit::Named("B/s")), ("write", Unit::Named("B/s"))]
+        };
+        for (i, &(name, unit)) in names.iter().enumerate() {
+            let id = self.out.id();
+            enc.track(&Track { id, parent: Some(group), name, rank: 1 + i as i32, kind: TrackKind::Counter(unit) })?;
+            tracks[i] = Some(id);
+        }
+        self.out.disks[d] = Some(DiskOut { group, lanes: Vec::new(), tracks });
+        Ok(group)
+    }
+
+    /// Writes the counter samples gathered for disk `d`.
+    fn emit_samples<E: Encoder>(&mut self, enc: &mut E, d: usize) -> io::Result<()> {
+        if self.samples.is_empty() {
+            return Ok(());
+        }
+        self.disk_out(enc, d)?;
+        let samples = std::mem::take(&mut self.samples);
+        let tracks = self.out.disks[d].as_ref().unwrap().tracks;
+        for smp in &samples {
+            let (i, ts, v) = match *smp {
+                Sample::InFlight { ts, value } => (0, ts, value as f64),
+                Sample::ReadRate { ts, bytes_per_s } => (1, ts, bytes_per_s),
+                Sample::WriteRate { ts, bytes_per_s } => (2, ts, bytes_per_s),
+            };
+            if let Some(t) = tracks[i] {
+                if self.filter.keeps_ts(ts) {
+                    enc.counter(t, ts, v)?;
+                    self.stats.counters += 1;
+                }
+            }
+        }
+        self.samples = samples;
+        self.samples.clear();
+        Ok(())
+    }
+
+    fn block<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: Option<ProcIdx>, b: &Block) -> io::Result<()> {
+        let traced = b.flags & blk::TRACED != 0;
+        let d = self.disk_index(f, b);
+        let (read, write) = (b.op == BlockOp::Read, b.op == BlockOp::Write);
+        self.disks[d].counters.add(b.ts, b.end_ts(), b.bytes, read, write, &mut self.samples);
+        if self.filter.pids.is_some() && !(traced && self.filter.keeps_pid(b.pid)) {
+            self.samples.clear();
+            return Ok(());
+        }
+        self.stats.block_requests += 1;
+        let dur = b.queue + b.device;
+        let (op, bytes, failed) = (b.op, b.bytes, b.error != 0);
+        let key = event::block_key(op, bytes, failed);
+        let make = move || labels::block(op, bytes, failed);
+        let traced_name = match (traced, idx) {
+            (true, Some(i)) => Some(self.run.procs.get(i).name.as_str()),
+            _ => None,
+        };
+        let (mut who, mut flags) = (std::mem::take(&mut self.who), std::mem::take(&mut self.flags));
+        labels::block_who(&mut who, b, f.str(b.comm), traced_name);
+        labels::block_flags(&mut flags, b.flags);
+        let disk_name = f.str(b.disk);
+        let end = b.ts.saturating_add(dur);
+        if let (true, Some(i)) = (traced, idx) {
+            let track = self.proc_lane(enc, i, Lanes::Block, b.ts, end)?;
+            if b.cause_ts != 0 {
+                self.flow_in.push(flow_from_syscall(b.tid, b.cause_ts, b.cause_idx));
+            }
+            self.flow_out.push(flow_to_disk(b));
+            self.slice(enc, track, b.ts, dur, Name::Keyed(key, &make), &mut |s| {
+                event::block_args(s, b, &who, &flags, disk_name)
+            })?;
+            self.flow_in.push(flow_to_disk(b));
+        }
+        let track = self.disk_lane(enc, d, b.ts, end)?;
+        self.slice(enc, track, b.ts, dur, Name::Keyed(key, &make), &mut |s| {
+            event::block_args(s, b, &who, &flags, disk_name)
+        })?;
+        (self.who, self.flags) = (who, flags);
+        self.emit_samples(enc, d)
+    }
+
+    /// A counter track under `parent`, by key, declared on first use.
+    pub(crate) fn counter_track<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        key: &str,
+        parent: TrackId,
+        name: &str,
+        unit: Unit,
+    ) -> io::Result<TrackId> {
+        self.counter_track_ranked(enc, key, parent, name, unit, 10)
+    }
+
+    pub(crate) fn counter_track_ranked<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        key: &str,
+        parent: TrackId,
+        name: &str,
+        unit: Unit,
+        rank: i32,
+    ) -> io::Result<TrackId> {
+        if let Some(&t) = self.out.counters.get(key) {
+            return Ok(t);
+        }
+        let id = self.out.id();
+        enc.track(&Track { id, parent: Some(parent), name, rank, kind: TrackKind::Counter(unit) })?;
+        self.out.counters.insert(key.to_string(), id);
+        Ok(id)
+    }
+
+    /// Core `core`'s busy track, in the `per core` group under `CPU`.
+    pub(crate) fn core_track<E: Encoder>(&mut self, enc: &mut E, core: u32) -> io::Result<TrackId> {
+        let key = format!("CPU\0per core\0{core}");
+        if let Some(&t) = self.out.counters.get(&key) {
+            return Ok(t);
+        }
+        let cpu = self.group(enc, "CPU")?;
+        let sub = match self.out.groups.get("CPU\0per core") {
+            Some(&s) => s,
+            None => {
+                let id = self.out.id();
+                enc.track(&Track { id, parent: Some(cpu), name: PER_CORE, rank: 100, kind: TrackKind::Group })?;
+                self.out.groups.insert("CPU\0per core".into(), id);
+                id
+            }
+        };
+        let width = self.run.header.cpu_count.max(1).saturating_sub(1).to_string().len();
+        let name = format!("CPU {core:0width$} busy");
+        self.counter_track(enc, &key, sub, &name, Unit::Named("%"))
+    }
+
+    /// Per-core counters (group `CPU n`) become one "busy" track per core,
+    /// 100 - idle - iowait, in a `per core` group under `CPU`: ten tracks
+    /// per core would bury everything else on a many-core machine. The log
+    /// keeps every column (`dump`, `stats`).
+    fn core_counter<E: Encoder>(&mut self, enc: &mut E, c: &Counter, core: u32, name: &str) -> io::Result<()> {
+        match name {
+            "iowait" => {
+                self.core_iowait.insert(core, (c.ts, c.value));
+                Ok(())
+            }
+            "idle" => {
+                let iowait = match self.core_iowait.get(&core) {
+                    Some(&(ts, v)) if ts == c.ts => v,
+                    _ => 0.0,
+                };
+                let t = self.core_track(enc, core)?;
+                self.stats.counters += 1;
+                enc.counter(t, c.ts, (100.0 - c.value - iowait).max(0.0))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn counter<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: Option<ProcIdx>, c: &Counter) -> io::Result<()> {
+        let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
+        if c.pid == 0 {
+            if let Some(core) = group.strip_prefix("CPU ").and_then(|n| n.parse::<u32>().ok()) {
+                return self.core_counter(enc, c, core, &name);
+            }
+        }
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        let _ = write!(key, "{group}\0{name}\0{}", c.pid);
+        let t = match self.out.counters.get(&key) {
+            Some(&t) => t,
+            None => {
+                // Machine-wide counters go in their group; a process's in its own group.
+                let (parent, track_name) = match idx {
+                    None => (self.group(enc, &group)?, name.to_string()),
+                    Some(i) => {
+                        let n = if group.is_empty() { name.to_string() } else { format!("{group} {name}") };
+                        (self.proc_group(enc, i)?, n)
+                    }
+                };
+                self.counter_track(enc, &key, parent, &track_name, Unit::from_log(c.unit))?
+            }
+        };
+        self.key = key;
+        self.stats.counters += 1;
+        enc.counter(t, c.ts, c.value)
+    }
+
+    /// Lays out the phases that meet `[from, to)`, nested where they nest,
+    /// on lanes of the "Training phases" group, with the run-wide marks
+    /// beside them.
+    fn phases<E: Encoder>(&mut self, enc: &mut E, (from, to): (u64, u64)) -> io::Result<()> {
+        let run = self.run;
+        let meets = |s: u64, e: u64| e >= from && s < to;
+        let phases: Vec<usize> =
+            (0..run.phases.len()).filter(|&i| meets(run.phases[i].ts, run.phases[i].ts + run.phases[i].dur)).collect();
+        let marks: Vec<usize> = (0..run.marks.len()).filter(|&i| meets(run.marks[i].ts, run.marks[i].ts)).collect();
+        if phases.is_empty() && marks.is_empty() {
+            return Ok(());
+        }
+        let group = self.group(enc, PHASES_GROUP)?;
+        // Each lane holds slices that nest: a stack of the open ones' ends.
+        let mut lanes: Vec<(Vec<u64>, TrackId)> = Vec::new();
+        for &i in &phases {
+            let p = &run.phases[i];
+            let (s, e) = (p.ts, p.ts + p.dur);
+            let fits = |stack: &mut Vec<u64>| {
+                while stack.last().is_some_and(|&end| end <= s) {
+                    stack.pop();
+                }
+                stack.last().is_none_or(|&end| e <= end)
+            };
+            let lane = match lanes.iter_mut().position(|(stack, _)| fits(stack)) {
+                Some(l) => l,
+                None => {
+                    let id = self.out.id();
+                    enc.track(&Track { id, parent: Some(group), name: "phases", rank: 0, kind: TrackKind::Slices })?;
+                    lanes.push((Vec::new(), id));
+                    lanes.len() - 1
+                }
+            };
+            lanes[lane].0.push(e);
+            let name = labels::phase(&p.name, p.flags);
+            let s = Slice {
+                track: lanes[lane].1,
+                ts: p.ts,
+                dur: p.dur,
+                name: Name::Str(&name),
+                flows_out: &[],
+                flows_in: &[],
+            };
+            enc.slice(&s, &mut |a| {
+                a.str(ArgKey::PhaseKind, p.kind.name().as_bytes());
+                if p.rank >= 0 {
+                    a.int(ArgKey::Rank, i64::from(p.rank));
+                }
+            })?;
+            self.stats.slices += 1;
+        }
+        if !marks.is_empty() {
+            let id = self.out.id();
+            enc.track(&Track { id, parent: Some(group), name: "events", rank: 1, kind: TrackKind::Slices })?;
+            for &i in &marks {
+                let m = &run.marks[i];
+                let label = labels::mark(&m.name, &m.value);
+                enc.instant(id, m.ts, Name::Str(&label), &mut |a| event::mark_args(a, m.rank, &m.value))?;
+                self.stats.instants += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Takes the first of `lanes` free at `ts`, busy until `end`.
+#[inline]
+fn take_free(lanes: &mut [Lane], ts: u64, end: u64) -> Option<TrackId> {
+    let slack = rounding_slack(ts);
+    let l = lanes.iter_mut().find(|l| l.max_end.saturating_add(slack) < ts)?;
+    l.max_end = end;
+    Some(l.track)
+}
+
+/// How far apart two slices of a lane must be so that readers which turn
+/// `ts` into a double of µs and back (Chrome JSON) cannot make them
+/// overlap: 0 below 2^53 ns (104 days of uptime), where they are exact;
+/// above (realtime-clock imports), the two roundings' ulps.
+#[inline]
+pub fn rounding_slack(ts: u64) -> u64 {
+    if ts < 1 << 53 {
+        return 0;
+    }
+    let ulp = |x: f64| f64::from_bits(x.to_bits() + 1) - x;
+    let us = ts as f64 / 1000.0;
+    (ulp(us) * 1000.0 + ulp(ts as f64)).ceil() as u64 + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slack_covers_double_rounding() {
+        assert_eq!(rounding_slack((1 << 53) - 1), 0);
+        assert_eq!(rounding_slack(7_000_000_123_456), 0);
+        // Realtime-clock imports: ulp of 1.66e15 µs (0.25) plus of 1.66e18 ns (256).
+        assert_eq!(rounding_slack(1_661_659_198_374_991_713), 507);
+        for ts in [1u64 << 53, 1_661_659_198_374_991_713, 1_661_659_198_374_991_999] {
+            let read = format!("{}.{:03}", ts / 1000, ts % 1000).parse::<f64>().unwrap() * 1000.0;
+            assert!((read as i128 - ts as i128).abs() <= i128::from(rounding_slack(ts) / 2), "{ts}");
+        }
+    }
+}

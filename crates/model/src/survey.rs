@@ -1,0 +1,206 @@
+//! The first pass over a log: who the processes are, the training phases,
+//! how many events there are when (to plan parts), and the overview's
+//! aggregates. Memory is bounded by the processes and the overview's
+//! intervals, not by the number of events.
+
+use std::io::{Read, Seek};
+
+use mltrace_log::*;
+
+use crate::grid::Grid;
+use crate::overview::{OverviewAgg, TARGET_INTERVALS};
+use crate::procs::{ProcIdx, ProcTracker, Procs};
+
+/// Bins of the planner's event-count timeline.
+const WEIGHT_BINS: usize = 16_384;
+
+/// A training phase, owned.
+#[derive(Clone, Debug)]
+pub struct PhaseInfo {
+    pub ts: u64,
+    pub dur: u64,
+    pub kind: PhaseKind,
+    pub name: String,
+    pub rank: i32,
+    pub flags: u8,
+}
+
+/// A run-wide (MLLOG) mark, owned.
+#[derive(Clone, Debug)]
+pub struct MarkInfo {
+    pub ts: u64,
+    pub name: String,
+    pub value: String,
+    pub rank: i32,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct LostInfo {
+    pub ts: u64,
+    pub kind: LostKind,
+    pub count: u64,
+}
+
+/// What the first pass learnt; see the module docs.
+pub struct Survey {
+    pub header: Header,
+    pub trailer: Option<Trailer>,
+    /// Problems the reader worked around, described for people.
+    pub diagnostics: Vec<String>,
+    pub procs: Procs,
+    /// Sorted by start, longer first.
+    pub phases: Vec<PhaseInfo>,
+    pub marks: Vec<MarkInfo>,
+    pub lost: Vec<LostInfo>,
+    /// Earliest start and latest end of any record.
+    pub first_ts: u64,
+    pub last_ts: u64,
+    pub records: u64,
+    /// Syscall records (opens, reads, writes, closes, transfers).
+    pub syscalls: u64,
+    pub blocks: u64,
+    pub counters: u64,
+    /// Output events (slices, instants, counter values) by time.
+    pub weights: Grid,
+    pub weight: Vec<u64>,
+    pub overview: OverviewAgg,
+}
+
+/// Output events one record makes in the detail view (a slice per
+/// syscall; two per traced block request, plus its in-flight changes...).
+fn weight_of(rec: &Record) -> u64 {
+    match rec {
+        Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => 1,
+        Record::Block(b) if b.flags & blk::TRACED != 0 => 4,
+        Record::Block(_) => 3,
+        Record::Exec(_) | Record::Mark(_) | Record::Counter(_) => 1,
+        Record::Exit(e) if e.process_exit => 1,
+        Record::Lost(_) => 2,
+        _ => 0,
+    }
+}
+
+impl Survey {
+    /// Reads the whole log once; the reader is rewound afterwards.
+    pub fn of<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Survey, LogError> {
+        let header = reader.header().clone();
+        let span = reader.scan_span()?;
+        let (lo, hi) = match (span.first_ts, span.last_ts) {
+            (Some(a), Some(b)) => (a, b.max(a)),
+            _ => (header.start.boottime_ns, header.start.boottime_ns),
+        };
+        let weights = Grid::even(lo, hi, WEIGHT_BINS);
+        let mut s = Survey {
+            header,
+            trailer: None,
+            diagnostics: Vec::new(),
+            procs: Procs::default(),
+            phases: Vec::new(),
+            marks: Vec::new(),
+            lost: Vec::new(),
+            first_ts: u64::MAX,
+            last_ts: 0,
+            records: 0,
+            syscalls: 0,
+            blocks: 0,
+            counters: 0,
+            weight: vec![0; weights.n],
+            weights,
+            overview: OverviewAgg::new(Grid::nice(lo, hi, TARGET_INTERVALS)),
+        };
+        let mut tracker = ProcTracker::default();
+        while let Some(mut frame) = reader.next_frame()? {
+            while let Some(rec) = frame.next_record() {
+                let idx = tracker.observe(&rec);
+                s.take(&frame, &rec, idx, &tracker);
+            }
+        }
+        s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&s.header)).collect();
+        s.trailer = reader.trailer().cloned();
+        if s.first_ts == u64::MAX {
+            s.first_ts = s.header.start.boottime_ns;
+            s.last_ts = s.first_ts;
+        }
+        s.procs.finish(&s.header, &tracker);
+        s.phases.sort_by(|a, b| a.ts.cmp(&b.ts).then(b.dur.cmp(&a.dur)));
+        reader.rewind();
+        Ok(s)
+    }
+
+    fn take(&mut self, f: &Frame<'_>, rec: &Record, idx: Option<ProcIdx>, tracker: &ProcTracker) {
+        let ts = rec.ts();
+        self.records += 1;
+        self.first_ts = self.first_ts.min(ts);
+        self.last_ts = self.last_ts.max(rec.end_ts());
+        let w = weight_of(rec);
+        self.weight[self.weights.index(ts)] += w;
+        if let Some(i) = idx {
+            self.procs.note(f, rec, i, tracker);
+            self.procs.list[i as usize].weight += w;
+        }
+        match *rec {
+            Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => {
+                self.syscalls += 1;
+                self.overview.syscall(f, rec, idx.unwrap());
+            }
+            Record::Block(b) => {
+                self.blocks += 1;
+                self.overview.block(f, &b, idx);
+            }
+            Record::Counter(c) => {
+                self.counters += 1;
+                self.overview.counter(f, &c, idx);
+            }
+            Record::Phase(p) => self.phases.push(PhaseInfo {
+                ts: p.ts,
+                dur: p.dur,
+                kind: p.kind,
+                name: f.str_lossy(p.name).into_owned(),
+                rank: p.rank,
+                flags: p.flags,
+            }),
+            Record::Mark(m) if m.pid == 0 => self.marks.push(MarkInfo {
+                ts: m.ts,
+                name: f.str_lossy(m.name).into_owned(),
+                value: f.str_lossy(m.value).into_owned(),
+                rank: m.rank,
+            }),
+            Record::Lost(l) => self.lost.push(LostInfo { ts: l.ts, kind: l.kind, count: l.count }),
+            _ => {}
+        }
+    }
+
+    /// Where process `idx` goes among the process groups (0 first).
+    pub fn order_of(&self, idx: ProcIdx) -> i32 {
+        idx.min(1_000_000) as i32
+    }
+
+    /// Output events between `from` and `to` (by the weight bins).
+    pub fn weight_between(&self, from: u64, to: u64) -> u64 {
+        if to <= from {
+            return 0;
+        }
+        let (a, b) = (self.weights.index(from), self.weights.index(to.saturating_sub(1)));
+        self.weight[a..=b].iter().sum()
+    }
+
+    pub fn total_weight(&self) -> u64 {
+        self.weight.iter().sum()
+    }
+
+    /// When the run started: the recording's start, else its first record.
+    pub fn start(&self) -> u64 {
+        match self.header.start.boottime_ns {
+            0 => self.first_ts,
+            b => b.min(self.first_ts),
+        }
+    }
+
+    /// When the run ended: the recording's end, else its last record.
+    pub fn end(&self) -> u64 {
+        match self.trailer.as_ref().map(|t| t.end.boottime_ns) {
+            Some(e) if e != 0 => e.max(self.last_ts),
+            _ => self.last_ts,
+        }
+    }
+}
