@@ -311,6 +311,21 @@ fn main() -> Result<()> {
     if argv.get(1).map(String::as_str) == Some("--peak-rss") && argv.len() > 3 {
         peak_rss_launcher(&argv[2..]);
     }
+    // `--synthetic-run PATH EPOCHS EPOCH_SECS RATE`: a made-up training run
+    // (workers, phases, counters, block I/O) for export checks and `make soak`.
+    if argv.get(1).map(String::as_str) == Some("--synthetic-run") && argv.len() == 6 {
+        let n = |i: usize| -> Result<u64> { argv[i].parse().with_context(|| format!("{}: a number", argv[i])) };
+        let spec = mltrace_model::synthetic::Spec {
+            epochs: n(3)? as u32,
+            epoch_ns: n(4)? * 1_000_000_000,
+            rate: n(5)?,
+            workers: 4,
+        };
+        let f = std::io::BufWriter::new(fs::File::create(&argv[2])?);
+        let calls = mltrace_model::synthetic::write(f, spec)?;
+        println!("{calls} syscall records written to {}", argv[2]);
+        return Ok(());
+    }
     // `--synthetic-log PATH N`: just the export benchmark's input, for profiling.
     if argv.get(1).map(String::as_str) == Some("--synthetic-log") && argv.len() == 4 {
         return synthetic_log(Path::new(&argv[2]), argv[3].parse().context("N: a number of events")?);

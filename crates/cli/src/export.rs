@@ -1,10 +1,15 @@
-//! `mltrace export`.
+//! `mltrace export`: a log as a Perfetto trace (or Chrome JSON); a log too
+//! big to open in the browser as one file becomes an overview plus parts.
 
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use mltrace_model::export::{self, Output, Written};
+use mltrace_model::plan::{self, FileRole, PlannedFile, Split};
+use mltrace_model::window::{self, WindowRequest};
+use mltrace_model::Survey;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -16,13 +21,34 @@ pub struct Args {
     chrome: bool,
     /// The log written by `mltrace record` or `mltrace import`
     log: PathBuf,
-    /// Output file (default: the log's name with .perfetto-trace)
+    /// Output file (default: the log's name with .perfetto-trace or .json); a
+    /// big run's overview goes here and its parts beside it
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Write plain Perfetto packets instead of deflate-compressed batches
     /// (for tools that read the protobuf themselves; Perfetto reads both)
     #[arg(long, conflicts_with = "chrome")]
     uncompressed: bool,
+    /// Start of a window to export in full detail: seconds from the start
+    /// (90, 1h30m), a UTC time (21:04:10, 2026-11-22 21:04:10) or a phase ("EPOCH 12")
+    #[arg(long, value_name = "TIME")]
+    from: Option<String>,
+    /// End of the window (the end of a phase given by name)
+    #[arg(long, value_name = "TIME")]
+    to: Option<String>,
+    /// Only this process and its threads (repeatable)
+    #[arg(long = "pid", value_name = "PID")]
+    pids: Vec<u32>,
+    /// One file, whatever its size (with a warning when it is too big to open quickly)
+    #[arg(long, conflicts_with = "overview")]
+    no_split: bool,
+    /// Only the overview of the whole run
+    #[arg(long)]
+    overview: bool,
+    /// Events per file before a run is split (default: what opens quickly
+    /// in the Perfetto UI; see the README)
+    #[arg(long, value_name = "EVENTS", hide = true)]
+    budget: Option<u64>,
 }
 
 fn default_output(log: &Path, ext: &str) -> PathBuf {
@@ -32,55 +58,242 @@ fn default_output(log: &Path, ext: &str) -> PathBuf {
     log.with_file_name(name)
 }
 
+/// `4.1M`, `312k`, `950`.
+fn count(n: u64) -> String {
+    match n {
+        n if n >= 10_000_000 => format!("{}M", n / 1_000_000),
+        n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),
+        n if n >= 10_000 => format!("{}k", n / 1000),
+        n => n.to_string(),
+    }
+}
+
+fn size(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 => format!("{:.1} GB", b as f64 / f64::from(1u32 << 30)),
+        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / f64::from(1u32 << 20)),
+        b if b >= 1 << 10 => format!("{} kB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// `21:04:10-21:09:55` (UTC), or `+12.3 s-+40.0 s` without a clock anchor.
+fn times(run: &Survey, from: u64, to: u64) -> String {
+    match (window::wall(run, from), window::wall(run, to)) {
+        (Some(a), Some(b)) => format!("{}-{} UTC", a.format("%H:%M:%S"), b.format("%H:%M:%S")),
+        _ => {
+            let rel = |t: u64| (t.saturating_sub(run.start())) as f64 / 1e9;
+            format!("+{:.1} s-+{:.1} s", rel(from), rel(to))
+        }
+    }
+}
+
+/// What a written file holds, for the list export prints.
+fn describe(run: &Survey, w: &Written) -> String {
+    let st = &w.stats;
+    let what = match w.file.role {
+        FileRole::Overview => format!(
+            "overview of the whole run ({}), {} counter values, {} slowest calls",
+            times(run, run.start(), run.end()),
+            count(st.counters),
+            count(st.slices.saturating_sub(run.phases.len() as u64)),
+        ),
+        _ => {
+            let (from, to) = match (st.first_ts, st.last_ts) {
+                (Some(a), Some(b)) => (a.max(w.file.from), b.min(w.file.to)),
+                _ => (w.file.from, w.file.to),
+            };
+            let label = if w.file.role == FileRole::Whole { String::new() } else { format!("{}, ", w.file.label) };
+            format!(
+                "{label}{}, {} slices, {} counter values",
+                times(run, from, to),
+                count(st.slices),
+                count(st.counters)
+            )
+        }
+    };
+    let role = match w.file.role {
+        FileRole::Whole => "trace".to_string(),
+        FileRole::Overview => "overview".to_string(),
+        FileRole::Part { index, count } => {
+            let width = count.to_string().len();
+            format!("part {index:>width$} of {count}")
+        }
+    };
+    format!("{role}: {} ({}; {})", w.file.path.display(), what, size(w.bytes))
+}
+
+/// Opens each planned file for the chosen format.
+struct Files {
+    chrome: bool,
+    compress: Option<u32>,
+}
+
+enum Enc {
+    Perfetto(Box<mltrace_perfetto::PerfettoEncoder<BufWriter<File>>>),
+    Chrome(mltrace_chrome::ChromeEncoder<BufWriter<File>>),
+}
+
+impl mltrace_model::Encoder for Enc {
+    fn begin(&mut self, m: &mltrace_model::FileMeta<'_>) -> io::Result<()> {
+        match self {
+            Enc::Perfetto(e) => e.begin(m),
+            Enc::Chrome(e) => e.begin(m),
+        }
+    }
+    fn track(&mut self, t: &mltrace_model::Track<'_>) -> io::Result<()> {
+        match self {
+            Enc::Perfetto(e) => e.track(t),
+            Enc::Chrome(e) => e.track(t),
+        }
+    }
+    #[inline]
+    fn slice<A: mltrace_model::Args>(&mut self, s: &mltrace_model::Slice<'_>, a: &A) -> io::Result<()> {
+        match self {
+            Enc::Perfetto(e) => e.slice(s, a),
+            Enc::Chrome(e) => e.slice(s, a),
+        }
+    }
+    fn instant<A: mltrace_model::Args>(
+        &mut self,
+        t: mltrace_model::TrackId,
+        ts: u64,
+        n: mltrace_model::Name<'_>,
+        a: &A,
+    ) -> io::Result<()> {
+        match self {
+            Enc::Perfetto(e) => e.instant(t, ts, n, a),
+            Enc::Chrome(e) => e.instant(t, ts, n, a),
+        }
+    }
+    #[inline]
+    fn counter(&mut self, t: mltrace_model::TrackId, ts: u64, v: f64) -> io::Result<()> {
+        match self {
+            Enc::Perfetto(e) => e.counter(t, ts, v),
+            Enc::Chrome(e) => e.counter(t, ts, v),
+        }
+    }
+    fn end(&mut self, a: Option<mltrace_log::ClockAnchor>, t: Option<&mltrace_log::Trailer>) -> io::Result<u64> {
+        match self {
+            Enc::Perfetto(e) => e.end(a, t),
+            Enc::Chrome(e) => e.end(a, t),
+        }
+    }
+}
+
+impl Output for Files {
+    type E = Enc;
+    fn create(&mut self, f: &PlannedFile) -> io::Result<Enc> {
+        let file = File::create(&f.path)?;
+        let out = BufWriter::with_capacity(1 << 20, file);
+        Ok(if self.chrome {
+            Enc::Chrome(mltrace_chrome::ChromeEncoder::new(out))
+        } else {
+            Enc::Perfetto(Box::new(mltrace_perfetto::PerfettoEncoder::new(
+                out,
+                mltrace_perfetto::ExportOptions { compress: self.compress },
+            )))
+        })
+    }
+}
+
+/// Parts of an earlier export of the same name, which a new one would
+/// leave beside its own, mixed up.
+fn stale_parts(out: &Path, ext: &str) -> Vec<PathBuf> {
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = name.strip_suffix(ext).unwrap_or(&name).to_string();
+    let prefix = format!("{stem}.part");
+    std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let rest = n.strip_prefix(&prefix)?.strip_suffix(ext)?;
+            let digits = rest.chars().take_while(char::is_ascii_digit).count();
+            (digits >= 2 && rest[digits..].starts_with('.')).then(|| dir.join(&n))
+        })
+        .collect()
+}
+
 pub fn run(a: Args) -> anyhow::Result<i32> {
     let ext = if a.chrome { ".json" } else { ".perfetto-trace" };
-    let out_path = a.output.unwrap_or_else(|| default_output(&a.log, ext));
+    let out_path = a.output.clone().unwrap_or_else(|| default_output(&a.log, ext));
     let mut reader = crate::open_log(&a.log)?;
-    let file = File::create(&out_path).with_context(|| format!("creating {}", out_path.display()))?;
     let log_name = a.log.display().to_string();
-    let mut diag = |d: String| eprintln!("mltrace: {log_name}: {d}");
-    let out = BufWriter::with_capacity(1 << 20, file);
-    if a.chrome {
-        let (_, stats) = mltrace_chrome::export(&mut reader, out, &mut diag)
-            .with_context(|| format!("writing {}", out_path.display()))?;
-        eprintln!(
-            "mltrace: {} records -> {} slices, {} counter samples in {} processes; {} written ({} bytes)",
-            stats.records,
-            stats.slices,
-            stats.counters,
-            stats.processes,
-            out_path.display(),
-            stats.bytes
-        );
-        if stats.lost_events > 0 {
-            eprintln!(
-                "mltrace: the recording lost {} events; see the \"mltrace: lost events\" track",
-                stats.lost_events
-            );
-        }
-        return Ok(0);
+    let survey = Survey::of(&mut reader).with_context(|| format!("reading {log_name}"))?;
+    for d in &survey.diagnostics {
+        eprintln!("mltrace: {log_name}: {d}");
     }
-    let opts = mltrace_perfetto::ExportOptions {
+    let req = WindowRequest { from: a.from.clone(), to: a.to.clone(), pids: a.pids.clone() };
+    let win = window::resolve(&survey, &req).with_context(|| log_name.clone())?;
+    let split = match (a.no_split, a.overview) {
+        (true, _) => Split::Never,
+        (_, true) => Split::OverviewOnly,
+        _ => Split::Auto,
+    };
+    let budget = a.budget.unwrap_or(if a.chrome { plan::CHROME_BUDGET } else { plan::PERFETTO_BUDGET });
+    let plan = plan::plan(&survey, &win, &out_path, ext, split, budget);
+    for w in &plan.warnings {
+        eprintln!("mltrace: warning: {w}");
+    }
+    let split_up = plan.files.len() > 1 || plan.files.iter().any(|f| f.role != FileRole::Whole);
+    if split_up {
+        let stale = stale_parts(&out_path, ext);
+        for p in &stale {
+            std::fs::remove_file(p)
+                .with_context(|| format!("removing {} (a part of an earlier export)", p.display()))?;
+        }
+        if !stale.is_empty() {
+            eprintln!("mltrace: removed {} parts of an earlier export of {}", stale.len(), out_path.display());
+        }
+        let total: u64 = plan.files.iter().map(|f| f.weight).sum();
+        let parts = plan.files.iter().filter(|f| matches!(f.role, FileRole::Part { .. })).count();
+        eprintln!(
+            "mltrace: {log_name}: {} records, about {} events: more than the {} per file that open quickly in the \
+             browser, so {}",
+            count(survey.records),
+            count(total),
+            count(budget),
+            if parts == 0 {
+                "the overview only".to_string()
+            } else {
+                format!("an overview and {parts} parts, each of which opens on its own")
+            }
+        );
+    }
+    let mut files = Files {
+        chrome: a.chrome,
         compress: if a.uncompressed { None } else { mltrace_perfetto::ExportOptions::default().compress },
     };
-    let (_, stats) = mltrace_perfetto::export_with(&mut reader, out, opts, &mut diag)
-        .with_context(|| format!("writing {}", out_path.display()))?;
-    eprintln!(
-        "mltrace: {} records -> {} slices in {} processes; {} written ({} bytes{})",
-        stats.records,
-        stats.slices,
-        stats.processes,
-        out_path.display(),
-        stats.bytes,
-        if stats.bytes != stats.raw_bytes {
-            format!(", {} before compression", stats.raw_bytes)
-        } else {
-            String::new()
+    let mut lost = 0;
+    let written = export::run(&mut reader, &survey, &win, &plan, &mut files, &mut |w| {
+        lost = lost.max(w.stats.lost_events);
+        eprintln!("mltrace: {}", describe(&survey, w));
+    })?;
+    let syscalls: u64 = written.iter().filter(|w| w.file.role != FileRole::Overview).map(|w| w.stats.syscalls).sum();
+    if win.filter.from.is_none() && win.filter.to.is_none() && win.filter.pids.is_none() && split != Split::OverviewOnly
+    {
+        // Every syscall record is in exactly one file.
+        if syscalls != survey.syscalls {
+            anyhow::bail!(
+                "internal error: {} syscall records in the log but {syscalls} written; please report this",
+                survey.syscalls
+            );
         }
-    );
-    if stats.lost_events > 0 {
-        eprintln!("mltrace: the recording lost {} events; see the \"mltrace: lost events\" track", stats.lost_events);
     }
-    eprintln!("mltrace: open it at https://ui.perfetto.dev (Open trace file)");
+    if lost > 0 {
+        eprintln!("mltrace: the recording lost {lost} events; see the \"mltrace: lost events\" track");
+    }
+    let first = written.first().map(|w| w.file.path.display().to_string()).unwrap_or_default();
+    if split_up {
+        eprintln!("mltrace: open {first} first at https://ui.perfetto.dev (Open trace file), then the part you need");
+    } else {
+        eprintln!("mltrace: open it at https://ui.perfetto.dev (Open trace file)");
+    }
     Ok(0)
 }

@@ -139,11 +139,27 @@ pub trait ArgSink {
     }
 }
 
-/// Writes an event's args into a sink.
-pub type ArgFn<'a> = &'a mut dyn FnMut(&mut dyn ArgSink);
+/// An event's args, written into whatever sink an encoder has (static
+/// dispatch: args are on the hot path of every slice).
+pub trait Args {
+    fn write<S: ArgSink>(&self, s: &mut S);
+}
 
 /// No args.
-pub fn no_args(_: &mut dyn ArgSink) {}
+pub struct NoArgs;
+
+impl Args for NoArgs {
+    fn write<S: ArgSink>(&self, _: &mut S) {}
+}
+
+/// Args from a closure, for rare events (phases, marks, lost events).
+pub struct FnArgs<F>(pub F);
+
+impl<F: Fn(&mut dyn ArgSink)> Args for FnArgs<F> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        (self.0)(s)
+    }
+}
 
 /// An arg value kept beyond its record (the overview's slowest calls).
 #[derive(Clone, Debug, PartialEq)]
@@ -173,8 +189,8 @@ impl ArgSink for OwnedArgs {
     }
 }
 
-impl OwnedArgs {
-    pub fn write(&self, s: &mut dyn ArgSink) {
+impl Args for OwnedArgs {
+    fn write<S: ArgSink>(&self, s: &mut S) {
         for (k, v) in &self.0 {
             match v {
                 OwnedVal::Int(i) => s.int(*k, *i),

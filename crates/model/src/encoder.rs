@@ -6,7 +6,7 @@ use std::io;
 
 use mltrace_log::{ClockAnchor, Header};
 
-use crate::args::ArgFn;
+use crate::args::Args;
 
 /// A track of one output file: dense, from 1, declared (by
 /// [`Encoder::track`]) before anything uses it.
@@ -127,8 +127,8 @@ pub struct FileMeta<'a> {
 pub trait Encoder {
     fn begin(&mut self, meta: &FileMeta<'_>) -> io::Result<()>;
     fn track(&mut self, t: &Track<'_>) -> io::Result<()>;
-    fn slice(&mut self, s: &Slice<'_>, args: ArgFn<'_>) -> io::Result<()>;
-    fn instant(&mut self, track: TrackId, ts: u64, name: Name<'_>, args: ArgFn<'_>) -> io::Result<()>;
+    fn slice<A: Args>(&mut self, s: &Slice<'_>, args: &A) -> io::Result<()>;
+    fn instant<A: Args>(&mut self, track: TrackId, ts: u64, name: Name<'_>, args: &A) -> io::Result<()>;
     fn counter(&mut self, track: TrackId, ts: u64, value: f64) -> io::Result<()>;
     /// Ends the file; `end` is the recording's end anchor, when known.
     /// Returns the bytes written.

@@ -6,7 +6,7 @@ use mltrace_log::labels::{self, Outcome};
 use mltrace_log::names;
 use mltrace_log::*;
 
-use crate::args::{ArgKey as K, ArgSink};
+use crate::args::{ArgKey as K, ArgSink, Args, OwnedArgs};
 
 /// A flow id, never 0 (splitmix64 of the parts).
 pub fn flow_id(parts: [u64; 4]) -> u64 {
@@ -66,7 +66,8 @@ pub fn path_key(tag: u8, ret: i64, path: &[u8]) -> u64 {
 
 /// A syscall's result: adds `errno`, or that it is unknown, and returns
 /// the value when the call succeeded (for the caller to name).
-pub fn outcome_args(s: &mut dyn ArgSink, ret: i64) -> Option<u64> {
+#[inline]
+pub fn outcome_args<S: ArgSink>(s: &mut S, ret: i64) -> Option<u64> {
     match labels::outcome(ret) {
         Outcome::Ok(n) => return Some(n),
         Outcome::Err(e) => s.str(K::Errno, names::errno(e).as_bytes()),
@@ -76,110 +77,162 @@ pub fn outcome_args(s: &mut dyn ArgSink, ret: i64) -> Option<u64> {
 }
 
 /// A syscall's result args: `returned`, `errno`, or that it is unknown.
-pub fn returned(s: &mut dyn ArgSink, ret: i64) {
+#[inline]
+pub fn returned<S: ArgSink>(s: &mut S, ret: i64) {
     if let Some(n) = outcome_args(s, ret) {
         s.int(K::Returned, n as i64);
     }
 }
 
-pub fn io_args(s: &mut dyn ArgSink, r: &Io, path: &[u8]) {
-    s.str(K::Path, path);
-    s.int(K::Fd, i64::from(r.fd));
-    if r.offset_src != OffsetSrc::None {
-        s.uint(K::Offset, r.offset);
-    }
-    s.uint(K::Requested, r.requested);
-    returned(s, r.ret);
-    s.int(K::Tid, i64::from(r.tid));
-    if r.kind != FileKind::Regular {
-        s.str(K::Kind, r.kind.name().as_bytes());
+pub struct IoArgs<'a> {
+    pub r: &'a Io,
+    pub path: &'a [u8],
+}
+
+impl Args for IoArgs<'_> {
+    #[inline]
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let r = self.r;
+        s.str(K::Path, self.path);
+        s.int(K::Fd, i64::from(r.fd));
+        if r.offset_src != OffsetSrc::None {
+            s.uint(K::Offset, r.offset);
+        }
+        s.uint(K::Requested, r.requested);
+        returned(s, r.ret);
+        s.int(K::Tid, i64::from(r.tid));
+        if r.kind != FileKind::Regular {
+            s.str(K::Kind, r.kind.name().as_bytes());
+        }
     }
 }
 
-pub fn open_args(s: &mut dyn ArgSink, r: &Open, passed: &[u8], abs: &[u8]) {
-    s.str(K::Path, passed);
-    s.str(K::AbsPath, abs);
-    s.str(K::Flags, names::open_flags(r.flags).as_bytes());
-    if r.flags & 0o100 != 0 || r.flags & 0o20200000 == 0o20200000 {
-        s.str(K::Mode, format!("{:#o}", r.mode).as_bytes());
-    }
-    if r.dirfd != -100 {
-        s.int(K::Dirfd, i64::from(r.dirfd));
-    }
-    if let Some(fd) = outcome_args(s, r.ret) {
-        s.int(K::Fd, fd as i64);
-    }
-    // What was opened, unless nothing was.
-    if !matches!(labels::outcome(r.ret), Outcome::Err(_)) && r.kind != FileKind::Regular {
-        s.str(K::Kind, r.kind.name().as_bytes());
-    }
-    s.int(K::Tid, i64::from(r.tid));
+pub struct OpenArgs<'a> {
+    pub r: &'a Open,
+    pub passed: &'a [u8],
+    pub abs: &'a [u8],
 }
 
-pub fn close_args(s: &mut dyn ArgSink, r: &Close, path: &[u8]) {
-    s.str(K::Path, path);
-    s.int(K::Fd, i64::from(r.fd));
-    outcome_args(s, r.ret);
-    s.int(K::Tid, i64::from(r.tid));
+impl Args for OpenArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let r = self.r;
+        s.str(K::Path, self.passed);
+        s.str(K::AbsPath, self.abs);
+        s.str(K::Flags, names::open_flags(r.flags).as_bytes());
+        if r.flags & 0o100 != 0 || r.flags & 0o20200000 == 0o20200000 {
+            s.str(K::Mode, format!("{:#o}", r.mode).as_bytes());
+        }
+        if r.dirfd != -100 {
+            s.int(K::Dirfd, i64::from(r.dirfd));
+        }
+        if let Some(fd) = outcome_args(s, r.ret) {
+            s.int(K::Fd, fd as i64);
+        }
+        // What was opened, unless nothing was.
+        if !matches!(labels::outcome(r.ret), Outcome::Err(_)) && r.kind != FileKind::Regular {
+            s.str(K::Kind, r.kind.name().as_bytes());
+        }
+        s.int(K::Tid, i64::from(r.tid));
+    }
 }
 
-pub fn transfer_args(s: &mut dyn ArgSink, r: &Transfer, inp: &[u8], outp: &[u8]) {
-    s.str(K::InPath, inp);
-    s.str(K::OutPath, outp);
-    s.int(K::InFd, i64::from(r.in_fd));
-    s.int(K::OutFd, i64::from(r.out_fd));
-    s.uint(K::Requested, r.requested);
-    returned(s, r.ret);
-    s.int(K::Tid, i64::from(r.tid));
+pub struct CloseArgs<'a> {
+    pub r: &'a Close,
+    pub path: &'a [u8],
+}
+
+impl Args for CloseArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        s.str(K::Path, self.path);
+        s.int(K::Fd, i64::from(self.r.fd));
+        outcome_args(s, self.r.ret);
+        s.int(K::Tid, i64::from(self.r.tid));
+    }
+}
+
+pub struct TransferArgs<'a> {
+    pub r: &'a Transfer,
+    pub inp: &'a [u8],
+    pub outp: &'a [u8],
+}
+
+impl Args for TransferArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let r = self.r;
+        s.str(K::InPath, self.inp);
+        s.str(K::OutPath, self.outp);
+        s.int(K::InFd, i64::from(r.in_fd));
+        s.int(K::OutFd, i64::from(r.out_fd));
+        s.uint(K::Requested, r.requested);
+        returned(s, r.ret);
+        s.int(K::Tid, i64::from(r.tid));
+    }
 }
 
 /// A block request's args; `who` and `flags` from [`labels::block_who`]
 /// and [`labels::block_flags`].
-pub fn block_args(s: &mut dyn ArgSink, b: &Block, who: &str, flags: &str, disk: &[u8]) {
-    s.uint(K::Sector, b.sector);
-    s.uint(K::Bytes, b.bytes);
-    s.uint(K::QueueNs, b.queue);
-    s.uint(K::DeviceNs, b.device);
-    s.str(K::Process, who.as_bytes());
-    if b.flags & blk::TRACED != 0 {
-        s.int(K::Tid, i64::from(b.tid));
-    }
-    if !flags.is_empty() {
-        s.str(K::RqFlags, flags.as_bytes());
-    }
-    if b.error != 0 {
-        s.int(K::Status, i64::from(b.error));
-    }
-    s.str(K::Disk, disk);
+pub struct BlockArgs<'a> {
+    pub b: &'a Block,
+    pub who: &'a str,
+    pub flags: &'a str,
+    pub disk: &'a [u8],
 }
 
-pub fn mark_args(s: &mut dyn ArgSink, rank: i32, value: &str) {
-    s.str(K::Value, value.as_bytes());
-    if rank >= 0 {
-        s.int(K::Rank, i64::from(rank));
+impl Args for BlockArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let b = self.b;
+        s.uint(K::Sector, b.sector);
+        s.uint(K::Bytes, b.bytes);
+        s.uint(K::QueueNs, b.queue);
+        s.uint(K::DeviceNs, b.device);
+        s.str(K::Process, self.who.as_bytes());
+        if b.flags & blk::TRACED != 0 {
+            s.int(K::Tid, i64::from(b.tid));
+        }
+        if !self.flags.is_empty() {
+            s.str(K::RqFlags, self.flags.as_bytes());
+        }
+        if b.error != 0 {
+            s.int(K::Status, i64::from(b.error));
+        }
+        s.str(K::Disk, self.disk);
+    }
+}
+
+pub struct MarkArgs<'a> {
+    pub rank: i32,
+    pub value: &'a str,
+}
+
+impl Args for MarkArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        s.str(K::Value, self.value.as_bytes());
+        if self.rank >= 0 {
+            s.int(K::Rank, i64::from(self.rank));
+        }
     }
 }
 
 /// Copies a syscall record's name and args out of its frame.
-pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut crate::args::OwnedArgs) -> Option<String> {
+pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut OwnedArgs) -> Option<String> {
     args.0.clear();
     Some(match rec {
         Record::Io(r) => {
-            io_args(args, r, f.str(r.path));
+            IoArgs { r, path: f.str(r.path) }.write(args);
             labels::syscall(r.op.name(), r.ret)
         }
         Record::Open(r) => {
             let abs = f.str(r.abs_path);
-            open_args(args, r, f.str(r.path), abs);
+            OpenArgs { r, passed: f.str(r.path), abs }.write(args);
             labels::open(r.op, abs, r.ret)
         }
         Record::Close(r) => {
             let p = f.str(r.path);
-            close_args(args, r, p);
+            CloseArgs { r, path: p }.write(args);
             labels::close(p, r.ret)
         }
         Record::Transfer(r) => {
-            transfer_args(args, r, f.str(r.in_path), f.str(r.out_path));
+            TransferArgs { r, inp: f.str(r.in_path), outp: f.str(r.out_path) }.write(args);
             labels::syscall(r.op.name(), r.ret)
         }
         _ => return None,

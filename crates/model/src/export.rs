@@ -96,7 +96,9 @@ pub fn run<R: Read + Seek, O: Output>(
                 written.push(w);
                 scene.begin_file(&mut enc, &title(f), (f.from, f.to)).map_err(io_err(f))?;
             }
-            scene.record(&mut enc, &frame, &rec).map_err(io_err(details[k]))?;
+            if let Err(e) = scene.record(&mut enc, &frame, &rec) {
+                return Err(io_err(details[k])(e));
+            }
         }
     }
     loop {

@@ -19,9 +19,10 @@ pub mod plan;
 pub mod procs;
 pub mod scene;
 pub mod survey;
+pub mod synthetic;
 pub mod window;
 
-pub use args::{ArgFn, ArgKey, ArgSink};
+pub use args::{ArgKey, ArgSink, Args, FnArgs, NoArgs};
 pub use encoder::{Encoder, FileMeta, Name, ProcessDesc, Slice, Track, TrackId, TrackKind, Unit};
 pub use scene::{Filter, Scene, SceneStats};
 pub use survey::Survey;

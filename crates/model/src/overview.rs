@@ -14,7 +14,7 @@ use mltrace_log::labels;
 use mltrace_log::*;
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::args::{ArgKey, OwnedArgs};
+use crate::args::{ArgKey, ArgSink, FnArgs, OwnedArgs, OwnedVal};
 use crate::encoder::*;
 use crate::event;
 use crate::grid::{describe_step, Grid};
@@ -417,11 +417,19 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
             // Slowest calls of neighbouring intervals may overlap: lanes.
             let t = scene.lane_in(enc, g, "slowest calls", 20, s.ts, s.ts + s.dur)?;
             let sl = Slice { track: t, ts: s.ts, dur: s.dur, name: Name::Str(&s.name), flows_out: &[], flows_in: &[] };
-            enc.slice(&sl, &mut |w| {
-                s.args.write(w);
+            let args = FnArgs(|w: &mut dyn ArgSink| {
+                for (k, v) in &s.args.0 {
+                    match v {
+                        OwnedVal::Int(x) => w.int(*k, *x),
+                        OwnedVal::Uint(x) => w.uint(*k, *x),
+                        OwnedVal::Str(x) => w.str(*k, x),
+                        OwnedVal::Argv(x) => w.argv(*k, x),
+                    }
+                }
                 w.str(ArgKey::Syscall, LANE_NAMES[s.lane as usize].as_bytes());
                 w.uint(ArgKey::Interval, grid.time(i) - grid.start);
-            })?;
+            });
+            enc.slice(&sl, &args)?;
             scene.stats.slices += 1;
         }
     }

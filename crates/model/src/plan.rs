@@ -214,10 +214,14 @@ pub fn plan(run: &Survey, win: &Window, out: &Path, ext: &str, split: Split, bud
     let mut cuts: Vec<(u64, String)> =
         phases.iter().filter(|p| p.ts > win.from && p.ts < win.to).map(|p| (p.ts, p.name.clone())).collect();
     cuts.dedup_by_key(|c| c.0);
-    let first_name = match phases.iter().rev().find(|p| p.ts <= win.from) {
-        Some(p) => p.name.clone(),
-        None if cuts.is_empty() => String::new(),
-        None => "start".into(),
+    // The first stretch is named for the cut phase it is in, else the
+    // innermost phase it starts in (INIT), else "start".
+    let innermost = run.phases.iter().filter(|p| p.ts <= win.from && win.from < p.ts + p.dur).min_by_key(|p| p.dur);
+    let first_name = match (phases.iter().rev().find(|p| p.ts <= win.from && win.from < p.ts + p.dur), innermost) {
+        (Some(p), _) => p.name.clone(),
+        _ if cuts.is_empty() => String::new(),
+        (None, Some(p)) => p.name.clone(),
+        (None, None) => "start".into(),
     };
     let mut starts = vec![(win.from, first_name)];
     starts.extend(cuts);

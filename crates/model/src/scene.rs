@@ -13,7 +13,7 @@ use std::io;
 use mltrace_log::labels::{self, DiskIds};
 use mltrace_log::*;
 
-use crate::args::{no_args, ArgKey};
+use crate::args::{ArgKey, Args, FnArgs, NoArgs};
 use crate::disk_counters::{DiskCounters, Sample};
 use crate::encoder::*;
 use crate::event::{self, flow_from_syscall, flow_to_disk};
@@ -125,6 +125,20 @@ struct DiskOut {
     tracks: [Option<TrackId>; 3],
 }
 
+/// A block request held for its call; see [`Scene::syscall_written`].
+struct Pending {
+    b: Block,
+    comm: Vec<u8>,
+    disk: Vec<u8>,
+    idx: ProcIdx,
+    d: usize,
+}
+
+/// A request whose call has not come this long after it is written alone.
+const PENDING_NS: u64 = 30_000_000_000;
+/// Calls remembered per file for their later requests.
+const MAX_STARTED: usize = 65_536;
+
 struct Disk {
     dev: u32,
     name: Vec<u8>,
@@ -135,7 +149,8 @@ struct Disk {
 #[derive(Default)]
 struct Out {
     next_track: TrackId,
-    procs: HashMap<ProcIdx, ProcOut>,
+    /// By incarnation (dense): no hashing on the hot path.
+    procs: Vec<Option<ProcOut>>,
     groups: HashMap<String, TrackId>,
     counters: HashMap<String, TrackId>,
     lost: Option<(TrackId, TrackId)>,
@@ -162,6 +177,12 @@ pub struct Scene<'s> {
     core_iowait: HashMap<u32, (u64, f64)>,
     samples: Vec<Sample>,
     out: Out,
+    /// Block requests whose call is not written yet, by (tid, call ts).
+    pending: HashMap<(u32, u64), Vec<Pending>>,
+    pending_count: usize,
+    pending_oldest: u64,
+    /// Calls written in this file with requests still to come.
+    started: HashMap<(u32, u64), u32>,
     lost_total: u64,
     flow_out: Vec<u64>,
     flow_in: Vec<u64>,
@@ -183,6 +204,10 @@ impl<'s> Scene<'s> {
             core_iowait: HashMap::default(),
             samples: Vec::new(),
             out: Out::default(),
+            pending: HashMap::default(),
+            pending_count: 0,
+            pending_oldest: u64::MAX,
+            started: HashMap::default(),
             lost_total: 0,
             flow_out: Vec::new(),
             flow_in: Vec::new(),
@@ -198,6 +223,7 @@ impl<'s> Scene<'s> {
     /// the file its context).
     pub fn begin_file<E: Encoder>(&mut self, enc: &mut E, title: &str, range: (u64, u64)) -> io::Result<()> {
         self.out = Out::default();
+        self.started.clear();
         self.stats = SceneStats::default();
         enc.begin(&FileMeta { header: &self.run.header, anchor: self.run.header.start, title })?;
         self.phases(enc, range)
@@ -207,6 +233,7 @@ impl<'s> Scene<'s> {
     /// back for ordering are written too.
     pub fn end_file<E: Encoder>(&mut self, enc: &mut E, last: bool) -> io::Result<(u64, SceneStats)> {
         if last {
+            self.flush_pending(enc, u64::MAX)?;
             for d in 0..self.disks.len() {
                 self.disks[d].counters.finish(&mut self.samples);
                 self.stats.late_counter_changes += self.disks[d].counters.late;
@@ -249,7 +276,7 @@ impl<'s> Scene<'s> {
 
     /// The group of process incarnation `idx`, declared on first use.
     pub(crate) fn proc_group<E: Encoder>(&mut self, enc: &mut E, idx: ProcIdx) -> io::Result<TrackId> {
-        if let Some(p) = self.out.procs.get(&idx) {
+        if let Some(Some(p)) = self.out.procs.get(idx as usize) {
             return Ok(p.group);
         }
         let id = self.out.id();
@@ -262,7 +289,11 @@ impl<'s> Scene<'s> {
             rank: PROCESS_RANK + self.run.order_of(idx),
             kind: TrackKind::Process(ProcessDesc { pid: info.pid, parent_pid, cmdline: &info.cmdline }),
         })?;
-        self.out.procs.insert(idx, ProcOut { group: id, lanes: Default::default() });
+        let i = idx as usize;
+        if self.out.procs.len() <= i {
+            self.out.procs.resize_with(i + 1, || None);
+        }
+        self.out.procs[i] = Some(ProcOut { group: id, lanes: Default::default() });
         self.stats.processes += 1;
         Ok(id)
     }
@@ -277,7 +308,7 @@ impl<'s> Scene<'s> {
         ts: u64,
         end: u64,
     ) -> io::Result<TrackId> {
-        if let Some(p) = self.out.procs.get_mut(&idx) {
+        if let Some(Some(p)) = self.out.procs.get_mut(idx as usize) {
             if let Some(t) = take_free(&mut p.lanes[kind as usize], ts, end) {
                 return Ok(t);
             }
@@ -291,7 +322,7 @@ impl<'s> Scene<'s> {
             rank: kind as i32,
             kind: TrackKind::Slices,
         })?;
-        self.out.procs.get_mut(&idx).unwrap().lanes[kind as usize].push(Lane { track: id, max_end: end });
+        self.out.procs[idx as usize].as_mut().unwrap().lanes[kind as usize].push(Lane { track: id, max_end: end });
         Ok(id)
     }
 
@@ -315,7 +346,7 @@ impl<'s> Scene<'s> {
         ts: u64,
         dur: u64,
         name: Name<'_>,
-        args: crate::args::ArgFn<'_>,
+        args: &impl Args,
     ) -> io::Result<()> {
         self.stats.flows += self.flow_out.len() as u64;
         let s = Slice { track, ts, dur, name, flows_out: &self.flow_out, flows_in: &self.flow_in };
@@ -334,7 +365,7 @@ impl<'s> Scene<'s> {
         idx: ProcIdx,
         ts: u64,
         name: &str,
-        args: crate::args::ArgFn<'_>,
+        args: &impl Args,
     ) -> io::Result<()> {
         let g = self.proc_group(enc, idx)?;
         self.stats.instants += 1;
@@ -346,7 +377,17 @@ impl<'s> Scene<'s> {
     pub fn record<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, rec: &Record) -> io::Result<()> {
         let idx = self.tracker.observe(rec);
         let ts = rec.ts();
-        if !self.filter.keeps_ts(ts) {
+        if self.pending_count > 0 {
+            self.flush_pending(enc, ts)?;
+        }
+        let (keep_ts, keep_pid) = (self.filter.keeps_ts(ts), self.filter.keeps_pid(crate::procs::pid_of(rec)));
+        if !(keep_ts && keep_pid) {
+            // A call left out: requests held for it go alone.
+            if let Some((tid, n)) = syscall_blocks(rec) {
+                self.syscall_written(enc, tid, ts, n, false)?;
+            }
+        }
+        if !keep_ts {
             // Disk counters see every request, so in-flight values are right
             // at the window's edge; they are written only inside it.
             if let Record::Block(b) = rec {
@@ -364,16 +405,17 @@ impl<'s> Scene<'s> {
                 let idx = idx.unwrap();
                 if self.filter.keeps_pid(r.pid) {
                     let (argv, filename) = (f.str(r.argv), f.str(r.filename));
-                    self.process_instant(enc, idx, r.ts, &labels::exec_instant(filename), &mut |s| {
+                    let args = FnArgs(|s: &mut dyn crate::ArgSink| {
                         s.str(ArgKey::Path, filename);
                         s.argv(ArgKey::Command, argv);
-                    })?;
+                    });
+                    self.process_instant(enc, idx, r.ts, &labels::exec_instant(filename), &args)?;
                 }
             }
             Record::Exit(r) => {
                 if r.process_exit && self.filter.keeps_pid(r.pid) {
                     let status = labels::describe_status(r.status);
-                    self.process_instant(enc, idx.unwrap(), r.ts, &status, &mut no_args)?;
+                    self.process_instant(enc, idx.unwrap(), r.ts, &status, &NoArgs)?;
                 }
             }
             Record::Io(r) => {
@@ -410,9 +452,8 @@ impl<'s> Scene<'s> {
                 if r.pid != 0 && self.filter.keeps_pid(r.pid) {
                     let (name, value) = (f.str_lossy(r.name), f.str_lossy(r.value));
                     let label = labels::mark(&name, &value);
-                    self.process_instant(enc, idx.unwrap(), r.ts, &label, &mut |s| {
-                        event::mark_args(s, r.rank, &value)
-                    })?;
+                    let args = event::MarkArgs { rank: r.rank, value: &value };
+                    self.process_instant(enc, idx.unwrap(), r.ts, &label, &args)?;
                 }
             }
         }
@@ -432,7 +473,8 @@ impl<'s> Scene<'s> {
         self.syscall_flows(r.tid, r.ts, r.block_reqs);
         self.stats.syscalls += 1;
         let name = Name::Keyed(event::io_key(op, ret), &make);
-        self.slice(enc, track, r.ts, r.dur, name, &mut |s| event::io_args(s, r, path))
+        self.slice(enc, track, r.ts, r.dur, name, &event::IoArgs { r, path })?;
+        self.syscall_written(enc, r.tid, r.ts, r.block_reqs, true)
     }
 
     fn open<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Open) -> io::Result<()> {
@@ -443,7 +485,8 @@ impl<'s> Scene<'s> {
         self.syscall_flows(r.tid, r.ts, r.block_reqs);
         self.stats.syscalls += 1;
         let name = Name::Keyed(event::path_key(op as u8, ret, abs), &make);
-        self.slice(enc, track, r.ts, r.dur, name, &mut |s| event::open_args(s, r, passed, abs))
+        self.slice(enc, track, r.ts, r.dur, name, &event::OpenArgs { r, passed, abs })?;
+        self.syscall_written(enc, r.tid, r.ts, r.block_reqs, true)
     }
 
     fn close<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Close) -> io::Result<()> {
@@ -453,7 +496,7 @@ impl<'s> Scene<'s> {
         let make = move || labels::close(path, ret);
         self.stats.syscalls += 1;
         let name = Name::Keyed(event::path_key(u8::MAX, ret, path), &make);
-        self.slice(enc, track, r.ts, r.dur, name, &mut |s| event::close_args(s, r, path))
+        self.slice(enc, track, r.ts, r.dur, name, &event::CloseArgs { r, path })
     }
 
     fn transfer<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Transfer) -> io::Result<()> {
@@ -464,7 +507,8 @@ impl<'s> Scene<'s> {
         self.syscall_flows(r.tid, r.ts, r.block_reqs);
         self.stats.syscalls += 1;
         let name = Name::Keyed(event::transfer_key(op, ret), &make);
-        self.slice(enc, track, r.ts, r.dur, name, &mut |s| event::transfer_args(s, r, inp, outp))
+        self.slice(enc, track, r.ts, r.dur, name, &event::TransferArgs { r, inp, outp })?;
+        self.syscall_written(enc, r.tid, r.ts, r.block_reqs, true)
     }
 
     fn lost<E: Encoder>(&mut self, enc: &mut E, r: &Lost) -> io::Result<()> {
@@ -501,7 +545,7 @@ impl<'s> Scene<'s> {
         let name = labels::lost(count, kind);
         self.stats.instants += 1;
         self.stats.saw(ts);
-        enc.instant(markers, ts, Name::Str(&name), &mut |s| s.uint(ArgKey::Lost, count))
+        enc.instant(markers, ts, Name::Str(&name), &FnArgs(|s: &mut dyn crate::ArgSink| s.uint(ArgKey::Lost, count)))
     }
 
     /// The disk's index in `disks`, made on first sight.
@@ -577,6 +621,95 @@ impl<'s> Scene<'s> {
             return Ok(());
         }
         self.stats.block_requests += 1;
+        match idx {
+            Some(i) if traced && b.cause_ts != 0 => {
+                let key = (b.tid, b.cause_ts);
+                if let Some(left) = self.started.get_mut(&key) {
+                    *left -= 1;
+                    if *left == 0 {
+                        self.started.remove(&key);
+                    }
+                    self.emit_block(enc, b, f.str(b.comm), f.str(b.disk), Some(i), d, true)?;
+                } else {
+                    // Its call is not written yet: held until it is, so both
+                    // ends of the arrow land in the same file.
+                    let p = Pending { b: *b, comm: f.str(b.comm).to_vec(), disk: f.str(b.disk).to_vec(), idx: i, d };
+                    self.pending_oldest = self.pending_oldest.min(b.ts);
+                    self.pending_count += 1;
+                    self.pending.entry(key).or_default().push(p);
+                }
+            }
+            _ => self.emit_block(enc, b, f.str(b.comm), f.str(b.disk), idx, d, false)?,
+        }
+        self.emit_samples(enc, d)
+    }
+
+    /// After a syscall that started `n` block requests: writes those held
+    /// for it, and notes it so later ones get their arrow too.
+    fn syscall_written<E: Encoder>(&mut self, enc: &mut E, tid: u32, ts: u64, n: u32, written: bool) -> io::Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let key = (tid, ts);
+        let mut done = 0;
+        if let Some(list) = self.pending.remove(&key) {
+            self.pending_count -= list.len();
+            for p in list {
+                self.emit_block(enc, &p.b, &p.comm, &p.disk, Some(p.idx), p.d, written)?;
+                done += 1;
+            }
+        }
+        if written && n > done {
+            if self.started.len() >= MAX_STARTED {
+                self.started.clear();
+            }
+            self.started.insert(key, n - done);
+        }
+        Ok(())
+    }
+
+    /// Writes held requests whose call has not come `PENDING_NS` after
+    /// them (lost, or never logged), without the arrow; all of them when
+    /// `now` is `u64::MAX` (the log's end).
+    fn flush_pending<E: Encoder>(&mut self, enc: &mut E, now: u64) -> io::Result<()> {
+        if self.pending_count == 0 || now.saturating_sub(self.pending_oldest) < PENDING_NS {
+            return Ok(());
+        }
+        let cutoff = now.saturating_sub(PENDING_NS);
+        let keys: Vec<(u32, u64)> = self.pending.keys().copied().collect();
+        let mut oldest = u64::MAX;
+        for k in keys {
+            let list = self.pending.get_mut(&k).unwrap();
+            let (old, keep): (Vec<Pending>, Vec<Pending>) = list.drain(..).partition(|p| p.b.ts < cutoff);
+            *list = keep;
+            oldest = list.iter().map(|p| p.b.ts).fold(oldest, u64::min);
+            if list.is_empty() {
+                self.pending.remove(&k);
+            }
+            self.pending_count -= old.len();
+            for p in old {
+                self.emit_block(enc, &p.b, &p.comm, &p.disk, Some(p.idx), p.d, false)?;
+            }
+        }
+        self.pending_oldest = oldest;
+        Ok(())
+    }
+
+    /// A request's slices: on its process's block I/O track (when traced)
+    /// with an arrow from its call (`flow_in`) and one to the disk's copy,
+    /// and on the disk's requests track.
+    #[allow(clippy::too_many_arguments)]
+    fn emit_block<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        b: &Block,
+        comm: &[u8],
+        disk_name: &[u8],
+        idx: Option<ProcIdx>,
+        d: usize,
+        flow_in: bool,
+    ) -> io::Result<()> {
+        let traced = b.flags & blk::TRACED != 0;
         let dur = b.queue + b.device;
         let (op, bytes, failed) = (b.op, b.bytes, b.error != 0);
         let key = event::block_key(op, bytes, failed);
@@ -586,27 +719,24 @@ impl<'s> Scene<'s> {
             _ => None,
         };
         let (mut who, mut flags) = (std::mem::take(&mut self.who), std::mem::take(&mut self.flags));
-        labels::block_who(&mut who, b, f.str(b.comm), traced_name);
+        labels::block_who(&mut who, b, comm, traced_name);
         labels::block_flags(&mut flags, b.flags);
-        let disk_name = f.str(b.disk);
         let end = b.ts.saturating_add(dur);
         if let (true, Some(i)) = (traced, idx) {
             let track = self.proc_lane(enc, i, Lanes::Block, b.ts, end)?;
-            if b.cause_ts != 0 {
+            if flow_in {
                 self.flow_in.push(flow_from_syscall(b.tid, b.cause_ts, b.cause_idx));
             }
             self.flow_out.push(flow_to_disk(b));
-            self.slice(enc, track, b.ts, dur, Name::Keyed(key, &make), &mut |s| {
-                event::block_args(s, b, &who, &flags, disk_name)
-            })?;
+            let args = event::BlockArgs { b, who: &who, flags: &flags, disk: disk_name };
+            self.slice(enc, track, b.ts, dur, Name::Keyed(key, &make), &args)?;
             self.flow_in.push(flow_to_disk(b));
         }
         let track = self.disk_lane(enc, d, b.ts, end)?;
-        self.slice(enc, track, b.ts, dur, Name::Keyed(key, &make), &mut |s| {
-            event::block_args(s, b, &who, &flags, disk_name)
-        })?;
+        let args = event::BlockArgs { b, who: &who, flags: &flags, disk: disk_name };
+        self.slice(enc, track, b.ts, dur, Name::Keyed(key, &make), &args)?;
         (self.who, self.flags) = (who, flags);
-        self.emit_samples(enc, d)
+        Ok(())
     }
 
     /// A counter track under `parent`, by key, declared on first use.
@@ -755,12 +885,15 @@ impl<'s> Scene<'s> {
                 flows_out: &[],
                 flows_in: &[],
             };
-            enc.slice(&s, &mut |a| {
-                a.str(ArgKey::PhaseKind, p.kind.name().as_bytes());
-                if p.rank >= 0 {
-                    a.int(ArgKey::Rank, i64::from(p.rank));
-                }
-            })?;
+            enc.slice(
+                &s,
+                &FnArgs(|a: &mut dyn crate::ArgSink| {
+                    a.str(ArgKey::PhaseKind, p.kind.name().as_bytes());
+                    if p.rank >= 0 {
+                        a.int(ArgKey::Rank, i64::from(p.rank));
+                    }
+                }),
+            )?;
             self.stats.slices += 1;
         }
         if !marks.is_empty() {
@@ -769,11 +902,21 @@ impl<'s> Scene<'s> {
             for &i in &marks {
                 let m = &run.marks[i];
                 let label = labels::mark(&m.name, &m.value);
-                enc.instant(id, m.ts, Name::Str(&label), &mut |a| event::mark_args(a, m.rank, &m.value))?;
+                enc.instant(id, m.ts, Name::Str(&label), &event::MarkArgs { rank: m.rank, value: &m.value })?;
                 self.stats.instants += 1;
             }
         }
         Ok(())
+    }
+}
+
+/// A syscall record's thread and how many block requests it started.
+fn syscall_blocks(rec: &Record) -> Option<(u32, u32)> {
+    match rec {
+        Record::Io(r) => Some((r.tid, r.block_reqs)),
+        Record::Open(r) => Some((r.tid, r.block_reqs)),
+        Record::Transfer(r) => Some((r.tid, r.block_reqs)),
+        _ => None,
     }
 }
 

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use mltrace_log::{ClockAnchor, Trailer};
-use mltrace_model::{ArgFn, ArgKey, ArgSink, Encoder, FileMeta, Name, Slice, Track, TrackId, TrackKind};
+use mltrace_model::{ArgKey, ArgSink, Args, Encoder, FileMeta, Name, Slice, Track, TrackId, TrackKind};
 use serde_json::json;
 
 use crate::json::Sink;
@@ -38,12 +38,12 @@ enum Out {
 }
 
 /// Args straight into the event; the first error is kept.
-struct Args<'a, W: Write> {
+struct JArgs<'a, W: Write> {
     sink: &'a mut Sink<W>,
     err: Option<io::Error>,
 }
 
-impl<W: Write> Args<'_, W> {
+impl<W: Write> JArgs<'_, W> {
     fn keep(&mut self, r: io::Result<()>) {
         if let (Err(e), None) = (r, &self.err) {
             self.err = Some(e);
@@ -51,7 +51,7 @@ impl<W: Write> Args<'_, W> {
     }
 }
 
-impl<W: Write> ArgSink for Args<'_, W> {
+impl<W: Write> ArgSink for JArgs<'_, W> {
     fn int(&mut self, k: ArgKey, v: i64) {
         let r = self.sink.arg_i64(k.name(), v);
         self.keep(r);
@@ -118,9 +118,9 @@ impl<W: Write> ChromeEncoder<W> {
         })
     }
 
-    fn args(&mut self, args: ArgFn<'_>) -> io::Result<()> {
-        let mut a = Args { sink: &mut self.sink, err: None };
-        args(&mut a);
+    fn args<A: Args>(&mut self, args: &A) -> io::Result<()> {
+        let mut a = JArgs { sink: &mut self.sink, err: None };
+        args.write(&mut a);
         match a.err {
             Some(e) => Err(e),
             None => Ok(()),
@@ -196,7 +196,7 @@ impl<W: Write> Encoder for ChromeEncoder<W> {
         Ok(())
     }
 
-    fn slice(&mut self, sl: &Slice<'_>, args: ArgFn<'_>) -> io::Result<()> {
+    fn slice<A: Args>(&mut self, sl: &Slice<'_>, args: &A) -> io::Result<()> {
         let (pid, tid) = self.place(sl.track)?;
         let s = &mut self.sink;
         s.begin('X', pid, tid, Some(sl.ts))?;
@@ -226,7 +226,7 @@ impl<W: Write> Encoder for ChromeEncoder<W> {
         Ok(())
     }
 
-    fn instant(&mut self, track: TrackId, ts: u64, name: Name<'_>, args: ArgFn<'_>) -> io::Result<()> {
+    fn instant<A: Args>(&mut self, track: TrackId, ts: u64, name: Name<'_>, args: &A) -> io::Result<()> {
         let scope = match self.out(track)? {
             Out::Thread { .. } => "t",
             _ => "p",

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 
 use mltrace_log::{ClockAnchor, Trailer};
-use mltrace_model::{ArgFn, ArgKey, ArgSink, Encoder, FileMeta, Name, Slice, Track, TrackId, TrackKind, Unit};
+use mltrace_model::{ArgKey, ArgSink, Args, Encoder, FileMeta, Name, Slice, Track, TrackId, TrackKind, Unit};
 
 use crate::packets::{PacketSink, Seq};
 use crate::proto::{
@@ -97,13 +97,13 @@ impl Scratch {
 }
 
 /// Args straight into the packet being built.
-struct Args<'a> {
+struct PArgs<'a> {
     args: &'a mut Vec<u8>,
     interned: &'a mut InternedData,
     seq: &'a mut Seq,
 }
 
-impl ArgSink for Args<'_> {
+impl ArgSink for PArgs<'_> {
     #[inline]
     fn int(&mut self, k: ArgKey, v: i64) {
         wire::annotation_int(self.args, k as u64, v);
@@ -264,7 +264,7 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
         self.sink.write(&p)
     }
 
-    fn slice(&mut self, sl: &Slice<'_>, args: ArgFn<'_>) -> io::Result<()> {
+    fn slice<A: Args>(&mut self, sl: &Slice<'_>, args: &A) -> io::Result<()> {
         let end = sl.ts.saturating_add(sl.dur);
         self.track_seq(sl.track);
         let tr = &mut self.tracks[sl.track as usize];
@@ -290,7 +290,7 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
         s.ev.name_iid = Some(name_iid);
         s.ev.flow_ids.extend_from_slice(sl.flows_out);
         s.ev.terminating_flow_ids.extend_from_slice(sl.flows_in);
-        args(&mut Args { args: &mut s.args, interned: &mut s.interned, seq });
+        args.write(&mut PArgs { args: &mut s.args, interned: &mut s.interned, seq });
         s.emit(&mut self.sink, seq, sl.ts)?;
         if seq.plain_ready(end) {
             seq.write_plain(&mut self.sink, end, &s.end, &[])
@@ -306,7 +306,7 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
         }
     }
 
-    fn instant(&mut self, track: TrackId, ts: u64, name: Name<'_>, args: ArgFn<'_>) -> io::Result<()> {
+    fn instant<A: Args>(&mut self, track: TrackId, ts: u64, name: Name<'_>, args: &A) -> io::Result<()> {
         self.track_seq(track);
         let tr = &mut self.tracks[track as usize];
         let seq = tr.seq.as_mut().unwrap();
@@ -315,7 +315,7 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
         seq.begin_packet(&mut s.pkt, &mut s.interned);
         s.ev.r#type = Some(Type::Instant as i32);
         s.ev.name_iid = Some(seq.name(&name.to_string_now(), &mut s.interned));
-        args(&mut Args { args: &mut s.args, interned: &mut s.interned, seq });
+        args.write(&mut PArgs { args: &mut s.args, interned: &mut s.interned, seq });
         s.emit(&mut self.sink, seq, ts)
     }
 
