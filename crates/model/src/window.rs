@@ -180,10 +180,10 @@ pub fn resolve(run: &Survey, req: &WindowRequest) -> Result<Window, WindowError>
     let from = req.from.as_deref().map(|s| resolve_time(run, "from", s)).transpose()?;
     let to = req.to.as_deref().map(|s| resolve_time(run, "to", s)).transpose()?;
     let (f, t) = (from.unwrap_or(run.start()), to.unwrap_or(run.end().saturating_add(1)));
-    if f >= t {
+    if (from.is_some() && to.is_some()) && f >= t {
         return Err(WindowError::Reversed { from: describe(run, f), to: describe(run, t) });
     }
-    if f > run.end() || t <= run.start() {
+    if f > run.end() || t <= run.start() || f >= t {
         return Err(WindowError::Outside { from: describe(run, f), to: describe(run, t), span: span_text(run) });
     }
     let pids = if req.pids.is_empty() {
