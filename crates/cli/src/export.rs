@@ -93,8 +93,9 @@ fn describe(run: &Survey, w: &Written) -> String {
     let st = &w.stats;
     let what = match w.file.role {
         FileRole::Overview => format!(
-            "overview of the whole run ({}), {} counter values, {} slowest calls",
+            "the whole run, {}, in intervals of {}: {} counter values, {} slowest and failed calls",
             times(run, run.start(), run.end()),
+            mltrace_model::grid::describe_step(run.overview.grid.step),
             count(st.counters),
             count(st.slices.saturating_sub(run.phases.len() as u64)),
         ),

@@ -5,7 +5,8 @@
 //! per interval; training phases, marks and lost events; and the slowest
 //! call of each process in each interval (when it took at least
 //! [`SLOW_NS`]) as a real slice with all its args, so stragglers stay
-//! visible. Its size depends on the run's length (the intervals) and its
+//! visible; and the first failed call of each process in each interval,
+//! so errors have their paths and errnos. Its size depends on the run's length (the intervals) and its
 //! processes, not on how many events it has.
 
 use std::io;
@@ -74,6 +75,8 @@ pub struct Agg {
     pub lat_max: u64,
     hist: [u32; HIST_BINS],
     pub slowest: Option<Box<Slow>>,
+    /// The first failed call of the interval.
+    pub failed: Option<Box<Slow>>,
 }
 
 impl Default for Agg {
@@ -89,6 +92,7 @@ impl Default for Agg {
             lat_max: 0,
             hist: [0; HIST_BINS],
             slowest: None,
+            failed: None,
         }
     }
 }
@@ -226,11 +230,19 @@ impl OverviewAgg {
             Record::Open(_) => a.opens += 1,
             _ => {}
         }
-        if dur >= SLOW_NS && a.slowest.as_ref().is_none_or(|s| dur > s.dur) {
+        let slowest = dur >= SLOW_NS && a.slowest.as_ref().is_none_or(|s| dur > s.dur);
+        let first_failure = failed && a.failed.is_none();
+        if slowest || first_failure {
             let mut args = std::mem::take(&mut self.args);
             if let Some(name) = event::own_call(f, rec, &mut args) {
                 let a = self.proc(idx, ts);
-                a.slowest = Some(Box::new(Slow { ts, dur, lane, name, args: args.clone() }));
+                let s = Box::new(Slow { ts, dur, lane, name, args: args.clone() });
+                if first_failure {
+                    a.failed = Some(s.clone());
+                }
+                if slowest {
+                    a.slowest = Some(s);
+                }
             }
             self.args = args;
         }
@@ -412,10 +424,15 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
             let t = scene.counter_track_ranked(enc, &key, g, tname, unit, rank as i32)?;
             steps(enc, &mut scene.stats, t, &grid, pa.iter().map(|(i, a)| (i, f(a, secs))))?;
         }
-        for (i, a) in pa.iter() {
-            let Some(s) = &a.slowest else { continue };
-            // Slowest calls of neighbouring intervals may overlap: lanes.
-            let t = scene.lane_in(enc, g, "slowest calls", 20, s.ts, s.ts + s.dur)?;
+        let calls = pa.iter().flat_map(|(i, a)| {
+            let slow = a.slowest.as_deref().map(|s| (i, "slowest calls", s));
+            let failed = a.failed.as_deref().map(|s| (i, "failed calls", s));
+            slow.into_iter().chain(failed)
+        });
+        for (i, track, s) in calls {
+            // Calls of neighbouring intervals may overlap: lanes.
+            let rank = if track == "failed calls" { 21 } else { 20 };
+            let t = scene.lane_in(enc, g, track, rank, s.ts, s.ts + s.dur)?;
             let sl = Slice { track: t, ts: s.ts, dur: s.dur, name: Name::Str(&s.name), flows_out: &[], flows_in: &[] };
             let args = FnArgs(|w: &mut dyn ArgSink| {
                 for (k, v) in &s.args.0 {
