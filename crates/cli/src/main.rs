@@ -3,6 +3,9 @@
 mod dump;
 mod export;
 mod import;
+// Wired to `export --open` in a later change.
+#[allow(dead_code)]
+mod open;
 mod record;
 
 use std::path::PathBuf;
