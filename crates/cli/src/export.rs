@@ -45,6 +45,10 @@ pub struct Args {
     /// Only the overview of the whole run
     #[arg(long)]
     overview: bool,
+    /// Then serve the trace (a big run's overview) once to ui.perfetto.dev
+    /// on 127.0.0.1:9001 and open it there (or print the ssh tunnel to use)
+    #[arg(long)]
+    open: bool,
     /// Events per file before a run is split (default: what opens quickly
     /// in the Perfetto UI; see the README)
     #[arg(long, value_name = "EVENTS", hide = true)]
@@ -290,11 +294,23 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     if lost > 0 {
         eprintln!("mltrace: the recording lost {lost} events; see the \"mltrace: lost events\" track");
     }
-    let first = written.first().map(|w| w.file.path.display().to_string()).unwrap_or_default();
-    if split_up {
-        eprintln!("mltrace: open {first} first at https://ui.perfetto.dev (Open trace file), then the part you need");
+    let first = written.first().map(|w| w.file.path.clone()).unwrap_or_default();
+    if a.open {
+        if split_up {
+            eprintln!(
+                "mltrace: serving the overview; for a part, `mltrace export --open --from/--to` \
+                 or open its file at https://ui.perfetto.dev"
+            );
+        }
+        crate::open::serve(&first, crate::open::PORT, &mut io::stderr())?;
+    } else if split_up {
+        eprintln!(
+            "mltrace: open {} first at https://ui.perfetto.dev (Open trace file), then the part you need \
+             (or use --open)",
+            first.display()
+        );
     } else {
-        eprintln!("mltrace: open it at https://ui.perfetto.dev (Open trace file)");
+        eprintln!("mltrace: open it at https://ui.perfetto.dev (Open trace file), or use --open");
     }
     Ok(0)
 }

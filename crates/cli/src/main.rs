@@ -4,7 +4,6 @@ mod dump;
 mod export;
 mod import;
 // Wired to `export --open` in a later change.
-#[allow(dead_code)]
 mod open;
 mod record;
 
