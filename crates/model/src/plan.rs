@@ -69,8 +69,16 @@ fn split_name(out: &Path, ext: &str) -> (String, String) {
     }
 }
 
-/// A label as a file-name part: letters, digits, `.`, `_`, `-`.
+/// A label as a file-name part: letters, digits, `.`, `_`, `-`
+/// (`EPOCH 3 (1/2)` -> `EPOCH-3.1-of-2`).
 fn file_label(label: &str) -> String {
+    let label = match label.rsplit_once(" (") {
+        Some((head, tail)) => match tail.strip_suffix(')').and_then(|t| t.split_once('/')) {
+            Some((k, m)) if k.parse::<u32>().is_ok() && m.parse::<u32>().is_ok() => format!("{head}.{k}-of-{m}"),
+            _ => label.to_string(),
+        },
+        None => label.to_string(),
+    };
     let mut s: String = label
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' { c } else { '-' })
@@ -242,17 +250,34 @@ pub fn plan(run: &Survey, win: &Window, out: &Path, ext: &str, split: Split, bud
     };
     for s in &segs {
         if s.weight > budget {
-            flush(&mut cur, &mut parts);
+            // A small stretch before it (INIT) goes with its first window
+            // rather than being a part of its own.
+            let lead = match cur.take() {
+                Some(c) if c.4 < budget / 10 => Some(c),
+                c => {
+                    cur = c;
+                    flush(&mut cur, &mut parts);
+                    None
+                }
+            };
             let n = s.weight.div_ceil(budget * 9 / 10).max(2) as usize;
-            let cuts = equal_windows(run, s.from, s.to, n);
+            let mut cuts = equal_windows(run, s.from, s.to, n);
             let m = cuts.len() - 1;
+            if let Some(l) = &lead {
+                cuts[0] = l.0;
+            }
             for k in 0..m {
                 let (f, t) = (cuts[k], cuts[k + 1]);
-                let label = if s.name.is_empty() {
+                let mut label = if s.name.is_empty() {
                     format!("{}-{}", rel(run, f), rel(run, t))
                 } else {
                     format!("{} ({}/{m})", s.name, k + 1)
                 };
+                if let (0, Some(l)) = (k, &lead) {
+                    if !l.2.is_empty() && !s.name.is_empty() {
+                        label = format!("{} to {label}", l.2);
+                    }
+                }
                 parts.push((f, t, label, run.weight_between(f, t)));
             }
             continue;
@@ -299,7 +324,8 @@ mod tests {
         assert_eq!(split_name(Path::new("run.json"), ".perfetto-trace"), ("run".into(), ".json".into()));
         assert_eq!(split_name(Path::new("run"), ".json"), ("run".into(), String::new()));
         assert_eq!(file_label("EPOCH 12-13"), "EPOCH-12-13");
-        assert_eq!(file_label("EPOCH 3 (1/2)"), "EPOCH-3-1-2");
+        assert_eq!(file_label("EPOCH 3 (1/2)"), "EPOCH-3.1-of-2");
+        assert_eq!(file_label("start to EPOCH 1 (1/3)"), "start-to-EPOCH-1.1-of-3");
         assert_eq!(range_label("EPOCH 12", "EPOCH 13"), "EPOCH 12-13");
         assert_eq!(range_label("start", "EPOCH 2"), "start to EPOCH 2");
         assert_eq!(range_label("EPOCH 4", "EPOCH 4"), "EPOCH 4");
