@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTHON := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 DEMO   := out/demo
 
-.PHONY: deps build demo test lint fuzz bench clean
+.PHONY: deps build demo test lint fuzz bench soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -56,6 +56,12 @@ bench: build
 		echo "bench: could not install bpftrace/strace; their columns will be skipped"
 	$(CARGO) build --release -p mltrace-bench
 	$(SUDO) ./target/release/mltrace-bench
+
+# A recorded run of ~42M events exported into an overview and parts, each
+# loaded in Perfetto's importer, the parts' syscalls checked against the
+# log's, and the overview and a part rendered in the real UI (root; ~10 min).
+soak: build
+	$(SUDO) scripts/soak-big-run.sh
 
 clean:
 	$(CARGO) clean
