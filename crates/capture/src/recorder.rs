@@ -427,6 +427,10 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let first = opts.command.first().ok_or(CaptureError::Command(CommandError::NotFound(String::new())))?;
     let program = launch::resolve(first).map_err(CaptureError::Command)?;
     let mut out = OutputFile::create(&opts.output, opts.force)?;
+    // At once: a recorder killed from here on leaves the log to its user.
+    if let Some(u) = &opts.run_as {
+        out.chown(u.uid, u.gid)?;
+    }
     let mut plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
     let mut storage = [MaybeUninit::uninit(), MaybeUninit::uninit()];
     let skel = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
@@ -436,9 +440,6 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     }
     let _mask = SignalBlock::new();
     let started = Instant::now();
-    if let Some(u) = &opts.run_as {
-        out.chown(u.uid, u.gid)?;
-    }
     let env = opts.run_as.as_ref().map(identity::environment);
     let run_as = opts.run_as.as_ref().map(User::run_as);
     // On a terminal the command stays in our process group, so it keeps the
@@ -541,6 +542,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let traced_pids = move || bpf::traced_pids(skel_for_pids);
     let skel_ref = &skel;
     let shared_ref = &shared;
+    let out_ref = &mut out;
     let outcome = std::thread::scope(|s| {
         let writer_h = std::thread::Builder::new()
             .name("mltrace-writer".into())
@@ -581,6 +583,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         let exec = child.release();
         let wait_status = match exec {
             Ok(()) => {
+                out_ref.keep();
                 let target = if interactive { pid } else { -pid };
                 let sig_h = s.spawn(move || signal_loop(target, shared_ref));
                 let st = wait_child(pid, shared_ref, started, &mut opts.progress);
@@ -600,6 +603,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 Ok((st, disks, sampler_cpu, warnings))
             }
             Err(errno) => {
+                // Nothing of the command was recorded: `out` is removed on drop.
                 let mut st = 0;
                 // SAFETY: reaping our own child, which exits right after a failed exec.
                 unsafe { libc::waitpid(pid, &mut st, 0) };
@@ -646,7 +650,9 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             Err(e) => write_error = Some(e.to_string()),
         }
     }
-    out.commit()?;
+    if let Err(e) = out.sync() {
+        write_error.get_or_insert(e.to_string());
+    }
     Ok(RecordSummary {
         output: opts.output,
         wait_status,
