@@ -927,13 +927,16 @@ fn long_run(dir: &Path, mltrace: &Path, secs: u64) -> Result<String> {
     }
     let (first, last) = (&curve[0], &curve[curve.len() - 1]);
     let max = curve.iter().map(|p| p.rss).max().unwrap_or(0);
-    // Slopes after the start-up (the ring and buffers filling), in MiB/h.
+    // Slopes in MiB/h after the start-up (the ring and buffers filling),
+    // and over the second half: what is left of growth once buffers sized
+    // by the largest frame so far have settled, projected to 8 hours.
     let warm = (duration / 4.0).min(60.0);
-    let slope_of = |f: &dyn Fn(&Point) -> u64| {
-        slope(&curve.iter().filter(|p| p.t >= warm).map(|p| (p.t / 3600.0, mib(f(p)))).collect::<Vec<_>>())
+    let slope_from = |from: f64, f: &dyn Fn(&Point) -> u64| {
+        slope(&curve.iter().filter(|p| p.t >= from).map(|p| (p.t / 3600.0, mib(f(p)))).collect::<Vec<_>>())
     };
-    let (per_hour, anon_per_hour) = (slope_of(&|p| p.rss), slope_of(&|p| p.anon));
-    let at_8h = mib(last.rss) + per_hour.max(0.0) * (8.0 - duration / 3600.0).max(0.0);
+    let (per_hour, anon_per_hour) = (slope_from(warm, &|p| p.rss), slope_from(warm, &|p| p.anon));
+    let late_per_hour = slope_from(duration / 2.0, &|p| p.rss);
+    let at_8h = mib(last.rss) + late_per_hour.max(0.0) * (8.0 - duration / 3600.0).max(0.0);
     let gb_per_hour = size as f64 / duration * 3600.0 / 1e9;
     let _ = writeln!(
         t,
@@ -946,8 +949,8 @@ fn long_run(dir: &Path, mltrace: &Path, secs: u64) -> Result<String> {
     let _ = writeln!(
         t,
         "  recorder RSS: first {:.1}, last {:.1}, max {:.1} MiB, peak (VmHWM) {:.1} MiB; slope after {warm:.0} s \
-         {per_hour:+.1} MiB/h (anon {anon_per_hour:+.1} MiB/h); projected at 8 h {at_8h:.1} MiB  \
-         (target < 100 MiB, flat: {})",
+         {per_hour:+.1} MiB/h (anon {anon_per_hour:+.1} MiB/h), over the second half {late_per_hour:+.1} MiB/h: \
+         {at_8h:.1} MiB at 8 h  (target < 100 MiB, flat: {})",
         mib(first.rss),
         mib(last.rss),
         mib(max),
