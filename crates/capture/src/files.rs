@@ -156,8 +156,10 @@ impl Hasher for IdentityHasher {
 
 type Map = HashMap<u64, Entry, BuildHasherDefault<IdentityHasher>>;
 
-/// How many identities one generation holds before it becomes the old one
-/// (so at most about three times this many are kept: some MB of paths).
+/// How many identities one generation holds before it becomes the old one.
+/// A full generation takes about 5 MB; live and old are kept, a third is
+/// held briefly while retired. More identities than this in use in turn
+/// cost a kernel-side path walk per use (half the kernel's files_seen).
 pub const GENERATION: usize = 32 * 1024;
 
 /// File identity (from the kernel) -> path and kind, bounded for recordings
