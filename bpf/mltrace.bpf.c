@@ -14,7 +14,9 @@
  *   The first time an identity is seen (or its inode changed, i.e. the
  *   address was reused), an EV_FILE record names it with the kernel's own
  *   absolute path, so inherited fds, dup'd fds and fds passed over sockets
- *   all get their path without user space tracking fd tables.
+ *   all get their path without user space tracking fd tables. User space
+ *   keeps a bounded table of names: what it forgets it deletes from
+ *   files_seen (and bumps files_epoch), so it is named again if used again.
  * - Nothing is dropped silently: every failure to record bumps a per-CPU
  *   counter in `lost`, which user space reads and logs with timestamps.
  */
@@ -53,6 +55,7 @@ struct inflight {
 	u64 file;       /* close: the file, identified at entry */
 	u64 last_file;  /* the last file identity this thread named, and its */
 	u64 last_ino;   /* inode: repeated I/O on it skips the files_seen lookup */
+	u64 last_epoch; /* ... unless user space forgot files since (files_epoch) */
 	u32 nblk;       /* block requests started during the call so far */
 	u8 op;          /* OP_NONE outside recorded syscalls */
 	u8 _pad[3];
@@ -79,6 +82,15 @@ struct {
 	__type(key, u64);
 	__type(value, u64);
 } files_seen SEC(".maps");
+
+/* Bumped by user space after it deletes identities it forgot from
+ * files_seen, so threads check their remembered last file again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} files_epoch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -316,15 +328,21 @@ __noinline int emit_path(u64 key, u64 path_ptr, u64 inode_ptr, u64 flags, u64 id
 static __always_inline u64 file_key(struct file *f, u64 id, struct inflight *st)
 {
 	u64 key = (u64)f;
-	u64 ino;
+	u64 ino, epoch = 0;
 	u64 *seen;
+	u32 zero = 0;
 
 	if (!f)
 		return 0;
 	/* Only the fast route keeps `st`: it may also cast. */
 	ino = file_ino(f, st != NULL);
-	if (st && st->last_file == key && st->last_ino == ino)
-		return key;
+	if (st) {
+		u64 *e = bpf_map_lookup_elem(&files_epoch, &zero);
+		if (e)
+			epoch = *e;
+		if (st->last_file == key && st->last_ino == ino && st->last_epoch == epoch)
+			return key;
+	}
 	seen = bpf_map_lookup_elem(&files_seen, &key);
 	if (!(seen && *seen == ino)) {
 		if (emit_path(key, (u64)__builtin_preserve_access_index(&f->f_path), (u64)BPF_CORE_READ(f, f_inode), 0, id))
@@ -334,6 +352,7 @@ static __always_inline u64 file_key(struct file *f, u64 id, struct inflight *st)
 	if (st) {
 		st->last_file = key;
 		st->last_ino = ino;
+		st->last_epoch = epoch;
 	}
 	return key;
 }

@@ -529,3 +529,60 @@ fn chrome_json_and_perfetto_exports_agree_on_a_recording() {
     // parent's name keeps only the exec'd name there.
     assert!(b[3].iter().all(|n| a[3].contains(n)), "{:?} vs {:?}", a[3], b[3]);
 }
+
+#[test]
+fn file_names_stay_right_when_the_recorder_forgets_them() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = compile_workload("forget", tmp.path());
+    let dir = tmp.path().join("files");
+    std::fs::create_dir(&dir).unwrap();
+    let n = 300;
+    for i in 0..n {
+        std::fs::write(dir.join(i.to_string()), format!("{i}\n")).unwrap();
+    }
+    let keep = tmp.path().join("keep.txt");
+    std::fs::write(&keep, "kept\n").unwrap();
+    for route in ["fast", "compat"] {
+        let log = tmp.path().join(format!("{route}.bin"));
+        // A table of 16 names per generation: the child's files make it
+        // forget the main thread's file between its two reads.
+        let out = Command::new(mltrace_bin())
+            .args(["record", "-q", "--gpu", "off", "--file-generation", "16", "--syscall-probes", route])
+            .args(["-o", log.to_str().unwrap(), "--"])
+            .arg(&bin)
+            .args([keep.to_str().unwrap(), dir.to_str().unwrap(), &n.to_string(), "500"])
+            .env("MLTRACE_DEBUG", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{route}: {err}");
+        let forgotten: u64 = err
+            .lines()
+            .find_map(|l| l.strip_prefix("mltrace: debug: file names: "))
+            .and_then(|l| l.split(", ").nth(1)?.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{route}: no debug line: {err}"));
+        assert!(forgotten >= n as u64 / 2, "{route}: {forgotten} forgotten");
+        let recs = read_log(&log);
+        assert!(recs.iter().all(|r| !matches!(r.rec, Record::Lost(_))), "{route}: losses");
+        let keep_reads: Vec<&Rec> = recs
+            .iter()
+            .filter(|r| matches!(r.rec, Record::Io(x) if !x.op.is_write() && x.ret == 1))
+            .filter(|r| !r.strs[0].starts_with(dir.to_str().unwrap()))
+            .collect();
+        assert_eq!(keep_reads.len(), 2, "{route}: {keep_reads:?}");
+        assert!(keep_reads.iter().all(|r| r.strs[0] == keep.to_str().unwrap()), "{route}: {keep_reads:?}");
+        // Each of the child's reads names its own file.
+        for i in 0..n {
+            let want = dir.join(i.to_string());
+            assert!(
+                recs.iter()
+                    .any(|r| matches!(r.rec, Record::Io(x) if x.ret == 1) && r.strs[0] == want.to_str().unwrap()),
+                "{route}: no read of {}",
+                want.display()
+            );
+        }
+    }
+}

@@ -55,35 +55,35 @@ fn a_killed_recorder_leaves_a_readable_log() {
     // Wait until frames with the command's events are on disk, however
     // busy the machine is, then kill.
     let t0 = Instant::now();
-    let grown = || {
-        std::fs::read_dir(tmp.path())
-            .unwrap()
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().ends_with(".tmp") && e.metadata().unwrap().len() > 200_000)
-    };
+    let grown = || std::fs::symlink_metadata(&log).map(|m| m.len() > 200_000).unwrap_or(false);
     while !grown() && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(100));
     }
     rec.kill().unwrap(); // SIGKILL: no chance to finish the log
     rec.wait().unwrap();
     let _ = Command::new("pkill").args(["-KILL", "-f", bin.to_str().unwrap()]).status();
-    assert!(!log.exists(), "the name asked for only appears when a recording completes");
-    // Asking for it says where the partial log is.
-    let out = mltrace(&["stats", log.to_str().unwrap()], tmp.path());
-    assert_eq!(out.status.code(), Some(1));
-    let msg = stderr(&out);
-    let partial = msg.split("its partial log is ").nth(1).and_then(|r| r.split(',').next()).expect(&msg).trim();
-    let partial = PathBuf::from(partial);
-    assert!(partial.exists(), "{msg}");
-    let meta = std::fs::metadata(&partial).unwrap();
+    // The log is where it was asked for, private, and nothing else is left.
+    let meta = std::fs::symlink_metadata(&log).expect("the cut log is at -o");
+    assert!(meta.is_file());
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777, 0o600);
-    // Everything up to the last complete frame reads, and it says so once.
+    let mut names: Vec<String> =
+        std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, vec!["data.bin", "run.bin", "storm"]);
+    // stats reads it and says it was cut, and when.
+    let out = mltrace(&["stats", log.to_str().unwrap()], tmp.path());
+    no_panic(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("the log was cut") && text.contains("events up to +"), "{text}");
+    // Everything up to the last complete frame exports, and it says so once.
     let trace = tmp.path().join("cut.perfetto-trace");
-    let out = mltrace(&["export", partial.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path());
+    let out = mltrace(&["export", log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path());
     no_panic(&out);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stderr(&out).matches("the log was cut").count(), 1, "{}", stderr(&out));
-    let mut r = LogReader::open(&partial).unwrap();
+    assert!(stderr(&out).contains("events up to +"), "{}", stderr(&out));
+    let mut r = LogReader::open(&log).unwrap();
     let mut reads = 0u64;
     while let Some(mut f) = r.next_frame().unwrap() {
         while let Some(rec) = f.next_record() {
@@ -425,18 +425,76 @@ fn the_output_file_is_never_clobbered_or_followed() {
         assert_eq!(out.status.code(), Some(1));
         assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     }
+    // A dangling one is not followed either (nothing is created at its target).
+    std::fs::remove_file(&link).unwrap();
+    let nowhere = dir.join("nowhere.bin");
+    std::os::unix::fs::symlink(&nowhere, &link).unwrap();
+    for force in [false, true] {
+        let out = rec(force);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+        assert!(!nowhere.exists());
+    }
+    // An existing file: kept without --force.
     std::fs::remove_file(&link).unwrap();
     std::fs::write(&link, "an older log").unwrap();
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    std::fs::set_permissions(&link, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::chown(&link, Some(65534), Some(65534)).unwrap();
+    // A second name for the old file shows whether it was written over.
+    let old = dir.join("old.bin");
+    std::fs::hard_link(&link, &old).unwrap();
     let out = rec(false);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("run.bin: already exists; pass --force"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&link).unwrap(), "an older log");
-    assert!(rec(true).status.success());
+    // --force replaces it with a new file of our own, mode 0600: nothing of
+    // the old one (owner, permissions) carries over.
+    let out = rec(true);
+    assert!(out.status.success(), "{}", stderr(&out));
     assert!(LogReader::open(&link).is_ok());
-    // Nothing else was left behind (no temporary files).
+    let m = std::fs::metadata(&link).unwrap();
+    assert_eq!((m.uid(), m.mode() & 0o777, m.nlink()), (0, 0o600, 1));
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "an older log");
+    std::fs::remove_file(&old).unwrap();
+    // Not a regular file: a directory, or a FIFO even with --force.
+    let sub = dir.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let out = mltrace(&["record", "-q", "--gpu", "off", "-f", "-o", "sub", "--", "true"], dir);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is a directory"), "{}", stderr(&out));
+    std::fs::remove_dir(&sub).unwrap();
+    let fifo = std::ffi::CString::new(dir.join("fifo").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let out = mltrace(&["record", "-q", "--gpu", "off", "-f", "-o", "fifo", "--", "true"], dir);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not a regular file"), "{}", stderr(&out));
+    std::fs::remove_file(dir.join("fifo")).unwrap();
+    // Nothing else was left behind.
     let mut names: Vec<String> =
         std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     assert_eq!(names, vec!["precious.txt", "run.bin"]);
+}
+
+#[test]
+fn a_command_that_fails_to_exec_leaves_no_log() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // Found and executable, so the log is created; its exec then fails.
+    let script = dir.join("bad-interpreter.sh");
+    std::fs::write(&script, "#!/no/such/interpreter\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = mltrace(&["record", "-q", "--gpu", "off", "-o", "run.bin", "--", script.to_str().unwrap()], dir);
+    assert_eq!(out.status.code(), Some(126), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad interpreter"), "{}", stderr(&out));
+    // Nothing was recorded, so no log is left at -o.
+    assert!(std::fs::symlink_metadata(dir.join("run.bin")).is_err());
+    assert_eq!(std::fs::read_dir(dir).unwrap().count(), 1, "only the script is left");
 }

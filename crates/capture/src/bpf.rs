@@ -170,6 +170,20 @@ pub fn traced_pids(skel: &MltraceSkel<'_>) -> Vec<u32> {
     skel.maps.traced.keys().filter_map(|k| k.get(..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()))).collect()
 }
 
+/// Makes the kernel side forget file identities user space has forgotten
+/// (so it names them again if they are used again), then moves to `epoch`
+/// so threads stop trusting the last file they remember.
+pub fn forget_files(skel: &MltraceSkel<'_>, keys: &[u64], epoch: u64) -> Result<(), CaptureError> {
+    for k in keys {
+        // Already gone (the kernel's LRU evicted it) is fine.
+        let _ = skel.maps.files_seen.delete(&k.to_ne_bytes());
+    }
+    skel.maps
+        .files_epoch
+        .update(&0u32.to_ne_bytes(), &epoch.to_ne_bytes(), MapFlags::ANY)
+        .map_err(bpf_err("updating the file epoch"))
+}
+
 /// Drop counters summed over CPUs, indexed like `mltrace_log::LostKind`.
 pub fn read_lost(skel: &MltraceSkel<'_>) -> [u64; LOST_SLOTS] {
     let mut out = [0u64; LOST_SLOTS];

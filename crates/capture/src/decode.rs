@@ -149,8 +149,18 @@ impl KernelDecoder {
         KernelDecoder { pre_exec: Some(root_pid), ..Default::default() }
     }
 
+    /// A decoder whose file table forgets identities unused for
+    /// `generation` others (see [`FileTable`]).
+    pub fn with_file_generation(root_pid: u32, generation: usize) -> Self {
+        KernelDecoder { files: FileTable::with_generation(generation), ..Self::for_command(root_pid) }
+    }
+
     pub fn files(&self) -> &FileTable {
         &self.files
+    }
+
+    pub fn files_mut(&mut self) -> &mut FileTable {
+        &mut self.files
     }
 
     /// The path id and kind of a file identity; key 0 is "no file" (a bad fd).

@@ -127,6 +127,17 @@ struct Entry {
     cached: Cached,
 }
 
+impl Entry {
+    #[inline]
+    fn id_in(&mut self, enc: &mut FrameEncoder) -> (StrId, FileKind) {
+        let generation = enc.generation();
+        if self.cached.generation != generation {
+            self.cached = Cached { generation, id: enc.intern(&self.path) };
+        }
+        (self.cached.id, self.kind)
+    }
+}
+
 #[derive(Default)]
 struct IdentityHasher(u64);
 
@@ -143,42 +154,117 @@ impl Hasher for IdentityHasher {
     }
 }
 
-/// File identity (from the kernel) -> path and kind.
-#[derive(Default)]
+type Map = HashMap<u64, Entry, BuildHasherDefault<IdentityHasher>>;
+
+/// How many identities one generation holds before it becomes the old one.
+/// A full generation takes about 5 MB; live and old are kept, a third is
+/// held briefly while retired. More identities than this in use in turn
+/// cost a kernel-side path walk per use (half the kernel's files_seen).
+pub const GENERATION: usize = 32 * 1024;
+
+/// File identity (from the kernel) -> path and kind, bounded for recordings
+/// of hours: identities are struct file addresses, so every open makes one,
+/// and the kernel side names each only once. Two generations are kept; an
+/// identity not used for a whole generation is forgotten, and the kernel
+/// side is told to forget it too (its `files_seen` entry deleted, the
+/// per-thread shortcut invalidated), so it names it again if it is ever
+/// used again. Forgotten entries stay resolvable ("retired") until the
+/// ring buffer has drained past the moment the kernel side forgot them.
 pub struct FileTable {
-    map: HashMap<u64, Entry, BuildHasherDefault<IdentityHasher>>,
+    live: Map,
+    old: Map,
+    retired: Map,
+    generation: usize,
+    /// Identities the kernel side must forget (see [`FileTable::take_forgotten`]).
+    forget: Vec<u64>,
+    /// Identities forgotten so far.
+    pub forgotten: u64,
+}
+
+impl Default for FileTable {
+    fn default() -> Self {
+        FileTable::with_generation(GENERATION)
+    }
 }
 
 impl FileTable {
+    pub fn with_generation(generation: usize) -> Self {
+        FileTable {
+            live: Map::default(),
+            old: Map::default(),
+            retired: Map::default(),
+            generation: generation.max(1),
+            forget: Vec::new(),
+            forgotten: 0,
+        }
+    }
+
     pub fn insert(&mut self, key: u64, kind: FileKind, path: Vec<u8>) {
-        self.map.insert(
-            key,
-            Entry { path: path.into_boxed_slice(), kind, cached: Cached { generation: u64::MAX, id: StrId(0) } },
-        );
+        self.old.remove(&key);
+        self.retired.remove(&key);
+        let e = Entry { path: path.into_boxed_slice(), kind, cached: Cached { generation: u64::MAX, id: StrId(0) } };
+        self.live.insert(key, e);
+        self.maybe_rotate();
+    }
+
+    fn get(&self, key: u64) -> Option<&Entry> {
+        self.live.get(&key).or_else(|| self.old.get(&key)).or_else(|| self.retired.get(&key))
     }
 
     pub fn path(&self, key: u64) -> Option<&[u8]> {
-        self.map.get(&key).map(|e| &*e.path)
+        self.get(key).map(|e| &*e.path)
     }
 
     /// The path's id in `enc`'s current frame and the kind, interning at most
     /// once per frame. `None` for an identity never named.
     #[inline]
     pub fn lookup(&mut self, key: u64, enc: &mut FrameEncoder) -> Option<(StrId, FileKind)> {
-        let e = self.map.get_mut(&key)?;
-        let generation = enc.generation();
-        if e.cached.generation != generation {
-            e.cached = Cached { generation, id: enc.intern(&e.path) };
+        if let Some(e) = self.live.get_mut(&key) {
+            return Some(e.id_in(enc));
         }
-        Some((e.cached.id, e.kind))
+        // Used again: back into the live generation.
+        let mut e = self.old.remove(&key).or_else(|| self.retired.remove(&key))?;
+        let found = e.id_in(enc);
+        self.live.insert(key, e);
+        self.maybe_rotate();
+        Some(found)
     }
 
+    fn maybe_rotate(&mut self) {
+        if self.live.len() < self.generation {
+            return;
+        }
+        // The old generation went unused for a whole generation: forget it.
+        self.forget.extend(self.old.keys());
+        self.forgotten += self.old.len() as u64;
+        if self.retired.is_empty() {
+            self.retired = std::mem::take(&mut self.old);
+        } else {
+            self.retired.extend(self.old.drain());
+        }
+        self.old = std::mem::take(&mut self.live);
+    }
+
+    /// Identities the kernel side must forget now. Once it has, and the
+    /// ring buffer has been drained after that, call
+    /// [`FileTable::release_retired`].
+    pub fn take_forgotten(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.forget)
+    }
+
+    /// No record naming a forgotten identity without the kernel side
+    /// naming it again first can still be in the ring buffer.
+    pub fn release_retired(&mut self) {
+        self.retired = Map::default();
+    }
+
+    /// Identities held (live, old and retired).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.live.len() + self.old.len() + self.retired.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 }
 
@@ -221,6 +307,50 @@ mod tests {
         assert_eq!(classify(&tty), (FileKind::Tty, b"/dev/pts/3".to_vec()));
         let null = FileFacts { rdev: (1 << 20) | 3, path: b"/dev/null", ..tty };
         assert_eq!(classify(&null).0, FileKind::CharDev);
+    }
+
+    #[test]
+    fn the_table_is_bounded_and_keeps_what_is_used() {
+        let mut t = FileTable::with_generation(4);
+        let mut enc = FrameEncoder::new();
+        let name = |k: u64| format!("/f{k}").into_bytes();
+        // 0 is used all along; 1..=20 once each.
+        t.insert(0, FileKind::Regular, name(0));
+        let mut forgotten = Vec::new();
+        for k in 1..=20 {
+            t.insert(k, FileKind::Regular, name(k));
+            assert!(t.lookup(0, &mut enc).is_some(), "in use, never forgotten");
+            assert!(t.len() <= 3 * 4 + 1, "{}", t.len());
+            forgotten.extend(t.take_forgotten());
+            t.release_retired();
+        }
+        assert!(!forgotten.contains(&0));
+        assert_eq!(forgotten.len() as u64, t.forgotten);
+        assert!(t.forgotten >= 10, "{}", t.forgotten);
+        for k in &forgotten {
+            assert!(t.path(*k).is_none(), "forgotten {k}");
+        }
+        // The newest are still known.
+        assert_eq!(t.path(20), Some(&b"/f20"[..]));
+        // Named again by the kernel side after being forgotten: known again.
+        t.insert(1, FileKind::Regular, name(1));
+        assert_eq!(t.path(1), Some(&b"/f1"[..]));
+    }
+
+    #[test]
+    fn forgotten_entries_resolve_until_released() {
+        let mut t = FileTable::with_generation(2);
+        let mut enc = FrameEncoder::new();
+        for k in 1..=6 {
+            t.insert(k, FileKind::Regular, format!("/f{k}").into_bytes());
+        }
+        let gone = t.take_forgotten();
+        assert!(!gone.is_empty());
+        // Still in the ring: resolves (and is live again).
+        assert!(t.lookup(gone[0], &mut enc).is_some());
+        t.release_retired();
+        assert!(t.path(gone[0]).is_some(), "used again after being forgotten: kept");
+        assert!(gone[1..].iter().all(|k| t.path(*k).is_none()));
     }
 
     #[test]

@@ -1,86 +1,102 @@
-//! The log file on disk: written under a temporary name in the target
-//! directory (mode 0600: it holds paths and command lines), never through a
-//! symlink, and renamed into place only when the recording ends, so a
-//! half-written log never sits under the name the user asked for.
+//! The log file on disk. It is created at the path asked for from the
+//! start, so the log of a recorder killed part-way (SIGKILL, the OOM
+//! killer, a lost node) is where the user looks for it, readable up to its
+//! last complete frame. Mode 0600 (it holds paths and command lines); the
+//! last component is never followed if it is a symlink; an existing file is
+//! only replaced with `force`, by unlinking it and creating a new file
+//! exclusively (so its owner and permissions are not inherited).
 
-use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::CaptureError;
 
 pub struct OutputFile {
     pub file: File,
-    pub tmp: PathBuf,
-    pub target: PathBuf,
-    force: bool,
-    committed: bool,
+    pub path: PathBuf,
+    /// Set once the command runs: from then on the file is the recording.
+    keep: bool,
+}
+
+fn create_exclusive(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
 }
 
 impl OutputFile {
-    pub fn create(target: &Path, force: bool) -> Result<OutputFile, CaptureError> {
-        let err = |source| CaptureError::Output { path: target.to_owned(), source };
-        match std::fs::symlink_metadata(target) {
-            Ok(m) if m.file_type().is_symlink() => {
+    pub fn create(path: &Path, force: bool) -> Result<OutputFile, CaptureError> {
+        let err = |source| CaptureError::Output { path: path.to_owned(), source };
+        // O_CREAT|O_EXCL never follows a symlink, even a dangling one. A few
+        // tries, in case something recreates the file between unlink and open.
+        for _ in 0..3 {
+            match create_exclusive(path) {
+                Ok(file) => return Ok(OutputFile { file, path: path.to_owned(), keep: false }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(err(e)),
+            }
+            let m = match std::fs::symlink_metadata(path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(err(e)),
+            };
+            if m.file_type().is_symlink() {
                 return Err(err(io::Error::other("is a symbolic link; refusing to write through it")));
             }
-            Ok(m) if m.is_dir() => return Err(err(io::Error::other("is a directory"))),
-            Ok(_) if !force => return Err(CaptureError::OutputExists(target.to_owned())),
-            _ => {}
+            if m.is_dir() {
+                return Err(err(io::Error::other("is a directory")));
+            }
+            if !force {
+                return Err(CaptureError::OutputExists(path.to_owned()));
+            }
+            // Never unlink a device or a FIFO (`-o /dev/null --force` as root).
+            if !m.is_file() {
+                return Err(err(io::Error::other("is not a regular file; refusing to replace it")));
+            }
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(err(e)),
+            }
         }
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-            _ => PathBuf::from("."),
-        };
-        let name = target.file_name().ok_or_else(|| err(io::Error::other("not a file name")))?;
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".mltrace-{}.tmp", std::process::id()));
-        let tmp = dir.join(tmp_name);
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&tmp)
-            .map_err(|e| CaptureError::Output { path: tmp.clone(), source: e })?;
-        Ok(OutputFile { file, tmp, target: target.to_owned(), force, committed: false })
+        Err(err(io::Error::other("kept being recreated by something else while being replaced")))
     }
 
     /// Hands the file to `uid:gid` (the user behind sudo).
     pub fn chown(&self, uid: u32, gid: u32) -> Result<(), CaptureError> {
         std::os::unix::fs::fchown(&self.file, Some(uid), Some(gid))
-            .map_err(|source| CaptureError::Output { path: self.tmp.clone(), source })
+            .map_err(|source| CaptureError::Output { path: self.path.clone(), source })
     }
 
-    /// Syncs and moves the log to its final name.
-    pub fn commit(&mut self) -> Result<(), CaptureError> {
-        let err = |source| CaptureError::Output { path: self.target.clone(), source };
-        self.file.sync_all().map_err(err)?;
-        let from = CString::new(self.tmp.as_os_str().as_bytes()).unwrap();
-        let to = CString::new(self.target.as_os_str().as_bytes()).unwrap();
-        let flags = if self.force { 0 } else { libc::RENAME_NOREPLACE };
-        // SAFETY: two valid NUL-terminated paths.
-        let r = unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), flags) };
-        if r != 0 {
-            // Keep what was recorded under its temporary name.
-            self.committed = true;
-            let e = io::Error::last_os_error();
-            let e = io::Error::new(e.kind(), format!("{e}; the log was left at {}", self.tmp.display()));
-            return Err(err(e));
-        }
-        self.committed = true;
-        Ok(())
+    /// The command started: whatever happens from now on, the file stays.
+    pub fn keep(&mut self) {
+        self.keep = true;
+    }
+
+    /// Flushes the log to the disk at the end of a recording.
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync_all()
     }
 }
 
 impl Drop for OutputFile {
+    /// Nothing was recorded (the command never started): no log is left,
+    /// but only remove the file if the name still points at ours.
     fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.tmp);
+        if self.keep {
+            return;
+        }
+        let ours = match (self.file.metadata(), std::fs::symlink_metadata(&self.path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 }

@@ -46,6 +46,9 @@ pub struct RecordOptions {
     /// A frame is written at least this often.
     pub flush_interval: Duration,
     pub frame_records: usize,
+    /// File identities per generation of the decoder's file table (see
+    /// [`crate::files::FileTable`]; small only in tests).
+    pub file_generation: usize,
     /// Run the command as this user (sudo's caller) instead of as
     /// ourselves; the log then belongs to them too.
     pub run_as: Option<User>,
@@ -71,6 +74,7 @@ impl RecordOptions {
             zstd_level: 3,
             flush_interval: Duration::from_secs(1),
             frame_records: DEFAULT_FRAME_RECORDS,
+            file_generation: crate::files::GENERATION,
             run_as: None,
             progress: None,
             sample_interval: Some(Duration::from_millis(100)),
@@ -107,6 +111,10 @@ pub struct RecordSummary {
     pub write_error: Option<String>,
     /// Things that stopped working during the recording (a GPU's metrics).
     pub warnings: Vec<String>,
+    /// File identities the decoder held at the end, and forgot on the way
+    /// (for debugging its bound).
+    pub files_held: usize,
+    pub files_forgotten: u64,
 }
 
 /// State shared by the threads of one recording.
@@ -280,8 +288,9 @@ impl Consumer<'_> {
     }
 }
 
-/// Lost counts by kind, and warnings about the training phases.
-type ConsumerResult = Result<([u64; 8], Vec<String>), CaptureError>;
+/// Lost counts by kind, warnings about the training phases, and the file
+/// table's (held, forgotten).
+type ConsumerResult = Result<([u64; 8], Vec<String>, (usize, u64)), CaptureError>;
 
 fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> ConsumerResult {
     let state = RefCell::new(consumer);
@@ -295,13 +304,18 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
     let rb = builder.build().map_err(|source| CaptureError::Bpf { stage: "opening the ring buffer".into(), source })?;
     let shared = state.borrow().shared;
     let mut last_losses = Instant::now();
+    // Files the decoder forgot: when the kernel side was told, and how often.
+    let mut forgot_at: Option<Instant> = None;
+    let mut epoch = 0u64;
+    let mut kernel_untold = false;
     loop {
         // Nothing more can be written: stop capturing, let the command run.
         if shared.write_error.lock().unwrap().is_some() {
             let c = state.borrow();
-            return Ok((c.lost_seen, c.phases.warnings()));
+            return Ok((c.lost_seen, c.phases.warnings(), (c.dec.files().len(), c.dec.files().forgotten)));
         }
         let stopping = shared.stop.load(Ordering::Acquire);
+        let round = Instant::now();
         // Wakeups are batched in the kernel, so poll() may time out with
         // data waiting: always consume afterwards.
         let _ = rb.poll(Duration::from_millis(50));
@@ -309,6 +323,22 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         let mut c = state.borrow_mut();
         c.drain_samples();
         c.drain_mllog();
+        // This round drained everything queued since it began: records sent
+        // before the kernel side forgot (plus a margin for programs running
+        // at that moment) have all been decoded.
+        if forgot_at.is_some_and(|t| round >= t + Duration::from_millis(10)) && !kernel_untold {
+            c.dec.files_mut().release_retired();
+            forgot_at = None;
+        }
+        let forget = c.dec.files_mut().take_forgotten();
+        if !forget.is_empty() {
+            epoch += 1;
+            match bpf::forget_files(skel, &forget, epoch) {
+                Ok(()) => forgot_at = Some(Instant::now()),
+                // The kernel side may still trust them: keep them all.
+                Err(_) => kernel_untold = true,
+            }
+        }
         if stopping || last_losses.elapsed() >= Duration::from_millis(100) {
             c.account_losses(skel);
             last_losses = Instant::now();
@@ -318,7 +348,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
             let c = &mut *c;
             c.phases.finish(system::boottime_ns(), &mut c.enc);
             c.cut();
-            return Ok((c.lost_seen, c.phases.warnings()));
+            return Ok((c.lost_seen, c.phases.warnings(), (c.dec.files().len(), c.dec.files().forgotten)));
         }
         if c.last_cut.elapsed() >= flush {
             c.cut();
@@ -427,6 +457,10 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let first = opts.command.first().ok_or(CaptureError::Command(CommandError::NotFound(String::new())))?;
     let program = launch::resolve(first).map_err(CaptureError::Command)?;
     let mut out = OutputFile::create(&opts.output, opts.force)?;
+    // At once: a recorder killed from here on leaves the log to its user.
+    if let Some(u) = &opts.run_as {
+        out.chown(u.uid, u.gid)?;
+    }
     let mut plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
     let mut storage = [MaybeUninit::uninit(), MaybeUninit::uninit()];
     let skel = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
@@ -436,9 +470,6 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     }
     let _mask = SignalBlock::new();
     let started = Instant::now();
-    if let Some(u) = &opts.run_as {
-        out.chown(u.uid, u.gid)?;
-    }
     let env = opts.run_as.as_ref().map(identity::environment);
     let run_as = opts.run_as.as_ref().map(User::run_as);
     // On a terminal the command stays in our process group, so it keeps the
@@ -523,7 +554,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let (free_tx, free_rx) = bounded::<EncodedFrame>(4);
     let consumer = Consumer {
         enc,
-        dec: KernelDecoder::for_command(pid as u32),
+        dec: KernelDecoder::with_file_generation(pid as u32, opts.file_generation),
         frames: frames_tx,
         free: free_rx,
         frame_records: opts.frame_records,
@@ -541,6 +572,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let traced_pids = move || bpf::traced_pids(skel_for_pids);
     let skel_ref = &skel;
     let shared_ref = &shared;
+    let out_ref = &mut out;
     let outcome = std::thread::scope(|s| {
         let writer_h = std::thread::Builder::new()
             .name("mltrace-writer".into())
@@ -581,6 +613,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         let exec = child.release();
         let wait_status = match exec {
             Ok(()) => {
+                out_ref.keep();
                 let target = if interactive { pid } else { -pid };
                 let sig_h = s.spawn(move || signal_loop(target, shared_ref));
                 let st = wait_child(pid, shared_ref, started, &mut opts.progress);
@@ -600,6 +633,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 Ok((st, disks, sampler_cpu, warnings))
             }
             Err(errno) => {
+                // Nothing of the command was recorded: `out` is removed on drop.
                 let mut st = 0;
                 // SAFETY: reaping our own child, which exits right after a failed exec.
                 unsafe { libc::waitpid(pid, &mut st, 0) };
@@ -615,11 +649,11 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 })
             }
         };
-        let (lost, phase_warnings) = consumer_h.join().expect("consumer thread panicked")?;
+        let (lost, phase_warnings, files) = consumer_h.join().expect("consumer thread panicked")?;
         let (writer, write_error) = writer_h.join().expect("writer thread panicked");
-        Ok::<_, CaptureError>((wait_status, lost, writer, write_error, phase_warnings))
+        Ok::<_, CaptureError>((wait_status, lost, writer, write_error, phase_warnings, files))
     });
-    let (wait_status, lost, writer, mut write_error, phase_warnings) = outcome?;
+    let (wait_status, lost, writer, mut write_error, phase_warnings, files) = outcome?;
     let (wait_status, diskstats, sampler_cpu_ns, mut warnings) = wait_status.map_err(CaptureError::Command)?;
     warnings.extend(phase_warnings);
     let lost_list: Vec<(LostKind, u64)> =
@@ -646,7 +680,9 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             Err(e) => write_error = Some(e.to_string()),
         }
     }
-    out.commit()?;
+    if let Err(e) = out.sync() {
+        write_error.get_or_insert(e.to_string());
+    }
     Ok(RecordSummary {
         output: opts.output,
         wait_status,
@@ -657,5 +693,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         duration: started.elapsed(),
         write_error,
         warnings,
+        files_held: files.0,
+        files_forgotten: files.1,
     })
 }

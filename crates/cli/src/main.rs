@@ -40,33 +40,11 @@ enum Cmd {
     Dump { log: PathBuf },
 }
 
-/// Opens a log; when it does not exist but a recording into it was cut
-/// short (the recorder killed), says where that partial log is.
+/// Opens a log, saying plainly when there is none.
 pub fn open_log(log: &std::path::Path) -> anyhow::Result<mltrace_log::LogReader<std::io::BufReader<std::fs::File>>> {
     match mltrace_log::LogReader::open(log) {
         Err(mltrace_log::LogError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            let dir = match log.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-                _ => std::path::PathBuf::from("."),
-            };
-            let prefix = format!(".{}.mltrace-", log.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
-            let partial: Vec<String> = std::fs::read_dir(&dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(&prefix) && n.ends_with(".tmp"))
-                .map(|n| dir.join(n).display().to_string())
-                .collect();
-            if partial.is_empty() {
-                anyhow::bail!("{}: no such file", log.display());
-            }
-            anyhow::bail!(
-                "{}: no such file; a recording into it did not finish (the recorder was killed?): \
-                 its partial log is {}, readable as it is",
-                log.display(),
-                partial.join(", ")
-            )
+            anyhow::bail!("{}: no such file", log.display())
         }
         r => Ok(r?),
     }

@@ -46,6 +46,9 @@ pub struct Args {
     /// Records per frame (for tests; frames are also cut every second)
     #[arg(long, hide = true)]
     frame_records: Option<usize>,
+    /// File names the decoder keeps per generation (for tests of its bound)
+    #[arg(long, hide = true)]
+    file_generation: Option<usize>,
     /// Read training phases from this MLPerf log file (lines appended
     /// while recording) instead of from the command's stdout and stderr
     #[arg(long, value_name = "FILE", conflicts_with = "no_mllog")]
@@ -115,6 +118,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     opts.bpf.ring_bytes = a.ring_size;
     if let Some(n) = a.frame_records {
         opts.frame_records = n.max(1);
+    }
+    if let Some(n) = a.file_generation {
+        opts.file_generation = n.max(1);
     }
     opts.bpf.route = match a.syscall_probes.as_str() {
         "auto" => None,
@@ -207,6 +213,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     );
     for w in &s.warnings {
         eprintln!("mltrace: warning: {w}");
+    }
+    if std::env::var_os("MLTRACE_DEBUG").is_some() {
+        eprintln!("mltrace: debug: file names: {} held at the end, {} forgotten", s.files_held, s.files_forgotten);
     }
     if let Some(e) = &s.write_error {
         eprintln!("mltrace: writing the log failed part-way: {e}; what was written before is readable");
