@@ -65,6 +65,13 @@ impl DiskCounters {
         self.flush(self.watermark, out);
     }
 
+    /// Emits everything before `upto` now, whatever may still come (a
+    /// file of a big run ends there): later changes before it are late.
+    pub fn flush_until(&mut self, upto: u64, out: &mut Vec<Sample>) {
+        self.watermark = self.watermark.max(upto);
+        self.flush(upto, out);
+    }
+
     /// Emits everything before `upto` (`u64::MAX`: everything).
     pub fn flush(&mut self, upto: u64, out: &mut Vec<Sample>) {
         while let Some(&Reverse((ts, _))) = self.changes.peek() {

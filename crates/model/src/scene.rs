@@ -177,6 +177,8 @@ pub struct Scene<'s> {
     core_iowait: HashMap<u32, (u64, f64)>,
     samples: Vec<Sample>,
     out: Out,
+    /// The current file's `[from, to)`.
+    range: (u64, u64),
     /// Block requests whose call is not written yet, by (tid, call ts).
     pending: HashMap<(u32, u64), Vec<Pending>>,
     pending_count: usize,
@@ -204,6 +206,7 @@ impl<'s> Scene<'s> {
             core_iowait: HashMap::default(),
             samples: Vec::new(),
             out: Out::default(),
+            range: (0, u64::MAX),
             pending: HashMap::default(),
             pending_count: 0,
             pending_oldest: u64::MAX,
@@ -225,6 +228,7 @@ impl<'s> Scene<'s> {
         self.out = Out::default();
         self.started.clear();
         self.stats = SceneStats::default();
+        self.range = range;
         enc.begin(&FileMeta { header: &self.run.header, anchor: self.run.header.start, title })?;
         self.phases(enc, range)
     }
@@ -232,13 +236,18 @@ impl<'s> Scene<'s> {
     /// Ends the file. `last`: the log is done, so disk counters still held
     /// back for ordering are written too.
     pub fn end_file<E: Encoder>(&mut self, enc: &mut E, last: bool) -> io::Result<(u64, SceneStats)> {
+        for d in 0..self.disks.len() {
+            if last {
+                self.disks[d].counters.finish(&mut self.samples);
+            } else {
+                // What happened in this file's span goes in this file.
+                self.disks[d].counters.flush_until(self.range.1, &mut self.samples);
+            }
+            self.emit_samples(enc, d)?;
+        }
         if last {
             self.flush_pending(enc, u64::MAX)?;
-            for d in 0..self.disks.len() {
-                self.disks[d].counters.finish(&mut self.samples);
-                self.stats.late_counter_changes += self.disks[d].counters.late;
-                self.emit_samples(enc, d)?;
-            }
+            self.stats.late_counter_changes = self.disks.iter().map(|d| d.counters.late).sum();
         }
         let end = if last { self.run.trailer.as_ref().map(|t| t.end) } else { None };
         let bytes = enc.end(end, if last { self.run.trailer.as_ref() } else { None })?;
