@@ -42,6 +42,31 @@ pub struct Written {
     pub stats: SceneStats,
 }
 
+/// Exports a whole log into one file whatever its size (what
+/// `--no-split` does); `on_diag` hears what the reader worked around.
+pub fn one_file<R: Read + Seek, O: Output>(
+    reader: &mut LogReader<R>,
+    out: &mut O,
+    on_diag: &mut dyn FnMut(String),
+) -> Result<Written, ExportError> {
+    let survey = Survey::of(reader)?;
+    for d in &survey.diagnostics {
+        on_diag(d.clone());
+    }
+    let win = Window { filter: Default::default(), from: survey.start(), to: survey.end() + 1 };
+    let file = PlannedFile {
+        role: FileRole::Whole,
+        path: Default::default(),
+        from: win.from,
+        to: win.to,
+        label: "whole run".into(),
+        weight: 0,
+    };
+    let plan = Plan { files: vec![file], warnings: vec![] };
+    let mut written = run(reader, &survey, &win, &plan, out, &mut |_| {})?;
+    Ok(written.remove(0))
+}
+
 /// `part 3 of 12: EPOCH 5-6`.
 pub fn title(f: &PlannedFile) -> String {
     match f.role {
@@ -82,42 +107,42 @@ pub fn run<R: Read + Seek, O: Output>(
     let mut k = 0;
     let mut enc = out.create(details[0]).map_err(io_err(details[0]))?;
     scene.begin_file(&mut enc, &title(details[0]), (details[0].from, details[0].to)).map_err(io_err(details[0]))?;
+    // Ends file `k` and starts the next (or, after the last, only ends it).
+    let mut next = |scene: &mut Scene<'_>, enc: O::E, k: usize, written: &mut Vec<Written>| {
+        let mut enc = enc;
+        let last = k + 1 == details.len();
+        let (bytes, stats) = scene.end_file(&mut enc, last).map_err(io_err(details[k]))?;
+        let w = Written { file: details[k].clone(), bytes, stats };
+        let following = if last {
+            out.finished(enc).map_err(io_err(details[k]))?;
+            None
+        } else {
+            let f = details[k + 1];
+            let mut e = out.create(f).map_err(io_err(f))?;
+            out.finished(enc).map_err(io_err(details[k]))?;
+            scene.begin_file(&mut e, &title(f), (f.from, f.to)).map_err(io_err(f))?;
+            Some(e)
+        };
+        done(&w);
+        written.push(w);
+        Ok::<_, ExportError>(following)
+    };
     while let Some(mut frame) = reader.next_frame()? {
         while let Some(rec) = frame.next_record() {
             let ts = rec.ts();
             while k + 1 < details.len() && ts >= details[k].to {
-                let (bytes, stats) = scene.end_file(&mut enc, false).map_err(io_err(details[k]))?;
-                let w = Written { file: details[k].clone(), bytes, stats };
+                enc = next(&mut scene, enc, k, &mut written)?.expect("not the last file");
                 k += 1;
-                let f = details[k];
-                let next = out.create(f).map_err(io_err(f))?;
-                out.finished(std::mem::replace(&mut enc, next)).map_err(io_err(&w.file))?;
-                done(&w);
-                written.push(w);
-                scene.begin_file(&mut enc, &title(f), (f.from, f.to)).map_err(io_err(f))?;
             }
             if let Err(e) = scene.record(&mut enc, &frame, &rec) {
                 return Err(io_err(details[k])(e));
             }
         }
     }
-    loop {
-        let last = k + 1 == details.len();
-        let (bytes, stats) = scene.end_file(&mut enc, last).map_err(io_err(details[k]))?;
-        let w = Written { file: details[k].clone(), bytes, stats };
-        if last {
-            out.finished(enc).map_err(io_err(&w.file))?;
-            done(&w);
-            written.push(w);
-            break;
-        }
+    // The files after the last record (if any), then the end.
+    while let Some(e) = next(&mut scene, enc, k, &mut written)? {
+        enc = e;
         k += 1;
-        let f = details[k];
-        let next = out.create(f).map_err(io_err(f))?;
-        out.finished(std::mem::replace(&mut enc, next)).map_err(io_err(&w.file))?;
-        done(&w);
-        written.push(w);
-        scene.begin_file(&mut enc, &title(f), (f.from, f.to)).map_err(io_err(f))?;
     }
     Ok(written)
 }

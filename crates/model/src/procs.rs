@@ -55,10 +55,7 @@ impl ProcTracker {
                 self.current.insert(e.pid, (i, true));
                 Some(i)
             }
-            r => match pid_of(r) {
-                0 => None,
-                pid => Some(self.of(pid)),
-            },
+            r => owner(r).map(|pid| self.of(pid)),
         }
     }
 
@@ -75,9 +72,11 @@ impl ProcTracker {
     }
 }
 
-/// The process a record is about (0: none, or the machine).
-pub fn pid_of(r: &Record) -> u32 {
-    match r {
+/// The process a record is about; `None` for the machine's own records
+/// (its counters and marks carry pid 0, a process's syscalls may too when
+/// an import did not know the pid).
+pub fn owner(r: &Record) -> Option<u32> {
+    Some(match r {
         Record::Fork(x) => x.pid,
         Record::Exec(x) => x.pid,
         Record::Comm(x) => x.pid,
@@ -87,10 +86,10 @@ pub fn pid_of(r: &Record) -> u32 {
         Record::Close(x) => x.pid,
         Record::Transfer(x) => x.pid,
         Record::Block(x) if x.flags & blk::TRACED != 0 => x.pid,
-        Record::Counter(x) => x.pid,
-        Record::Mark(x) => x.pid,
-        _ => 0,
-    }
+        Record::Counter(x) if x.pid != 0 => x.pid,
+        Record::Mark(x) if x.pid != 0 => x.pid,
+        _ => return None,
+    })
 }
 
 /// Everything known about one incarnation once the log has been read.

@@ -389,7 +389,8 @@ impl<'s> Scene<'s> {
         if self.pending_count > 0 {
             self.flush_pending(enc, ts)?;
         }
-        let (keep_ts, keep_pid) = (self.filter.keeps_ts(ts), self.filter.keeps_pid(crate::procs::pid_of(rec)));
+        let keep_pid = crate::procs::owner(rec).is_none_or(|p| self.filter.keeps_pid(p));
+        let keep_ts = self.filter.keeps_ts(ts);
         if !(keep_ts && keep_pid) {
             // A call left out: requests held for it go alone.
             if let Some((tid, n)) = syscall_blocks(rec) {
@@ -411,8 +412,7 @@ impl<'s> Scene<'s> {
         match *rec {
             Record::Fork(_) | Record::Comm(_) => {}
             Record::Exec(r) => {
-                let idx = idx.unwrap();
-                if self.filter.keeps_pid(r.pid) {
+                if let (Some(idx), true) = (idx, self.filter.keeps_pid(r.pid)) {
                     let (argv, filename) = (f.str(r.argv), f.str(r.filename));
                     let args = FnArgs(|s: &mut dyn crate::ArgSink| {
                         s.str(ArgKey::Path, filename);
@@ -422,29 +422,37 @@ impl<'s> Scene<'s> {
                 }
             }
             Record::Exit(r) => {
-                if r.process_exit && self.filter.keeps_pid(r.pid) {
+                if let (Some(i), true) = (idx, r.process_exit && self.filter.keeps_pid(r.pid)) {
                     let status = labels::describe_status(r.status);
-                    self.process_instant(enc, idx.unwrap(), r.ts, &status, &NoArgs)?;
+                    self.process_instant(enc, i, r.ts, &status, &NoArgs)?;
                 }
             }
             Record::Io(r) => {
                 if self.filter.keeps_pid(r.pid) {
-                    self.io(enc, f, idx.unwrap(), &r)?
+                    if let Some(i) = idx {
+                        self.io(enc, f, i, &r)?
+                    }
                 }
             }
             Record::Open(r) => {
                 if self.filter.keeps_pid(r.pid) {
-                    self.open(enc, f, idx.unwrap(), &r)?
+                    if let Some(i) = idx {
+                        self.open(enc, f, i, &r)?
+                    }
                 }
             }
             Record::Close(r) => {
                 if self.filter.keeps_pid(r.pid) {
-                    self.close(enc, f, idx.unwrap(), &r)?
+                    if let Some(i) = idx {
+                        self.close(enc, f, i, &r)?
+                    }
                 }
             }
             Record::Transfer(r) => {
                 if self.filter.keeps_pid(r.pid) {
-                    self.transfer(enc, f, idx.unwrap(), &r)?
+                    if let Some(i) = idx {
+                        self.transfer(enc, f, i, &r)?
+                    }
                 }
             }
             Record::Lost(r) => self.lost(enc, &r)?,
@@ -458,11 +466,11 @@ impl<'s> Scene<'s> {
             Record::Phase(_) => {}
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
-                if r.pid != 0 && self.filter.keeps_pid(r.pid) {
+                if let (Some(i), true) = (idx, r.pid != 0 && self.filter.keeps_pid(r.pid)) {
                     let (name, value) = (f.str_lossy(r.name), f.str_lossy(r.value));
                     let label = labels::mark(&name, &value);
                     let args = event::MarkArgs { rank: r.rank, value: &value };
-                    self.process_instant(enc, idx.unwrap(), r.ts, &label, &args)?;
+                    self.process_instant(enc, i, r.ts, &label, &args)?;
                 }
             }
         }

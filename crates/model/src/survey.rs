@@ -141,7 +141,9 @@ impl Survey {
         match *rec {
             Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => {
                 self.syscalls += 1;
-                self.overview.syscall(f, rec, idx.unwrap());
+                if let Some(i) = idx {
+                    self.overview.syscall(f, rec, i);
+                }
             }
             Record::Block(b) => {
                 self.blocks += 1;

@@ -11,10 +11,7 @@ mod naming;
 use std::io::{self, Read, Seek, Write};
 
 use mltrace_log::LogReader;
-use mltrace_model::plan::{FileRole, Plan, PlannedFile};
-use mltrace_model::scene::Filter;
-use mltrace_model::window::Window;
-use mltrace_model::Survey;
+use mltrace_model::plan::PlannedFile;
 
 pub use export::ChromeEncoder;
 
@@ -46,27 +43,12 @@ pub fn export<R: Read + Seek, W: Write>(
     out: W,
     on_diag: &mut dyn FnMut(String),
 ) -> io::Result<(W, ExportStats)> {
-    let survey = Survey::of(reader).map_err(io::Error::other)?;
-    for d in &survey.diagnostics {
-        on_diag(d.clone());
-    }
-    let win = Window { filter: Filter::default(), from: survey.start(), to: survey.end() + 1 };
-    let file = PlannedFile {
-        role: FileRole::Whole,
-        path: Default::default(),
-        from: win.from,
-        to: win.to,
-        label: "whole run".into(),
-        weight: 0,
-    };
-    let plan = Plan { files: vec![file], warnings: vec![] };
     let mut one = One { out: Some(out), enc: None };
-    let written =
-        mltrace_model::export::run(reader, &survey, &win, &plan, &mut one, &mut |_| {}).map_err(io::Error::other)?;
-    let st = &written[0].stats;
+    let w = mltrace_model::export::one_file(reader, &mut one, on_diag).map_err(io::Error::other)?;
+    let st = &w.stats;
     let enc = one.enc.take().unwrap();
     let (events, counters) = (enc.events(), enc.counters);
-    let bytes = written[0].bytes;
+    let bytes = w.bytes;
     let out = enc.into_inner()?;
     Ok((
         out,

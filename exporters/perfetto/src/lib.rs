@@ -12,10 +12,7 @@ mod wire;
 use std::io::{self, Read, Seek, Write};
 
 use mltrace_log::LogReader;
-use mltrace_model::plan::{FileRole, Plan, PlannedFile};
-use mltrace_model::scene::Filter;
-use mltrace_model::window::Window;
-use mltrace_model::Survey;
+use mltrace_model::plan::PlannedFile;
 
 pub use export::{ExportOptions, PerfettoEncoder};
 
@@ -57,24 +54,8 @@ pub fn export_with<R: Read + Seek, W: Write>(
     opts: ExportOptions,
     on_diag: &mut dyn FnMut(String),
 ) -> io::Result<(W, ExportStats)> {
-    let survey = Survey::of(reader).map_err(io::Error::other)?;
-    for d in &survey.diagnostics {
-        on_diag(d.clone());
-    }
-    let win = Window { filter: Filter::default(), from: survey.start(), to: survey.end() + 1 };
-    let file = PlannedFile {
-        role: FileRole::Whole,
-        path: Default::default(),
-        from: win.from,
-        to: win.to,
-        label: "whole run".into(),
-        weight: 0,
-    };
-    let plan = Plan { files: vec![file], warnings: vec![] };
     let mut one = One { out: Some(out), opts, enc: None };
-    let written =
-        mltrace_model::export::run(reader, &survey, &win, &plan, &mut one, &mut |_| {}).map_err(io::Error::other)?;
-    let w = &written[0];
+    let w = mltrace_model::export::one_file(reader, &mut one, on_diag).map_err(io::Error::other)?;
     let enc = one.enc.take().unwrap();
     let (packets, bytes, raw_bytes) = enc.counts();
     let (out, _) = enc.into_inner()?;
