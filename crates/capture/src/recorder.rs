@@ -419,29 +419,40 @@ fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnc
 /// Waits for the command; `None` when a second interrupt asked to stop now.
 fn wait_child(pid: i32, shared: &Shared, started: Instant, progress: &mut Option<ProgressFn>) -> Option<i32> {
     let mut last = Instant::now();
+    let report = |p: &mut ProgressFn| {
+        p(&Progress {
+            elapsed: started.elapsed(),
+            records: shared.records.load(Ordering::Relaxed),
+            lost: shared.lost.load(Ordering::Relaxed),
+            log_bytes: shared.log_bytes.load(Ordering::Relaxed),
+            write_error: shared.write_error.lock().unwrap().clone(),
+        })
+    };
     loop {
         let mut status = 0;
         // SAFETY: reaping our own child.
         let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            return Some(status);
-        }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Some(0);
-        }
-        if shared.abort.load(Ordering::Relaxed) {
-            return None;
+        let ended = if r == pid {
+            Some(Some(status))
+        } else if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            Some(Some(0))
+        } else if shared.abort.load(Ordering::Relaxed) {
+            Some(None)
+        } else {
+            None
+        };
+        if let Some(end) = ended {
+            // A last report: what happened since the previous one (a write
+            // error) is told before the summary, however short the run.
+            if let Some(p) = progress.as_mut() {
+                report(p);
+            }
+            return end;
         }
         if let Some(p) = progress.as_mut() {
             if last.elapsed() >= Duration::from_millis(500) {
                 last = Instant::now();
-                p(&Progress {
-                    elapsed: started.elapsed(),
-                    records: shared.records.load(Ordering::Relaxed),
-                    lost: shared.lost.load(Ordering::Relaxed),
-                    log_bytes: shared.log_bytes.load(Ordering::Relaxed),
-                    write_error: shared.write_error.lock().unwrap().clone(),
-                });
+                report(p);
             }
         }
         std::thread::sleep(Duration::from_millis(10));
