@@ -84,7 +84,10 @@ fn size(b: u64) -> String {
 /// `21:04:10-21:09:55` (UTC), or `+12.3 s-+40.0 s` without a clock anchor.
 fn times(run: &Survey, from: u64, to: u64) -> String {
     match (window::wall(run, from), window::wall(run, to)) {
-        (Some(a), Some(b)) => format!("{}-{} UTC", a.format("%H:%M:%S"), b.format("%H:%M:%S")),
+        (Some(a), Some(b)) if a.date_naive() == b.date_naive() => {
+            format!("{}-{} UTC", a.format("%H:%M:%S"), b.format("%H:%M:%S"))
+        }
+        (Some(a), Some(b)) => format!("{} to {} UTC", a.format("%Y-%m-%d %H:%M:%S"), b.format("%Y-%m-%d %H:%M:%S")),
         _ => {
             let rel = |t: u64| (t.saturating_sub(run.start())) as f64 / 1e9;
             format!("+{:.1} s-+{:.1} s", rel(from), rel(to))

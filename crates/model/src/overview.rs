@@ -29,6 +29,10 @@ pub const TARGET_INTERVALS: usize = 2000;
 /// A call at least this slow is kept as the slowest of its interval.
 pub const SLOW_NS: u64 = 1_000_000;
 
+/// The tracks of the slowest and the first failed call of each interval.
+pub const SLOWEST_TRACK: &str = "slowest call per interval";
+pub const FAILED_TRACK: &str = "first failure per interval";
+
 /// Latency histogram: bin 0 below 1 µs, then two bins per octave.
 const HIST_BINS: usize = 48;
 
@@ -425,13 +429,13 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
             steps(enc, &mut scene.stats, t, &grid, pa.iter().map(|(i, a)| (i, f(a, secs))))?;
         }
         let calls = pa.iter().flat_map(|(i, a)| {
-            let slow = a.slowest.as_deref().map(|s| (i, "slowest calls", s));
-            let failed = a.failed.as_deref().map(|s| (i, "failed calls", s));
+            let slow = a.slowest.as_deref().map(|s| (i, SLOWEST_TRACK, s));
+            let failed = a.failed.as_deref().map(|s| (i, FAILED_TRACK, s));
             slow.into_iter().chain(failed)
         });
         for (i, track, s) in calls {
             // Calls of neighbouring intervals may overlap: lanes.
-            let rank = if track == "failed calls" { 21 } else { 20 };
+            let rank = if track == FAILED_TRACK { 21 } else { 20 };
             let t = scene.lane_in(enc, g, track, rank, s.ts, s.ts + s.dur)?;
             let sl = Slice { track: t, ts: s.ts, dur: s.dur, name: Name::Str(&s.name), flows_out: &[], flows_in: &[] };
             let args = FnArgs(|w: &mut dyn ArgSink| {

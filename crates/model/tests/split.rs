@@ -198,7 +198,8 @@ fn a_big_log_is_an_overview_and_parts_that_add_up() {
     assert!(ov.counters > 100);
     assert!(ov.tracks.values().any(|t| t.0 == "counter" && t.1 == "read"));
     assert!(ov.tracks.values().any(|t| t.0 == "counter" && t.1 == "latency p99"));
-    assert!(ov.tracks.values().any(|t| t.1 == "slowest calls"));
+    assert!(ov.tracks.values().any(|t| t.1 == mltrace_model::overview::SLOWEST_TRACK));
+    assert!(ov.tracks.values().any(|t| t.1 == mltrace_model::overview::FAILED_TRACK));
     assert!(ov.tracks.values().any(|t| t.1 == "utilisation"));
     assert!(ov.tracks.values().any(|t| t.1 == "mltrace: lost events (total)"));
 }
