@@ -340,7 +340,7 @@ fn main() -> Result<()> {
     let reps: usize = std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
     // The long recording's length (0 skips it).
     let long_secs: u64 = std::env::var("BENCH_LONG_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(600);
-    // BENCH_TOOLS=untraced,floor,mltrace and BENCH_ONLY=a,b,long: quick partial runs.
+    // BENCH_TOOLS=untraced,floor,mltrace and BENCH_ONLY=a,b,export,long: quick partial runs.
     let only_tools = std::env::var("BENCH_TOOLS").ok();
     let wanted = |t: Tool| only_tools.as_deref().is_none_or(|l| l.split(',').any(|n| t.name().starts_with(n.trim())));
     let mut tools: Vec<Tool> =
@@ -508,6 +508,9 @@ fn main() -> Result<()> {
         if !workloads.iter().any(|w| run_w(w.key)) {
             table.clear();
         }
+        if run_w("export") {
+            table.push_str(&export_bench(&dir, &mltrace, reps)?);
+        }
         if run_w("long") && long_secs > 0 {
             table.push_str(&long_run(&dir, &mltrace, long_secs)?);
         }
@@ -622,59 +625,7 @@ fn main() -> Result<()> {
     }
 
     // 4. Export of a 10M-event log.
-    let _ = writeln!(table, "\n== 4. Export of a 10M-event log (no phases: parts are time windows) ==");
-    let big_log = dir.join("export-10m.bin");
-    if !big_log.exists() {
-        synthetic_log(&big_log, 10_000_000)?;
-    }
-    // Each mode in turn, `reps` times; medians of time and RSS. The
-    // overview alone is the survey pass plus its few counters; the parts
-    // cost that plus one pass that writes every event.
-    let out = dir.join("export-10m.perfetto-trace");
-    let modes: [(&str, &[&str]); 4] = [
-        ("overview only", &["--overview"]),
-        ("overview + parts", &[]),
-        ("one file (--no-split)", &["--no-split"]),
-        ("one file, uncompressed", &["--no-split", "--uncompressed"]),
-    ];
-    let mut runs: Vec<(Vec<u64>, Vec<u64>, u64)> = vec![(Vec::new(), Vec::new(), 0); modes.len()];
-    for _ in 0..reps.max(1) {
-        for (m, (_, extra)) in modes.iter().enumerate() {
-            let t0 = Instant::now();
-            let (_, rss) = rss_of(Command::new(&mltrace).arg("export").args(*extra).arg(&big_log).arg("-o").arg(&out))?;
-            runs[m].0.push(t0.elapsed().as_nanos() as u64);
-            runs[m].1.push(rss);
-            // The output and its parts beside it.
-            runs[m].2 = fs::read_dir(&dir)?
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with("export-10m.") && e.path() != big_log)
-                .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
-                .sum();
-        }
-    }
-    let med: Vec<(f64, u64, u64)> =
-        runs.iter_mut().map(|(t, r, size)| (median(t) as f64 / 1e9, median(r), *size)).collect();
-    for ((what, _), (dt, rss, size)) in modes.iter().zip(&med) {
-        let _ = writeln!(
-            table,
-            "  {what:<24} {dt:.2} s, peak RSS {:.1} MiB (target < 256 MiB: {}), {:.0} MB written",
-            *rss as f64 / 1024.0,
-            verdict(*rss < 256 * 1024),
-            *size as f64 / 1e6
-        );
-    }
-    let (t_ov, t_parts) = (med[0].0, med[1].0);
-    let pass = (t_parts - t_ov).max(1e-9);
-    let _ = writeln!(
-        table,
-        "  parts pass: {pass:.2} s, {:.2}M events/s (target >= 2M/s: {}); the overview adds {t_ov:.2} s, \
-         {:.2} of a parts pass (target <= 1: {})",
-        10.0 / pass,
-        verdict(10.0 / pass >= 2.0),
-        t_ov / pass,
-        verdict(t_ov <= pass)
-    );
-    let _ = writeln!(table, "  (median of {} runs each, in turn)", reps.max(1));
+    table.push_str(&export_bench(&dir, &mltrace, reps)?);
 
     // 5. Start-up: from launching mltrace until the command execs.
     let _ = writeln!(table, "\n== 5. Start-up (launch of mltrace record until the command's exec) ==");
@@ -722,6 +673,73 @@ fn main() -> Result<()> {
     }
     println!("{table}");
     Ok(())
+}
+
+/// Section 4: export of a 10M-event log, each mode in turn.
+fn export_bench(dir: &Path, mltrace: &Path, reps: usize) -> Result<String> {
+    use std::fmt::Write as _;
+    let mut table = String::new();
+    let _ = writeln!(table, "\n== 4. Export of a 10M-event log (no phases: parts are time windows) ==");
+    let big_log = dir.join("export-10m.bin");
+    if !big_log.exists() {
+        synthetic_log(&big_log, 10_000_000)?;
+    }
+    // Each mode in turn, `reps` times; medians of time and RSS. The
+    // overview alone is the survey pass plus its few counters; the parts
+    // cost that plus one pass that writes every event.
+    let out = dir.join("export-10m.perfetto-trace");
+    let modes: [(&str, &[&str]); 4] = [
+        ("overview only", &["--overview"]),
+        ("overview + parts", &[]),
+        ("one file (--no-split)", &["--no-split"]),
+        ("one file, uncompressed", &["--no-split", "--uncompressed"]),
+    ];
+    let mut runs: Vec<(Vec<u64>, Vec<u64>, u64)> = vec![(Vec::new(), Vec::new(), 0); modes.len()];
+    for _ in 0..reps.max(1) {
+        for (m, (_, extra)) in modes.iter().enumerate() {
+            // Each mode's own files only: the previous mode's parts go.
+            for e in fs::read_dir(dir)?.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with("export-10m.") && e.path() != big_log {
+                    fs::remove_file(e.path())?;
+                }
+            }
+            let t0 = Instant::now();
+            let (_, rss) = rss_of(Command::new(mltrace).arg("export").args(*extra).arg(&big_log).arg("-o").arg(&out))?;
+            runs[m].0.push(t0.elapsed().as_nanos() as u64);
+            runs[m].1.push(rss);
+            // The output and its parts beside it.
+            runs[m].2 = fs::read_dir(dir)?
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("export-10m.") && e.path() != big_log)
+                .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+                .sum();
+        }
+    }
+    let med: Vec<(f64, u64, u64)> =
+        runs.iter_mut().map(|(t, r, size)| (median(t) as f64 / 1e9, median(r), *size)).collect();
+    for ((what, _), (dt, rss, size)) in modes.iter().zip(&med) {
+        let _ = writeln!(
+            table,
+            "  {what:<24} {dt:.2} s, peak RSS {:.1} MiB (target < 256 MiB: {}), {:.0} MB written",
+            *rss as f64 / 1024.0,
+            verdict(*rss < 256 * 1024),
+            *size as f64 / 1e6
+        );
+    }
+    let (t_ov, t_parts) = (med[0].0, med[1].0);
+    let pass = (t_parts - t_ov).max(1e-9);
+    let _ = writeln!(
+        table,
+        "  parts pass: {pass:.2} s, {:.2}M events/s (target >= 2M/s: {}); the overview adds {t_ov:.2} s, \
+         {:.2} of a parts pass (target <= 1: {})",
+        10.0 / pass,
+        verdict(10.0 / pass >= 2.0),
+        t_ov / pass,
+        verdict(t_ov <= pass)
+    );
+    let _ = writeln!(table, "  (median of {} runs each, in turn)", reps.max(1));
+    Ok(table)
 }
 
 fn boottime() -> u64 {
