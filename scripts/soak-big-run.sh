@@ -16,7 +16,8 @@ cc -O2 -o epochs "$root/tests/workloads/epochs.c"
 head -c 1048576 /dev/zero > data.bin
 "$mltrace" record -f --gpu off -o run.bin -- ./epochs data.bin 10 "$per" > epochs.out
 calls=$("$mltrace" dump run.bin | grep -cE '^[0-9]+ (open|io|close|transfer) ')
-/usr/bin/env time -f "export: %e s, peak RSS %M KB" "$mltrace" export run.bin
+TIMEFORMAT='export: %R s'
+time "$mltrace" export run.bin
 echo "log: $calls syscall records"
 [ -x "$tp" ] || { echo "soak: $tp missing; skipping the importer checks"; exit 0; }
 total=0
