@@ -408,11 +408,15 @@ impl<'s> Scene<'s> {
             }
             return Ok(());
         }
+        // Block requests count towards the disk's counters whoever made them.
+        if !keep_pid && !matches!(rec, Record::Block(_)) {
+            return Ok(());
+        }
         self.stats.records += 1;
         match *rec {
             Record::Fork(_) | Record::Comm(_) => {}
             Record::Exec(r) => {
-                if let (Some(idx), true) = (idx, self.filter.keeps_pid(r.pid)) {
+                if let Some(idx) = idx {
                     let (argv, filename) = (f.str(r.argv), f.str(r.filename));
                     let args = FnArgs(|s: &mut dyn crate::ArgSink| {
                         s.str(ArgKey::Path, filename);
@@ -422,51 +426,39 @@ impl<'s> Scene<'s> {
                 }
             }
             Record::Exit(r) => {
-                if let (Some(i), true) = (idx, r.process_exit && self.filter.keeps_pid(r.pid)) {
+                if let (Some(i), true) = (idx, r.process_exit) {
                     let status = labels::describe_status(r.status);
                     self.process_instant(enc, i, r.ts, &status, &NoArgs)?;
                 }
             }
             Record::Io(r) => {
-                if self.filter.keeps_pid(r.pid) {
-                    if let Some(i) = idx {
-                        self.io(enc, f, i, &r)?
-                    }
+                if let Some(i) = idx {
+                    self.io(enc, f, i, &r)?
                 }
             }
             Record::Open(r) => {
-                if self.filter.keeps_pid(r.pid) {
-                    if let Some(i) = idx {
-                        self.open(enc, f, i, &r)?
-                    }
+                if let Some(i) = idx {
+                    self.open(enc, f, i, &r)?
                 }
             }
             Record::Close(r) => {
-                if self.filter.keeps_pid(r.pid) {
-                    if let Some(i) = idx {
-                        self.close(enc, f, i, &r)?
-                    }
+                if let Some(i) = idx {
+                    self.close(enc, f, i, &r)?
                 }
             }
             Record::Transfer(r) => {
-                if self.filter.keeps_pid(r.pid) {
-                    if let Some(i) = idx {
-                        self.transfer(enc, f, i, &r)?
-                    }
+                if let Some(i) = idx {
+                    self.transfer(enc, f, i, &r)?
                 }
             }
             Record::Lost(r) => self.lost(enc, &r)?,
             Record::Block(r) => self.block(enc, f, idx, &r)?,
-            Record::Counter(r) => {
-                if r.pid == 0 || self.filter.keeps_pid(r.pid) {
-                    self.counter(enc, f, idx, &r)?
-                }
-            }
+            Record::Counter(r) => self.counter(enc, f, idx, &r)?,
             // Training phases are drawn from the survey when a file begins.
             Record::Phase(_) => {}
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
-                if let (Some(i), true) = (idx, r.pid != 0 && self.filter.keeps_pid(r.pid)) {
+                if let (Some(i), true) = (idx, r.pid != 0) {
                     let (name, value) = (f.str_lossy(r.name), f.str_lossy(r.value));
                     let label = labels::mark(&name, &value);
                     let args = event::MarkArgs { rank: r.rank, value: &value };
