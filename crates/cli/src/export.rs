@@ -72,15 +72,6 @@ fn count(n: u64) -> String {
     }
 }
 
-fn size(b: u64) -> String {
-    match b {
-        b if b >= 1 << 30 => format!("{:.1} GB", b as f64 / f64::from(1u32 << 30)),
-        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / f64::from(1u32 << 20)),
-        b if b >= 1 << 10 => format!("{} kB", b >> 10),
-        b => format!("{b} B"),
-    }
-}
-
 /// `21:04:10-21:09:55` (UTC), or `+12.3 s-+40.0 s` without a clock anchor.
 fn times(run: &Survey, from: u64, to: u64) -> String {
     match (window::wall(run, from), window::wall(run, to)) {
@@ -128,7 +119,7 @@ fn describe(run: &Survey, w: &Written) -> String {
             format!("part {index:>width$} of {count}")
         }
     };
-    format!("{role}: {} ({}; {})", w.file.path.display(), what, size(w.bytes))
+    format!("{role}: {} ({}; {})", w.file.path.display(), what, mltrace_log::names::size(w.bytes))
 }
 
 /// Opens each planned file for the chosen format.

@@ -283,9 +283,6 @@ mod tests {
         assert_eq!(close(b"?", -9), "close ? EBADF");
         assert_eq!(close(b"/a/x.log", 0), "close x.log");
         assert_eq!(close(b"", 0), "close ?");
-        let mut gone = ExitedNames::default();
-        gone.remember(7, "dd".into());
-        assert_eq!((gone.name_of(7), gone.name_of(8)), ("dd".to_string(), pid_name(8)));
         assert_eq!(block(BlockOp::Read, 131072, false), "R 128 KiB");
         assert_eq!(block(BlockOp::Flush, 0, true), "F error");
         assert_eq!(block(BlockOp::Discard, 512, true), "D 512 B error");
@@ -345,33 +342,5 @@ mod tests {
         assert_eq!(mark("eval_accuracy", "0.9"), "eval_accuracy = 0.9");
         assert_eq!(mark("run_start", "null"), "run_start");
         assert_eq!(mark("mmap", ""), "mmap");
-    }
-}
-
-/// Names of processes that exited, for records that arrive after the exit
-/// (a block request completing late): they keep the process's name instead
-/// of becoming an unnamed `pid N`. Bounded: the oldest are forgotten.
-#[derive(Debug, Default)]
-pub struct ExitedNames {
-    names: std::collections::HashMap<u32, String>,
-    order: std::collections::VecDeque<u32>,
-}
-
-impl ExitedNames {
-    const MAX: usize = 65_536;
-
-    pub fn remember(&mut self, pid: u32, name: String) {
-        if self.names.insert(pid, name).is_none() {
-            self.order.push_back(pid);
-            if self.order.len() > Self::MAX {
-                let old = self.order.pop_front().unwrap();
-                self.names.remove(&old);
-            }
-        }
-    }
-
-    /// The name `pid` had when it exited, else `pid N`.
-    pub fn name_of(&self, pid: u32) -> String {
-        self.names.get(&pid).cloned().unwrap_or_else(|| pid_name(pid))
     }
 }

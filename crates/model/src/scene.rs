@@ -431,24 +431,15 @@ impl<'s> Scene<'s> {
                     self.process_instant(enc, i, r.ts, &status, &NoArgs)?;
                 }
             }
-            Record::Io(r) => {
+            Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => {
                 if let Some(i) = idx {
-                    self.io(enc, f, i, &r)?
-                }
-            }
-            Record::Open(r) => {
-                if let Some(i) = idx {
-                    self.open(enc, f, i, &r)?
-                }
-            }
-            Record::Close(r) => {
-                if let Some(i) = idx {
-                    self.close(enc, f, i, &r)?
-                }
-            }
-            Record::Transfer(r) => {
-                if let Some(i) = idx {
-                    self.transfer(enc, f, i, &r)?
+                    match rec {
+                        Record::Io(r) => self.io(enc, f, i, r)?,
+                        Record::Open(r) => self.open(enc, f, i, r)?,
+                        Record::Close(r) => self.close(enc, f, i, r)?,
+                        Record::Transfer(r) => self.transfer(enc, f, i, r)?,
+                        _ => {}
+                    }
                 }
             }
             Record::Lost(r) => self.lost(enc, &r)?,
@@ -780,10 +771,16 @@ impl<'s> Scene<'s> {
 
     /// Core `core`'s busy track, in the `per core` group under `CPU`.
     pub(crate) fn core_track<E: Encoder>(&mut self, enc: &mut E, core: u32) -> io::Result<TrackId> {
-        let key = format!("CPU\0per core\0{core}");
-        if let Some(&t) = self.out.counters.get(&key) {
+        // Every sample of every core comes here: the key's buffer is reused.
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        let _ = write!(key, "CPU\0per core\0{core}");
+        let found = self.out.counters.get(&key).copied();
+        self.key = key;
+        if let Some(t) = found {
             return Ok(t);
         }
+        let key = self.key.clone();
         let cpu = self.group(enc, "CPU")?;
         let sub = match self.out.groups.get("CPU\0per core") {
             Some(&s) => s,
