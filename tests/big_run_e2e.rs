@@ -38,11 +38,13 @@ fn is_syscall(r: &Record) -> bool {
     matches!(r, Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_))
 }
 
-/// Syscall slices (on the processes' reads/writes/opens tracks; threads
-/// of those names in Chrome JSON) in a trace.
-const SYSCALL_SLICES: &str = "select count(*) from slice s join track t on s.track_id = t.id \
-     left join thread_track tt on tt.id = t.id left join thread th using(utid) \
-     where coalesce(t.name, th.name) in ('reads', 'writes', 'opens')";
+/// Syscall slices in a trace (on their threads' tracks): those with a
+/// thread id that are not block requests (which have a sector) nor the
+/// overview's copies of the slowest calls (which have an interval).
+const SYSCALL_SLICES: &str = "select count(*) from slice s \
+     where exists (select 1 from args a where a.arg_set_id = s.arg_set_id and a.key glob '*.tid') \
+     and not exists (select 1 from args a where a.arg_set_id = s.arg_set_id \
+       and (a.key glob '*.sector' or a.key glob '*.interval'))";
 
 /// Exports with `args`; returns the files export listed, in its order.
 fn export(run: &Run, args: &[&str]) -> Vec<PathBuf> {

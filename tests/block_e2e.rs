@@ -207,14 +207,14 @@ fn block_requests_are_exact_attributed_and_match_diskstats() {
             "select count(*) from slice s join track t on s.track_id = t.id where t.name = 'requests'",
             &format!(
                 "select a.name, count(*) from flow f join slice a on a.id = f.slice_out join slice b on b.id = f.slice_in \
-                 join process_track ta on a.track_id = ta.id join process p on ta.upid = p.upid \
+                 join thread_track ta on a.track_id = ta.id join thread using(utid) join process p using(upid) \
                  join track tb on b.track_id = tb.id \
                  where p.pid = {pid} and tb.name = 'block I/O' and a.name like 'p%64%' group by a.name order by a.name"
             ),
             "select count(*) from flow f join slice a on a.id = f.slice_out join slice b on b.id = f.slice_in \
              join track ta on a.track_id = ta.id join track tb on b.track_id = tb.id \
              where ta.name = 'block I/O' and tb.name = 'requests'",
-            "select count(*) from counter_track where name = 'requests in flight'",
+            "select count(*) from counter_track where name glob 'Disk * · in flight'",
         ],
     );
     assert_eq!(rows[0], vec![vec!["0".to_string()]]);

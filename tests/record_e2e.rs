@@ -255,8 +255,8 @@ fn check_known_io(run: Run, mechanism: &str) {
         &tp,
         &trace,
         &[
-            "select p.pid, p.name, t.name, count(*), sum(s.dur < 0) from slice s join process_track t on s.track_id = t.id \
-             join process p using(upid) where t.name in ('opens', 'reads', 'writes') group by p.pid, t.name order by p.pid, t.name",
+            "select p.pid, p.name, count(*), sum(s.dur < 0) from slice s join thread_track t on s.track_id = t.id \
+             join thread using(utid) join process p using(upid) group by p.pid order by p.pid",
             "select count(*) from slice where dur < 0",
             "select count(distinct s.id) from slice s join args a using(arg_set_id) \
              where a.string_value like '%/' || 'file_whose_name_alone%limit_abcdefghij.bin'",
@@ -268,11 +268,10 @@ fn check_known_io(run: Run, mechanism: &str) {
         let opens = of(&|r| matches!(r, Record::Open(_) | Record::Close(_)));
         let reads = of(&|r| matches!(r, Record::Io(x) if !x.op.is_write()) || matches!(r, Record::Transfer(_)));
         let writes = of(&|r| matches!(r, Record::Io(x) if x.op.is_write()));
-        // A forked child is named after its parent.
-        let name = if p == pid { "known_io".to_string() } else { format!("known_io (fork of {pid})") };
-        for (track, n) in [("opens", opens), ("reads", reads), ("writes", writes)] {
-            want_rows.push(vec![p.to_string(), name.clone(), track.into(), n.to_string(), "0".into()]);
-        }
+        // A child forked without exec is its parent's worker; each call
+        // is on its thread's track.
+        let name = if p == pid { "known_io".to_string() } else { "known_io worker 0".to_string() };
+        want_rows.push(vec![p.to_string(), name, (opens + reads + writes).to_string(), "0".into()]);
     }
     assert_eq!(rows[0], want_rows);
     assert_eq!(rows[1], vec![vec!["0".to_string()]]);

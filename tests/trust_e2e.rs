@@ -293,7 +293,7 @@ fn forced_drops_are_counted_located_and_shown() {
         &trace,
         &[
             "select max(c.value) from counter c join counter_track t on c.track_id = t.id \
-             where t.name = 'mltrace: lost events (total)'",
+             where t.name = 'mltrace: lost events · total'",
             "select count(*) from slice where name like '% events lost: ring buffer full'",
         ],
     );

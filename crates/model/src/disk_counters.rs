@@ -1,5 +1,6 @@
 //! Per-disk counters computed from block records: requests in flight, and
-//! read/write throughput in fixed bins.
+//! read/write throughput and mean latency (queue + device) of the
+//! requests completed, in fixed bins.
 //!
 //! Records arrive in completion order, but a request counts as in flight
 //! from its start, which lies in the past. Changes are therefore held in a
@@ -19,19 +20,42 @@ const MIN_HORIZON_NS: u64 = 1_000_000_000;
 /// One counter value to emit.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Sample {
-    InFlight { ts: u64, value: i64 },
-    ReadRate { ts: u64, bytes_per_s: f64 },
-    WriteRate { ts: u64, bytes_per_s: f64 },
+    InFlight {
+        ts: u64,
+        value: i64,
+    },
+    ReadRate {
+        ts: u64,
+        bytes_per_s: f64,
+    },
+    WriteRate {
+        ts: u64,
+        bytes_per_s: f64,
+    },
+    /// Mean latency of the requests completed in the bin (0: none).
+    Latency {
+        ts: u64,
+        mean_ns: f64,
+    },
+}
+
+/// What completed in one bin: bytes read, written, latency sum, requests.
+#[derive(Clone, Copy, Default)]
+struct Bin {
+    read: u64,
+    write: u64,
+    latency: u64,
+    n: u64,
 }
 
 #[derive(Default)]
 pub struct DiskCounters {
     changes: BinaryHeap<Reverse<(u64, i64)>>,
-    bins: BTreeMap<u64, (u64, u64)>,
+    bins: BTreeMap<u64, Bin>,
     in_flight: i64,
     /// Next bin whose rates have not been emitted.
     next_bin: Option<u64>,
-    last_rates: (f64, f64),
+    last_rates: (f64, f64, f64),
     latest_end: u64,
     slowest: u64,
     watermark: u64,
@@ -50,11 +74,13 @@ impl DiskCounters {
         let bin = end / BIN_NS * BIN_NS;
         let e = self.bins.entry(bin).or_default();
         if read {
-            e.0 += bytes;
+            e.read += bytes;
         }
         if write {
-            e.1 += bytes;
+            e.write += bytes;
         }
+        e.latency += end.saturating_sub(start);
+        e.n += 1;
         self.latest_end = self.latest_end.max(end);
         self.slowest = self.slowest.max(end.saturating_sub(start));
         let horizon = MIN_HORIZON_NS.max(2 * self.slowest);
@@ -95,14 +121,18 @@ impl DiskCounters {
             }
             // Bins without completions are idle: rate 0, emitted only when
             // the rate changes.
-            let (r, w) = if start == bin { self.bins.remove(&bin).unwrap() } else { (0, 0) };
+            let b = if start == bin { self.bins.remove(&bin).unwrap() } else { Bin::default() };
             let secs = BIN_NS as f64 / 1e9;
-            let rates = (r as f64 / secs, w as f64 / secs);
+            let mean = if b.n == 0 { 0.0 } else { b.latency as f64 / b.n as f64 };
+            let rates = (b.read as f64 / secs, b.write as f64 / secs, mean);
             if rates.0 != self.last_rates.0 || self.next_bin.is_none() {
                 out.push(Sample::ReadRate { ts: start, bytes_per_s: rates.0 });
             }
             if rates.1 != self.last_rates.1 || self.next_bin.is_none() {
                 out.push(Sample::WriteRate { ts: start, bytes_per_s: rates.1 });
+            }
+            if rates.2 != self.last_rates.2 || self.next_bin.is_none() {
+                out.push(Sample::Latency { ts: start, mean_ns: rates.2 });
             }
             self.last_rates = rates;
             self.next_bin = Some(start + BIN_NS);
@@ -119,7 +149,10 @@ impl DiskCounters {
             if self.last_rates.1 != 0.0 {
                 out.push(Sample::WriteRate { ts: n, bytes_per_s: 0.0 });
             }
-            self.last_rates = (0.0, 0.0);
+            if self.last_rates.2 != 0.0 {
+                out.push(Sample::Latency { ts: n, mean_ns: 0.0 });
+            }
+            self.last_rates = (0.0, 0.0, 0.0);
         }
     }
 }
@@ -147,7 +180,17 @@ mod tests {
         // At 10ms one ends and one starts: coalesced into a single value.
         assert_eq!(inflight, vec![(0, 1), (2_000_000, 2), (3_000_000, 1), (10_000_000, 1), (12_000_000, 0)]);
         assert_eq!(c.late, 0);
-        let rates: Vec<Sample> = out.iter().filter(|s| !matches!(s, Sample::InFlight { .. })).copied().collect();
+        let lat: Vec<&Sample> = out.iter().filter(|s| matches!(s, Sample::Latency { .. })).collect();
+        // Three requests of 1, 10 and 2 ms completed in the first bin.
+        assert_eq!(
+            lat,
+            vec![
+                &Sample::Latency { ts: 0, mean_ns: 13_000_000.0 / 3.0 },
+                &Sample::Latency { ts: BIN_NS, mean_ns: 0.0 }
+            ]
+        );
+        let rates: Vec<Sample> =
+            out.iter().filter(|s| !matches!(s, Sample::InFlight { .. } | Sample::Latency { .. })).copied().collect();
         assert_eq!(
             rates,
             vec![

@@ -53,21 +53,25 @@ pub struct ProcessDesc<'a> {
     /// The parent's pid, when the parent is in the trace.
     pub parent_pid: Option<u32>,
     pub cmdline: &'a [String],
+    /// When it was forked, if it was while recording.
+    pub start_ts: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug)]
 pub enum TrackKind<'a> {
     /// A process's group; its children are its tracks.
     Process(ProcessDesc<'a>),
-    /// A thread of a process (`parent` is the process).
+    /// A thread of a process (`parent` is the process): slices of its
+    /// calls.
     Thread { pid: u32, tid: u32 },
-    /// A named group of tracks that is not a process (Training phases,
-    /// CPU, GPU 0, a disk...), or a sub-group inside one.
+    /// A named group of tracks that is not a process, or a sub-group
+    /// inside one (CPU details, an overflow group).
     Group,
     /// Slices that nest (a lane: tracks of one name under one parent
-    /// are shown together).
+    /// are shown together). May have children: a top-level one is a group
+    /// whose own row shows its slices (Training phases).
     Slices,
-    /// A counter.
+    /// A counter. May have children, like slices: CPU's own row is busy %.
     Counter(Unit),
 }
 
@@ -119,6 +123,8 @@ pub struct FileMeta<'a> {
     pub anchor: ClockAnchor,
     /// What the file holds: "whole run", "overview", "part 3 of 12: EPOCH 5-6".
     pub title: &'a str,
+    /// Machine counters left out because they were 0 for the whole run.
+    pub zero_counters: &'a [String],
 }
 
 /// A trace writer. Calls come in this order: [`Encoder::begin`], then

@@ -365,15 +365,29 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
     let mut scene = Scene::new(run, Filter::default());
     scene.begin_file(enc, &title, (0, u64::MAX))?;
     let secs = grid.step as f64 / 1e9;
-    // Machine counters, averaged per interval.
+    // Machine counters, averaged per interval; CPU busy from idle and iowait.
+    let avg = |s: &crate::overview::Series, i: usize| {
+        let (sum, n) = s.sums[i];
+        (n > 0).then(|| sum / f64::from(n))
+    };
+    let cpu = |name: &str| {
+        agg.series.iter().find(|s| s.proc.is_none() && s.core.is_none() && s.group == "CPU" && s.name == name)
+    };
+    if let Some(idle) = cpu("idle") {
+        let iowait = cpu("iowait");
+        let g = scene.group(enc, "CPU")?;
+        let busy = (0..idle.sums.len()).filter_map(|i| {
+            avg(idle, i).map(|v| (i, (100.0 - v - iowait.and_then(|w| avg(w, i)).unwrap_or(0.0)).max(0.0)))
+        });
+        steps(enc, &mut scene.stats, g, &grid, busy)?;
+    }
     for s in &agg.series {
         let track = match (s.proc, s.core) {
             (_, Some(core)) => scene.core_track(enc, core)?,
-            (None, None) => {
-                let g = scene.group(enc, &s.group)?;
-                let key = format!("{}\0{}\0", s.group, s.name);
-                scene.counter_track(enc, &key, g, &s.name, s.unit)?
-            }
+            (None, None) => match scene.machine_track(enc, &s.group, &s.name, s.unit)? {
+                Some(t) => t,
+                None => continue,
+            },
             (Some(p), None) => {
                 let g = scene.proc_group(enc, p)?;
                 let n = if s.group.is_empty() { s.name.clone() } else { format!("{} {}", s.group, s.name) };

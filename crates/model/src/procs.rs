@@ -6,7 +6,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use mltrace_log::labels::{self, NAME_MAX};
+use mltrace_log::labels;
 use mltrace_log::names;
 use mltrace_log::*;
 
@@ -115,10 +115,38 @@ pub struct ProcInfo {
     pub bytes: u64,
     /// Output events it makes (for planning a `--pid` export).
     pub weight: u64,
-    /// What the trace calls it, and its command line.
+    /// What the trace calls it (short enough for a viewer's track
+    /// column), and its full command line.
     pub name: String,
     pub cmdline: Vec<String>,
+    pub role: Role,
+    /// Where it goes among the process groups, lowest first.
+    pub order: i32,
 }
+
+/// What a process is to the job: decides its name and its place.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Role {
+    /// The command `record` ran.
+    Main,
+    /// Forked without exec from a process (a DataLoader worker), or
+    /// started by multiprocessing's spawn: `slot` among its live siblings,
+    /// `generation` how many workers held that slot before.
+    Worker { slot: u32, generation: u32 },
+    /// Short-lived and did little I/O: shells, shims, `uname`.
+    Helper,
+    /// Anything else: exec'd children by their command, processes that
+    /// were running before the recording.
+    #[default]
+    Other,
+}
+
+/// A helper lives less than this...
+const HELPER_NS: u64 = 5_000_000_000;
+/// ...and moves less than this through its calls.
+const HELPER_BYTES: u64 = 1 << 20;
+/// Longest process name: what fits the track column of Perfetto's UI.
+pub const SHORT_NAME: usize = 28;
 
 /// All incarnations.
 #[derive(Default)]
@@ -188,9 +216,10 @@ impl Procs {
         }
     }
 
-    /// Names every incarnation, parents before children (a parent is
-    /// always seen first).
-    pub fn finish(&mut self, header: &Header, tracker: &ProcTracker) {
+    /// Names every incarnation and gives it a role and an order.
+    /// `epochs` (start, end, label) say which epoch a respawned worker
+    /// belongs to.
+    pub fn finish(&mut self, header: &Header, tracker: &ProcTracker, epochs: &[(u64, u64, String)]) {
         // Incarnations only named as a parent, with no record of their own.
         while self.list.len() < tracker.count() {
             let j = self.list.len();
@@ -203,31 +232,190 @@ impl Procs {
         }
         let mut root_done = false;
         for i in 0..self.list.len() {
-            let (name, cmdline) = {
-                let p = &self.list[i];
-                let is_root = !root_done && p.pid == header.root_pid && header.root_pid != 0;
-                if is_root {
-                    root_done = true;
-                }
-                match &p.exec {
-                    Some((name, argv)) => (name.clone(), argv.clone()),
-                    None if is_root => (names::command_name(&header.command, NAME_MAX), header.command.clone()),
-                    None => match p.parent.filter(|&q| (q as usize) < i && p.forked && self.list[q as usize].seen) {
-                        // A forked worker runs its parent's program: say whose.
-                        Some(q) => {
-                            let parent = &self.list[q as usize];
-                            (labels::fork_name(&parent.name, parent.pid), parent.cmdline.clone())
-                        }
-                        None => match &p.comm {
-                            Some(c) => (c.clone(), vec![]),
-                            None => (labels::pid_name(p.pid), vec![]),
-                        },
-                    },
-                }
+            let p = &self.list[i];
+            let is_root = !root_done && p.pid == header.root_pid && header.root_pid != 0 && !p.forked_by_seen(self);
+            root_done |= is_root;
+            let role = if is_root {
+                Role::Main
+            } else if self.is_worker(i) {
+                Role::Worker { slot: 0, generation: 0 }
+            } else {
+                Role::Other
+            };
+            let cmdline = match &p.exec {
+                Some((_, argv)) => argv.clone(),
+                None if is_root => header.command.clone(),
+                None => match self.live_parent(i) {
+                    Some(q) => self.list[q].cmdline.clone(),
+                    None => vec![],
+                },
             };
             let p = &mut self.list[i];
-            p.name = name;
+            p.role = role;
             p.cmdline = cmdline;
         }
+        self.number_workers();
+        // A thread's comm is inherited (from the exec'd program or the
+        // parent) until it is renamed: what unnamed threads are called.
+        for i in 0..self.list.len() {
+            if self.list[i].comm.is_none() {
+                let p = &self.list[i];
+                let comm = match &p.exec {
+                    Some((_, argv)) => argv.first().map(|a| names::basename(a).chars().take(15).collect()),
+                    None => p.parent.and_then(|q| self.list.get(q as usize)).and_then(|q| q.comm.clone()),
+                };
+                self.list[i].comm = comm;
+            }
+        }
+        for i in 0..self.list.len() {
+            let mut name = self.name_of(i, epochs);
+            if name.trim().is_empty() {
+                name = labels::pid_name(self.list[i].pid);
+            }
+            let p = &mut self.list[i];
+            let minor = match p.role {
+                Role::Other => true,
+                Role::Worker { .. } => !name.starts_with("DataLoader"),
+                _ => false,
+            };
+            if minor && p.exit.is_some() && p.last_ts.saturating_sub(p.first_ts) < HELPER_NS && p.bytes < HELPER_BYTES {
+                p.role = Role::Helper;
+            }
+            p.name = name;
+        }
+        self.order();
     }
+
+    /// The parent, when it was seen and this process was forked by it.
+    fn live_parent(&self, i: usize) -> Option<usize> {
+        let p = &self.list[i];
+        p.parent.map(|q| q as usize).filter(|&q| q < i && p.forked && self.list[q].seen)
+    }
+
+    /// Forked from a traced process without exec, or started by
+    /// multiprocessing's spawn or forkserver.
+    fn is_worker(&self, i: usize) -> bool {
+        let p = &self.list[i];
+        match &p.exec {
+            None => self.live_parent(i).is_some(),
+            Some((_, argv)) => argv.iter().any(|a| a.contains("multiprocessing.spawn") || a.contains("spawn_main")),
+        }
+    }
+
+    /// Gives each worker the lowest slot its live siblings do not hold.
+    fn number_workers(&mut self) {
+        // Live workers by parent: (slot, until).
+        let mut live: HashMap<Option<ProcIdx>, Vec<(u32, u64)>> = HashMap::default();
+        let mut used: HashMap<(Option<ProcIdx>, u32), u32> = HashMap::default();
+        let mut order: Vec<usize> =
+            (0..self.list.len()).filter(|&i| matches!(self.list[i].role, Role::Worker { .. })).collect();
+        order.sort_by_key(|&i| (self.list[i].first_ts, i));
+        for i in order {
+            let (parent, start) = (self.list[i].parent, self.list[i].first_ts);
+            let until = self.list[i].exit.map_or(self.list[i].last_ts, |e| e.0);
+            let sibs = live.entry(parent).or_default();
+            sibs.retain(|&(_, end)| end > start);
+            let slot = (0..).find(|s| !sibs.iter().any(|&(t, _)| t == *s)).unwrap_or(0);
+            sibs.push((slot, until));
+            let g = used.entry((parent, slot)).or_insert(0);
+            self.list[i].role = Role::Worker { slot, generation: *g };
+            *g += 1;
+        }
+    }
+
+    fn name_of(&self, i: usize, epochs: &[(u64, u64, String)]) -> String {
+        let p = &self.list[i];
+        match p.role {
+            Role::Worker { slot, generation } => {
+                let parent = p.parent.map(|q| &self.list[q as usize]);
+                let python = |c: &[String]| c.first().is_some_and(|a| names::basename(a).starts_with("python"));
+                let base = match parent {
+                    Some(q) if python(&q.cmdline) || python(&p.cmdline) => "DataLoader worker".to_string(),
+                    Some(q) => format!("{} worker", short_command(&q.cmdline, 16).split(' ').next().unwrap_or("")),
+                    None if python(&p.cmdline) => "DataLoader worker".to_string(),
+                    None => "worker".to_string(),
+                };
+                // Respawned (a new epoch): say which epoch, or keep counting.
+                let respawns = self.list.iter().any(|o| {
+                    o.parent == p.parent && matches!(o.role, Role::Worker { generation, .. } if generation > 0)
+                });
+                if !respawns {
+                    return format!("{base} {slot}");
+                }
+                let mid = p.first_ts / 2 + p.last_ts / 2;
+                match epochs.iter().find(|e| e.0 <= mid && mid < e.1) {
+                    Some(e) => format!("{base} {slot} ({})", e.2),
+                    None => {
+                        let per_round = self
+                            .list
+                            .iter()
+                            .filter(|o| o.parent == p.parent && matches!(o.role, Role::Worker { generation: 0, .. }))
+                            .count() as u32;
+                        format!("{base} {}", generation * per_round.max(1) + slot)
+                    }
+                }
+            }
+            _ => match (&p.exec, &p.comm) {
+                (Some((name, argv)), _) if argv.is_empty() => short_command(std::slice::from_ref(name), SHORT_NAME),
+                _ if !p.cmdline.is_empty() && (p.exec.is_some() || p.role == Role::Main) => {
+                    short_command(&p.cmdline, SHORT_NAME)
+                }
+                (_, Some(c)) => c.clone(),
+                _ => labels::pid_name(p.pid),
+            },
+        }
+    }
+
+    /// Main first, then workers (by parent, epoch, slot), then the rest
+    /// by start, helpers last.
+    fn order(&mut self) {
+        let mut idx: Vec<usize> = (0..self.list.len()).collect();
+        let key = |p: &ProcInfo| match p.role {
+            Role::Main => (0, 0, 0, p.first_ts),
+            Role::Worker { slot, generation } => (1, generation, slot, p.first_ts),
+            Role::Other => (2, 0, 0, p.first_ts),
+            Role::Helper => (3, 0, 0, p.first_ts),
+        };
+        idx.sort_by_key(|&i| (key(&self.list[i]), i));
+        for (rank, i) in idx.into_iter().enumerate() {
+            self.list[i].order = rank.min(1_000_000) as i32;
+        }
+    }
+}
+
+impl ProcInfo {
+    /// Whether a traced parent forked it (so it is not the command itself).
+    fn forked_by_seen(&self, all: &Procs) -> bool {
+        self.forked && self.parent.is_some_and(|q| all.list[q as usize].seen)
+    }
+}
+
+/// `python3 train.py`: the program and what it runs (a script, `-m
+/// module`), without options, at most `max` characters.
+pub fn short_command(argv: &[String], max: usize) -> String {
+    let mut words: Vec<&str> = Vec::new();
+    let mut it = argv.iter().map(String::as_str).filter(|a| !a.is_empty());
+    if let Some(prog) = it.next() {
+        words.push(names::basename(prog));
+    }
+    while let Some(a) = it.next() {
+        if a == "-m" || a == "-c" {
+            words.push(a);
+            if a == "-m" {
+                if let Some(m) = it.next() {
+                    words.push(m);
+                }
+            }
+            break;
+        }
+        if !a.starts_with('-') {
+            words.push(if a.contains('/') && !a.contains(char::is_whitespace) { names::basename(a) } else { a });
+            break;
+        }
+    }
+    let s = words.join(" ");
+    if s.chars().count() > max {
+        return s.chars().take(max.saturating_sub(1)).collect::<String>() + "…";
+    }
+    s
 }

@@ -31,8 +31,16 @@ pub enum Lanes {
 
 pub const LANE_NAMES: [&str; 4] = ["reads", "writes", "opens", "block I/O"];
 
+/// Rows of slices a lane set shows; requests that would need a deeper
+/// row go on a collapsed overflow group beside it.
+pub const MAX_ROWS: usize = 8;
+/// Threads of a process with a track of their own; the others share
+/// "other threads" lanes.
+pub const MAX_THREAD_TRACKS: usize = 12;
+
 /// Group names, as the viewer shows them.
 pub const PHASES_GROUP: &str = "Training phases";
+pub const CPU_DETAILS: &str = "CPU details";
 pub const LOST_GROUP: &str = "mltrace: lost events";
 pub const LOST_TRACK: &str = "mltrace: lost events (total)";
 pub const PER_CORE: &str = "per core (busy %)";
@@ -113,16 +121,80 @@ struct Lane {
     max_end: u64,
 }
 
+/// Lanes of one kind of slice: at most [`MAX_ROWS`] shown, the rest in
+/// an overflow group (collapsed in the viewer).
+#[derive(Default)]
+struct LaneSet {
+    lanes: Vec<Lane>,
+    overflow: Option<TrackId>,
+    deep: Vec<Lane>,
+}
+
+/// A free lane of `set` at `ts`, busy until `end`; new lanes are named
+/// `name` under `parent`.
+#[allow(clippy::too_many_arguments)]
+fn lane_of<E: Encoder>(
+    enc: &mut E,
+    next: &mut TrackId,
+    set: &mut LaneSet,
+    parent: TrackId,
+    name: &str,
+    rank: i32,
+    ts: u64,
+    end: u64,
+) -> io::Result<TrackId> {
+    if let Some(t) = take_free(&mut set.lanes, ts, end) {
+        return Ok(t);
+    }
+    let mut new = |enc: &mut E, parent: TrackId, name: &str, rank: i32, kind: TrackKind<'_>| {
+        *next += 1;
+        enc.track(&Track { id: *next, parent: Some(parent), name, rank, kind }).map(|_| *next)
+    };
+    if set.lanes.len() < MAX_ROWS {
+        let id = new(enc, parent, name, rank, TrackKind::Slices)?;
+        set.lanes.push(Lane { track: id, max_end: end });
+        return Ok(id);
+    }
+    if let Some(t) = take_free(&mut set.deep, ts, end) {
+        return Ok(t);
+    }
+    let group = match set.overflow {
+        Some(g) => g,
+        None => {
+            let g = new(enc, parent, &format!("{name}: more at once"), rank, TrackKind::Group)?;
+            set.overflow = Some(g);
+            g
+        }
+    };
+    let id = new(enc, group, name, 0, TrackKind::Slices)?;
+    set.deep.push(Lane { track: id, max_end: end });
+    Ok(id)
+}
+
+/// A thread's track: its calls, one at a time.
+struct ThreadOut {
+    track: TrackId,
+    max_end: u64,
+    /// Calls that overlap (imports with odd times).
+    extra: LaneSet,
+}
+
 struct ProcOut {
     group: TrackId,
-    lanes: [Vec<Lane>; 4],
+    threads: HashMap<u32, ThreadOut>,
+    /// Threads beyond [`MAX_THREAD_TRACKS`].
+    other_threads: LaneSet,
+    block: LaneSet,
 }
 
 struct DiskOut {
     group: TrackId,
-    lanes: Vec<Lane>,
-    /// In flight, read, write (the last two when diskstats were not sampled).
+    lanes: LaneSet,
+    /// Read, write (when diskstats were not sampled), latency; made at
+    /// their first value other than 0, so a counter that stays 0 is left
+    /// out (the ts of its first 0 is kept to start it there).
     tracks: [Option<TrackId>; 3],
+    first_zero: [Option<u64>; 3],
 }
 
 /// A block request held for its call; see [`Scene::syscall_written`].
@@ -156,7 +228,7 @@ struct Out {
     lost: Option<(TrackId, TrackId)>,
     disks: Vec<Option<DiskOut>>,
     /// Lanes of other slice tracks, by parent and name.
-    lanes: HashMap<(TrackId, &'static str), Vec<Lane>>,
+    lanes: HashMap<(TrackId, &'static str), LaneSet>,
 }
 
 impl Out {
@@ -175,6 +247,7 @@ pub struct Scene<'s> {
     disks: Vec<Disk>,
     diskstats_sampled: bool,
     core_iowait: HashMap<u32, (u64, f64)>,
+    cpu_iowait: (u64, f64),
     samples: Vec<Sample>,
     out: Out,
     /// The current file's `[from, to)`.
@@ -204,6 +277,7 @@ impl<'s> Scene<'s> {
             disks: Vec::new(),
             diskstats_sampled: run.header.probes.iter().any(|p| p.subsystem == "counters"),
             core_iowait: HashMap::default(),
+            cpu_iowait: (0, 0.0),
             samples: Vec::new(),
             out: Out::default(),
             range: (0, u64::MAX),
@@ -229,7 +303,8 @@ impl<'s> Scene<'s> {
         self.started.clear();
         self.stats = SceneStats::default();
         self.range = range;
-        enc.begin(&FileMeta { header: &self.run.header, anchor: self.run.header.start, title })?;
+        let zero = self.run.zero_counters();
+        enc.begin(&FileMeta { header: &self.run.header, anchor: self.run.header.start, title, zero_counters: &zero })?;
         self.phases(enc, range)
     }
 
@@ -264,22 +339,38 @@ impl<'s> Scene<'s> {
         ts: u64,
         end: u64,
     ) -> io::Result<TrackId> {
-        if let Some(t) = self.out.lanes.get_mut(&(parent, name)).and_then(|l| take_free(l, ts, end)) {
-            return Ok(t);
-        }
-        let id = self.out.id();
-        enc.track(&Track { id, parent: Some(parent), name, rank, kind: TrackKind::Slices })?;
-        self.out.lanes.entry((parent, name)).or_default().push(Lane { track: id, max_end: end });
-        Ok(id)
+        let Out { next_track, lanes, .. } = &mut self.out;
+        let set = lanes.entry((parent, name)).or_default();
+        lane_of(enc, next_track, set, parent, name, rank, ts, end)
     }
 
+    /// A machine group (CPU, a disk, Memory...), declared on first use.
+    /// Groups with a [`header`] are that counter themselves, so that the
+    /// row a viewer shows collapsed says something.
     pub(crate) fn group<E: Encoder>(&mut self, enc: &mut E, name: &str) -> io::Result<TrackId> {
         if let Some(&t) = self.out.groups.get(name) {
             return Ok(t);
         }
         let id = self.out.id();
-        enc.track(&Track { id, parent: None, name, rank: group_rank(name), kind: TrackKind::Group })?;
+        let (shown, kind) = match header(name) {
+            Some((what, unit)) => (format!("{name} · {what}"), TrackKind::Counter(unit)),
+            None => (name.to_string(), TrackKind::Group),
+        };
+        enc.track(&Track { id, parent: None, name: &shown, rank: group_rank(name), kind })?;
         self.out.groups.insert(name.to_string(), id);
+        Ok(id)
+    }
+
+    /// A sub-group `name` of `parent` (rank `rank`), declared on first use.
+    fn sub_group<E: Encoder>(&mut self, enc: &mut E, parent: &str, name: &str, rank: i32) -> io::Result<TrackId> {
+        let key = format!("{parent}\0{name}");
+        if let Some(&t) = self.out.groups.get(&key) {
+            return Ok(t);
+        }
+        let p = self.group(enc, parent)?;
+        let id = self.out.id();
+        enc.track(&Track { id, parent: Some(p), name, rank, kind: TrackKind::Group })?;
+        self.out.groups.insert(key, id);
         Ok(id)
     }
 
@@ -290,61 +381,90 @@ impl<'s> Scene<'s> {
         }
         let id = self.out.id();
         let info = self.run.procs.get(idx);
-        let parent_pid = info.parent.map(|q| self.run.procs.get(q).pid);
+        // The parent when it is in the trace (not mltrace, which started the command).
+        let parent_pid = info.parent.map(|q| self.run.procs.get(q)).filter(|q| q.seen).map(|q| q.pid);
         enc.track(&Track {
             id,
             parent: None,
             name: &info.name,
             rank: PROCESS_RANK + self.run.order_of(idx),
-            kind: TrackKind::Process(ProcessDesc { pid: info.pid, parent_pid, cmdline: &info.cmdline }),
+            kind: TrackKind::Process(ProcessDesc {
+                pid: info.pid,
+                parent_pid,
+                cmdline: &info.cmdline,
+                start_ts: info.forked.then_some(info.first_ts),
+            }),
         })?;
         let i = idx as usize;
         if self.out.procs.len() <= i {
             self.out.procs.resize_with(i + 1, || None);
         }
-        self.out.procs[i] = Some(ProcOut { group: id, lanes: Default::default() });
+        self.out.procs[i] = Some(ProcOut {
+            group: id,
+            threads: HashMap::default(),
+            other_threads: LaneSet::default(),
+            block: LaneSet::default(),
+        });
         self.stats.processes += 1;
         Ok(id)
     }
 
-    /// A lane of process `idx`'s `kind` tracks free at `ts`, busy until `end`.
+    /// The track of thread `tid` of process `idx` free at `ts`, busy
+    /// until `end`: its own (declared on first use), or for a process
+    /// with many threads a shared lane.
     #[inline]
-    fn proc_lane<E: Encoder>(
+    fn thread_lane<E: Encoder>(
         &mut self,
         enc: &mut E,
         idx: ProcIdx,
-        kind: Lanes,
+        tid: u32,
         ts: u64,
         end: u64,
     ) -> io::Result<TrackId> {
-        if let Some(Some(p)) = self.out.procs.get_mut(idx as usize) {
-            if let Some(t) = take_free(&mut p.lanes[kind as usize], ts, end) {
-                return Ok(t);
-            }
-        }
         let group = self.proc_group(enc, idx)?;
-        let id = self.out.id();
+        let info = self.run.procs.get(idx);
+        let tid = if tid == 0 { info.pid } else { tid };
+        let Out { next_track, procs, .. } = &mut self.out;
+        let p = procs[idx as usize].as_mut().unwrap();
+        if let Some(t) = p.threads.get_mut(&tid) {
+            if t.max_end.saturating_add(rounding_slack(ts)) < ts || t.max_end == 0 {
+                t.max_end = end;
+                return Ok(t.track);
+            }
+            // Beside the thread, not under it: a thread track's children
+            // would be summarised as the thread's own calls.
+            return lane_of(enc, next_track, &mut t.extra, group, "overlapping calls", 55, ts, end);
+        }
+        if p.threads.len() >= MAX_THREAD_TRACKS {
+            return lane_of(enc, next_track, &mut p.other_threads, group, "other threads", 50, ts, end);
+        }
+        *next_track += 1;
+        let id = *next_track;
+        let name = thread_name(info, tid);
         enc.track(&Track {
             id,
             parent: Some(group),
-            name: LANE_NAMES[kind as usize],
-            rank: kind as i32,
-            kind: TrackKind::Slices,
+            name: &name,
+            rank: i32::from(tid != info.pid),
+            kind: TrackKind::Thread { pid: info.pid, tid },
         })?;
-        self.out.procs[idx as usize].as_mut().unwrap().lanes[kind as usize].push(Lane { track: id, max_end: end });
+        p.threads.insert(tid, ThreadOut { track: id, max_end: end, extra: LaneSet::default() });
         Ok(id)
+    }
+
+    /// A lane of process `idx`'s block I/O free at `ts`, busy until `end`.
+    fn block_lane<E: Encoder>(&mut self, enc: &mut E, idx: ProcIdx, ts: u64, end: u64) -> io::Result<TrackId> {
+        let group = self.proc_group(enc, idx)?;
+        let Out { next_track, procs, .. } = &mut self.out;
+        let p = procs[idx as usize].as_mut().unwrap();
+        lane_of(enc, next_track, &mut p.block, group, LANE_NAMES[Lanes::Block as usize], 60, ts, end)
     }
 
     fn disk_lane<E: Encoder>(&mut self, enc: &mut E, d: usize, ts: u64, end: u64) -> io::Result<TrackId> {
         let group = self.disk_out(enc, d)?;
-        let out = self.out.disks[d].as_mut().unwrap();
-        if let Some(t) = take_free(&mut out.lanes, ts, end) {
-            return Ok(t);
-        }
-        let id = self.out.id();
-        enc.track(&Track { id, parent: Some(group), name: "requests", rank: 0, kind: TrackKind::Slices })?;
-        self.out.disks[d].as_mut().unwrap().lanes.push(Lane { track: id, max_end: end });
-        Ok(id)
+        let Out { next_track, disks, .. } = &mut self.out;
+        let out = disks[d].as_mut().unwrap();
+        lane_of(enc, next_track, &mut out.lanes, group, "requests", 20, ts, end)
     }
 
     /// Emits one slice with the pending flows.
@@ -414,6 +534,12 @@ impl<'s> Scene<'s> {
         }
         self.stats.records += 1;
         match *rec {
+            Record::Fork(r) if !r.thread => {
+                if let Some(i) = idx {
+                    let args = FnArgs(|s: &mut dyn crate::ArgSink| s.uint(ArgKey::Parent, u64::from(r.parent_pid)));
+                    self.process_instant(enc, i, r.ts, &format!("started (fork of {})", r.parent_pid), &args)?;
+                }
+            }
             Record::Fork(_) | Record::Comm(_) => {}
             Record::Exec(r) => {
                 if let Some(idx) = idx {
@@ -465,8 +591,7 @@ impl<'s> Scene<'s> {
     }
 
     fn io<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Io) -> io::Result<()> {
-        let kind = if r.op.is_write() { Lanes::Writes } else { Lanes::Reads };
-        let track = self.proc_lane(enc, idx, kind, r.ts, r.ts.saturating_add(r.dur))?;
+        let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
         let (op, ret) = (r.op, r.ret);
         let make = move || labels::syscall(op.name(), ret);
         let path = f.str(r.path);
@@ -478,7 +603,7 @@ impl<'s> Scene<'s> {
     }
 
     fn open<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Open) -> io::Result<()> {
-        let track = self.proc_lane(enc, idx, Lanes::Opens, r.ts, r.ts.saturating_add(r.dur))?;
+        let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
         let (passed, abs) = (f.str(r.path), f.str(r.abs_path));
         let (op, ret) = (r.op, r.ret);
         let make = move || labels::open(op, abs, ret);
@@ -490,7 +615,7 @@ impl<'s> Scene<'s> {
     }
 
     fn close<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Close) -> io::Result<()> {
-        let track = self.proc_lane(enc, idx, Lanes::Opens, r.ts, r.ts.saturating_add(r.dur))?;
+        let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
         let path = f.str(r.path);
         let ret = r.ret;
         let make = move || labels::close(path, ret);
@@ -500,7 +625,7 @@ impl<'s> Scene<'s> {
     }
 
     fn transfer<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Transfer) -> io::Result<()> {
-        let track = self.proc_lane(enc, idx, Lanes::Reads, r.ts, r.ts.saturating_add(r.dur))?;
+        let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
         let (op, ret) = (r.op, r.ret);
         let make = move || labels::syscall(op.name(), ret);
         let (inp, outp) = (f.str(r.in_path), f.str(r.out_path));
@@ -529,12 +654,10 @@ impl<'s> Scene<'s> {
         let (counter, markers) = match self.out.lost {
             Some(t) => t,
             None => {
-                let g = self.group(enc, LOST_GROUP)?;
-                let c = self.out.id();
-                let kind = TrackKind::Counter(Unit::Count);
-                enc.track(&Track { id: c, parent: Some(g), name: LOST_TRACK, rank: 0, kind })?;
+                // The group's own row is the running total.
+                let c = self.group(enc, LOST_GROUP)?;
                 let m = self.out.id();
-                enc.track(&Track { id: m, parent: Some(g), name: "where", rank: 1, kind: TrackKind::Slices })?;
+                enc.track(&Track { id: m, parent: Some(c), name: "where", rank: 1, kind: TrackKind::Slices })?;
                 self.out.lost = Some((c, m));
                 (c, m)
             }
@@ -558,7 +681,8 @@ impl<'s> Scene<'s> {
         d
     }
 
-    /// The disk's group (the same as its sampled counters') and counter tracks in this file.
+    /// The disk's group (the same as its sampled counters'; its own row
+    /// is requests in flight) in this file.
     fn disk_out<E: Encoder>(&mut self, enc: &mut E, d: usize) -> io::Result<TrackId> {
         if self.out.disks.len() <= d {
             self.out.disks.resize_with(d + 1, || None);
@@ -568,20 +692,8 @@ impl<'s> Scene<'s> {
         }
         let group_name = labels::disk(&self.disks[d].name, self.disks[d].dev);
         let group = self.group(enc, &group_name)?;
-        let mut tracks = [None; 3];
-        // Throughput from the requests themselves, unless the recording
-        // sampled /proc/diskstats, whose read and write say the same.
-        let names: &[(&str, Unit)] = if self.diskstats_sampled {
-            &[("requests in flight", Unit::Count)]
-        } else {
-            &[("requests in flight", Unit::Count), ("read", Unit::Named("B/s")), ("write", Unit::Named("B/s"))]
-        };
-        for (i, &(name, unit)) in names.iter().enumerate() {
-            let id = self.out.id();
-            enc.track(&Track { id, parent: Some(group), name, rank: 1 + i as i32, kind: TrackKind::Counter(unit) })?;
-            tracks[i] = Some(id);
-        }
-        self.out.disks[d] = Some(DiskOut { group, lanes: Vec::new(), tracks });
+        self.out.disks[d] =
+            Some(DiskOut { group, lanes: LaneSet::default(), tracks: [None; 3], first_zero: [None; 3] });
         Ok(group)
     }
 
@@ -590,21 +702,52 @@ impl<'s> Scene<'s> {
         if self.samples.is_empty() {
             return Ok(());
         }
-        self.disk_out(enc, d)?;
+        let group = self.disk_out(enc, d)?;
         let samples = std::mem::take(&mut self.samples);
-        let tracks = self.out.disks[d].as_ref().unwrap().tracks;
         for smp in &samples {
             let (i, ts, v) = match *smp {
-                Sample::InFlight { ts, value } => (0, ts, value as f64),
-                Sample::ReadRate { ts, bytes_per_s } => (1, ts, bytes_per_s),
-                Sample::WriteRate { ts, bytes_per_s } => (2, ts, bytes_per_s),
-            };
-            if let Some(t) = tracks[i] {
-                if self.filter.keeps_ts(ts) {
-                    enc.counter(t, ts, v)?;
-                    self.stats.counters += 1;
+                Sample::InFlight { ts, value } => {
+                    if self.filter.keeps_ts(ts) {
+                        enc.counter(group, ts, value as f64)?;
+                        self.stats.counters += 1;
+                    }
+                    continue;
                 }
+                // /proc/diskstats, when sampled, says the same.
+                Sample::ReadRate { .. } | Sample::WriteRate { .. } if self.diskstats_sampled => continue,
+                Sample::ReadRate { ts, bytes_per_s } => (0, ts, bytes_per_s),
+                Sample::WriteRate { ts, bytes_per_s } => (1, ts, bytes_per_s),
+                Sample::Latency { ts, mean_ns } => (2, ts, mean_ns),
+            };
+            if !self.filter.keeps_ts(ts) {
+                continue;
             }
+            let out = self.out.disks[d].as_mut().unwrap();
+            let t = match out.tracks[i] {
+                Some(t) => t,
+                None if v == 0.0 => {
+                    out.first_zero[i].get_or_insert(ts);
+                    continue;
+                }
+                None => {
+                    let zero = out.first_zero[i];
+                    let (name, unit, rank) = [
+                        ("read", Unit::Named("B/s"), 0),
+                        ("write", Unit::Named("B/s"), 1),
+                        ("latency", Unit::TimeNs, 5),
+                    ][i];
+                    let id = self.out.id();
+                    enc.track(&Track { id, parent: Some(group), name, rank, kind: TrackKind::Counter(unit) })?;
+                    self.out.disks[d].as_mut().unwrap().tracks[i] = Some(id);
+                    if let Some(z) = zero {
+                        enc.counter(id, z, 0.0)?;
+                        self.stats.counters += 1;
+                    }
+                    id
+                }
+            };
+            enc.counter(t, ts, v)?;
+            self.stats.counters += 1;
         }
         self.samples = samples;
         self.samples.clear();
@@ -723,7 +866,7 @@ impl<'s> Scene<'s> {
         labels::block_flags(&mut flags, b.flags);
         let end = b.ts.saturating_add(dur);
         if let (true, Some(i)) = (traced, idx) {
-            let track = self.proc_lane(enc, i, Lanes::Block, b.ts, end)?;
+            let track = self.block_lane(enc, i, b.ts, end)?;
             if flow_in {
                 self.flow_in.push(flow_from_syscall(b.tid, b.cause_ts, b.cause_idx));
             }
@@ -781,23 +924,14 @@ impl<'s> Scene<'s> {
             return Ok(t);
         }
         let key = self.key.clone();
-        let cpu = self.group(enc, "CPU")?;
-        let sub = match self.out.groups.get("CPU\0per core") {
-            Some(&s) => s,
-            None => {
-                let id = self.out.id();
-                enc.track(&Track { id, parent: Some(cpu), name: PER_CORE, rank: 100, kind: TrackKind::Group })?;
-                self.out.groups.insert("CPU\0per core".into(), id);
-                id
-            }
-        };
+        let sub = self.sub_group(enc, "CPU", CPU_DETAILS, 100)?;
         let width = self.run.header.cpu_count.max(1).saturating_sub(1).to_string().len();
         let name = format!("CPU {core:0width$} busy");
-        self.counter_track(enc, &key, sub, &name, Unit::Named("%"))
+        self.counter_track_ranked(enc, &key, sub, &name, Unit::Named("%"), 100 + core.min(1 << 20) as i32)
     }
 
     /// Per-core counters (group `CPU n`) become one "busy" track per core,
-    /// 100 - idle - iowait, in a `per core` group under `CPU`: ten tracks
+    /// 100 - idle - iowait, in `CPU details` under `CPU`: ten tracks
     /// per core would bury everything else on a many-core machine. The log
     /// keeps every column (`dump`, `stats`).
     fn core_counter<E: Encoder>(&mut self, enc: &mut E, c: &Counter, core: u32, name: &str) -> io::Result<()> {
@@ -825,27 +959,79 @@ impl<'s> Scene<'s> {
             if let Some(core) = group.strip_prefix("CPU ").and_then(|n| n.parse::<u32>().ok()) {
                 return self.core_counter(enc, c, core, &name);
             }
+            if group == "CPU" {
+                match name.as_ref() {
+                    "iowait" => self.cpu_iowait = (c.ts, c.value),
+                    "idle" => {
+                        let iowait = if self.cpu_iowait.0 == c.ts { self.cpu_iowait.1 } else { 0.0 };
+                        let g = self.group(enc, "CPU")?;
+                        self.stats.counters += 1;
+                        enc.counter(g, c.ts, (100.0 - c.value - iowait).max(0.0))?;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let t = match idx {
+            None => self.machine_track(enc, &group, &name, Unit::from_log(c.unit))?,
+            Some(i) => {
+                // A counter that stays 0 for the whole run says nothing.
+                if !self.run.counter_nonzero(f.str(c.group), f.str(c.name), c.pid) {
+                    return Ok(());
+                }
+                let mut key = std::mem::take(&mut self.key);
+                key.clear();
+                let _ = write!(key, "{group}\0{name}\0{}", c.pid);
+                let t = match self.out.counters.get(&key) {
+                    Some(&t) => t,
+                    None => {
+                        let n = if group.is_empty() { name.to_string() } else { format!("{group} {name}") };
+                        let g = self.proc_group(enc, i)?;
+                        self.counter_track_ranked(enc, &key, g, &n, Unit::from_log(c.unit), 40)?
+                    }
+                };
+                self.key = key;
+                Some(t)
+            }
+        };
+        if let Some(t) = t {
+            self.stats.counters += 1;
+            enc.counter(t, c.ts, c.value)?;
+        }
+        Ok(())
+    }
+
+    /// The track of machine counter `group`/`name`: the group's own row
+    /// when it is the one the group shows, CPU's rarely useful columns in
+    /// "CPU details", `None` for a counter 0 for the whole run (listed in
+    /// the file's metadata instead).
+    pub(crate) fn machine_track<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        group: &str,
+        name: &str,
+        unit: Unit,
+    ) -> io::Result<Option<TrackId>> {
+        if header(group).is_some_and(|(what, _)| what == name) {
+            return self.group(enc, group).map(Some);
         }
         let mut key = std::mem::take(&mut self.key);
         key.clear();
-        let _ = write!(key, "{group}\0{name}\0{}", c.pid);
+        let _ = write!(key, "{group}\0{name}\00");
         let t = match self.out.counters.get(&key) {
-            Some(&t) => t,
+            Some(&t) => Some(t),
+            None if !self.run.counter_nonzero(group.as_bytes(), name.as_bytes(), 0) => None,
             None => {
-                // Machine-wide counters go in their group; a process's in its own group.
-                let (parent, track_name) = match idx {
-                    None => (self.group(enc, &group)?, name.to_string()),
-                    Some(i) => {
-                        let n = if group.is_empty() { name.to_string() } else { format!("{group} {name}") };
-                        (self.proc_group(enc, i)?, n)
-                    }
+                let (parent, rank) = if group == "CPU" && !matches!(name, "usr" | "sys" | "iowait") {
+                    (self.sub_group(enc, "CPU", CPU_DETAILS, 100)?, 10)
+                } else {
+                    (self.group(enc, group)?, child_rank(group, name))
                 };
-                self.counter_track(enc, &key, parent, &track_name, Unit::from_log(c.unit))?
+                Some(self.counter_track_ranked(enc, &key, parent, name, unit, rank)?)
             }
         };
         self.key = key;
-        self.stats.counters += 1;
-        enc.counter(t, c.ts, c.value)
+        Ok(t)
     }
 
     /// Lays out the phases that meet `[from, to)`, nested where they nest,
@@ -860,9 +1046,14 @@ impl<'s> Scene<'s> {
         if phases.is_empty() && marks.is_empty() {
             return Ok(());
         }
-        let group = self.group(enc, PHASES_GROUP)?;
+        // The group's own row is the first lane, so that it shows the
+        // phases collapsed.
+        let group = self.out.id();
+        let kind = TrackKind::Slices;
+        enc.track(&Track { id: group, parent: None, name: PHASES_GROUP, rank: group_rank(PHASES_GROUP), kind })?;
+        self.out.groups.insert(PHASES_GROUP.to_string(), group);
         // Each lane holds slices that nest: a stack of the open ones' ends.
-        let mut lanes: Vec<(Vec<u64>, TrackId)> = Vec::new();
+        let mut lanes: Vec<(Vec<u64>, TrackId)> = vec![(Vec::new(), group)];
         for &i in &phases {
             let p = &run.phases[i];
             let (s, e) = (p.ts, p.ts + p.dur);
@@ -913,6 +1104,42 @@ impl<'s> Scene<'s> {
             }
         }
         Ok(())
+    }
+}
+
+/// The counter a machine group's own row shows: its name in the group
+/// (its value comes from the counter of that name, or is computed: CPU
+/// busy, a disk's requests in flight, lost events) and unit.
+pub fn header(group: &str) -> Option<(&'static str, Unit)> {
+    match group {
+        "CPU" => Some(("busy", Unit::Named("%"))),
+        "Memory" => Some(("used", Unit::Bytes)),
+        LOST_GROUP => Some(("total", Unit::Count)),
+        g if g.starts_with("GPU ") => Some(("SM", Unit::Named("%"))),
+        g if g.starts_with("Disk ") => Some(("in flight", Unit::Count)),
+        _ => None,
+    }
+}
+
+/// Order of a machine counter in its group: the useful ones first.
+fn child_rank(group: &str, name: &str) -> i32 {
+    let order: &[&str] = match group {
+        "CPU" => &["usr", "sys", "iowait"],
+        g if g.starts_with("Disk ") => &["read", "write", "read IOPS", "write IOPS", "utilisation"],
+        g if g.starts_with("GPU ") => &["memory", "framebuffer used", "power"],
+        "Memory" => &["page cache", "dirty", "writeback", "io pressure"],
+        _ => &[],
+    };
+    order.iter().position(|&n| n == name).map_or(10, |i| i as i32)
+}
+
+/// A thread's name: its comm, else its process's (threads inherit it).
+fn thread_name(p: &crate::procs::ProcInfo, tid: u32) -> String {
+    let comm = p.threads.iter().find(|t| t.0 == tid).map(|t| t.1.as_str()).filter(|c| !c.is_empty());
+    match (comm, &p.comm) {
+        (Some(c), _) => c.to_string(),
+        (None, Some(c)) => c.clone(),
+        _ => format!("thread {tid}"),
     }
 }
 

@@ -5,6 +5,8 @@
 
 use std::io::{Read, Seek};
 
+use rustc_hash::FxHashMap as HashMap;
+
 use mltrace_log::*;
 
 use crate::grid::Grid;
@@ -64,6 +66,34 @@ pub struct Survey {
     pub weights: Grid,
     pub weight: Vec<u64>,
     pub overview: OverviewAgg,
+    /// Each counter (group, name, pid) by [`counter_key`]: whether any
+    /// value was not zero.
+    pub counter_seen: HashMap<u64, ((String, String, u32), bool)>,
+}
+
+/// A counter's identity, hashed so that a sample is looked up without
+/// allocating.
+pub fn counter_key(group: &[u8], name: &[u8], pid: u32) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    (group, name, pid).hash(&mut h);
+    h.finish()
+}
+
+/// Epoch phases as (start, end, label): `epoch 3` from a name that holds
+/// a number, else by their order.
+pub fn epochs_of(phases: &[PhaseInfo]) -> Vec<(u64, u64, String)> {
+    phases
+        .iter()
+        .filter(|p| p.kind == PhaseKind::Epoch)
+        .enumerate()
+        .map(|(i, p)| {
+            let digits: String =
+                p.name.chars().skip_while(|c| !c.is_ascii_digit()).take_while(|c| c.is_ascii_digit()).collect();
+            let n = if digits.is_empty() { (i + 1).to_string() } else { digits };
+            (p.ts, p.ts + p.dur, format!("epoch {n}"))
+        })
+        .collect()
 }
 
 /// Output events one record makes in the detail view (a slice per
@@ -107,6 +137,7 @@ impl Survey {
             weight: vec![0; weights.n],
             weights,
             overview: OverviewAgg::new(Grid::nice(lo, hi, TARGET_INTERVALS)),
+            counter_seen: HashMap::default(),
         };
         let mut tracker = ProcTracker::default();
         while let Some(mut frame) = reader.next_frame()? {
@@ -121,8 +152,8 @@ impl Survey {
             s.first_ts = s.header.start.boottime_ns;
             s.last_ts = s.first_ts;
         }
-        s.procs.finish(&s.header, &tracker);
         s.phases.sort_by(|a, b| a.ts.cmp(&b.ts).then(b.dur.cmp(&a.dur)));
+        s.procs.finish(&s.header, &tracker, &s.epochs());
         reader.rewind();
         Ok(s)
     }
@@ -152,6 +183,15 @@ impl Survey {
             Record::Counter(c) => {
                 self.counters += 1;
                 self.overview.counter(f, &c, idx);
+                let (g, n) = (f.str(c.group), f.str(c.name));
+                let key = counter_key(g, n, c.pid);
+                match self.counter_seen.get_mut(&key) {
+                    Some(e) => e.1 |= c.value != 0.0,
+                    None => {
+                        let name = (f.str_lossy(c.group).into_owned(), f.str_lossy(c.name).into_owned(), c.pid);
+                        self.counter_seen.insert(key, (name, c.value != 0.0));
+                    }
+                }
             }
             Record::Phase(p) => self.phases.push(PhaseInfo {
                 ts: p.ts,
@@ -174,7 +214,30 @@ impl Survey {
 
     /// Where process `idx` goes among the process groups (0 first).
     pub fn order_of(&self, idx: ProcIdx) -> i32 {
-        idx.min(1_000_000) as i32
+        self.procs.get(idx).order
+    }
+
+    /// The epochs, as (start, end, label), for naming respawned workers.
+    pub fn epochs(&self) -> Vec<(u64, u64, String)> {
+        epochs_of(&self.phases)
+    }
+
+    /// Whether the counter (group, name, pid) was ever other than zero.
+    pub fn counter_nonzero(&self, group: &[u8], name: &[u8], pid: u32) -> bool {
+        self.counter_seen.get(&counter_key(group, name, pid)).is_none_or(|e| e.1)
+    }
+
+    /// Machine counters zero for the whole run, `group name`, sorted:
+    /// left out of the trace.
+    pub fn zero_counters(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .counter_seen
+            .values()
+            .filter(|(k, nz)| !nz && k.2 == 0 && !k.0.starts_with("CPU "))
+            .map(|(k, _)| format!("{} {}", k.0, k.1))
+            .collect();
+        v.sort();
+        v
     }
 
     /// Output events between `from` and `to` (by the weight bins).

@@ -121,6 +121,7 @@ pub struct Stats {
     /// Processes in order of appearance (a reused pid gets a new entry).
     pub processes: Vec<ProcStats>,
     current: HashMap<u32, usize>,
+    exited: HashSet<u32>,
     pub files: HashMap<String, FileStats>,
     pub lost: Vec<(LostKind, u64)>,
     pub disks: Vec<DiskStats>,
@@ -206,7 +207,11 @@ impl Stats {
                     let root = r.pid == self.header.root_pid;
                     let cmd = names::command_name(&self.header.command, NAME_MAX);
                     let has_cmd = !self.header.command.is_empty();
-                    self.current.remove(&r.pid);
+                    // A new process unless its records came before its fork
+                    // (one process, one row).
+                    if self.exited.remove(&r.pid) {
+                        self.current.remove(&r.pid);
+                    }
                     let p = self.proc(r.pid);
                     p.parent = r.parent_pid;
                     if let Some((n, has_cmdline)) = parent {
@@ -227,7 +232,9 @@ impl Stats {
             Record::Exit(r) => {
                 if r.process_exit {
                     self.proc(r.pid).exit_status = Some(r.status);
-                    self.current.remove(&r.pid);
+                    // Late records (a block request completing, a last
+                    // sample) still belong to it, until the pid is forked anew.
+                    self.exited.insert(r.pid);
                 }
             }
             Record::Comm(r) => {

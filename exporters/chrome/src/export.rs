@@ -30,7 +30,7 @@ const MAX_NAMES: usize = 4096;
 #[derive(Clone, Debug)]
 enum Out {
     /// A process, or a pseudo-process for a group: its pid and name.
-    Process { pid: u32, name: String },
+    Process { pid: u32 },
     /// A thread, or a lane thread under a (pseudo-)process.
     Thread { pid: u32, tid: u32 },
     /// Counter events on `pid`: event name and arg key.
@@ -139,6 +139,7 @@ impl<W: Write> Encoder for ChromeEncoder<W> {
                    wall-clock ns = ts * 1000 - start.boottime_ns + start.realtime_ns",
             "start": meta.anchor,
             "header": meta.header,
+            "counters_always_zero_left_out": meta.zero_counters,
         });
         self.sink.begin_file(&m)
     }
@@ -154,25 +155,42 @@ impl<W: Write> Encoder for ChromeEncoder<W> {
             }
             None => None,
         };
+        // A top-level counter or slice track is a group with a row of its
+        // own: a pseudo-process holding it.
+        let parent_pid = match (parent_pid, t.kind) {
+            (None, TrackKind::Counter(_) | TrackKind::Slices) => {
+                let pid = self.next_pid;
+                self.next_pid += 1;
+                let group = t.name.split(" · ").next().unwrap_or(t.name);
+                self.sink.meta_name(pid, pid, "process_name", group)?;
+                self.sink.meta_sort(pid, pid, "process_sort_index", i64::from(t.rank))?;
+                Some(pid)
+            }
+            (p, _) => p,
+        };
         let out = match t.kind {
             TrackKind::Process(p) => {
                 self.sink.meta_name(p.pid, p.pid, "process_name", t.name)?;
-                Out::Process { pid: p.pid, name: t.name.to_string() }
+                self.sink.meta_sort(p.pid, p.pid, "process_sort_index", i64::from(t.rank))?;
+                Out::Process { pid: p.pid }
             }
             TrackKind::Thread { pid, tid } => {
                 self.sink.meta_name(pid, tid, "thread_name", t.name)?;
+                self.sink.meta_sort(pid, tid, "thread_sort_index", i64::from(t.rank))?;
                 Out::Thread { pid, tid }
             }
+            // A sub-group of a real process (an overflow group) stays in it:
+            // its lanes are the process's threads.
+            TrackKind::Group if matches!(&parent, Some(Out::Process { pid, .. }) if *pid < PSEUDO_PID) => {
+                parent.clone().unwrap()
+            }
             TrackKind::Group => {
-                // A sub-group is a pseudo-process of its own: "CPU per core (busy %)".
-                let name = match &parent {
-                    Some(Out::Process { name, .. }) => format!("{name} {}", t.name),
-                    _ => t.name.to_string(),
-                };
+                // A sub-group is a pseudo-process of its own: "CPU details".
                 let pid = self.next_pid;
                 self.next_pid += 1;
-                self.sink.meta_name(pid, pid, "process_name", &name)?;
-                Out::Process { pid, name }
+                self.sink.meta_name(pid, pid, "process_name", t.name)?;
+                self.sink.meta_sort(pid, pid, "process_sort_index", i64::from(t.rank))?;
+                Out::Process { pid }
             }
             TrackKind::Slices => {
                 let pid = parent_pid.ok_or_else(|| io::Error::other("a slice track without a parent"))?;

@@ -15,9 +15,10 @@ use mltrace_model::{ArgKey, ArgSink, Args, Encoder, FileMeta, Name, Slice, Track
 
 use crate::packets::{PacketSink, Seq};
 use crate::proto::{
-    clock_snapshot::Clock, counter_descriptor::Unit as PUnit, trace_packet::SequenceFlags,
-    track_descriptor::ChildTracksOrdering, track_event::Type, BuiltinClock, ClockSnapshot, CounterDescriptor,
-    InternedData, ProcessDescriptor, ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent,
+    clock_snapshot::Clock, counter_descriptor::Unit as PUnit, process_tree, trace_packet::SequenceFlags,
+    track_descriptor::ChildTracksOrdering, track_descriptor::ProcessOrdering, track_event::Type, BuiltinClock,
+    ChromeEventBundle, ChromeMetadata, ClockSnapshot, CounterDescriptor, InternedData, ProcessDescriptor, ProcessTree,
+    ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent,
 };
 use crate::wire;
 
@@ -136,6 +137,8 @@ pub struct PerfettoEncoder<W: Write> {
     tracks: Vec<TrackOut>,
     next_seq: u32,
     scratch: Scratch,
+    /// The file's start, for packets that need a time and have none.
+    start_ts: u64,
 }
 
 const UUID_BASE: u64 = 0x6d6c_7472_0000_0000;
@@ -147,6 +150,7 @@ impl<W: Write> PerfettoEncoder<W> {
             global: Seq::new(1, None),
             tracks: Vec::new(),
             next_seq: 2,
+            start_ts: 0,
             scratch: Scratch {
                 end: TrackEvent { r#type: Some(Type::SliceEnd as i32), ..Default::default() },
                 ..Default::default()
@@ -185,6 +189,31 @@ impl<W: Write> PerfettoEncoder<W> {
         self.sink.write(&p)
     }
 
+    /// The parent link, which only a process tree packet can give. The
+    /// importer names a process there from cmdline[0] (over the
+    /// descriptor's name), so that is the name, with the real command
+    /// line after it; with one element it would cut the name at a space.
+    fn process_tree(&mut self, p: &mltrace_model::ProcessDesc<'_>, ppid: u32, name: &str) -> io::Result<()> {
+        let mut cmdline = Vec::with_capacity(p.cmdline.len() + 1);
+        cmdline.push(name.to_string());
+        cmdline.extend(p.cmdline.iter().cloned());
+        if cmdline.len() == 1 {
+            cmdline.push(String::new());
+        }
+        let proc = process_tree::Process {
+            pid: Some(p.pid as i32),
+            ppid: Some(ppid as i32),
+            cmdline,
+            cmdline_is_comm: Some(true),
+        };
+        self.sink.write(&TracePacket {
+            timestamp: Some(p.start_ts.unwrap_or(self.start_ts)),
+            trusted_packet_sequence_id: Some(self.global.id),
+            process_tree: Some(ProcessTree { processes: vec![proc], threads: vec![] }),
+            ..Default::default()
+        })
+    }
+
     /// The track's sequence, made on first use.
     #[inline]
     fn track_seq(&mut self, t: TrackId) -> &mut TrackOut {
@@ -199,24 +228,63 @@ impl<W: Write> PerfettoEncoder<W> {
 
 impl<W: Write> Encoder for PerfettoEncoder<W> {
     fn begin(&mut self, meta: &FileMeta<'_>) -> io::Result<()> {
-        self.clock_snapshot(meta.anchor)
+        self.start_ts = meta.anchor.boottime_ns;
+        self.clock_snapshot(meta.anchor)?;
+        // The root track: UIs from v57 order top-level tracks and process
+        // groups by sibling_order_rank only when it says so. (v52 orders
+        // top-level tracks by name and processes by their slice count.)
+        let root = TrackDescriptor {
+            uuid: Some(0),
+            child_ordering: Some(ChildTracksOrdering::Explicit as i32),
+            process_ordering: Some(ProcessOrdering::Explicit as i32),
+            ..Default::default()
+        };
+        self.sink.write(&TracePacket {
+            trusted_packet_sequence_id: Some(self.global.id),
+            track_descriptor: Some(root),
+            ..Default::default()
+        })?;
+        // What the file is and what it leaves out, in the importer's
+        // metadata table (as `cr-mltrace.*`).
+        let kv = |k: &str, v: String| ChromeMetadata { name: Some(format!("mltrace.{k}")), string_value: Some(v) };
+        let mut metadata = vec![kv("contents", meta.title.to_string())];
+        if !meta.zero_counters.is_empty() {
+            metadata.push(kv("counters_always_zero_left_out", meta.zero_counters.join(", ")));
+        }
+        self.sink.write(&TracePacket {
+            trusted_packet_sequence_id: Some(self.global.id),
+            chrome_events: Some(ChromeEventBundle { metadata }),
+            ..Default::default()
+        })
     }
 
     fn track(&mut self, t: &Track<'_>) -> io::Result<()> {
         let uuid = UUID_BASE + u64::from(t.id);
         let parent = t.parent.map(|p| UUID_BASE + u64::from(p));
-        let mut d = TrackDescriptor { uuid: Some(uuid), parent_uuid: parent, ..Default::default() };
+        let mut d = TrackDescriptor {
+            uuid: Some(uuid),
+            parent_uuid: parent,
+            sibling_order_rank: Some(t.rank),
+            ..Default::default()
+        };
+        // Groups, and tracks that may have children (top-level ones are
+        // groups with a row of their own), order their children by rank.
+        if matches!(t.kind, TrackKind::Group | TrackKind::Process(_)) || t.parent.is_none() {
+            d.child_ordering = Some(ChildTracksOrdering::Explicit as i32);
+        }
         let mut count_unit = false;
         match t.kind {
             TrackKind::Process(p) => {
-                d.child_ordering = Some(ChildTracksOrdering::Explicit as i32);
                 d.parent_uuid = None;
                 d.process = Some(ProcessDescriptor {
                     pid: Some(p.pid as i32),
                     process_name: Some(t.name.to_string()),
                     cmdline: p.cmdline.to_vec(),
-                    ..Default::default()
+                    start_timestamp_ns: p.start_ts.map(|t| t as i64),
                 });
+                if let Some(ppid) = p.parent_pid {
+                    self.process_tree(&p, ppid, t.name)?;
+                }
             }
             TrackKind::Thread { pid, tid } => {
                 d.parent_uuid = None;
@@ -226,12 +294,8 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
                     thread_name: Some(t.name.to_string()),
                 });
             }
-            TrackKind::Group => {
+            TrackKind::Group | TrackKind::Slices => {
                 d.name = Some(t.name.to_string());
-            }
-            TrackKind::Slices => {
-                d.name = Some(t.name.to_string());
-                d.sibling_order_rank = Some(t.rank);
             }
             TrackKind::Counter(u) => {
                 d.name = Some(t.name.to_string());

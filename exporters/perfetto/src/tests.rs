@@ -132,8 +132,13 @@ impl Decoded {
         t.name.clone().or_else(|| t.process.as_ref().and_then(|p| p.process_name.clone())).unwrap_or_default()
     }
 
+    /// The parent's name; a thread track's is its process's.
     fn parent_name(&self, uuid: u64) -> String {
-        self.track_name(self.tracks[&uuid].parent_uuid.unwrap())
+        let t = &self.tracks[&uuid];
+        if let Some(pid) = t.thread.as_ref().and_then(|th| th.pid) {
+            return self.process_names(pid).join(",");
+        }
+        self.track_name(t.parent_uuid.unwrap())
     }
 
     /// The names given to `pid` (one per process track).
@@ -327,16 +332,17 @@ fn disks_with_dev_0_get_a_group_each() {
         v.sort();
         v
     };
-    let requests = |disk: &str| ("requests".to_string(), disk.to_string());
+    // The disk's group is its in-flight counter.
+    let requests = |disk: &str| ("requests".to_string(), format!("{disk} · in flight"));
     // The traced request is also on its process's block lane.
     assert_eq!(on("R 4 KiB"), [("block I/O".into(), "dl_worker".into()), requests("Disk sda (0:0)")]);
     assert_eq!(on("R 8 KiB"), [requests("Disk sdb (0:0)")]);
     assert_eq!(on("R 1 MiB"), [requests("Disk sdb (0:0)")]);
     assert_eq!(on("R 512 B"), [requests("Disk vda (254:0)")]);
     for disk in ["Disk sda (0:0)", "Disk sdb (0:0)", "Disk vda (254:0)"] {
-        let in_flight = d.tracks.values().filter(|t| {
-            t.name.as_deref() == Some("requests in flight") && t.parent_uuid.is_some_and(|p| d.track_name(p) == disk)
-        });
+        // One group per disk, whose own row is requests in flight.
+        let want = format!("{disk} · in flight");
+        let in_flight = d.tracks.values().filter(|t| t.name.as_deref() == Some(&want) && t.counter.is_some());
         assert_eq!(in_flight.count(), 1, "{disk}");
     }
 }

@@ -176,6 +176,12 @@ pub fn packet(out: &mut Vec<u8>, p: &TracePacket, event: Option<(&TrackEvent, &[
     if let Some(f) = p.first_packet_on_sequence {
         uint(out, 87, u64::from(f));
     }
+    if let Some(t) = &p.process_tree {
+        message(out, 2, t);
+    }
+    if let Some(c) = &p.chrome_events {
+        message(out, 5, c);
+    }
     let event = match (&p.track_event, event) {
         (Some(ev), _) => Some((ev, &[][..])),
         (None, e) => e,
@@ -205,8 +211,12 @@ fn is_plain(p: &TracePacket, ev: &TrackEvent) -> bool {
         trace_packet_defaults,
         first_packet_on_sequence,
         track_event,
+        process_tree,
+        chrome_events,
     } = p;
     timestamp_clock_id.is_none()
+        && process_tree.is_none()
+        && chrome_events.is_none()
         && trusted_packet_sequence_id.is_some()
         && sequence_flags.is_some()
         && clock_snapshot.is_none()

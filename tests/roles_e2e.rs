@@ -1,0 +1,74 @@
+//! What a person sees first in Perfetto, on a real main-plus-4-workers
+//! job: one group per process, workers named and linked to the main
+//! process, bounded rows, no counter that says nothing.
+
+use std::path::Path;
+use std::process::Command;
+
+use mltrace_tests::*;
+
+fn python() -> Option<String> {
+    let out = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[test]
+fn a_trainer_and_its_workers_read_at_a_glance() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = python() else {
+        assert!(std::env::var_os("CI").is_none(), "python3 is missing in CI");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("run.bin");
+    let script = repo().join("tests/workloads/loader.py");
+    let data = tmp.path().join("data");
+    let args =
+        ["record", "-f", "-o", log.to_str().unwrap(), "--", &py, script.to_str().unwrap(), data.to_str().unwrap()];
+    let out = mltrace(&args, Path::new("."));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = tmp.path().join("run.perfetto-trace");
+    let out = mltrace(&["export", log.to_str().unwrap(), "-o", trace.to_str().unwrap()], Path::new("."));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = tp_query(
+        &tp,
+        &trace,
+        &[
+            // Every pid once.
+            "select pid, count(*) from process where pid > 0 group by pid having count(*) > 1",
+            // The workers: name, and parent's name.
+            "select p.name, q.name from process p join process q on p.parent_upid = q.upid \
+             where p.name glob 'DataLoader worker *' order by p.name",
+            "select name from process where pid > 0 and parent_upid is null",
+            // Rows of slices per process group: its slice tracks outside
+            // overflow groups (collapsed), each one row (calls do not nest).
+            "select coalesce(tp.upid, th.upid) u, count(distinct s.track_id) from slice s \
+             left join process_track tp on tp.id = s.track_id \
+             left join thread_track tt on tt.id = s.track_id left join thread th on th.utid = tt.utid \
+             join track t on t.id = s.track_id left join track g on g.id = t.parent_id \
+             where coalesce(g.name, '') not glob '*: more at once' and s.dur > 0 \
+             group by u having count(distinct s.track_id) > 16",
+            "select max(depth) from slice s join thread_track tt on tt.id = s.track_id",
+            // No counter track that is 0 for the whole run.
+            "select t.name from counter c join counter_track t on t.id = c.track_id group by t.id having max(abs(c.value)) = 0",
+            // Threads are named.
+            "select count(*) from thread where tid > 0 and (name is null or name = '')",
+            "select str_value from metadata where name = 'cr-mltrace.contents'",
+        ],
+    );
+    assert!(rows[0].is_empty(), "pids shown twice: {:?}", rows[0]);
+    let workers: Vec<(String, String)> = rows[1].iter().map(|r| (r[0].clone(), r[1].clone())).collect();
+    let want: Vec<(String, String)> =
+        (0..4).map(|i| (format!("DataLoader worker {i}"), "python3 loader.py".to_string())).collect();
+    assert_eq!(workers, want);
+    // Only the command itself has no parent in the trace.
+    assert_eq!(rows[2], vec![vec!["python3 loader.py".to_string()]]);
+    assert!(rows[3].is_empty(), "groups with more than 16 rows: {:?}", rows[3]);
+    assert_eq!(rows[4], vec![vec!["0".to_string()]]);
+    assert!(rows[5].is_empty(), "counters 0 for the whole run: {:?}", rows[5]);
+    assert_eq!(rows[6], vec![vec!["0".to_string()]]);
+    assert_eq!(rows[7], vec![vec!["whole run".to_string()]]);
+}

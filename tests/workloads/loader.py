@@ -1,0 +1,47 @@
+"""A trainer with 4 DataLoader-style workers (forked, no exec), as
+PyTorch's DataLoader starts them, plus a shell helper and a thread."""
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import threading
+
+
+def worker(wid, paths, q):
+    n = 0
+    for p in paths[wid::4]:
+        with open(p, "rb") as f:
+            while True:
+                b = f.read(65536)
+                if not b:
+                    break
+                n += len(b)
+    q.put((wid, n))
+
+
+def main():
+    data = sys.argv[1]
+    os.makedirs(data, exist_ok=True)
+    paths = []
+    for i in range(32):
+        p = os.path.join(data, f"s{i:03d}.bin")
+        with open(p, "wb") as f:
+            f.write(os.urandom(256 * 1024))
+        paths.append(p)
+    subprocess.run(["sh", "-c", "cat /etc/hostname > /dev/null"], check=True)
+    log = threading.Thread(target=lambda: open(os.path.join(data, "log.txt"), "w").write("step\n"))
+    log.start()
+    log.join()
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    ws = [ctx.Process(target=worker, args=(i, paths, q)) for i in range(4)]
+    for w in ws:
+        w.start()
+    total = sum(q.get()[1] for _ in ws)
+    for w in ws:
+        w.join()
+    print("read", total)
+
+
+if __name__ == "__main__":
+    main()
