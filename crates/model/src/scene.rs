@@ -427,7 +427,7 @@ impl<'s> Scene<'s> {
         let Out { next_track, procs, .. } = &mut self.out;
         let p = procs[idx as usize].as_mut().unwrap();
         if let Some(t) = p.threads.get_mut(&tid) {
-            if t.max_end.saturating_add(rounding_slack(ts)) < ts || t.max_end == 0 {
+            if t.max_end.saturating_add(rounding_slack(ts)) < ts {
                 t.max_end = end;
                 return Ok(t.track);
             }
