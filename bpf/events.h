@@ -136,6 +136,23 @@ struct ev_open {
 	char path[PATHBUF];
 };
 
+/* ev_ioac.have */
+#define IOAC_CHARS 1  /* rchar, wchar, syscr, syscw */
+#define IOAC_BYTES 2  /* read_bytes, write_bytes, cancelled_write_bytes */
+
+/* A thread's task_struct->ioac (what /proc/PID/task/TID/io shows). */
+struct ev_ioac {
+	u64 rchar;
+	u64 wchar;
+	u64 syscr;
+	u64 syscw;
+	u64 read_bytes;
+	u64 write_bytes;
+	u64 cancelled_write_bytes;
+	u8 have;
+	u8 _pad[7];
+};
+
 struct ev_fork {
 	struct ev_hdr h;     /* pid/tid: the new task */
 	u32 parent_pid;
@@ -146,6 +163,7 @@ struct ev_fork {
 
 struct ev_exec {
 	struct ev_hdr h;
+	struct ev_ioac ioac;  /* after the new program was loaded */
 	u16 filename_len;
 	u16 argv_len;
 	u8 trunc;
@@ -158,6 +176,7 @@ struct ev_exit {
 	s32 status;
 	u8 group_dead;
 	u8 _pad[3];
+	struct ev_ioac ioac;  /* the thread's final counts */
 };
 
 struct ev_comm {

@@ -163,8 +163,21 @@ struct signal_struct {
 	atomic_t live;
 } __attribute__((preserve_access_index));
 
+/* CONFIG_TASK_XACCT keeps the first four, CONFIG_TASK_IO_ACCOUNTING the
+ * struct itself: the programs check both with bpf_core_field_exists(). */
+struct task_io_accounting {
+	u64 rchar;
+	u64 wchar;
+	u64 syscr;
+	u64 syscw;
+	u64 read_bytes;
+	u64 write_bytes;
+	u64 cancelled_write_bytes;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int flags;
+	struct task_io_accounting ioac;
 	pid_t pid;
 	pid_t tgid;
 	int exit_code;

@@ -70,6 +70,7 @@ fn pid_of(r: &Record) -> u32 {
         Record::Counter(x) => x.pid,
         Record::Phase(x) => x.pid,
         Record::Mark(x) => x.pid,
+        Record::IoAccounting(x) => x.pid,
     }
 }
 

@@ -125,6 +125,7 @@ fn load_route<'obj>(
         (&mut progs.fast_sched_exec, fast),
         (&mut progs.fast_sched_exit, fast),
         (&mut progs.fast_task_rename, fast),
+        (&mut progs.sched_free, true),
         (&mut progs.block_io_start, !fast && plan.block == Some(BlockRoute::IoStart)),
         (&mut progs.block_rq_insert, !fast && plan.block == Some(BlockRoute::RqInsert)),
         (&mut progs.block_rq_issue, !fast && plan.block.is_some()),
@@ -165,9 +166,16 @@ pub fn trace_pid(skel: &MltraceSkel<'_>, pid: u32, route: SyscallRoute) -> Resul
     Ok(())
 }
 
-/// The live traced processes, straight from the kernel side's set.
+/// The live traced processes, straight from the kernel side's set (which
+/// also holds, marked, those whose last thread is exiting).
 pub fn traced_pids(skel: &MltraceSkel<'_>) -> Vec<u32> {
-    skel.maps.traced.keys().filter_map(|k| k.get(..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()))).collect()
+    let word = |b: &[u8]| b.get(..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
+    skel.maps
+        .traced
+        .keys()
+        .filter(|k| skel.maps.traced.lookup(k, MapFlags::ANY).ok().flatten().and_then(|v| word(&v)) == Some(1))
+        .filter_map(|k| word(&k))
+        .collect()
 }
 
 /// Makes the kernel side forget file identities user space has forgotten
@@ -207,7 +215,9 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
         mltrace_log::Probe {
             subsystem: "processes".into(),
             mechanism: plan.route.describe().into(),
-            detail: "sched_process_fork, sched_process_exec, sched_process_exit, task_rename".into(),
+            detail: "sched_process_fork, sched_process_exec, sched_process_exit (with the thread's I/O accounting), \
+                     sched_process_free, task_rename"
+                .into(),
         },
     ];
     if let Some(route) = plan.block {

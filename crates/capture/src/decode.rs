@@ -8,7 +8,8 @@ use mltrace_log::*;
 
 use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::skel::types::{
-    ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_kind, ev_open, ev_xfer, op,
+    ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac, ev_kind, ev_open, ev_xfer,
+    op,
 };
 
 /// BPF flag bits (events.h).
@@ -97,6 +98,24 @@ fn block_record(e: &ev_block, enc: &mut FrameEncoder) -> Block {
         cause_ts: e.cause_ts,
         cause_idx: e.cause_idx,
     }
+}
+
+/// A thread's counters from the kernel (ev_ioac.have uses the log's [`acct`] bits).
+fn accounting(h: &ev_hdr, at: AcctPoint, a: &ev_ioac) -> Record {
+    Record::IoAccounting(IoAccounting {
+        ts: h.ts,
+        pid: h.pid,
+        tid: h.tid,
+        at,
+        have: a.have & (acct::CHARS | acct::BYTES),
+        rchar: a.rchar,
+        wchar: a.wchar,
+        syscr: a.syscr,
+        syscw: a.syscw,
+        read_bytes: a.read_bytes,
+        write_bytes: a.write_bytes,
+        cancelled_write_bytes: a.cancelled_write_bytes,
+    })
 }
 
 /// Counts of what the decoder produced and what it could not.
@@ -378,9 +397,12 @@ impl KernelDecoder {
                 let filename = enc.intern(fname);
                 let argv = enc.intern(argv);
                 enc.push(&Record::Exec(Exec { ts: h.ts, pid: h.pid, tid: h.tid, filename, argv, trunc }));
+                enc.push(&accounting(&h, AcctPoint::Exec, &e.ioac));
             }
             ev_kind::EV_EXIT => {
                 let e: ev_exit = read(data);
+                // Before the exit: a reader drops a process at its exit.
+                enc.push(&accounting(&h, AcctPoint::Exit, &e.ioac));
                 enc.push(&Record::Exit(Exit {
                     ts: h.ts,
                     pid: h.pid,

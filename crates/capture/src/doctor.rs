@@ -110,6 +110,7 @@ pub fn run() -> Vec<Check> {
         "sched_process_fork",
         "sched_process_exec",
         "sched_process_exit",
+        "sched_process_free",
         "task_rename",
         "block_io_start",
         "block_rq_insert",

@@ -44,8 +44,9 @@ pub(crate) mod kind {
     pub const COUNTER: u8 = 11;
     pub const PHASE: u8 = 12;
     pub const MARK: u8 = 13;
+    pub const IO_ACCOUNTING: u8 = 14;
     /// The highest code this version writes and reads.
-    pub const LAST: u8 = MARK;
+    pub const LAST: u8 = IO_ACCOUNTING;
 }
 
 /// Per-kind prediction state, reset at every frame.
@@ -265,6 +266,20 @@ impl Columns {
                 w.s(2, r.value);
                 w.i(3, i64::from(r.rank));
                 w.u(4, u64::from(r.pid));
+            }
+            Record::IoAccounting(r) => {
+                let mut w = self.w(kind::IO_ACCOUNTING);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, r.at as u64);
+                w.u(4, u64::from(r.have));
+                w.u(5, r.rchar);
+                w.u(6, r.wchar);
+                w.u(7, r.syscr);
+                w.u(8, r.syscw);
+                w.u(9, r.read_bytes);
+                w.u(10, r.write_bytes);
+                w.u(11, r.cancelled_write_bytes);
             }
         }
     }
@@ -723,6 +738,24 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
         kind::MARK => {
             let ts = r.ts(0)?;
             Record::Mark(Mark { ts, name: r.s(1)?, value: r.s(2)?, rank: r.i32(3)?, pid: r.u32(4)? })
+        }
+        kind::IO_ACCOUNTING => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            Record::IoAccounting(IoAccounting {
+                ts,
+                pid,
+                tid,
+                at: AcctPoint::from_u8(r.u8(3)?),
+                have: r.u8(4)?,
+                rchar: r.u(5)?,
+                wchar: r.u(6)?,
+                syscr: r.u(7)?,
+                syscw: r.u(8)?,
+                read_bytes: r.u(9)?,
+                write_bytes: r.u(10)?,
+                cancelled_write_bytes: r.u(11)?,
+            })
         }
         _ => unreachable!("kind checked by caller"),
     })

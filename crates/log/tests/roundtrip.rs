@@ -21,7 +21,7 @@ fn header() -> Header {
 /// test can compare after reading.
 fn sample(i: u64) -> (Record, Vec<&'static str>) {
     let ts = 1_000_000_000 + i * 1_337;
-    match i % 13 {
+    match i % 14 {
         0 => (
             Record::Fork(Fork {
                 ts,
@@ -124,6 +124,23 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
         12 => (
             Record::Mark(Mark { ts, name: StrId(0), value: StrId(1), rank: 3, pid: 9 }),
             vec!["eval_accuracy", "0.9071"],
+        ),
+        13 => (
+            Record::IoAccounting(IoAccounting {
+                ts,
+                pid: 7,
+                tid: 7 + (i % 3) as u32,
+                at: AcctPoint::from_u8((i % 3) as u8),
+                have: acct::CHARS | acct::BYTES,
+                rchar: u64::MAX - i,
+                wchar: i << 40,
+                syscr: i,
+                syscw: 0,
+                read_bytes: 4096 * i,
+                write_bytes: 1 << 63,
+                cancelled_write_bytes: 3,
+            }),
+            vec![],
         ),
         _ => (
             Record::Block(Block {

@@ -2,6 +2,7 @@
 //! memory grows with processes and distinct files, not with events.
 
 mod hist;
+pub mod kernel;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -9,6 +10,7 @@ use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek};
 
 pub use hist::Histogram;
+use kernel::{Check, KernelIo, TracedIo};
 use mltrace_log::labels::{self, DiskIds, Outcome};
 use mltrace_log::names;
 use mltrace_log::*;
@@ -85,6 +87,10 @@ pub struct ProcStats {
     pub closes: u64,
     /// Block requests this process started.
     pub block: BlockStats,
+    /// The kernel's own counts of its I/O (logs recorded with them).
+    pub kernel: Option<KernelIo>,
+    /// The traced calls over the span `kernel` covers, as the kernel counts.
+    pub traced_io: TracedIo,
     files: HashSet<u64>,
     /// Named by a command line (exec, or inherited): a comm does not rename it.
     has_cmdline: bool,
@@ -121,6 +127,9 @@ pub struct Stats {
     /// Processes in order of appearance (a reused pid gets a new entry).
     pub processes: Vec<ProcStats>,
     current: HashMap<u32, usize>,
+    /// Processes that exited, until their pid is reused: another thread's
+    /// final counts may come after the process's exit.
+    exited: HashMap<u32, usize>,
     pub files: HashMap<String, FileStats>,
     pub lost: Vec<(LostKind, u64)>,
     pub disks: Vec<DiskStats>,
@@ -207,6 +216,7 @@ impl Stats {
                     let cmd = names::command_name(&self.header.command, NAME_MAX);
                     let has_cmd = !self.header.command.is_empty();
                     self.current.remove(&r.pid);
+                    self.exited.remove(&r.pid);
                     let p = self.proc(r.pid);
                     p.parent = r.parent_pid;
                     if let Some((n, has_cmdline)) = parent {
@@ -226,8 +236,27 @@ impl Stats {
             }
             Record::Exit(r) => {
                 if r.process_exit {
-                    self.proc(r.pid).exit_status = Some(r.status);
-                    self.current.remove(&r.pid);
+                    let p = self.proc(r.pid);
+                    p.exit_status = Some(r.status);
+                    if let Some(k) = p.kernel.as_mut() {
+                        k.exited = true;
+                    }
+                    if let Some(i) = self.current.remove(&r.pid) {
+                        self.exited.insert(r.pid, i);
+                    }
+                }
+            }
+            Record::IoAccounting(a) => {
+                let i = match self.current.get(&a.pid).or_else(|| self.exited.get(&a.pid)) {
+                    Some(&i) => i,
+                    None => {
+                        self.proc(a.pid);
+                        self.current[&a.pid]
+                    }
+                };
+                let p = &mut self.processes[i];
+                if p.kernel.get_or_insert_with(KernelIo::default).take(&a) {
+                    p.traced_io = TracedIo::default();
                 }
             }
             Record::Comm(r) => {
@@ -242,6 +271,7 @@ impl Stats {
             }
             Record::Io(r) => {
                 let p = self.proc(r.pid);
+                p.traced_io.io(r.op, r.ret);
                 if r.op.is_write() {
                     p.writes.add(r.ret, r.dur)
                 } else {
@@ -260,6 +290,7 @@ impl Stats {
             }
             Record::Transfer(r) => {
                 let p = self.proc(r.pid);
+                p.traced_io.transfer(r.ret);
                 p.reads.add(r.ret, r.dur);
                 p.writes.add(r.ret, 0);
                 let moved = r.ret.max(0) as u64;
@@ -348,6 +379,28 @@ impl Stats {
         self.lost.iter().map(|(_, n)| n).sum()
     }
 
+    /// Each process's trace against the kernel's counts (processes
+    /// recorded with them).
+    pub fn kernel_checks(&self) -> impl Iterator<Item = (&ProcStats, &KernelIo, Check)> {
+        let lossy = self.total_lost() > 0 || !self.diagnostics.is_empty();
+        self.processes.iter().filter_map(move |p| p.kernel.as_ref().map(|k| (p, k, k.check(&p.traced_io, lossy))))
+    }
+
+    /// One line per process whose trace and kernel counts disagree.
+    pub fn kernel_warnings(&self) -> Vec<String> {
+        self.kernel_checks()
+            .filter_map(|(p, _, c)| match c {
+                Check::Mismatch(d) => Some(format!(
+                    "{} [{}]: the kernel's I/O counts differ from the trace: {}",
+                    p.name,
+                    p.pid,
+                    d.join("; ")
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Files by bytes moved, largest first.
     pub fn top_files(&self, n: usize) -> Vec<(&str, &FileStats)> {
         let mut v: Vec<(&str, &FileStats)> = self.files.iter().map(|(k, v)| (k.as_str(), v)).collect();
@@ -392,6 +445,69 @@ fn shorten(s: &str, max: usize) -> String {
     }
     let tail: String = s.chars().rev().take(max - 1).collect::<Vec<_>>().into_iter().rev().collect();
     format!("…{tail}")
+}
+
+/// "kernel / traced", the traced side a range when failed calls may or may not count.
+fn versus(kernel: u64, min: u64, max: u64) -> String {
+    if min == max {
+        format!("{kernel} / {min}")
+    } else {
+        format!("{kernel} / {min}-{max}")
+    }
+}
+
+fn versus_bytes(kernel: u64, traced: u64) -> String {
+    if kernel == traced {
+        bytes(kernel)
+    } else {
+        format!("{} / {}", bytes(kernel), bytes(traced))
+    }
+}
+
+impl Stats {
+    fn render_kernel(&self, o: &mut String) {
+        let checks: Vec<_> = self.kernel_checks().collect();
+        if checks.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "\nkernel's own I/O accounting against the trace (kernel / traced; per process, from its exec or fork, \
+             reaped children not included):"
+        );
+        let mut rows = vec![[
+            "process",
+            "pid",
+            "read calls",
+            "read",
+            "write calls",
+            "written",
+            "from storage",
+            "dirtied",
+            "check",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
+        for (p, k, c) in checks {
+            let (c_, t) = (&k.counts, &p.traced_io);
+            let chars = k.have & acct::CHARS != 0;
+            let na = || "-".to_string();
+            let by = k.have & acct::BYTES != 0;
+            rows.push(vec![
+                p.name.clone(),
+                p.pid.to_string(),
+                if chars { versus(c_.syscr, t.syscr_min, t.syscr_max) } else { na() },
+                if chars { versus_bytes(c_.rchar, t.rchar) } else { na() },
+                if chars { versus(c_.syscw, t.syscw_min, t.syscw_max) } else { na() },
+                if chars { versus_bytes(c_.wchar, t.wchar) } else { na() },
+                if by { bytes(c_.read_bytes) } else { na() },
+                if by { bytes(c_.write_bytes) } else { na() },
+                c.label().to_string(),
+            ]);
+        }
+        o.push_str(&table(&rows));
+    }
 }
 
 fn block_header(first: &str) -> Vec<String> {
@@ -471,6 +587,9 @@ impl Stats {
         for d in &self.diagnostics {
             let _ = writeln!(o, "warning:  {d}");
         }
+        for w in self.kernel_warnings() {
+            let _ = writeln!(o, "warning:  {w}");
+        }
         o.push('\n');
 
         let mut rows = vec![[
@@ -509,6 +628,7 @@ impl Stats {
             ]);
         }
         o.push_str(&table(&rows));
+        self.render_kernel(&mut o);
         if !self.utilisation.is_empty() {
             let _ = writeln!(o, "\nutilisation (sampled):");
             let mut rows = vec![["counter", "mean", "max"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
