@@ -14,6 +14,7 @@ struct Recorded {
     kv: HashMap<String, i64>,
     recs: Vec<Rec>,
     stats: String,
+    json: serde_json::Value,
 }
 
 fn record(workload: &str, args: impl Fn(&Path) -> Vec<String>, extra: &[&str]) -> Recorded {
@@ -37,7 +38,10 @@ fn record(workload: &str, args: impl Fn(&Path) -> Vec<String>, extra: &[&str]) -
     let st = mltrace(&["stats", log.to_str().unwrap()], &work);
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let stats = String::from_utf8_lossy(&st.stdout).into_owned();
-    Recorded { _tmp: tmp, log, kv, recs, stats }
+    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], &work);
+    assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
+    let json = serde_json::from_slice(&js.stdout).expect("stats --json is JSON");
+    Recorded { _tmp: tmp, log, kv, recs, stats, json }
 }
 
 /// What the kernel counts, as (rchar, wchar, syscr, syscw).
@@ -193,6 +197,24 @@ fn check_mix(run: Recorded) {
     assert_eq!(rows.len(), 4, "{section}");
     assert_eq!(rows.iter().filter(|l| l.ends_with(" match")).count(), 3, "{section}");
     assert_eq!(rows.iter().filter(|l| l.ends_with(" alive at end")).count(), 1, "{section}");
+    // And --json, for scripts: the kernel's numbers per process, the same.
+    let js = run.json["processes"].as_array().unwrap();
+    assert_eq!(js.len(), 4);
+    for p in js {
+        let (kernel, _, alive) = procs[&(p["pid"].as_u64().unwrap() as u32)];
+        let k = &p["kernel"];
+        let got = ["rchar", "wchar", "syscr", "syscw"].map(|n| k[n].as_u64().unwrap());
+        assert_eq!(got, kernel, "{p}");
+        assert_eq!(k["check"], if alive { "alive at end" } else { "match" }, "{p}");
+        assert!(k["read_bytes"].is_u64() && k["write_bytes"].is_u64(), "{p}");
+        assert!(p["storage_read_bytes"].is_null() && p["mapped_bytes"].is_null(), "{p}");
+    }
+    let main = js.iter().find(|p| p["pid"] == pid).unwrap();
+    assert_eq!(main["kernel"]["since"], "exec");
+    let child = js.iter().find(|p| p["pid"] == child).unwrap();
+    assert_eq!((child["parent"].as_u64(), child["kernel"]["since"].as_str()), (Some(u64::from(pid)), Some("exec")));
+    assert_eq!(run.json["lost"], 0);
+    assert!(run.json["warnings"].as_array().unwrap().is_empty());
 }
 
 fn mix_args(work: &Path) -> Vec<String> {
@@ -278,4 +300,8 @@ fn a_read_the_trace_missed_is_a_warning_with_the_numbers() {
     assert_eq!(num("rchar", "kernel") - num("rchar", "traced"), 100, "{warning}");
     assert!(!warning.contains("syscw") && !warning.contains("wchar"), "{warning}");
     assert!(run.stats.contains("MISMATCH"), "{}", run.stats);
+    let p = &run.json["processes"][0];
+    assert_eq!(p["kernel"]["check"], "mismatch");
+    assert_eq!(p["kernel"]["differences"].as_array().unwrap().len(), 2, "{p}");
+    assert_eq!(run.json["warnings"].as_array().unwrap().len(), 1);
 }

@@ -2,6 +2,7 @@
 //! memory grows with processes and distinct files, not with events.
 
 mod hist;
+mod json;
 pub mod kernel;
 
 use std::collections::{HashMap, HashSet};
