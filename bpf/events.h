@@ -26,6 +26,7 @@ enum ev_kind {
 	EV_EXIT = 8,
 	EV_COMM = 9,
 	EV_BLOCK = 10,
+	EV_PCACHE = 11,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -182,6 +183,18 @@ struct ev_exit {
 struct ev_comm {
 	struct ev_hdr h;
 	char comm[16];
+};
+
+/* Pages a traced thread brought into the page cache (filemap:
+ * mm_filemap_add_to_page_cache fires in the task that caused it: a read,
+ * a fault on a mapping, readahead). h.op: the recorded syscall in
+ * progress (OP_NONE outside one: a page fault, an untraced call). */
+struct ev_pcache {
+	struct ev_hdr h;
+	u64 ino;
+	u64 index;  /* first page */
+	u32 dev;    /* the superblock's s_dev: major << 20 | minor */
+	u32 pages;  /* 1 << order */
 };
 
 /* ev_block.h.flags */

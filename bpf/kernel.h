@@ -230,6 +230,18 @@ struct request {
 	sector_t __sector;
 } __attribute__((preserve_access_index));
 
+/* The filemap:mm_filemap_add_to_page_cache tracepoint's record (what
+ * classic tracepoint programs get): the kernel computes these fields on
+ * every version, so no folio internals are read here. `order` exists from
+ * the kernels with large folios in the page cache on (5.17+); before, every
+ * insertion is one page. */
+struct trace_event_raw_mm_filemap_op_page_cache {
+	unsigned long i_ino;
+	unsigned long index;
+	dev_t s_dev;
+	unsigned char order;
+} __attribute__((preserve_access_index));
+
 /* User-space ABI structs (stable, no relocation needed). */
 struct open_how {
 	u64 flags;

@@ -138,6 +138,7 @@ struct ev_exit keep_exit = {};
 struct ev_comm keep_comm = {};
 struct ev_block keep_block = {};
 struct ev_ioac keep_ioac = {};
+struct ev_pcache keep_pcache = {};
 enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;
@@ -897,6 +898,55 @@ int BPF_PROG(fast_sched_exit, struct task_struct *task)
 {
 	if (state_of(task))
 		on_exit(task);
+	return 0;
+}
+
+/*
+ * Page-cache insertions caused by traced threads: what they read from
+ * storage (or, inside a write, the pages the write filled). One record per
+ * insertion (a page, or a large folio of 1 << order pages).
+ */
+static __always_inline void on_pcache(struct trace_event_raw_mm_filemap_op_page_cache *ctx, u8 op)
+{
+	struct ev_pcache *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	u32 order = 0;
+
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	/* The tracepoint's record is the program's context: plain loads. */
+	if (bpf_core_field_exists(ctx->order))
+		order = ctx->order & 31;
+	fill_hdr(&e->h, EV_PCACHE, op, bpf_get_current_pid_tgid(), bpf_ktime_get_boot_ns());
+	e->ino = ctx->i_ino;
+	e->index = ctx->index;
+	e->dev = ctx->s_dev;
+	e->pages = 1U << order;
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+SEC("tp/filemap/mm_filemap_add_to_page_cache")
+int pcache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+	struct inflight *v;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	v = bpf_map_lookup_elem(&inflight, &tid);
+	on_pcache(ctx, v ? v->op : OP_NONE);
+	return 0;
+}
+
+SEC("tp/filemap/mm_filemap_add_to_page_cache")
+int fast_pcache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	struct inflight *st = state_of(bpf_get_current_task_btf());
+
+	if (st)
+		on_pcache(ctx, st->op);
 	return 0;
 }
 

@@ -488,6 +488,52 @@ pub struct IoAccounting {
     pub cancelled_write_bytes: u64,
 }
 
+code_enum!(
+    /// What the thread was doing when a [`PageCache`] insertion happened.
+    CacheDuring, fallback Other, {
+        /// Outside any recorded syscall: a fault on a file mapping, or a
+        /// call mltrace does not record (readahead(2), fadvise, exec).
+        Fault = 0 => "fault or untraced call",
+        /// A read-family call.
+        Read = 1 => "read",
+        /// A write-family call: pages a write filled, not reads from storage.
+        Write = 2 => "write",
+        /// sendfile or copy_file_range (source or destination).
+        Transfer = 3 => "transfer",
+        /// Another recorded call (open, close, fsync...).
+        Other = 4 => "other call",
+    }
+);
+
+impl CacheDuring {
+    /// Whether the pages were read from storage (not filled by a write or
+    /// a transfer into a file).
+    pub fn is_storage_read(self) -> bool {
+        matches!(self, CacheDuring::Fault | CacheDuring::Read | CacheDuring::Other)
+    }
+}
+
+/// Pages a traced thread brought into the page cache
+/// (filemap:mm_filemap_add_to_page_cache, which fires in the task that
+/// caused the insertion): outside writes, bytes read from storage for it,
+/// whether by a read, a fault on a mapping or readahead.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct PageCache {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// The file's filesystem (its superblock's dev: major << 20 | minor) and inode.
+    pub dev: u32,
+    pub ino: u64,
+    /// The file's path when known (opened or mapped while recording, or
+    /// found in /proc/PID/maps or fds), else empty.
+    pub path: StrId,
+    /// Byte offset in the file of the first page, and how many bytes.
+    pub offset: u64,
+    pub bytes: u64,
+    pub during: CacheDuring,
+}
+
 /// One log record.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Record {
@@ -505,6 +551,7 @@ pub enum Record {
     Phase(Phase),
     Mark(Mark),
     IoAccounting(IoAccounting),
+    PageCache(PageCache),
 }
 
 impl Record {
@@ -524,6 +571,7 @@ impl Record {
             Record::Phase(r) => r.ts,
             Record::Mark(r) => r.ts,
             Record::IoAccounting(r) => r.ts,
+            Record::PageCache(r) => r.ts,
         }
     }
 

@@ -92,6 +92,8 @@ pub struct ProcStats {
     pub kernel: Option<KernelIo>,
     /// The traced calls over the span `kernel` covers, as the kernel counts.
     pub traced_io: TracedIo,
+    /// Bytes it brought into the page cache, by what it was doing.
+    pub cache: CacheFill,
     files: HashSet<u64>,
     /// Named by a command line (exec, or inherited): a comm does not rename it.
     has_cmdline: bool,
@@ -111,6 +113,53 @@ pub struct FileStats {
     pub reads: u64,
     pub writes: u64,
     pub opens: u64,
+    /// Bytes traced processes brought into the page cache for it.
+    pub cache: CacheFill,
+}
+
+/// Bytes brought into the page cache (filemap:mm_filemap_add_to_page_cache),
+/// by what the thread was doing.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct CacheFill {
+    /// Inside read-family calls: the read and its readahead.
+    pub during_reads: u64,
+    /// Outside recorded calls: faults on file mappings, readahead(2), exec.
+    pub faults: u64,
+    /// Inside other recorded calls (open, close, fsync).
+    pub other: u64,
+    /// Inside write-family calls: pages the writes filled, not reads.
+    pub writes: u64,
+    /// Inside sendfile/copy_file_range (source or destination: not told apart).
+    pub transfers: u64,
+}
+
+impl CacheFill {
+    fn add(&mut self, during: CacheDuring, bytes: u64) {
+        *match during {
+            CacheDuring::Read => &mut self.during_reads,
+            CacheDuring::Fault => &mut self.faults,
+            CacheDuring::Other => &mut self.other,
+            CacheDuring::Write => &mut self.writes,
+            CacheDuring::Transfer => &mut self.transfers,
+        } += bytes;
+    }
+
+    /// Bytes read from storage: everything not filled by a write or a transfer.
+    pub fn storage_read_bytes(&self) -> u64 {
+        self.during_reads + self.faults + self.other
+    }
+
+    /// The share of `read_bytes` (returned by read calls) that came from
+    /// the cache: 1 - (brought in during reads) / read. None when nothing
+    /// was read; readahead beyond what the calls returned counts as a miss.
+    pub fn hit_ratio(&self, read_bytes: u64) -> Option<f64> {
+        (read_bytes > 0).then(|| (1.0 - self.during_reads as f64 / read_bytes as f64).clamp(0.0, 1.0))
+    }
+}
+
+/// How a file known only by its filesystem and inode is shown.
+pub fn dev_inode(dev: u32, ino: u64) -> String {
+    format!("[dev {}:{} inode {ino}]", dev >> 20, dev & 0xfffff)
 }
 
 /// (group, name, unit) of a counter.
@@ -334,6 +383,13 @@ impl Stats {
                 }
             }
             Record::Phase(_) | Record::Mark(_) => {}
+            Record::PageCache(c) => {
+                self.proc(c.pid).cache.add(c.during, c.bytes);
+                let path = f.str(c.path);
+                let key =
+                    if path.is_empty() { dev_inode(c.dev, c.ino) } else { String::from_utf8_lossy(path).into_owned() };
+                self.files.entry(key).or_default().cache.add(c.during, c.bytes);
+            }
             Record::Block(b) => {
                 let (i, new) = self.disk_ids.id(b.dev, f.str(b.disk));
                 if new {
@@ -411,6 +467,20 @@ impl Stats {
         v.truncate(n);
         v
     }
+
+    /// Whether the log has page-cache insertions (its probe was attached).
+    pub fn has_page_cache(&self) -> bool {
+        self.header.probes.iter().any(|p| p.subsystem == "page cache")
+    }
+
+    /// Files by bytes brought from storage, largest first (those with any).
+    pub fn top_storage_files(&self, n: usize) -> Vec<(&str, &FileStats)> {
+        let mut v: Vec<(&str, &FileStats)> =
+            self.files.iter().filter(|(_, f)| f.cache.storage_read_bytes() > 0).map(|(k, v)| (k.as_str(), v)).collect();
+        v.sort_by(|a, b| b.1.cache.storage_read_bytes().cmp(&a.1.cache.storage_read_bytes()).then(a.0.cmp(b.0)));
+        v.truncate(n);
+        v
+    }
 }
 
 pub fn bytes(b: u64) -> String {
@@ -465,7 +535,53 @@ fn versus_bytes(kernel: u64, traced: u64) -> String {
     }
 }
 
+fn ratio(r: Option<f64>) -> String {
+    r.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "-".into())
+}
+
 impl Stats {
+    fn render_page_cache(&self, o: &mut String, top: usize) {
+        if !self.has_page_cache() {
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "\nbytes from storage (pages brought into the page cache; hit = share of the bytes read by calls \
+             that the cache already held):"
+        );
+        let head = |first: &str| {
+            [first, "read by calls", "from storage", "during reads", "hit", "faults/other", "filled by writes"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+        };
+        let row = |label: String, read: u64, c: &CacheFill| {
+            vec![
+                label,
+                bytes(read),
+                bytes(c.storage_read_bytes()),
+                bytes(c.during_reads),
+                ratio(c.hit_ratio(read)),
+                bytes(c.faults + c.other),
+                bytes(c.writes + c.transfers),
+            ]
+        };
+        let mut rows = vec![head("process")];
+        for p in &self.processes {
+            rows.push(row(format!("{} [{}]", p.name, p.pid), p.reads.bytes, &p.cache));
+        }
+        o.push_str(&table(&rows));
+        let files = self.top_storage_files(top);
+        if !files.is_empty() {
+            let _ = writeln!(o, "\ntop {} files by bytes from storage:", files.len());
+            let mut rows = vec![head("file")];
+            for (path, f) in files {
+                rows.push(row(shorten(path, 60), f.read_bytes, &f.cache));
+            }
+            o.push_str(&table(&rows));
+        }
+    }
+
     fn render_kernel(&self, o: &mut String) {
         let checks: Vec<_> = self.kernel_checks().collect();
         if checks.is_empty() {
@@ -629,6 +745,7 @@ impl Stats {
             ]);
         }
         o.push_str(&table(&rows));
+        self.render_page_cache(&mut o, top);
         self.render_kernel(&mut o);
         if !self.utilisation.is_empty() {
             let _ = writeln!(o, "\nutilisation (sampled):");
