@@ -26,6 +26,7 @@ enum ev_kind {
 	EV_EXIT = 8,
 	EV_COMM = 9,
 	EV_BLOCK = 10,
+	EV_PCACHE = 11,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -136,6 +137,23 @@ struct ev_open {
 	char path[PATHBUF];
 };
 
+/* ev_ioac.have */
+#define IOAC_CHARS 1  /* rchar, wchar, syscr, syscw */
+#define IOAC_BYTES 2  /* read_bytes, write_bytes, cancelled_write_bytes */
+
+/* A thread's task_struct->ioac (what /proc/PID/task/TID/io shows). */
+struct ev_ioac {
+	u64 rchar;
+	u64 wchar;
+	u64 syscr;
+	u64 syscw;
+	u64 read_bytes;
+	u64 write_bytes;
+	u64 cancelled_write_bytes;
+	u8 have;
+	u8 _pad[7];
+};
+
 struct ev_fork {
 	struct ev_hdr h;     /* pid/tid: the new task */
 	u32 parent_pid;
@@ -146,6 +164,7 @@ struct ev_fork {
 
 struct ev_exec {
 	struct ev_hdr h;
+	struct ev_ioac ioac;  /* after the new program was loaded */
 	u16 filename_len;
 	u16 argv_len;
 	u8 trunc;
@@ -158,11 +177,24 @@ struct ev_exit {
 	s32 status;
 	u8 group_dead;
 	u8 _pad[3];
+	struct ev_ioac ioac;  /* the thread's final counts */
 };
 
 struct ev_comm {
 	struct ev_hdr h;
 	char comm[16];
+};
+
+/* Pages a traced thread brought into the page cache (filemap:
+ * mm_filemap_add_to_page_cache fires in the task that caused it: a read,
+ * a fault on a mapping, readahead). h.op: the recorded syscall in
+ * progress (OP_NONE outside one: a page fault, an untraced call). */
+struct ev_pcache {
+	struct ev_hdr h;
+	u64 ino;
+	u64 index;  /* first page */
+	u32 dev;    /* the superblock's s_dev: major << 20 | minor */
+	u32 pages;  /* 1 << order */
 };
 
 /* ev_block.h.flags */

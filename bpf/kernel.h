@@ -163,8 +163,21 @@ struct signal_struct {
 	atomic_t live;
 } __attribute__((preserve_access_index));
 
+/* CONFIG_TASK_XACCT keeps the first four, CONFIG_TASK_IO_ACCOUNTING the
+ * struct itself: the programs check both with bpf_core_field_exists(). */
+struct task_io_accounting {
+	u64 rchar;
+	u64 wchar;
+	u64 syscr;
+	u64 syscw;
+	u64 read_bytes;
+	u64 write_bytes;
+	u64 cancelled_write_bytes;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int flags;
+	struct task_io_accounting ioac;
 	pid_t pid;
 	pid_t tgid;
 	int exit_code;
@@ -215,6 +228,18 @@ struct request {
 	blk_opf_t cmd_flags;
 	unsigned int __data_len;
 	sector_t __sector;
+} __attribute__((preserve_access_index));
+
+/* The filemap:mm_filemap_add_to_page_cache tracepoint's record (what
+ * classic tracepoint programs get): the kernel computes these fields on
+ * every version, so no folio internals are read here. `order` exists from
+ * the kernels with large folios in the page cache on (5.17+); before, every
+ * insertion is one page. */
+struct trace_event_raw_mm_filemap_op_page_cache {
+	unsigned long i_ino;
+	unsigned long index;
+	dev_t s_dev;
+	unsigned char order;
 } __attribute__((preserve_access_index));
 
 /* User-space ABI structs (stable, no relocation needed). */

@@ -37,6 +37,11 @@ const volatile u8 sys_op[MAX_SYSCALL_NR] = {};
 /* Wake the consumer only when this much is waiting; it also polls. */
 const volatile u64 wakeup_bytes = 1 << 20;
 
+/* tgid -> TRACED_LIVE, or TRACED_EXITED once its last thread passed
+ * sched_process_exit (user space lists only the live ones). */
+#define TRACED_LIVE 1
+#define TRACED_EXITED 2
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -132,6 +137,8 @@ struct ev_exec keep_exec = {};
 struct ev_exit keep_exit = {};
 struct ev_comm keep_comm = {};
 struct ev_block keep_block = {};
+struct ev_ioac keep_ioac = {};
+struct ev_pcache keep_pcache = {};
 enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;
@@ -761,6 +768,27 @@ int BPF_PROG(fast_sched_fork, struct task_struct *parent, struct task_struct *ch
 	return 0;
 }
 
+/* The thread's own I/O counters, where the kernel keeps them. */
+static __always_inline void read_ioac(struct task_struct *task, struct ev_ioac *a)
+{
+	__builtin_memset(a, 0, sizeof(*a));
+	if (!bpf_core_field_exists(task->ioac))
+		return;
+	if (bpf_core_field_exists(task->ioac.rchar)) {
+		a->rchar = BPF_CORE_READ(task, ioac.rchar);
+		a->wchar = BPF_CORE_READ(task, ioac.wchar);
+		a->syscr = BPF_CORE_READ(task, ioac.syscr);
+		a->syscw = BPF_CORE_READ(task, ioac.syscw);
+		a->have |= IOAC_CHARS;
+	}
+	if (bpf_core_field_exists(task->ioac.read_bytes)) {
+		a->read_bytes = BPF_CORE_READ(task, ioac.read_bytes);
+		a->write_bytes = BPF_CORE_READ(task, ioac.write_bytes);
+		a->cancelled_write_bytes = BPF_CORE_READ(task, ioac.cancelled_write_bytes);
+		a->have |= IOAC_BYTES;
+	}
+}
+
 static __always_inline void on_exec(struct task_struct *task, struct linux_binprm *bprm)
 {
 	u64 id = bpf_get_current_pid_tgid();
@@ -776,6 +804,7 @@ static __always_inline void on_exec(struct task_struct *task, struct linux_binpr
 		return;
 	e = &hp->exec;
 	fill_hdr(&e->h, EV_EXEC, 0, id, bpf_ktime_get_boot_ns());
+	read_ioac(task, &e->ioac);
 	e->trunc = 0;
 	n = bpf_probe_read_kernel_str(e->data, PATHBUF, BPF_CORE_READ(bprm, filename));
 	if (n > 0)
@@ -828,10 +857,16 @@ static __always_inline void on_exit(struct task_struct *task)
 	struct ev_exit *e;
 	bool dead;
 
-	/* signal->live was decremented before this tracepoint: 0 means last thread. */
+	/* signal->live was decremented before this tracepoint: 0 means last
+	 * thread. Others may still be on their way here (they decremented it
+	 * first, this one overtook them), so the process stays in `traced`,
+	 * marked, until its leader is freed (sched_process_free). */
 	dead = BPF_CORE_READ(task, signal, live.counter) == 0;
-	if (dead)
-		bpf_map_delete_elem(&traced, &tgid);
+	if (dead) {
+		u32 exited = TRACED_EXITED;
+
+		bpf_map_update_elem(&traced, &tgid, &exited, BPF_EXIST);
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
@@ -840,6 +875,7 @@ static __always_inline void on_exit(struct task_struct *task)
 	fill_hdr(&e->h, EV_EXIT, 0, id, bpf_ktime_get_boot_ns());
 	e->status = BPF_CORE_READ(task, exit_code);
 	e->group_dead = dead;
+	read_ioac(task, &e->ioac);
 	bpf_ringbuf_submit(e, wake_flags());
 }
 
@@ -862,6 +898,73 @@ int BPF_PROG(fast_sched_exit, struct task_struct *task)
 {
 	if (state_of(task))
 		on_exit(task);
+	return 0;
+}
+
+/*
+ * Page-cache insertions caused by traced threads: what they read from
+ * storage (or, inside a write, the pages the write filled). One record per
+ * insertion (a page, or a large folio of 1 << order pages).
+ */
+static __always_inline void on_pcache(struct trace_event_raw_mm_filemap_op_page_cache *ctx, u8 op)
+{
+	struct ev_pcache *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	u32 order = 0;
+
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	/* The tracepoint's record is the program's context: plain loads. */
+	if (bpf_core_field_exists(ctx->order))
+		order = ctx->order & 31;
+	fill_hdr(&e->h, EV_PCACHE, op, bpf_get_current_pid_tgid(), bpf_ktime_get_boot_ns());
+	e->ino = ctx->i_ino;
+	e->index = ctx->index;
+	e->dev = ctx->s_dev;
+	e->pages = 1U << order;
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+SEC("tp/filemap/mm_filemap_add_to_page_cache")
+int pcache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+	struct inflight *v;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	v = bpf_map_lookup_elem(&inflight, &tid);
+	on_pcache(ctx, v ? v->op : OP_NONE);
+	return 0;
+}
+
+SEC("tp/filemap/mm_filemap_add_to_page_cache")
+int fast_pcache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	struct inflight *st = state_of(bpf_get_current_task_btf());
+
+	if (st)
+		on_pcache(ctx, st->op);
+	return 0;
+}
+
+/* A process's leader is freed after all its threads were released: no
+ * thread of it can still reach sched_process_exit. A pid reused since then
+ * by a new traced process is TRACED_LIVE again and stays. */
+SEC("raw_tp/sched_process_free")
+int sched_free(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *t = (void *)ctx->args[0];
+	u32 tgid = BPF_CORE_READ(t, tgid);
+	u32 *v;
+
+	if ((u32)BPF_CORE_READ(t, pid) != tgid)
+		return 0;
+	v = bpf_map_lookup_elem(&traced, &tgid);
+	if (v && *v == TRACED_EXITED)
+		bpf_map_delete_elem(&traced, &tgid);
 	return 0;
 }
 

@@ -70,6 +70,8 @@ fn pid_of(r: &Record) -> u32 {
         Record::Counter(x) => x.pid,
         Record::Phase(x) => x.pid,
         Record::Mark(x) => x.pid,
+        Record::IoAccounting(x) => x.pid,
+        Record::PageCache(x) => x.pid,
     }
 }
 
@@ -140,8 +142,33 @@ fn check_known_io(run: Run, mechanism: &str) {
     assert!(recs.iter().any(|r| matches!(r.rec, Record::Exit(x) if x.pid == pid && x.process_exit && x.status == 0)));
     assert!(recs.iter().any(|r| matches!(r.rec, Record::Exit(x) if x.tid == thread && !x.process_exit)));
 
+    // The pages its writes put in the page cache (5200 bytes: two pages),
+    // each once, inside the writes; its reads found them cached.
+    let mut filled: Vec<(u64, u64, CacheDuring, u32)> = recs
+        .iter()
+        .filter_map(|r| match r.rec {
+            Record::PageCache(c) if r.strs[0] == file_abs => Some((c.offset, c.bytes, c.during, c.pid)),
+            _ => None,
+        })
+        .collect();
+    filled.sort_by_key(|f| f.0);
+    // SAFETY: statfs on a path we own, into a zeroed struct.
+    let tmpfs = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        let p = std::ffi::CString::new(run.work.to_str().unwrap()).unwrap();
+        libc::statfs(p.as_ptr(), &mut st) == 0 && st.f_type == 0x0102_1994 // TMPFS_MAGIC
+    };
+    if tmpfs {
+        assert!(filled.is_empty(), "tmpfs pages never pass the page-cache tracepoint: {filled:?}");
+    } else {
+        assert_eq!(filled, vec![(0, 4096, CacheDuring::Write, pid), (4096, 4096, CacheDuring::Write, pid)]);
+    }
+
     // Every operation on the long-named file, in order, exactly.
-    let on_file: Vec<&Rec> = recs.iter().filter(|r| r.strs.iter().any(|s| s.ends_with(FILENAME))).collect();
+    let on_file: Vec<&Rec> = recs
+        .iter()
+        .filter(|r| !matches!(r.rec, Record::PageCache(_)) && r.strs.iter().any(|s| s.ends_with(FILENAME)))
+        .collect();
     let ops: Vec<String> = on_file
         .iter()
         .map(|r| match r.rec {
@@ -475,6 +502,8 @@ fn doctor_reports_real_checks_and_the_probe_choice() {
     assert!(line("syscall probes").contains("tp_btf, per-task storage: sys_enter + sys_exit"), "{text}");
     // This kernel (6.18) has block_io_start: the 6.5+ route is chosen.
     assert!(line("block probes").contains("block_io_start, block_rq_issue, block_rq_complete"), "{text}");
+    // This kernel (6.18) inserts large folios: the tracepoint has their order.
+    assert!(line("page-cache probe").contains("filemap:mm_filemap_add_to_page_cache, PAGE_SIZE << order"), "{text}");
     // These machines have no kprobes and refuse fentry: reported, not needed.
     assert!(line("kprobes").contains("absent"), "{text}");
     assert!(line("fentry/fexit").contains("absent"), "{text}");

@@ -85,6 +85,7 @@ pub fn read_log(path: &Path) -> Vec<Rec> {
                 Record::Transfer(x) => vec![s(x.in_path), s(x.out_path)],
                 Record::Phase(x) => vec![s(x.name)],
                 Record::Mark(x) => vec![s(x.name), s(x.value)],
+                Record::PageCache(x) => vec![s(x.path)],
                 _ => vec![],
             };
             out.push(Rec { rec, strs });

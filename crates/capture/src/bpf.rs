@@ -6,7 +6,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
 use crate::error::CaptureError;
-use crate::features::{BlockRoute, KernelBtf};
+use crate::features::{BlockRoute, KernelBtf, PageCacheRoute};
 use crate::skel::types::lost;
 use crate::skel::{MltraceSkel, MltraceSkelBuilder};
 use crate::syscalls;
@@ -26,11 +26,13 @@ pub struct BpfConfig {
     pub block_route: Option<BlockRoute>,
     /// Force a syscall route instead of the best the kernel has.
     pub route: Option<SyscallRoute>,
+    /// Record the pages traced processes bring into the page cache.
+    pub page_cache: bool,
 }
 
 impl Default for BpfConfig {
     fn default() -> Self {
-        BpfConfig { ring_bytes: 32 << 20, block: true, block_route: None, route: None }
+        BpfConfig { ring_bytes: 32 << 20, block: true, block_route: None, route: None, page_cache: true }
     }
 }
 
@@ -58,6 +60,7 @@ impl SyscallRoute {
 pub struct Plan {
     pub route: SyscallRoute,
     pub block: Option<BlockRoute>,
+    pub page_cache: Option<PageCacheRoute>,
     /// Why the fast route was not used although the kernel should have it.
     pub fallback: Option<String>,
 }
@@ -67,7 +70,8 @@ impl Plan {
         let block = if cfg.block { cfg.block_route.or_else(|| BlockRoute::choose(kernel)) } else { None };
         let fast_ok = crate::system::kernel_version().is_some_and(|v| v >= (5, 11)) && kernel.available();
         let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
-        Plan { route, block, fallback: None }
+        let page_cache = if cfg.page_cache { PageCacheRoute::choose(kernel) } else { None };
+        Plan { route, block, page_cache, fallback: None }
     }
 }
 
@@ -125,6 +129,9 @@ fn load_route<'obj>(
         (&mut progs.fast_sched_exec, fast),
         (&mut progs.fast_sched_exit, fast),
         (&mut progs.fast_task_rename, fast),
+        (&mut progs.sched_free, true),
+        (&mut progs.pcache_add, !fast && plan.page_cache.is_some()),
+        (&mut progs.fast_pcache_add, fast && plan.page_cache.is_some()),
         (&mut progs.block_io_start, !fast && plan.block == Some(BlockRoute::IoStart)),
         (&mut progs.block_rq_insert, !fast && plan.block == Some(BlockRoute::RqInsert)),
         (&mut progs.block_rq_issue, !fast && plan.block.is_some()),
@@ -165,9 +172,16 @@ pub fn trace_pid(skel: &MltraceSkel<'_>, pid: u32, route: SyscallRoute) -> Resul
     Ok(())
 }
 
-/// The live traced processes, straight from the kernel side's set.
+/// The live traced processes, straight from the kernel side's set (which
+/// also holds, marked, those whose last thread is exiting).
 pub fn traced_pids(skel: &MltraceSkel<'_>) -> Vec<u32> {
-    skel.maps.traced.keys().filter_map(|k| k.get(..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()))).collect()
+    let word = |b: &[u8]| b.get(..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
+    skel.maps
+        .traced
+        .keys()
+        .filter(|k| skel.maps.traced.lookup(k, MapFlags::ANY).ok().flatten().and_then(|v| word(&v)) == Some(1))
+        .filter_map(|k| word(&k))
+        .collect()
 }
 
 /// Makes the kernel side forget file identities user space has forgotten
@@ -207,9 +221,19 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
         mltrace_log::Probe {
             subsystem: "processes".into(),
             mechanism: plan.route.describe().into(),
-            detail: "sched_process_fork, sched_process_exec, sched_process_exit, task_rename".into(),
+            detail: "sched_process_fork, sched_process_exec, sched_process_exit (with the thread's I/O accounting), \
+                     sched_process_free, task_rename"
+                .into(),
         },
     ];
+    if let Some(route) = plan.page_cache {
+        v.push(mltrace_log::Probe {
+            subsystem: "page cache".into(),
+            mechanism: if plan.route == SyscallRoute::Fast { "tracepoint, per-task storage" } else { "tracepoint" }
+                .into(),
+            detail: route.describe().into(),
+        });
+    }
     if let Some(route) = plan.block {
         v.push(mltrace_log::Probe {
             subsystem: "block".into(),

@@ -7,8 +7,10 @@ use std::mem::{offset_of, size_of, MaybeUninit};
 use mltrace_log::*;
 
 use crate::files::{classify, join_normalize, FileFacts, FileTable};
+use crate::inodes::InodeNames;
 use crate::skel::types::{
-    ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_kind, ev_open, ev_xfer, op,
+    ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac, ev_kind, ev_open,
+    ev_pcache, ev_xfer, op,
 };
 
 /// BPF flag bits (events.h).
@@ -99,6 +101,24 @@ fn block_record(e: &ev_block, enc: &mut FrameEncoder) -> Block {
     }
 }
 
+/// A thread's counters from the kernel (ev_ioac.have uses the log's [`acct`] bits).
+fn accounting(h: &ev_hdr, at: AcctPoint, a: &ev_ioac) -> Record {
+    Record::IoAccounting(IoAccounting {
+        ts: h.ts,
+        pid: h.pid,
+        tid: h.tid,
+        at,
+        have: a.have & (acct::CHARS | acct::BYTES),
+        rchar: a.rchar,
+        wchar: a.wchar,
+        syscr: a.syscr,
+        syscw: a.syscw,
+        read_bytes: a.read_bytes,
+        write_bytes: a.write_bytes,
+        cancelled_write_bytes: a.cancelled_write_bytes,
+    })
+}
+
 /// Counts of what the decoder produced and what it could not.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DecodeStats {
@@ -110,10 +130,26 @@ pub struct DecodeStats {
 #[derive(Default)]
 pub struct KernelDecoder {
     files: FileTable,
+    /// Paths by (dev, inode), for page-cache insertions.
+    inodes: InodeNames,
+    /// The last page-cache file's path, interned in the current frame:
+    /// (dev, inode, frame generation, id).
+    last_pcache: Option<(u32, u64, u64, StrId)>,
+    page_size: u64,
     /// The command's pid until it has exec'd: its syscalls before that are
     /// mltrace's own launch handshake, not the command's.
     pre_exec: Option<u32>,
     pub stats: DecodeStats,
+}
+
+fn cache_during(o: u8) -> CacheDuring {
+    match op(o.into()) {
+        op::OP_NONE => CacheDuring::Fault,
+        op::OP_READ | op::OP_PREAD64 | op::OP_READV | op::OP_PREADV | op::OP_PREADV2 => CacheDuring::Read,
+        op::OP_WRITE | op::OP_PWRITE64 | op::OP_WRITEV | op::OP_PWRITEV | op::OP_PWRITEV2 => CacheDuring::Write,
+        op::OP_SENDFILE | op::OP_COPY_FILE_RANGE => CacheDuring::Transfer,
+        _ => CacheDuring::Other,
+    }
 }
 
 fn open_op(o: u8) -> OpenOp {
@@ -146,7 +182,9 @@ fn io_op(o: u8) -> IoOp {
 impl KernelDecoder {
     /// A decoder for a recording whose command is `root_pid`.
     pub fn for_command(root_pid: u32) -> Self {
-        KernelDecoder { pre_exec: Some(root_pid), ..Default::default() }
+        // SAFETY: sysconf has no preconditions.
+        let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+        KernelDecoder { pre_exec: Some(root_pid), page_size, ..Default::default() }
     }
 
     /// A decoder whose file table forgets identities unused for
@@ -196,6 +234,7 @@ impl KernelDecoder {
             ev_kind::EV_OPEN => offset_of!(ev_open, path),
             ev_kind::EV_EXEC => offset_of!(ev_exec, data),
             ev_kind::EV_BLOCK => size_of::<ev_block>(),
+            ev_kind::EV_PCACHE => size_of::<ev_pcache>(),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -207,7 +246,9 @@ impl KernelDecoder {
             if h.pid == root {
                 match kind {
                     ev_kind::EV_EXEC => self.pre_exec = None,
-                    ev_kind::EV_IO | ev_kind::EV_OPEN | ev_kind::EV_CLOSE | ev_kind::EV_XFER => return,
+                    ev_kind::EV_IO | ev_kind::EV_OPEN | ev_kind::EV_CLOSE | ev_kind::EV_XFER | ev_kind::EV_PCACHE => {
+                        return
+                    }
                     _ => {}
                 }
             }
@@ -294,6 +335,8 @@ impl KernelDecoder {
                 if e.flags & TR_ABS != 0 {
                     // Only the end of the path fit: say so in the name itself.
                     path.splice(0..0, b"...".iter().copied());
+                } else if kind == FileKind::Regular {
+                    self.inodes.named(e.dev, e.ino, &path);
                 }
                 self.files.insert(e.key, kind, path);
             }
@@ -378,9 +421,12 @@ impl KernelDecoder {
                 let filename = enc.intern(fname);
                 let argv = enc.intern(argv);
                 enc.push(&Record::Exec(Exec { ts: h.ts, pid: h.pid, tid: h.tid, filename, argv, trunc }));
+                enc.push(&accounting(&h, AcctPoint::Exec, &e.ioac));
             }
             ev_kind::EV_EXIT => {
                 let e: ev_exit = read(data);
+                // Before the exit: a reader drops a process at its exit.
+                enc.push(&accounting(&h, AcctPoint::Exit, &e.ioac));
                 enc.push(&Record::Exit(Exit {
                     ts: h.ts,
                     pid: h.pid,
@@ -393,6 +439,31 @@ impl KernelDecoder {
                 let e: ev_comm = read(data);
                 let comm = enc.intern(&cstr(&e.comm));
                 enc.push(&Record::Comm(Comm { ts: h.ts, pid: h.pid, tid: h.tid, comm }));
+            }
+            ev_kind::EV_PCACHE => {
+                let e: ev_pcache = read(data);
+                let path = match self.last_pcache {
+                    Some((d, i, g, id)) if d == e.dev && i == e.ino && g == enc.generation() => id,
+                    _ => {
+                        let id = match self.inodes.lookup(e.dev, e.ino, h.pid) {
+                            Some(p) => enc.intern(p),
+                            None => enc.intern(b""),
+                        };
+                        self.last_pcache = Some((e.dev, e.ino, enc.generation(), id));
+                        id
+                    }
+                };
+                enc.push(&Record::PageCache(PageCache {
+                    ts: h.ts,
+                    pid: h.pid,
+                    tid: h.tid,
+                    dev: e.dev,
+                    ino: e.ino,
+                    path,
+                    offset: e.index.wrapping_mul(self.page_size),
+                    bytes: u64::from(e.pages) * self.page_size,
+                    during: cache_during(h.op),
+                }));
             }
             ev_kind::EV_BLOCK => {
                 let e: ev_block = read(data);

@@ -110,16 +110,21 @@ pub fn run() -> Vec<Check> {
         "sched_process_fork",
         "sched_process_exec",
         "sched_process_exit",
+        "sched_process_free",
         "task_rename",
         "block_io_start",
         "block_rq_insert",
         "block_rq_issue",
         "block_rq_complete",
+        "mm_filemap_add_to_page_cache",
     ];
     let (have, lack): (Vec<&str>, Vec<&str>) = tps.iter().partition(|t| kernel.has_tracepoint(t));
     out.push(check(
         "tracepoints",
-        if lack.iter().any(|t| !t.starts_with("block_io") && !t.starts_with("block_rq_insert")) {
+        if lack
+            .iter()
+            .any(|t| !t.starts_with("block_io") && !t.starts_with("block_rq_insert") && !t.starts_with("mm_filemap"))
+        {
             Status::Fail
         } else {
             Status::Ok
@@ -151,9 +156,17 @@ pub fn run() -> Vec<Check> {
         let name = match p.subsystem.as_str() {
             "syscalls" => "syscall probes",
             "processes" => "process probes",
+            "page cache" => "page-cache probe",
             _ => "block probes",
         };
         out.push(check(name, Status::Ok, format!("{}: {}", p.mechanism, p.detail)));
+    }
+    if plan.page_cache.is_none() {
+        out.push(check(
+            "page-cache probe",
+            Status::Absent,
+            "no filemap:mm_filemap_add_to_page_cache: bytes from storage are not attributed to files",
+        ));
     }
     if plan.block.is_none() {
         out.push(check("block probes", Status::Fail, "block_rq_issue/block_rq_complete missing: no block I/O"));

@@ -2,7 +2,7 @@
 //! tracepoints exist decides which programs load (and `mltrace doctor`
 //! reports the same choices).
 
-use libbpf_rs::btf::types::Typedef;
+use libbpf_rs::btf::types::{Struct, Typedef};
 use libbpf_rs::btf::Btf;
 
 pub struct KernelBtf {
@@ -22,6 +22,46 @@ impl KernelBtf {
     /// `btf_trace_<name>` typedef, which raw_tp and tp_btf attach by).
     pub fn has_tracepoint(&self, name: &str) -> bool {
         self.btf.as_ref().is_some_and(|b| b.type_by_name::<Typedef<'_>>(&format!("btf_trace_{name}")).is_some())
+    }
+}
+
+impl KernelBtf {
+    /// Whether the kernel's struct `name` has a member `member`.
+    pub fn has_member(&self, name: &str, member: &str) -> bool {
+        self.btf.as_ref().is_some_and(|b| {
+            b.type_by_name::<Struct<'_>>(name).is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == member)))
+        })
+    }
+}
+
+/// How pages brought into the page cache are seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageCacheRoute {
+    /// filemap:mm_filemap_add_to_page_cache with the folio's order (5.17+).
+    Folios,
+    /// The same tracepoint without an order: one page per insertion.
+    Pages,
+}
+
+impl PageCacheRoute {
+    pub fn choose(k: &KernelBtf) -> Option<PageCacheRoute> {
+        if !k.has_tracepoint("mm_filemap_add_to_page_cache") {
+            return None;
+        }
+        Some(if k.has_member("trace_event_raw_mm_filemap_op_page_cache", "order") {
+            PageCacheRoute::Folios
+        } else {
+            PageCacheRoute::Pages
+        })
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            PageCacheRoute::Folios => "filemap:mm_filemap_add_to_page_cache, PAGE_SIZE << order per insertion",
+            PageCacheRoute::Pages => {
+                "filemap:mm_filemap_add_to_page_cache, one page per insertion (no folio order on this kernel)"
+            }
+        }
     }
 }
 

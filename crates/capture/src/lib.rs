@@ -12,6 +12,7 @@ pub mod error;
 pub mod features;
 pub mod files;
 pub mod identity;
+pub mod inodes;
 pub mod launch;
 pub mod mllog;
 mod output;

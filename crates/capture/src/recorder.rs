@@ -221,6 +221,8 @@ struct Consumer<'s> {
     shared: &'s Shared,
     samples: Receiver<SampleSink>,
     mllog: Receiver<MllogMsg>,
+    /// The last counts of the threads still alive when the command ended.
+    accounting: Receiver<Vec<IoAccounting>>,
     phases: PhaseRecorder,
 }
 
@@ -239,6 +241,14 @@ impl Consumer<'_> {
                     pid: s.pid,
                     value: s.value,
                 }));
+            }
+        }
+    }
+
+    fn drain_accounting(&mut self) {
+        while let Ok(batch) = self.accounting.try_recv() {
+            for a in batch {
+                self.enc.push(&Record::IoAccounting(a));
             }
         }
     }
@@ -323,6 +333,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         let mut c = state.borrow_mut();
         c.drain_samples();
         c.drain_mllog();
+        c.drain_accounting();
         // This round drained everything queued since it began: records sent
         // before the kernel side forgot (plus a margin for programs running
         // at that moment) have all been decoded.
@@ -561,6 +572,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let shared = Shared::default();
     let (samples_tx, samples_rx) = bounded::<SampleSink>(256);
     let (mllog_tx, mllog_rx) = bounded::<MllogMsg>(4096);
+    let (acct_tx, acct_rx) = bounded::<Vec<IoAccounting>>(1);
     let (frames_tx, frames_rx) = bounded::<EncodedFrame>(4);
     let (free_tx, free_rx) = bounded::<EncodedFrame>(4);
     let consumer = Consumer {
@@ -574,6 +586,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         shared: &shared,
         samples: samples_rx,
         mllog: mllog_rx,
+        accounting: acct_rx,
         phases: PhaseRecorder::default(),
     };
     let flush = opts.flush_interval;
@@ -629,6 +642,9 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 let sig_h = s.spawn(move || signal_loop(target, shared_ref));
                 let st = wait_child(pid, shared_ref, started, &mut opts.progress);
                 stop_relay();
+                // The kernel's counts of processes that outlive the command,
+                // read while the probes still trace them.
+                let _ = acct_tx.send(system::live_accounting(&bpf::traced_pids(skel_ref)));
                 // While the probes are still attached, so the two compare.
                 let disks = if plan.block.is_some() { system::disk_snapshot() } else { None };
                 shared_ref.stop_samplers.store(true, Ordering::Release);

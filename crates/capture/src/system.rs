@@ -161,3 +161,66 @@ mod tests {
         assert!(maj >= 4);
     }
 }
+
+/// Parses `/proc/PID/task/TID/io` into a record (`have` says which
+/// counters the text held).
+pub fn parse_proc_io(text: &str, ts: u64, pid: u32, tid: u32) -> Option<mltrace_log::IoAccounting> {
+    use mltrace_log::{acct, AcctPoint, IoAccounting};
+    let mut a = IoAccounting { ts, pid, tid, at: AcctPoint::End, ..Default::default() };
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else { continue };
+        let Ok(v) = v.trim().parse::<u64>() else { continue };
+        match k.trim() {
+            "rchar" => a.rchar = v,
+            "wchar" => a.wchar = v,
+            "syscr" => a.syscr = v,
+            "syscw" => a.syscw = v,
+            "read_bytes" => a.read_bytes = v,
+            "write_bytes" => a.write_bytes = v,
+            "cancelled_write_bytes" => a.cancelled_write_bytes = v,
+            _ => continue,
+        }
+        a.have |= if k.trim().ends_with("bytes") { acct::BYTES } else { acct::CHARS };
+    }
+    (a.have != 0).then_some(a)
+}
+
+/// The I/O counters of every thread of `pids` still alive, each from its
+/// own `/proc/PID/task/TID/io` (the thread's counts, without its reaped
+/// children's). Threads that end while this reads are skipped: their exit
+/// was recorded in the kernel.
+pub fn live_accounting(pids: &[u32]) -> Vec<mltrace_log::IoAccounting> {
+    let mut out = Vec::new();
+    for &pid in pids {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            let ts = boottime_ns();
+            if let Ok(text) = fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")) {
+                out.extend(parse_proc_io(&text, ts, pid, tid));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod proc_io_tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_io() {
+        let text =
+            "rchar: 1979\nwchar: 7\nsyscr: 6\nsyscw: 1\nread_bytes: 4096\nwrite_bytes: 0\ncancelled_write_bytes: 12\n";
+        let a = parse_proc_io(text, 5, 10, 11).unwrap();
+        assert_eq!((a.rchar, a.wchar, a.syscr, a.syscw), (1979, 7, 6, 1));
+        assert_eq!((a.read_bytes, a.write_bytes, a.cancelled_write_bytes), (4096, 0, 12));
+        assert_eq!(a.have, mltrace_log::acct::CHARS | mltrace_log::acct::BYTES);
+        assert_eq!((a.ts, a.pid, a.tid, a.at), (5, 10, 11, mltrace_log::AcctPoint::End));
+        // A kernel without CONFIG_TASK_XACCT shows only the byte counters.
+        let b = parse_proc_io("read_bytes: 1\nwrite_bytes: 2\ncancelled_write_bytes: 3\n", 0, 1, 1).unwrap();
+        assert_eq!(b.have, mltrace_log::acct::BYTES);
+        assert!(parse_proc_io("", 0, 1, 1).is_none());
+        assert!(parse_proc_io("garbage\nrchar: x\n", 0, 1, 1).is_none());
+    }
+}

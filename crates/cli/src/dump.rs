@@ -48,6 +48,36 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
                     x.flags
                 )?,
                 Record::Mark(x) => writeln!(out, "{} mark {:?} = {} rank={} pid={}", x.ts, s(x.name), s(x.value), x.rank, x.pid)?,
+                Record::PageCache(x) => writeln!(
+                    out,
+                    "{} pagecache pid={} tid={} dev={}:{} ino={} path={:?} off={} bytes={} during={}",
+                    x.ts,
+                    x.pid,
+                    x.tid,
+                    x.dev >> 20,
+                    x.dev & 0xfffff,
+                    x.ino,
+                    s(x.path),
+                    x.offset,
+                    x.bytes,
+                    x.during.name()
+                )?,
+                Record::IoAccounting(x) => writeln!(
+                    out,
+                    "{} ioac at {} pid={} tid={} have={} rchar={} wchar={} syscr={} syscw={} read_bytes={} write_bytes={} cancelled_write_bytes={}",
+                    x.ts,
+                    x.at.name(),
+                    x.pid,
+                    x.tid,
+                    x.have,
+                    x.rchar,
+                    x.wchar,
+                    x.syscr,
+                    x.syscw,
+                    x.read_bytes,
+                    x.write_bytes,
+                    x.cancelled_write_bytes
+                )?,
                 Record::Block(x) => writeln!(
                     out,
                     "{} block {} {} dev={}:{} sector={} bytes={} queue={} device={} pid={} tid={} comm={:?} flags={:#x} error={} cause={}#{}",

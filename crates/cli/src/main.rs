@@ -33,6 +33,9 @@ enum Cmd {
         /// How many files to list
         #[arg(long, default_value_t = 10)]
         top: usize,
+        /// The same as one JSON document (every file; names in the README)
+        #[arg(long)]
+        json: bool,
     },
     /// Check what this machine can trace, and which probes record will use
     Doctor,
@@ -50,10 +53,14 @@ pub fn open_log(log: &std::path::Path) -> anyhow::Result<mltrace_log::LogReader<
     }
 }
 
-fn stats(log: &std::path::Path, top: usize) -> anyhow::Result<i32> {
+fn stats(log: &std::path::Path, top: usize, json: bool) -> anyhow::Result<i32> {
     let mut r = open_log(log)?;
     let s = mltrace_stats::Stats::from_reader(&mut r)?;
-    print!("{}", s.render(top));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s.to_json())?);
+    } else {
+        print!("{}", s.render(top));
+    }
     Ok(0)
 }
 
@@ -86,7 +93,7 @@ fn main() -> ExitCode {
         Cmd::Record(a) => record::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Import(a) => import::run(a),
-        Cmd::Stats { log, top } => stats(&log, top),
+        Cmd::Stats { log, top, json } => stats(&log, top, json),
         Cmd::Doctor => doctor(),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),
     };

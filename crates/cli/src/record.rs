@@ -28,6 +28,10 @@ pub struct Args {
     /// has), io-start (Linux 6.5+), rq-insert (older kernels), or off
     #[arg(long, default_value = "auto", value_name = "ROUTE")]
     block_probes: String,
+    /// Record the pages traced processes bring into the page cache (bytes
+    /// from storage per file): on or off
+    #[arg(long, default_value = "on", value_name = "ON|OFF")]
+    page_cache: String,
     /// How often to sample CPU, memory, disk, process and GPU counters
     /// (e.g. 100ms, 1s; 0 turns the samplers off)
     #[arg(long, default_value = "100ms", value_name = "PERIOD", value_parser = parse_period)]
@@ -135,6 +139,11 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         "rq-insert" => opts.bpf.block_route = Some(BlockRoute::RqInsert),
         other => anyhow::bail!("--block-probes {other}: expected auto, io-start, rq-insert or off"),
     }
+    opts.bpf.page_cache = match a.page_cache.as_str() {
+        "on" => true,
+        "off" => false,
+        other => anyhow::bail!("--page-cache {other}: expected on or off"),
+    };
     opts.run_as = match a.user.as_deref() {
         None => identity::sudo_caller(),
         Some("root") | Some("0") => None,

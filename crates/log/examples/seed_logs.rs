@@ -12,7 +12,7 @@ fn log(n: u64, frame: usize) -> Vec<u8> {
     let mut w = RecordWriter::new(Vec::new(), &h).unwrap().with_frame_records(frame);
     for i in 0..n {
         let ts = 1000 + i * 17;
-        w.push_with(|e| match i % 6 {
+        w.push_with(|e| match i % 8 {
             0 => Record::Io(Io {
                 ts,
                 dur: 5,
@@ -45,6 +45,28 @@ fn log(n: u64, frame: usize) -> Vec<u8> {
                 ..Default::default()
             }),
             4 => Record::Phase(Phase { ts, dur: 9, name: e.intern(b"EPOCH 1"), ..Default::default() }),
+            6 => Record::PageCache(PageCache {
+                ts,
+                pid: 1,
+                tid: 2,
+                dev: 254 << 20,
+                ino: 12,
+                path: e.intern(b"/data/x"),
+                offset: 4096 * i,
+                bytes: 16384,
+                during: CacheDuring::Fault,
+            }),
+            5 => Record::IoAccounting(IoAccounting {
+                ts,
+                pid: 1,
+                tid: 2,
+                at: AcctPoint::Exit,
+                have: acct::CHARS | acct::BYTES,
+                rchar: 4096 * i,
+                syscr: i,
+                read_bytes: 8192,
+                ..Default::default()
+            }),
             _ => Record::Lost(Lost { ts, kind: LostKind::RingFull, count: i }),
         })
         .unwrap();

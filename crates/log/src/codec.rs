@@ -44,8 +44,10 @@ pub(crate) mod kind {
     pub const COUNTER: u8 = 11;
     pub const PHASE: u8 = 12;
     pub const MARK: u8 = 13;
+    pub const IO_ACCOUNTING: u8 = 14;
+    pub const PAGE_CACHE: u8 = 15;
     /// The highest code this version writes and reads.
-    pub const LAST: u8 = MARK;
+    pub const LAST: u8 = PAGE_CACHE;
 }
 
 /// Per-kind prediction state, reset at every frame.
@@ -265,6 +267,34 @@ impl Columns {
                 w.s(2, r.value);
                 w.i(3, i64::from(r.rank));
                 w.u(4, u64::from(r.pid));
+            }
+            Record::IoAccounting(r) => {
+                let mut w = self.w(kind::IO_ACCOUNTING);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, r.at as u64);
+                w.u(4, u64::from(r.have));
+                w.u(5, r.rchar);
+                w.u(6, r.wchar);
+                w.u(7, r.syscr);
+                w.u(8, r.syscw);
+                w.u(9, r.read_bytes);
+                w.u(10, r.write_bytes);
+                w.u(11, r.cancelled_write_bytes);
+            }
+            Record::PageCache(r) => {
+                let mut w = self.w(kind::PAGE_CACHE);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, u64::from(r.dev));
+                w.u(4, r.ino);
+                w.s(5, r.path);
+                // Readahead and faults go forward: predict the next offset.
+                let d = r.offset.wrapping_sub(w.prev.offset_end) as i64;
+                w.i(6, d);
+                w.prev.offset_end = r.offset.wrapping_add(r.bytes);
+                w.u(7, r.bytes);
+                w.u(8, r.during as u64);
             }
         }
     }
@@ -723,6 +753,36 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
         kind::MARK => {
             let ts = r.ts(0)?;
             Record::Mark(Mark { ts, name: r.s(1)?, value: r.s(2)?, rank: r.i32(3)?, pid: r.u32(4)? })
+        }
+        kind::IO_ACCOUNTING => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            Record::IoAccounting(IoAccounting {
+                ts,
+                pid,
+                tid,
+                at: AcctPoint::from_u8(r.u8(3)?),
+                have: r.u8(4)?,
+                rchar: r.u(5)?,
+                wchar: r.u(6)?,
+                syscr: r.u(7)?,
+                syscw: r.u(8)?,
+                read_bytes: r.u(9)?,
+                write_bytes: r.u(10)?,
+                cancelled_write_bytes: r.u(11)?,
+            })
+        }
+        kind::PAGE_CACHE => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            let dev = r.u32(3)?;
+            let ino = r.u(4)?;
+            let path = r.s(5)?;
+            let offset = r.prev.offset_end.wrapping_add(r.i(6)? as u64);
+            let bytes = r.u(7)?;
+            r.prev.offset_end = offset.wrapping_add(bytes);
+            let during = CacheDuring::from_u8(r.u8(8)?);
+            Record::PageCache(PageCache { ts, pid, tid, dev, ino, path, offset, bytes, during })
         }
         _ => unreachable!("kind checked by caller"),
     })

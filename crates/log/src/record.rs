@@ -439,6 +439,101 @@ pub struct Mark {
     pub pid: u32,
 }
 
+code_enum!(
+    /// When an [`IoAccounting`] was read.
+    AcctPoint, fallback Exit, {
+        /// At exec (in the kernel, after the new program was loaded): the
+        /// baseline its later counts are compared from.
+        Exec = 0 => "exec",
+        /// At the thread's exit (in the kernel): its final counts.
+        Exit = 1 => "exit",
+        /// When recording ended, the thread still alive (from
+        /// `/proc/PID/task/TID/io`).
+        End = 2 => "end",
+    }
+);
+
+/// Bits of [`IoAccounting::have`]: which counters the kernel keeps.
+pub mod acct {
+    /// rchar, wchar, syscr, syscw (CONFIG_TASK_XACCT).
+    pub const CHARS: u8 = 1;
+    /// read_bytes, write_bytes, cancelled_write_bytes (CONFIG_TASK_IO_ACCOUNTING).
+    pub const BYTES: u8 = 2;
+}
+
+/// One thread's I/O counters as the kernel keeps them (`task_struct->ioac`,
+/// what `/proc/PID/task/TID/io` shows): the thread's own, since it was
+/// created, never its reaped children's. A process's count is the sum over
+/// its threads of (count at exit or end - count at its last exec, or 0).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct IoAccounting {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub at: AcctPoint,
+    /// [`acct`] bits; counters the kernel does not keep are 0.
+    pub have: u8,
+    /// Bytes read and written by read/write-family calls (and sendfile,
+    /// copy_file_range, the kernel's own reads at exec).
+    pub rchar: u64,
+    pub wchar: u64,
+    /// Read and write calls the kernel counted.
+    pub syscr: u64,
+    pub syscw: u64,
+    /// Bytes this thread caused to be read from storage (block reads it submitted).
+    pub read_bytes: u64,
+    /// Bytes of page cache this thread dirtied (to be written to storage).
+    pub write_bytes: u64,
+    /// Dirty bytes this thread dropped before they were written (truncate, unlink).
+    pub cancelled_write_bytes: u64,
+}
+
+code_enum!(
+    /// What the thread was doing when a [`PageCache`] insertion happened.
+    CacheDuring, fallback Other, {
+        /// Outside any recorded syscall: a fault on a file mapping, or a
+        /// call mltrace does not record (readahead(2), fadvise, exec).
+        Fault = 0 => "fault or untraced call",
+        /// A read-family call.
+        Read = 1 => "read",
+        /// A write-family call: pages a write filled, not reads from storage.
+        Write = 2 => "write",
+        /// sendfile or copy_file_range (source or destination).
+        Transfer = 3 => "transfer",
+        /// Another recorded call (open, close, fsync...).
+        Other = 4 => "other call",
+    }
+);
+
+impl CacheDuring {
+    /// Whether the pages were read from storage (not filled by a write or
+    /// a transfer into a file).
+    pub fn is_storage_read(self) -> bool {
+        matches!(self, CacheDuring::Fault | CacheDuring::Read | CacheDuring::Other)
+    }
+}
+
+/// Pages a traced thread brought into the page cache
+/// (filemap:mm_filemap_add_to_page_cache, which fires in the task that
+/// caused the insertion): outside writes, bytes read from storage for it,
+/// whether by a read, a fault on a mapping or readahead.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct PageCache {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// The file's filesystem (its superblock's dev: major << 20 | minor) and inode.
+    pub dev: u32,
+    pub ino: u64,
+    /// The file's path when known (opened or mapped while recording, or
+    /// found in /proc/PID/maps or fds), else empty.
+    pub path: StrId,
+    /// Byte offset in the file of the first page, and how many bytes.
+    pub offset: u64,
+    pub bytes: u64,
+    pub during: CacheDuring,
+}
+
 /// One log record.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Record {
@@ -455,6 +550,8 @@ pub enum Record {
     Counter(Counter),
     Phase(Phase),
     Mark(Mark),
+    IoAccounting(IoAccounting),
+    PageCache(PageCache),
 }
 
 impl Record {
@@ -473,6 +570,8 @@ impl Record {
             Record::Counter(r) => r.ts,
             Record::Phase(r) => r.ts,
             Record::Mark(r) => r.ts,
+            Record::IoAccounting(r) => r.ts,
+            Record::PageCache(r) => r.ts,
         }
     }
 

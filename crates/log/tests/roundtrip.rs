@@ -21,7 +21,7 @@ fn header() -> Header {
 /// test can compare after reading.
 fn sample(i: u64) -> (Record, Vec<&'static str>) {
     let ts = 1_000_000_000 + i * 1_337;
-    match i % 13 {
+    match i % 15 {
         0 => (
             Record::Fork(Fork {
                 ts,
@@ -125,6 +125,37 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
             Record::Mark(Mark { ts, name: StrId(0), value: StrId(1), rank: 3, pid: 9 }),
             vec!["eval_accuracy", "0.9071"],
         ),
+        14 => (
+            Record::PageCache(PageCache {
+                ts,
+                pid: 7,
+                tid: 8,
+                dev: (254 << 20) | 1,
+                ino: 1 << 40 | i,
+                path: StrId(0),
+                offset: if i.is_multiple_of(2) { i * 4096 } else { u64::MAX - 4095 },
+                bytes: 4096 << (i % 10),
+                during: CacheDuring::from_u8((i % 5) as u8),
+            }),
+            vec!["/data/shard-0001.arrow"],
+        ),
+        13 => (
+            Record::IoAccounting(IoAccounting {
+                ts,
+                pid: 7,
+                tid: 7 + (i % 3) as u32,
+                at: AcctPoint::from_u8((i % 3) as u8),
+                have: acct::CHARS | acct::BYTES,
+                rchar: u64::MAX - i,
+                wchar: i << 40,
+                syscr: i,
+                syscw: 0,
+                read_bytes: 4096 * i,
+                write_bytes: 1 << 63,
+                cancelled_write_bytes: 3,
+            }),
+            vec![],
+        ),
         _ => (
             Record::Block(Block {
                 ts,
@@ -199,6 +230,10 @@ fn with_ids(rec: Record, ids: &[StrId]) -> Record {
             r.value = n();
             Record::Mark(r)
         }
+        Record::PageCache(mut r) => {
+            r.path = n();
+            Record::PageCache(r)
+        }
         r => r,
     }
 }
@@ -216,6 +251,7 @@ fn strings_of(frame: &Frame<'_>, rec: &Record) -> Vec<String> {
         Record::Counter(r) => vec![s(r.group), s(r.name)],
         Record::Phase(r) => vec![s(r.name)],
         Record::Mark(r) => vec![s(r.name), s(r.value)],
+        Record::PageCache(r) => vec![s(r.path)],
         _ => vec![],
     }
 }

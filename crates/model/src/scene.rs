@@ -573,6 +573,9 @@ impl<'s> Scene<'s> {
             Record::Counter(r) => self.counter(enc, f, idx, &r)?,
             // Training phases are drawn from the survey when a file begins.
             Record::Phase(_) => {}
+            // The kernel's own I/O counters and page-cache insertions: for
+            // `stats`, not drawn (yet).
+            Record::IoAccounting(_) | Record::PageCache(_) => {}
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
                 if let (Some(i), true) = (idx, r.pid != 0) {

@@ -2,6 +2,8 @@
 //! memory grows with processes and distinct files, not with events.
 
 mod hist;
+mod json;
+pub mod kernel;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -9,6 +11,7 @@ use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek};
 
 pub use hist::Histogram;
+use kernel::{Check, KernelIo, TracedIo};
 use mltrace_log::labels::{self, DiskIds, Outcome};
 use mltrace_log::names;
 use mltrace_log::*;
@@ -85,6 +88,12 @@ pub struct ProcStats {
     pub closes: u64,
     /// Block requests this process started.
     pub block: BlockStats,
+    /// The kernel's own counts of its I/O (logs recorded with them).
+    pub kernel: Option<KernelIo>,
+    /// The traced calls over the span `kernel` covers, as the kernel counts.
+    pub traced_io: TracedIo,
+    /// Bytes it brought into the page cache, by what it was doing.
+    pub cache: CacheFill,
     files: HashSet<u64>,
     /// Named by a command line (exec, or inherited): a comm does not rename it.
     has_cmdline: bool,
@@ -104,6 +113,53 @@ pub struct FileStats {
     pub reads: u64,
     pub writes: u64,
     pub opens: u64,
+    /// Bytes traced processes brought into the page cache for it.
+    pub cache: CacheFill,
+}
+
+/// Bytes brought into the page cache (filemap:mm_filemap_add_to_page_cache),
+/// by what the thread was doing.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct CacheFill {
+    /// Inside read-family calls: the read and its readahead.
+    pub during_reads: u64,
+    /// Outside recorded calls: faults on file mappings, readahead(2), exec.
+    pub faults: u64,
+    /// Inside other recorded calls (open, close, fsync).
+    pub other: u64,
+    /// Inside write-family calls: pages the writes filled, not reads.
+    pub writes: u64,
+    /// Inside sendfile/copy_file_range (source or destination: not told apart).
+    pub transfers: u64,
+}
+
+impl CacheFill {
+    fn add(&mut self, during: CacheDuring, bytes: u64) {
+        *match during {
+            CacheDuring::Read => &mut self.during_reads,
+            CacheDuring::Fault => &mut self.faults,
+            CacheDuring::Other => &mut self.other,
+            CacheDuring::Write => &mut self.writes,
+            CacheDuring::Transfer => &mut self.transfers,
+        } += bytes;
+    }
+
+    /// Bytes read from storage: everything not filled by a write or a transfer.
+    pub fn storage_read_bytes(&self) -> u64 {
+        self.during_reads + self.faults + self.other
+    }
+
+    /// The share of `read_bytes` (returned by read calls) that came from
+    /// the cache: 1 - (brought in during reads) / read. None when nothing
+    /// was read; readahead beyond what the calls returned counts as a miss.
+    pub fn hit_ratio(&self, read_bytes: u64) -> Option<f64> {
+        (read_bytes > 0).then(|| (1.0 - self.during_reads as f64 / read_bytes as f64).clamp(0.0, 1.0))
+    }
+}
+
+/// How a file known only by its filesystem and inode is shown.
+pub fn dev_inode(dev: u32, ino: u64) -> String {
+    format!("[dev {}:{} inode {ino}]", dev >> 20, dev & 0xfffff)
 }
 
 /// (group, name, unit) of a counter.
@@ -121,6 +177,9 @@ pub struct Stats {
     /// Processes in order of appearance (a reused pid gets a new entry).
     pub processes: Vec<ProcStats>,
     current: HashMap<u32, usize>,
+    /// Processes that exited, until their pid is reused: late records (a
+    /// block request completing, another thread's final counts) still
+    /// belong to them.
     exited: HashSet<u32>,
     pub files: HashMap<String, FileStats>,
     pub lost: Vec<(LostKind, u64)>,
@@ -231,10 +290,20 @@ impl Stats {
             }
             Record::Exit(r) => {
                 if r.process_exit {
-                    self.proc(r.pid).exit_status = Some(r.status);
+                    let p = self.proc(r.pid);
+                    p.exit_status = Some(r.status);
+                    if let Some(k) = p.kernel.as_mut() {
+                        k.exited = true;
+                    }
                     // Late records (a block request completing, a last
                     // sample) still belong to it, until the pid is forked anew.
                     self.exited.insert(r.pid);
+                }
+            }
+            Record::IoAccounting(a) => {
+                let p = self.proc(a.pid);
+                if p.kernel.get_or_insert_with(KernelIo::default).take(&a) {
+                    p.traced_io = TracedIo::default();
                 }
             }
             Record::Comm(r) => {
@@ -249,6 +318,7 @@ impl Stats {
             }
             Record::Io(r) => {
                 let p = self.proc(r.pid);
+                p.traced_io.io(r.op, r.ret);
                 if r.op.is_write() {
                     p.writes.add(r.ret, r.dur)
                 } else {
@@ -267,6 +337,7 @@ impl Stats {
             }
             Record::Transfer(r) => {
                 let p = self.proc(r.pid);
+                p.traced_io.transfer(r.ret);
                 p.reads.add(r.ret, r.dur);
                 p.writes.add(r.ret, 0);
                 let moved = r.ret.max(0) as u64;
@@ -309,6 +380,13 @@ impl Stats {
                 }
             }
             Record::Phase(_) | Record::Mark(_) => {}
+            Record::PageCache(c) => {
+                self.proc(c.pid).cache.add(c.during, c.bytes);
+                let path = f.str(c.path);
+                let key =
+                    if path.is_empty() { dev_inode(c.dev, c.ino) } else { String::from_utf8_lossy(path).into_owned() };
+                self.files.entry(key).or_default().cache.add(c.during, c.bytes);
+            }
             Record::Block(b) => {
                 let (i, new) = self.disk_ids.id(b.dev, f.str(b.disk));
                 if new {
@@ -355,12 +433,48 @@ impl Stats {
         self.lost.iter().map(|(_, n)| n).sum()
     }
 
+    /// Each process's trace against the kernel's counts (processes
+    /// recorded with them).
+    pub fn kernel_checks(&self) -> impl Iterator<Item = (&ProcStats, &KernelIo, Check)> {
+        let lossy = self.total_lost() > 0 || !self.diagnostics.is_empty();
+        self.processes.iter().filter_map(move |p| p.kernel.as_ref().map(|k| (p, k, k.check(&p.traced_io, lossy))))
+    }
+
+    /// One line per process whose trace and kernel counts disagree.
+    pub fn kernel_warnings(&self) -> Vec<String> {
+        self.kernel_checks()
+            .filter_map(|(p, _, c)| match c {
+                Check::Mismatch(d) => Some(format!(
+                    "{} [{}]: the kernel's I/O counts differ from the trace: {}",
+                    p.name,
+                    p.pid,
+                    d.join("; ")
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Files by bytes moved, largest first.
     pub fn top_files(&self, n: usize) -> Vec<(&str, &FileStats)> {
         let mut v: Vec<(&str, &FileStats)> = self.files.iter().map(|(k, v)| (k.as_str(), v)).collect();
         v.sort_by(|a, b| {
             (b.1.read_bytes + b.1.write_bytes).cmp(&(a.1.read_bytes + a.1.write_bytes)).then(a.0.cmp(b.0))
         });
+        v.truncate(n);
+        v
+    }
+
+    /// Whether the log has page-cache insertions (its probe was attached).
+    pub fn has_page_cache(&self) -> bool {
+        self.header.probes.iter().any(|p| p.subsystem == "page cache")
+    }
+
+    /// Files by bytes brought from storage, largest first (those with any).
+    pub fn top_storage_files(&self, n: usize) -> Vec<(&str, &FileStats)> {
+        let mut v: Vec<(&str, &FileStats)> =
+            self.files.iter().filter(|(_, f)| f.cache.storage_read_bytes() > 0).map(|(k, v)| (k.as_str(), v)).collect();
+        v.sort_by(|a, b| b.1.cache.storage_read_bytes().cmp(&a.1.cache.storage_read_bytes()).then(a.0.cmp(b.0)));
         v.truncate(n);
         v
     }
@@ -399,6 +513,115 @@ fn shorten(s: &str, max: usize) -> String {
     }
     let tail: String = s.chars().rev().take(max - 1).collect::<Vec<_>>().into_iter().rev().collect();
     format!("…{tail}")
+}
+
+/// "kernel / traced", the traced side a range when failed calls may or may not count.
+fn versus(kernel: u64, min: u64, max: u64) -> String {
+    if min == max {
+        format!("{kernel} / {min}")
+    } else {
+        format!("{kernel} / {min}-{max}")
+    }
+}
+
+fn versus_bytes(kernel: u64, traced: u64) -> String {
+    if kernel == traced {
+        bytes(kernel)
+    } else {
+        format!("{} / {}", bytes(kernel), bytes(traced))
+    }
+}
+
+fn ratio(r: Option<f64>) -> String {
+    r.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "-".into())
+}
+
+impl Stats {
+    fn render_page_cache(&self, o: &mut String, top: usize) {
+        if !self.has_page_cache() {
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "\nbytes from storage (pages brought into the page cache; hit = share of the bytes read by calls \
+             that the cache already held):"
+        );
+        let head = |first: &str| {
+            [first, "read by calls", "from storage", "during reads", "hit", "faults/other", "filled by writes"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+        };
+        let row = |label: String, read: u64, c: &CacheFill| {
+            vec![
+                label,
+                bytes(read),
+                bytes(c.storage_read_bytes()),
+                bytes(c.during_reads),
+                ratio(c.hit_ratio(read)),
+                bytes(c.faults + c.other),
+                bytes(c.writes + c.transfers),
+            ]
+        };
+        let mut rows = vec![head("process")];
+        for p in &self.processes {
+            rows.push(row(format!("{} [{}]", p.name, p.pid), p.reads.bytes, &p.cache));
+        }
+        o.push_str(&table(&rows));
+        let files = self.top_storage_files(top);
+        if !files.is_empty() {
+            let _ = writeln!(o, "\ntop {} files by bytes from storage:", files.len());
+            let mut rows = vec![head("file")];
+            for (path, f) in files {
+                rows.push(row(shorten(path, 60), f.read_bytes, &f.cache));
+            }
+            o.push_str(&table(&rows));
+        }
+    }
+
+    fn render_kernel(&self, o: &mut String) {
+        let checks: Vec<_> = self.kernel_checks().collect();
+        if checks.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "\nkernel's own I/O accounting against the trace (kernel / traced; per process, from its exec or fork, \
+             reaped children not included):"
+        );
+        let mut rows = vec![[
+            "process",
+            "pid",
+            "read calls",
+            "read",
+            "write calls",
+            "written",
+            "from storage",
+            "dirtied",
+            "check",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
+        for (p, k, c) in checks {
+            let (c_, t) = (&k.counts, &p.traced_io);
+            let chars = k.have & acct::CHARS != 0;
+            let na = || "-".to_string();
+            let by = k.have & acct::BYTES != 0;
+            rows.push(vec![
+                p.name.clone(),
+                p.pid.to_string(),
+                if chars { versus(c_.syscr, t.syscr_min, t.syscr_max) } else { na() },
+                if chars { versus_bytes(c_.rchar, t.rchar) } else { na() },
+                if chars { versus(c_.syscw, t.syscw_min, t.syscw_max) } else { na() },
+                if chars { versus_bytes(c_.wchar, t.wchar) } else { na() },
+                if by { bytes(c_.read_bytes) } else { na() },
+                if by { bytes(c_.write_bytes) } else { na() },
+                c.label().to_string(),
+            ]);
+        }
+        o.push_str(&table(&rows));
+    }
 }
 
 fn block_header(first: &str) -> Vec<String> {
@@ -478,6 +701,9 @@ impl Stats {
         for d in &self.diagnostics {
             let _ = writeln!(o, "warning:  {d}");
         }
+        for w in self.kernel_warnings() {
+            let _ = writeln!(o, "warning:  {w}");
+        }
         o.push('\n');
 
         let mut rows = vec![[
@@ -516,6 +742,8 @@ impl Stats {
             ]);
         }
         o.push_str(&table(&rows));
+        self.render_page_cache(&mut o, top);
+        self.render_kernel(&mut o);
         if !self.utilisation.is_empty() {
             let _ = writeln!(o, "\nutilisation (sampled):");
             let mut rows = vec![["counter", "mean", "max"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];

@@ -1,0 +1,269 @@
+//! `mltrace stats --json`: the same tables for scripts. The names are a
+//! contract (README, *stats --json*): add fields, never rename or reuse
+//! one. What a log cannot say is `null`, never a made-up 0.
+
+use serde_json::{json, Value};
+
+use crate::kernel::Check;
+use crate::{BlockStats, CacheFill, Histogram, Stats};
+use mltrace_log::acct;
+
+fn q(h: &Histogram, q: f64) -> Value {
+    h.quantile(q).map_or(Value::Null, Value::from)
+}
+
+fn block(b: &BlockStats) -> Value {
+    json!({
+        "requests": b.requests,
+        "read_bytes": b.read_bytes,
+        "write_bytes": b.write_bytes,
+        "other": b.other,
+        "errors": b.errors,
+        "p50_ns": q(&b.latency, 0.5),
+        "p99_ns": q(&b.latency, 0.99),
+        "max_ns": if b.requests > 0 { Value::from(b.latency.max()) } else { Value::Null },
+        "device_p50_ns": q(&b.device, 0.5),
+    })
+}
+
+fn cache(c: &CacheFill, read_bytes: u64) -> Value {
+    json!({
+        "during_reads": c.during_reads,
+        "faults": c.faults,
+        "other": c.other,
+        "filled_by_writes": c.writes,
+        "transfers": c.transfers,
+        "hit_ratio": c.hit_ratio(read_bytes),
+    })
+}
+
+impl Stats {
+    /// The report as one JSON document.
+    pub fn to_json(&self) -> Value {
+        let pc = self.has_page_cache();
+        let storage = |c: &CacheFill| if pc { Value::from(c.storage_read_bytes()) } else { Value::Null };
+        let page_cache = |c: &CacheFill, read: u64| if pc { cache(c, read) } else { Value::Null };
+        let lossy = self.total_lost() > 0 || !self.diagnostics.is_empty();
+        let processes: Vec<Value> = self
+            .processes
+            .iter()
+            .map(|p| {
+                let kernel = p.kernel.as_ref().map_or(Value::Null, |k| {
+                    let c = &k.counts;
+                    let chars = |v: u64| if k.have & acct::CHARS != 0 { Value::from(v) } else { Value::Null };
+                    let by = |v: u64| if k.have & acct::BYTES != 0 { Value::from(v) } else { Value::Null };
+                    let t = &p.traced_io;
+                    let check = k.check(t, lossy);
+                    json!({
+                        "rchar": chars(c.rchar),
+                        "wchar": chars(c.wchar),
+                        "syscr": chars(c.syscr),
+                        "syscw": chars(c.syscw),
+                        "read_bytes": by(c.read_bytes),
+                        "write_bytes": by(c.write_bytes),
+                        "cancelled_write_bytes": by(c.cancelled_write_bytes),
+                        "since": if k.since_exec { "exec" } else { "fork" },
+                        "threads": k.threads,
+                        "traced": {
+                            "rchar": t.rchar,
+                            "wchar": t.wchar,
+                            "syscr_min": t.syscr_min,
+                            "syscr_max": t.syscr_max,
+                            "syscw_min": t.syscw_min,
+                            "syscw_max": t.syscw_max,
+                        },
+                        "check": match &check {
+                            Check::Match => "match",
+                            Check::Mismatch(_) => "mismatch",
+                            Check::Unchecked(why) => why,
+                        },
+                        "differences": match check {
+                            Check::Mismatch(d) => d,
+                            _ => Vec::new(),
+                        },
+                    })
+                });
+                json!({
+                    "pid": p.pid,
+                    "parent": if p.parent == 0 { Value::Null } else { Value::from(p.parent) },
+                    "name": p.name,
+                    "threads": p.threads,
+                    "exit_status": p.exit_status,
+                    "reads": p.reads.count,
+                    "read_bytes": p.reads.bytes,
+                    "read_errors": p.reads.errors,
+                    "read_p50_ns": q(&p.reads.latency, 0.5),
+                    "read_p99_ns": q(&p.reads.latency, 0.99),
+                    "writes": p.writes.count,
+                    "write_bytes": p.writes.bytes,
+                    "write_errors": p.writes.errors,
+                    "write_p50_ns": q(&p.writes.latency, 0.5),
+                    "write_p99_ns": q(&p.writes.latency, 0.99),
+                    "opens": p.opens.count,
+                    "failed_opens": p.opens.errors,
+                    "closes": p.closes,
+                    "files": p.files_touched(),
+                    "block": block(&p.block),
+                    "storage_read_bytes": storage(&p.cache),
+                    "page_cache": page_cache(&p.cache, p.reads.bytes),
+                    "mapped_bytes": Value::Null,
+                    "major_faults": Value::Null,
+                    "kernel": kernel,
+                })
+            })
+            .collect();
+        let mut listed = self.top_files(usize::MAX);
+        // top_files orders by bytes moved by calls; files only mapped come after.
+        listed.sort_by(|a, b| {
+            let moved = |f: &crate::FileStats| f.read_bytes + f.write_bytes + f.cache.storage_read_bytes();
+            moved(b.1).cmp(&moved(a.1)).then(a.0.cmp(b.0))
+        });
+        let files: Vec<Value> = listed
+            .into_iter()
+            .map(|(path, f)| {
+                json!({
+                    "path": path,
+                    "opens": f.opens,
+                    "reads": f.reads,
+                    "read_bytes": f.read_bytes,
+                    "writes": f.writes,
+                    "write_bytes": f.write_bytes,
+                    "storage_read_bytes": storage(&f.cache),
+                    "page_cache": page_cache(&f.cache, f.read_bytes),
+                    "mapped_bytes": Value::Null,
+                    "major_faults": Value::Null,
+                })
+            })
+            .collect();
+        let disks: Vec<Value> = self
+            .disks
+            .iter()
+            .map(|d| {
+                let mut v = block(&d.block);
+                v["name"] = d.name.clone().into();
+                v["dev"] = format!("{}:{}", d.dev >> 20, d.dev & 0xfffff).into();
+                v
+            })
+            .collect();
+        let mut warnings: Vec<String> = self.diagnostics.clone();
+        warnings.extend(self.kernel_warnings());
+        json!({
+            "command": self.header.command,
+            "host": self.header.host,
+            "kernel": self.header.kernel,
+            "records": self.records,
+            "duration_ns": match (self.first_ts, self.last_ts) {
+                (Some(a), Some(b)) => Value::from(b.saturating_sub(a)),
+                _ => Value::Null,
+            },
+            "exit_status": self.trailer.as_ref().and_then(|t| t.exit_status),
+            "complete": self.trailer.is_some(),
+            "processes": processes,
+            "files": files,
+            "disks": disks,
+            "lost": self.total_lost(),
+            "lost_by_kind": self.lost.iter().map(|(k, n)| (k.name().to_string(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),
+            "warnings": warnings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+    use std::path::Path;
+
+    use mltrace_log::*;
+
+    use crate::Stats;
+
+    fn io(pid: u32, op: IoOp, ret: i64, e: &mut FrameEncoder) -> Record {
+        Record::Io(Io {
+            ts: 10,
+            dur: 1000,
+            pid,
+            tid: pid,
+            op,
+            fd: 3,
+            path: e.intern(b"/data/a.bin"),
+            kind: FileKind::Regular,
+            requested: 4096,
+            ret,
+            ..Default::default()
+        })
+    }
+
+    fn acct(pid: u32, at: AcctPoint, syscr: u64, rchar: u64) -> Record {
+        Record::IoAccounting(IoAccounting {
+            ts: 20,
+            pid,
+            tid: pid,
+            at,
+            have: acct::CHARS | acct::BYTES,
+            rchar,
+            syscr,
+            read_bytes: 8192,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn names_values_and_nulls() {
+        let header = Header { root_pid: 10, command: vec!["train".into()], ..Default::default() };
+        let mut w = RecordWriter::new(Vec::new(), &header).unwrap();
+        w.push(&Record::Fork(Fork { ts: 1, pid: 10, tid: 10, parent_pid: 1, parent_tid: 1, thread: false })).unwrap();
+        w.push(&Record::Fork(Fork { ts: 2, pid: 11, tid: 11, parent_pid: 10, parent_tid: 10, thread: false })).unwrap();
+        // 10: exec'd (baseline 5 calls, 100 bytes), then two reads; 11: one read, counted wrong.
+        w.push(&acct(10, AcctPoint::Exec, 5, 100)).unwrap();
+        w.push_with(|e| io(10, IoOp::Read, 4096, e)).unwrap();
+        w.push_with(|e| io(10, IoOp::Pread64, 100, e)).unwrap();
+        w.push_with(|e| io(10, IoOp::Write, -9, e)).unwrap();
+        w.push_with(|e| io(11, IoOp::Read, 7, e)).unwrap();
+        w.push(&acct(10, AcctPoint::Exit, 7, 4296)).unwrap();
+        w.push(&Record::Exit(Exit { ts: 30, pid: 10, tid: 10, status: 0, process_exit: true })).unwrap();
+        w.push(&acct(11, AcctPoint::Exit, 2, 7)).unwrap();
+        w.push(&Record::Exit(Exit { ts: 31, pid: 11, tid: 11, status: 0, process_exit: true })).unwrap();
+        let log = w.finish(&Trailer { exit_status: Some(0), ..Default::default() }).unwrap();
+        let s = Stats::from_reader(&mut LogReader::new(Path::new("t"), Cursor::new(log)).unwrap()).unwrap();
+        let j = s.to_json();
+        let p = &j["processes"];
+        assert_eq!(p.as_array().unwrap().len(), 2);
+        assert_eq!((p[0]["pid"].as_u64(), p[0]["parent"].as_u64()), (Some(10), Some(1)));
+        assert_eq!(p[0]["name"], "train");
+        assert_eq!((p[0]["reads"].as_u64(), p[0]["read_bytes"].as_u64()), (Some(2), Some(4196)));
+        assert_eq!((p[0]["writes"].as_u64(), p[0]["write_bytes"].as_u64()), (Some(1), Some(0)));
+        for k in ["storage_read_bytes", "page_cache", "mapped_bytes", "major_faults"] {
+            assert!(p[0][k].is_null(), "{k}: not in this log: null, never 0");
+            assert!(j["files"][0][k].is_null(), "{k}");
+        }
+        let k = &p[0]["kernel"];
+        assert_eq!(
+            (k["syscr"].as_u64(), k["rchar"].as_u64(), k["read_bytes"].as_u64()),
+            (Some(2), Some(4196), Some(0))
+        );
+        assert_eq!((k["wchar"].as_u64(), k["syscw"].as_u64(), k["write_bytes"].as_u64()), (Some(0), Some(0), Some(0)));
+        assert_eq!((k["since"].as_str(), k["check"].as_str()), (Some("exec"), Some("match")));
+        let k = &p[1]["kernel"];
+        assert_eq!((k["since"].as_str(), k["check"].as_str()), (Some("fork"), Some("mismatch")));
+        assert_eq!(k["differences"][0], "syscr: kernel 2, traced 1");
+        assert_eq!(j["warnings"].as_array().unwrap().len(), 1);
+        assert_eq!(j["files"][0]["path"], "/data/a.bin");
+        assert_eq!((j["files"][0]["reads"].as_u64(), j["files"][0]["read_bytes"].as_u64()), (Some(3), Some(4203)));
+        assert_eq!(j["lost"].as_u64(), Some(0));
+        assert_eq!(j["disks"].as_array().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn a_log_without_counters_has_null_kernel() {
+        let mut w = RecordWriter::new(Vec::new(), &Header::default()).unwrap();
+        w.push_with(|e| io(4, IoOp::Read, 1, e)).unwrap();
+        w.push(&Record::Lost(Lost { ts: 5, kind: LostKind::RingFull, count: 3 })).unwrap();
+        let log = w.finish(&Trailer::default()).unwrap();
+        let s = Stats::from_reader(&mut LogReader::new(Path::new("t"), Cursor::new(log)).unwrap()).unwrap();
+        let j = s.to_json();
+        assert!(j["processes"][0]["kernel"].is_null());
+        assert!(j["processes"][0]["parent"].is_null());
+        assert_eq!(j["lost"].as_u64(), Some(3));
+        assert_eq!(j["lost_by_kind"]["ring buffer full"].as_u64(), Some(3));
+    }
+}

@@ -1,0 +1,188 @@
+//! Bytes from storage per process and file (filemap:mm_filemap_add_to_page_cache),
+//! on files whose pages were dropped first: read twice through read(), read
+//! through a mapping, written, and mapped through an fd opened before the
+//! recording (named from /proc/PID/maps).
+
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mltrace_log::*;
+use mltrace_tests::*;
+
+const MIB: u64 = 1 << 20;
+
+struct Run {
+    kv: std::collections::HashMap<String, i64>,
+    recs: Vec<Rec>,
+    json: serde_json::Value,
+}
+
+fn record(dir: &Path, extra: &[&str], cmd: &[&str]) -> Run {
+    let log = dir.join(format!("run-{}.bin", cmd[1]));
+    let mut args = vec!["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    let out = mltrace(&args, dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("0 lost"), "{stderr}");
+    let kv = key_values(&String::from_utf8_lossy(&out.stdout));
+    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
+    assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
+    Run { kv, recs: read_log(&log), json: serde_json::from_slice(&js.stdout).unwrap() }
+}
+
+/// Makes a file of `mib` MiB whose pages are not in the cache.
+fn cold_file(bin: &Path, dir: &Path, name: &str, mib: u64) -> PathBuf {
+    let f = dir.join(name);
+    let st = Command::new(bin).args(["make", f.to_str().unwrap(), &mib.to_string()]).output().unwrap();
+    assert!(st.status.success());
+    f
+}
+
+fn file<'a>(run: &'a Run, path: &Path) -> &'a serde_json::Value {
+    run.json["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path.to_str().unwrap())
+        .unwrap_or_else(|| panic!("{} not in {}", path.display(), run.json["files"]))
+}
+
+fn process(run: &Run) -> &serde_json::Value {
+    let pid = run.kv["pid"];
+    run.json["processes"].as_array().unwrap().iter().find(|p| p["pid"] == pid).unwrap()
+}
+
+/// Page-cache records of the workload's own file.
+fn insertions<'a>(run: &'a Run, path: &'a Path) -> impl Iterator<Item = PageCache> + 'a {
+    run.recs.iter().filter_map(move |r| match r.rec {
+        Record::PageCache(c) if r.strs[0] == path.to_str().unwrap() => Some(c),
+        _ => None,
+    })
+}
+
+fn read_twice(extra: &[&str]) {
+    // On a disk, not a tmpfs /tmp: tmpfs pages never pass the page-cache tracepoint.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let bin = compile_workload("cold_read", tmp.path());
+    let f = cold_file(&bin, tmp.path(), "twice.bin", 32);
+    let run = record(tmp.path(), extra, &[bin.to_str().unwrap(), "twice", f.to_str().unwrap()]);
+    let size = 32 * MIB;
+    assert_eq!(run.kv["bytes"] as u64, 2 * size);
+    let pid = run.kv["pid"] as u32;
+    // The first pass brought the file in, inside its read() calls; the
+    // second found it cached.
+    let (mut during_reads, mut other) = (0, 0);
+    for c in insertions(&run, &f) {
+        assert_eq!(c.pid, pid);
+        match c.during {
+            CacheDuring::Read => during_reads += c.bytes,
+            _ => other += c.bytes,
+        }
+    }
+    assert_eq!((during_reads, other), (size, 0), "every page once, inside reads");
+    let fj = file(&run, &f);
+    assert_eq!(fj["read_bytes"].as_u64(), Some(2 * size));
+    assert_eq!(fj["storage_read_bytes"].as_u64(), Some(size));
+    assert_eq!(fj["page_cache"]["hit_ratio"].as_f64(), Some(0.5));
+    let p = process(&run);
+    let storage = p["storage_read_bytes"].as_u64().unwrap();
+    assert!((size..size + MIB).contains(&storage), "the process: {storage} (its program's pages too)");
+    // The kernel's own count of bytes it read from storage for the process agrees.
+    let kernel = p["kernel"]["read_bytes"].as_u64().unwrap();
+    assert!(kernel.abs_diff(storage) <= MIB, "kernel read_bytes {kernel}, traced storage {storage}");
+}
+
+#[test]
+fn a_file_read_twice_comes_half_from_storage() {
+    if !require_root() {
+        return;
+    }
+    read_twice(&[]);
+}
+
+#[test]
+fn a_file_read_twice_comes_half_from_storage_on_the_compat_route() {
+    if !require_root() {
+        return;
+    }
+    read_twice(&["--syscall-probes", "compat"]);
+}
+
+#[test]
+fn a_cold_mapped_file_is_attributed_to_its_path_and_process() {
+    if !require_root() {
+        return;
+    }
+    // On a disk, not a tmpfs /tmp: tmpfs pages never pass the page-cache tracepoint.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let bin = compile_workload("cold_read", tmp.path());
+    let f = cold_file(&bin, tmp.path(), "mapped.bin", 256);
+    let size = 256 * MIB;
+    let run = record(tmp.path(), &[], &[bin.to_str().unwrap(), "mmap", f.to_str().unwrap()]);
+    let pid = run.kv["pid"] as u32;
+    let mut faults = 0;
+    for c in insertions(&run, &f) {
+        assert_eq!((c.pid, c.tid), (pid, pid));
+        assert_eq!(c.during, CacheDuring::Fault, "no read call: the mapping's faults");
+        assert!(c.offset + c.bytes <= size);
+        faults += c.bytes;
+    }
+    assert!(faults >= size * 95 / 100 && faults <= size, "{faults} of {size} bytes from storage");
+    let fj = file(&run, &f);
+    assert_eq!(fj["storage_read_bytes"].as_u64(), Some(faults));
+    assert_eq!((fj["reads"].as_u64(), fj["page_cache"]["faults"].as_u64()), (Some(0), Some(faults)));
+    let p = process(&run);
+    let kernel = p["kernel"]["read_bytes"].as_u64().unwrap();
+    let storage = p["storage_read_bytes"].as_u64().unwrap();
+    assert!(kernel.abs_diff(storage) <= 2 * MIB, "kernel read_bytes {kernel}, traced storage {storage}");
+}
+
+#[test]
+fn pages_a_write_fills_are_not_reads_from_storage() {
+    if !require_root() {
+        return;
+    }
+    // On a disk, not a tmpfs /tmp: tmpfs pages never pass the page-cache tracepoint.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let bin = compile_workload("cold_read", tmp.path());
+    let f = tmp.path().join("written.bin");
+    let run = record(tmp.path(), &[], &[bin.to_str().unwrap(), "make", f.to_str().unwrap(), "16"]);
+    let written: u64 = insertions(&run, &f)
+        .map(|c| {
+            assert_eq!(c.during, CacheDuring::Write);
+            c.bytes
+        })
+        .sum();
+    assert_eq!(written, 16 * MIB);
+    let fj = file(&run, &f);
+    assert_eq!(fj["storage_read_bytes"].as_u64(), Some(0));
+    assert_eq!(fj["page_cache"]["filled_by_writes"].as_u64(), Some(16 * MIB));
+}
+
+/// A file the command got open (no open traced) and maps: named from its
+/// /proc/PID/maps while it runs.
+#[test]
+fn a_file_mapped_through_an_inherited_fd_is_named_from_proc() {
+    if !require_root() {
+        return;
+    }
+    // On a disk, not a tmpfs /tmp: tmpfs pages never pass the page-cache tracepoint.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let bin = compile_workload("cold_read", tmp.path());
+    let f = cold_file(&bin, tmp.path(), "inherited.bin", 16);
+    let held = std::fs::File::open(&f).unwrap();
+    let fd = held.as_raw_fd();
+    // SAFETY: clearing FD_CLOEXEC on our own open fd, so mltrace and the command inherit it.
+    assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, 0) }, 0);
+    let fd_s = fd.to_string();
+    let run = record(tmp.path(), &[], &[bin.to_str().unwrap(), "mmapfd", &fd_s]);
+    drop(held);
+    assert!(!run.recs.iter().any(|r| matches!(r.rec, Record::Open(_)) && r.strs[1] == f.to_str().unwrap()));
+    let faults: u64 = insertions(&run, &f).map(|c| c.bytes).sum();
+    assert!(faults >= 16 * MIB * 95 / 100, "{faults}");
+    assert_eq!(file(&run, &f)["storage_read_bytes"].as_u64(), Some(faults));
+}
