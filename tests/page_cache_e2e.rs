@@ -13,6 +13,7 @@ use mltrace_tests::*;
 const MIB: u64 = 1 << 20;
 
 struct Run {
+    log: PathBuf,
     kv: std::collections::HashMap<String, i64>,
     recs: Vec<Rec>,
     json: serde_json::Value,
@@ -31,7 +32,7 @@ fn record(dir: &Path, extra: &[&str], cmd: &[&str]) -> Run {
     let kv = key_values(&String::from_utf8_lossy(&out.stdout));
     let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
     assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
-    Run { kv, recs: read_log(&log), json: serde_json::from_slice(&js.stdout).unwrap() }
+    Run { recs: read_log(&log), log, kv, json: serde_json::from_slice(&js.stdout).unwrap() }
 }
 
 /// Makes a file of `mib` MiB whose pages are not in the cache.
@@ -94,6 +95,46 @@ fn read_twice(extra: &[&str]) {
     // The kernel's own count of bytes it read from storage for the process agrees.
     let kernel = p["kernel"]["read_bytes"].as_u64().unwrap();
     assert!(kernel.abs_diff(storage) <= MIB, "kernel read_bytes {kernel}, traced storage {storage}");
+    trace_shows_both_rates(tmp.path(), &run, &f, storage);
+}
+
+/// In the trace: the process's "read" and "read from storage" rates add
+/// up to what it read and what came from storage, and the file's opens
+/// carry the run's totals for it.
+fn trace_shows_both_rates(dir: &Path, run: &Run, f: &Path, storage: u64) {
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = dir.join("twice.perfetto-trace");
+    let out = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pid = run.kv["pid"];
+    let rates = format!(
+        "select t.name, cast(sum(c.value) / 10 as int) from counter c join process_counter_track t \
+         on c.track_id = t.id join process p using(upid) where p.pid = {pid} \
+         and t.name in ('read', 'read from storage') group by t.name order by t.name"
+    );
+    let name = f.file_name().unwrap().to_str().unwrap();
+    let args = format!(
+        "select a.key, a.display_value from slice s join args a using(arg_set_id) \
+         where s.name like 'open% {name}' and a.key like 'debug.file:%' group by a.key order by a.key"
+    );
+    let r = tp_query(&tp, &trace, &[&rates, &args]);
+    // Rates are bytes/s per 100 ms bin: the sum over bins / 10 is the bytes.
+    let got: Vec<(String, u64)> = r[0].iter().map(|row| (row[0].clone(), row[1].parse().unwrap())).collect();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0].0, "read");
+    // The program's own reads (ld.so reading libraries) come on top.
+    assert!(got[0].1.abs_diff(2 * 32 * MIB) < 64 * 1024, "{got:?}");
+    assert_eq!(got[1].0, "read from storage");
+    assert!(got[1].1.abs_diff(storage) < 1024, "{got:?} vs {storage}");
+    let args: Vec<(String, String)> = r[1].iter().map(|row| (row[0].clone(), row[1].clone())).collect();
+    assert_eq!(
+        args,
+        vec![
+            ("debug.file: page cache hit (run)".to_string(), "50%".to_string()),
+            ("debug.file: read by calls (run)".to_string(), (2 * 32 * MIB).to_string()),
+            ("debug.file: read from storage (run)".to_string(), (32 * MIB).to_string()),
+        ]
+    );
 }
 
 #[test]

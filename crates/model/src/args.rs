@@ -43,10 +43,13 @@ pub enum ArgKey {
     LatencyNs,
     Interval,
     Syscall,
+    FileRead,
+    FileStorage,
+    FileHit,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 36] = [
+    pub const ALL: [ArgKey; 39] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -83,6 +86,9 @@ impl ArgKey {
         ArgKey::LatencyNs,
         ArgKey::Interval,
         ArgKey::Syscall,
+        ArgKey::FileRead,
+        ArgKey::FileStorage,
+        ArgKey::FileHit,
     ];
 
     pub fn name(self) -> &'static str {
@@ -123,6 +129,9 @@ impl ArgKey {
             ArgKey::LatencyNs => "latency ns",
             ArgKey::Interval => "interval",
             ArgKey::Syscall => "syscall",
+            ArgKey::FileRead => "file: read by calls (run)",
+            ArgKey::FileStorage => "file: read from storage (run)",
+            ArgKey::FileHit => "file: page cache hit (run)",
         }
     }
 }

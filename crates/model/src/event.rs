@@ -7,6 +7,7 @@ use mltrace_log::names;
 use mltrace_log::*;
 
 use crate::args::{ArgKey as K, ArgSink, Args, OwnedArgs};
+use crate::survey::FileTotals;
 
 /// A flow id, never 0 (splitmix64 of the parts).
 pub fn flow_id(parts: [u64; 4]) -> u64 {
@@ -111,6 +112,8 @@ pub struct OpenArgs<'a> {
     pub r: &'a Open,
     pub passed: &'a [u8],
     pub abs: &'a [u8],
+    /// The whole run's reads of the file, where known.
+    pub totals: Option<FileTotals>,
 }
 
 impl Args for OpenArgs<'_> {
@@ -133,6 +136,18 @@ impl Args for OpenArgs<'_> {
             s.str(K::Kind, r.kind.name().as_bytes());
         }
         s.int(K::Tid, i64::from(r.tid));
+        if let Some(t) = self.totals {
+            file_totals(s, &t);
+        }
+    }
+}
+
+/// A file's whole-run totals as args: what opening it led to.
+pub fn file_totals<S: ArgSink>(s: &mut S, t: &FileTotals) {
+    s.uint(K::FileRead, t.read);
+    s.uint(K::FileStorage, t.storage);
+    if let Some(h) = t.hit_percent() {
+        s.str(K::FileHit, format!("{h}%").as_bytes());
     }
 }
 
@@ -223,7 +238,7 @@ pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut OwnedArgs) -> Option<Str
         }
         Record::Open(r) => {
             let abs = f.str(r.abs_path);
-            OpenArgs { r, passed: f.str(r.path), abs }.write(args);
+            OpenArgs { r, passed: f.str(r.path), abs, totals: None }.write(args);
             labels::open(r.op, abs, r.ret)
         }
         Record::Close(r) => {

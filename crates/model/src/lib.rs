@@ -16,6 +16,7 @@ pub mod export;
 pub mod grid;
 pub mod overview;
 pub mod plan;
+pub mod proc_rates;
 pub mod procs;
 pub mod scene;
 pub mod survey;

@@ -17,6 +17,7 @@ use crate::args::{ArgKey, Args, FnArgs, NoArgs};
 use crate::disk_counters::{DiskCounters, Sample};
 use crate::encoder::*;
 use crate::event::{self, flow_from_syscall, flow_to_disk};
+use crate::proc_rates::{ProcRates, Rate, RateSample};
 use crate::procs::{ProcIdx, ProcTracker};
 use crate::survey::Survey;
 
@@ -249,6 +250,8 @@ pub struct Scene<'s> {
     core_iowait: HashMap<u32, (u64, f64)>,
     cpu_iowait: (u64, f64),
     samples: Vec<Sample>,
+    rates: ProcRates,
+    rate_samples: Vec<RateSample>,
     out: Out,
     /// The current file's `[from, to)`.
     range: (u64, u64),
@@ -279,6 +282,8 @@ impl<'s> Scene<'s> {
             core_iowait: HashMap::default(),
             cpu_iowait: (0, 0.0),
             samples: Vec::new(),
+            rates: ProcRates::default(),
+            rate_samples: Vec::new(),
             out: Out::default(),
             range: (0, u64::MAX),
             pending: HashMap::default(),
@@ -321,8 +326,14 @@ impl<'s> Scene<'s> {
             self.emit_samples(enc, d)?;
         }
         if last {
+            self.rates.finish(&mut self.rate_samples);
+        } else {
+            self.rates.flush_until(self.range.1, &mut self.rate_samples);
+        }
+        self.emit_rates(enc)?;
+        if last {
             self.flush_pending(enc, u64::MAX)?;
-            self.stats.late_counter_changes = self.disks.iter().map(|d| d.counters.late).sum();
+            self.stats.late_counter_changes = self.disks.iter().map(|d| d.counters.late).sum::<u64>() + self.rates.late;
         }
         let end = if last { self.run.trailer.as_ref().map(|t| t.end) } else { None };
         let bytes = enc.end(end, if last { self.run.trailer.as_ref() } else { None })?;
@@ -573,9 +584,14 @@ impl<'s> Scene<'s> {
             Record::Counter(r) => self.counter(enc, f, idx, &r)?,
             // Training phases are drawn from the survey when a file begins.
             Record::Phase(_) => {}
-            // The kernel's own I/O counters and page-cache insertions: for
-            // `stats`, not drawn (yet).
-            Record::IoAccounting(_) | Record::PageCache(_) => {}
+            Record::PageCache(r) => {
+                if let (Some(i), true) = (idx, r.during.is_storage_read()) {
+                    self.rates.add(i, Rate::Storage, r.ts, r.bytes, &mut self.rate_samples);
+                    self.emit_rates(enc)?;
+                }
+            }
+            // The kernel's own I/O counters: checked in `stats`, not drawn.
+            Record::IoAccounting(_) => {}
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
                 if let (Some(i), true) = (idx, r.pid != 0) {
@@ -602,6 +618,10 @@ impl<'s> Scene<'s> {
         self.stats.syscalls += 1;
         let name = Name::Keyed(event::io_key(op, ret), &make);
         self.slice(enc, track, r.ts, r.dur, name, &event::IoArgs { r, path })?;
+        if !op.is_write() && ret > 0 {
+            self.rates.add(idx, Rate::Read, r.ts.saturating_add(r.dur), ret as u64, &mut self.rate_samples);
+            self.emit_rates(enc)?;
+        }
         self.syscall_written(enc, r.tid, r.ts, r.block_reqs, true)
     }
 
@@ -613,7 +633,8 @@ impl<'s> Scene<'s> {
         self.syscall_flows(r.tid, r.ts, r.block_reqs);
         self.stats.syscalls += 1;
         let name = Name::Keyed(event::path_key(op as u8, ret, abs), &make);
-        self.slice(enc, track, r.ts, r.dur, name, &event::OpenArgs { r, passed, abs })?;
+        let totals = self.run.file_totals(abs);
+        self.slice(enc, track, r.ts, r.dur, name, &event::OpenArgs { r, passed, abs, totals })?;
         self.syscall_written(enc, r.tid, r.ts, r.block_reqs, true)
     }
 
@@ -698,6 +719,36 @@ impl<'s> Scene<'s> {
         self.out.disks[d] =
             Some(DiskOut { group, lanes: LaneSet::default(), tracks: [None; 3], first_zero: [None; 3] });
         Ok(group)
+    }
+
+    /// Writes the per-process rates gathered so far, each under its
+    /// process (declared on first use, as every process track is).
+    fn emit_rates<E: Encoder>(&mut self, enc: &mut E) -> io::Result<()> {
+        if self.rate_samples.is_empty() {
+            return Ok(());
+        }
+        let samples = std::mem::take(&mut self.rate_samples);
+        for s in &samples {
+            let group = self.proc_group(enc, s.idx)?;
+            self.key.clear();
+            let _ = write!(self.key, "rate {} {}", s.idx, s.rate.name());
+            let key = std::mem::take(&mut self.key);
+            let t = self.counter_track_ranked(
+                enc,
+                &key,
+                group,
+                s.rate.name(),
+                Unit::from_log(CounterUnit::BytesPerSec),
+                30,
+            );
+            self.key = key;
+            let t = t?;
+            self.stats.counters += 1;
+            enc.counter(t, s.ts, s.bytes_per_s)?;
+        }
+        self.rate_samples = samples;
+        self.rate_samples.clear();
+        Ok(())
     }
 
     /// Writes the counter samples gathered for disk `d`.

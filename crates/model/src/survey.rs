@@ -1,7 +1,7 @@
 //! The first pass over a log: who the processes are, the training phases,
 //! how many events there are when (to plan parts), and the overview's
-//! aggregates. Memory is bounded by the processes and the overview's
-//! intervals, not by the number of events.
+//! aggregates. Memory is bounded by the processes, the files read and the
+//! overview's intervals, not by the number of events.
 
 use std::io::{Read, Seek};
 
@@ -69,6 +69,31 @@ pub struct Survey {
     /// Each counter (group, name, pid) by [`counter_key`]: whether any
     /// value was not zero.
     pub counter_seen: HashMap<u64, ((String, String, u32), bool)>,
+    /// Whole-run totals of each file read, by [`path_key`].
+    pub files: HashMap<u64, FileTotals>,
+}
+
+/// What the whole run read of one file: by calls, and from storage (for
+/// any process, through calls or mappings).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileTotals {
+    pub read: u64,
+    pub storage: u64,
+}
+
+impl FileTotals {
+    /// Share of the bytes read by calls that did not come from storage.
+    pub fn hit_percent(&self) -> Option<u64> {
+        (self.read > 0).then(|| (self.read.saturating_sub(self.storage) as u128 * 100 / self.read as u128) as u64)
+    }
+}
+
+/// A file's identity in [`Survey::files`]: its path, hashed.
+pub fn path_key(path: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(path);
+    h.finish()
 }
 
 /// A counter's identity, hashed so that a sample is looked up without
@@ -138,6 +163,7 @@ impl Survey {
             weights,
             overview: OverviewAgg::new(Grid::nice(lo, hi, TARGET_INTERVALS)),
             counter_seen: HashMap::default(),
+            files: HashMap::default(),
         };
         let mut tracker = ProcTracker::default();
         while let Some(mut frame) = reader.next_frame()? {
@@ -171,6 +197,12 @@ impl Survey {
         }
         match *rec {
             Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => {
+                if let Record::Io(r) = rec {
+                    let path = f.str(r.path);
+                    if !r.op.is_write() && r.ret > 0 && !path.is_empty() {
+                        self.files.entry(path_key(path)).or_default().read += r.ret as u64;
+                    }
+                }
                 self.syscalls += 1;
                 if let Some(i) = idx {
                     self.overview.syscall(f, rec, i);
@@ -207,6 +239,12 @@ impl Survey {
                 value: f.str_lossy(m.value).into_owned(),
                 rank: m.rank,
             }),
+            Record::PageCache(c) if c.during.is_storage_read() => {
+                let path = f.str(c.path);
+                if !path.is_empty() {
+                    self.files.entry(path_key(path)).or_default().storage += c.bytes;
+                }
+            }
             Record::Lost(l) => self.lost.push(LostInfo { ts: l.ts, kind: l.kind, count: l.count }),
             _ => {}
         }
@@ -220,6 +258,11 @@ impl Survey {
     /// The epochs, as (start, end, label), for naming respawned workers.
     pub fn epochs(&self) -> Vec<(u64, u64, String)> {
         epochs_of(&self.phases)
+    }
+
+    /// The run's totals for the file at `path`, if it was read.
+    pub fn file_totals(&self, path: &[u8]) -> Option<FileTotals> {
+        self.files.get(&path_key(path)).copied()
     }
 
     /// Whether the counter (group, name, pid) was ever other than zero.
