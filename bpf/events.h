@@ -121,6 +121,9 @@ struct ev_file {
 	char path[PATHBUF];
 };
 
+/* An open. When `named`, it also names the file it opened, as an ev_file
+ * would (ino...fflags, and the resolved path after the passed one): one
+ * record per open instead of two. */
 struct ev_open {
 	struct ev_hdr h;
 	u64 dur;
@@ -132,9 +135,17 @@ struct ev_open {
 	s32 dirfd;
 	u16 path_len;
 	u8 trunc;
-	u8 _pad;
+	u8 named;
 	u32 nblk;
-	char path[PATHBUF];
+	u64 ino;
+	u64 magic;
+	u32 dev;
+	u32 rdev;
+	u16 fmode;
+	u16 abs_len;
+	u8 fflags;
+	u8 _pad[3];
+	char path[2 * PATHBUF];  /* passed path, then (named) the resolved one */
 };
 
 /* ev_ioac.have */

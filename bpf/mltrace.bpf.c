@@ -234,15 +234,28 @@ static __always_inline u64 file_pos(struct file *f, bool fast)
  * then sees the same state at every iteration and prunes, instead of
  * exploring every combination of branches.
  */
+/* The pointer-sized field at `ptr + off`, as a number: a plain load where
+ * the kernel can cast (6.2+; see fd_file_fast), else a probe read. A path
+ * walk does three of these per directory. */
+static __always_inline u64 load_word(const void *ptr, u64 off)
+{
+	u64 v = 0;
+
+	if (bpf_ksym_exists(bpf_rdonly_cast))
+		return bpf_core_cast((void *)ptr + off, struct rb_node)->__rb_parent_color;
+	bpf_probe_read_kernel(&v, sizeof(v), (void *)ptr + off);
+	return v;
+}
+
 static __always_inline void walk_path(struct dentry *dentry, struct vfsmount *vfsmnt, struct heap *hp)
 {
 	struct mount *mnt = (void *)vfsmnt - bpf_core_field_offset(struct mount, mnt);
+	struct dentry *root = BPF_CORE_READ(vfsmnt, mnt_root);
 	int i;
 
 	hp->off = PATHBUF;
 	for (i = 0; i < MAX_DEPTH; i++) {
-		struct dentry *root = BPF_CORE_READ(vfsmnt, mnt_root);
-		struct dentry *parent = BPF_CORE_READ(dentry, d_parent);
+		struct dentry *parent = (void *)load_word(dentry, bpf_core_field_offset(struct dentry, d_parent));
 		struct qstr q;
 		u32 len, off;
 
@@ -254,9 +267,12 @@ static __always_inline void walk_path(struct dentry *dentry, struct vfsmount *vf
 			dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
 			mnt = mp;
 			vfsmnt = (void *)mp + bpf_core_field_offset(struct mount, mnt);
+			root = BPF_CORE_READ(vfsmnt, mnt_root);
 			continue;
 		}
-		q = BPF_CORE_READ(dentry, d_name);
+		/* d_name: hash_len (length in the high half) and name. */
+		q.len = load_word(dentry, bpf_core_field_offset(struct dentry, d_name.hash_len)) >> 32;
+		q.name = (void *)load_word(dentry, bpf_core_field_offset(struct dentry, d_name.name));
 		len = q.len & 255;
 		off = hp->off;
 		if (dentry == parent) {
@@ -325,6 +341,42 @@ __noinline int emit_path(u64 key, u64 path_ptr, u64 inode_ptr, u64 flags, u64 id
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Names the file an open returned inside the open's own record (heap's
+ * `open`): what an ev_file says, with the resolved path after the passed
+ * one (`len` bytes). Returns the resolved path's length, 0 if not named.
+ * Global, like emit_path, so the verifier checks the walk once.
+ */
+__noinline int name_in_open(u64 file_ptr, u32 len)
+{
+	struct file *f = (void *)file_ptr;
+	struct inode *inode;
+	u32 zero = 0;
+	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
+	struct ev_open *e;
+	u32 off, alen;
+
+	if (!hp || !f)
+		return 0;
+	e = &hp->open;
+	inode = BPF_CORE_READ(f, f_inode);
+	e->ino = BPF_CORE_READ(inode, i_ino);
+	e->fmode = BPF_CORE_READ(inode, i_mode);
+	e->rdev = BPF_CORE_READ(inode, i_rdev);
+	e->magic = BPF_CORE_READ(inode, i_sb, s_magic);
+	e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	hp->flags = 0;
+	walk_path(BPF_CORE_READ(f, f_path.dentry), BPF_CORE_READ(f, f_path.mnt), hp);
+	off = hp->off;
+	if (off > PATHBUF - 1)
+		off = PATHBUF - 1;
+	alen = PATHBUF - off;
+	bpf_probe_read_kernel(&e->path[len & (PATHBUF - 1)], alen & (PATHBUF - 1), &hp->walk[off & (PATHBUF - 1)]);
+	e->abs_len = alen;
+	e->fflags = hp->flags;
+	return alen;
 }
 
 /*
@@ -544,7 +596,7 @@ static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret
 	const char *upath;
 	int dirfd = AT_FDCWD;
 	u64 flags = 0;
-	u32 mode = 0, len = 0;
+	u32 mode = 0, len = 0, alen = 0;
 	long n;
 	u8 trunc = 0;
 	u8 op = v->op;
@@ -589,8 +641,14 @@ static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret
 	}
 	e->file = 0;
 	e->base = 0;
+	e->named = 0;
 	if (ret >= 0) {
-		e->file = file_key(fd_file(ret), id, NULL);
+		/* A new struct file: named here, never seen before. */
+		struct file *f = fd_file(ret);
+
+		e->file = (u64)f;
+		alen = name_in_open((u64)f, len);
+		e->named = alen != 0;
 	} else if (len == 0 || e->path[0] != '/') {
 		/* Failed relative open: name the directory it was relative to. */
 		e->base = dirfd == AT_FDCWD ? cwd_key(id) : file_key(fd_file(dirfd), id, NULL);
@@ -604,8 +662,16 @@ static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret
 	e->path_len = len;
 	e->trunc = trunc;
 	e->nblk = v->nblk;
-	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)), wake_flags()))
+	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)) + (alen & (PATHBUF - 1)),
+			       wake_flags())) {
 		count_lost(LOST_RING);
+		return;
+	}
+	if (e->named) {
+		u64 key = e->file, ino = e->ino;
+
+		bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
+	}
 }
 
 /* Syscall exit: `v` is a copy of the entry state; on the fast route `st`

@@ -216,6 +216,19 @@ impl KernelDecoder {
         }
     }
 
+    /// Remembers what file identity `key` is (from an ev_file, or an open
+    /// that names its file).
+    fn name(&mut self, key: u64, facts: &FileFacts<'_>, flags: u8, dev: u32) {
+        let (kind, mut path) = classify(facts);
+        if flags & TR_ABS != 0 {
+            // Only the end of the path fit: say so in the name itself.
+            path.splice(0..0, b"...".iter().copied());
+        } else if kind == FileKind::Regular {
+            self.inodes.named(dev, facts.ino, &path);
+        }
+        self.files.insert(key, kind, path);
+    }
+
     /// Decodes one ring record into zero or more log records.
     pub fn decode(&mut self, data: &[u8], enc: &mut FrameEncoder) {
         if data.len() < size_of::<ev_hdr>() {
@@ -331,18 +344,23 @@ impl KernelDecoder {
                     path: raw,
                     disconnected: e.flags & F_DISCONNECTED != 0,
                 };
-                let (kind, mut path) = classify(&facts);
-                if e.flags & TR_ABS != 0 {
-                    // Only the end of the path fit: say so in the name itself.
-                    path.splice(0..0, b"...".iter().copied());
-                } else if kind == FileKind::Regular {
-                    self.inodes.named(e.dev, e.ino, &path);
-                }
-                self.files.insert(e.key, kind, path);
+                self.name(e.key, &facts, e.flags, e.dev);
             }
             ev_kind::EV_OPEN => {
                 let e: ev_open = read(data);
                 let passed = tail(data, offset_of!(ev_open, path), e.path_len as usize);
+                if e.named != 0 {
+                    let at = offset_of!(ev_open, path) + e.path_len as usize;
+                    let facts = FileFacts {
+                        mode: e.fmode,
+                        magic: e.magic,
+                        rdev: e.rdev,
+                        ino: e.ino,
+                        path: tail(data, at, e.abs_len as usize),
+                        disconnected: e.fflags & F_DISCONNECTED != 0,
+                    };
+                    self.name(e.file, &facts, e.fflags, e.dev);
+                }
                 let mut trunc = 0u8;
                 if e.trunc & TR_UNREADABLE != 0 {
                     trunc |= mltrace_log::trunc::UNREADABLE;
