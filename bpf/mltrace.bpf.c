@@ -643,12 +643,17 @@ static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret
 	e->base = 0;
 	e->named = 0;
 	if (ret >= 0) {
-		/* A new struct file: named here, never seen before. */
+		/* Named here, unless a file closed before left this identity
+		 * (a slot reused for the same inode: a file reopened in a loop). */
 		struct file *f = fd_file(ret);
+		u64 key = (u64)f;
+		u64 *seen = bpf_map_lookup_elem(&files_seen, &key);
 
-		e->file = (u64)f;
-		alen = name_in_open((u64)f, len);
-		e->named = alen != 0;
+		e->file = key;
+		if (!(seen && f && *seen == BPF_CORE_READ(f, f_inode, i_ino))) {
+			alen = name_in_open(key, len);
+			e->named = alen != 0;
+		}
 	} else if (len == 0 || e->path[0] != '/') {
 		/* Failed relative open: name the directory it was relative to. */
 		e->base = dirfd == AT_FDCWD ? cwd_key(id) : file_key(fd_file(dirfd), id, NULL);
