@@ -3,7 +3,7 @@
 //! recording), else from the process's own /proc/PID/maps and fds, else
 //! unknown (shown as `dev:inode`).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::os::unix::fs::MetadataExt;
 
 /// Files remembered at most; past this the table starts again (and
