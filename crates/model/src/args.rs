@@ -43,10 +43,17 @@ pub enum ArgKey {
     LatencyNs,
     Interval,
     Syscall,
+    Opcode,
+    UserData,
+    CompleteTid,
+    AioCtx,
+    Nr,
+    MinNr,
+    FailedEvents,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 36] = [
+    pub const ALL: [ArgKey; 43] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -83,6 +90,13 @@ impl ArgKey {
         ArgKey::LatencyNs,
         ArgKey::Interval,
         ArgKey::Syscall,
+        ArgKey::Opcode,
+        ArgKey::UserData,
+        ArgKey::CompleteTid,
+        ArgKey::AioCtx,
+        ArgKey::Nr,
+        ArgKey::MinNr,
+        ArgKey::FailedEvents,
     ];
 
     pub fn name(self) -> &'static str {
@@ -123,6 +137,13 @@ impl ArgKey {
             ArgKey::LatencyNs => "latency ns",
             ArgKey::Interval => "interval",
             ArgKey::Syscall => "syscall",
+            ArgKey::Opcode => "opcode",
+            ArgKey::UserData => "user_data",
+            ArgKey::CompleteTid => "completed in tid",
+            ArgKey::AioCtx => "aio context",
+            ArgKey::Nr => "nr",
+            ArgKey::MinNr => "min_nr",
+            ArgKey::FailedEvents => "failed events",
         }
     }
 }

@@ -100,7 +100,7 @@ pub fn epochs_of(phases: &[PhaseInfo]) -> Vec<(u64, u64, String)> {
 /// syscall; two per traced block request, plus its in-flight changes...).
 fn weight_of(rec: &Record) -> u64 {
     match rec {
-        Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => 1,
+        r if crate::event::is_call(r) => 1,
         Record::Block(b) if b.flags & blk::TRACED != 0 => 4,
         Record::Block(_) => 3,
         Record::Exec(_) | Record::Mark(_) | Record::Counter(_) => 1,
@@ -170,7 +170,7 @@ impl Survey {
             self.procs.list[i as usize].weight += w;
         }
         match *rec {
-            Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => {
+            ref r if crate::event::is_call(r) => {
                 self.syscalls += 1;
                 if let Some(i) = idx {
                     self.overview.syscall(f, rec, i);
