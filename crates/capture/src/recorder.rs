@@ -484,11 +484,17 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         out.chown(u.uid, u.gid)?;
     }
     let mut plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
-    let mut storage = [MaybeUninit::uninit(), MaybeUninit::uninit()];
+    let mut storage: [MaybeUninit<_>; 4] = std::array::from_fn(|_| MaybeUninit::uninit());
     let skel = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
     if let Some(why) = &plan.fallback {
         // Slower, but everything is still recorded: say so, once.
         eprintln!("mltrace: the fast (tp_btf) probes did not load here ({why}); using raw_tp and hash maps");
+    }
+    if let Err(why) = &plan.uring {
+        // Absent tracepoints are for `doctor` to explain; a load failure is news.
+        if why.starts_with("its programs") {
+            eprintln!("mltrace: io_uring requests are not recorded: {why}");
+        }
     }
     let _mask = SignalBlock::new();
     let started = Instant::now();
