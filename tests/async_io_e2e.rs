@@ -148,6 +148,14 @@ fn uring(extra: &[&str]) {
     let f = file(&run, &input);
     assert_eq!((f["uring_reads"].as_u64(), f["uring_read_bytes"].as_u64()), (Some(n_reads), Some(read_bytes)));
     assert_eq!(file(&run, &output)["uring_write_bytes"].as_u64(), Some(100_000));
+    // Every opcode submitted is counted, the NOP too.
+    let ops = &run.json["uring_opcodes"];
+    let count = |k: &str| ops[k].as_u64();
+    assert_eq!(
+        (count("read"), count("readv"), count("read_fixed"), count("write"), count("nop")),
+        (Some(n_reads - 2), Some(1), Some(1), Some(1), Some(1)),
+        "{ops}"
+    );
 
     // The trace: every request a slice with its args, on the process's threads.
     let Some(rows) = perfetto(

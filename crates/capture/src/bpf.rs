@@ -254,6 +254,26 @@ pub fn read_lost(skel: &MltraceSkel<'_>) -> [u64; LOST_SLOTS] {
     out
 }
 
+/// io_uring submissions of traced processes by opcode, summed over CPUs
+/// (every opcode: only reads and writes become records).
+pub fn read_uring_ops(skel: &MltraceSkel<'_>) -> Vec<mltrace_log::UringOpCount> {
+    let mut out = Vec::new();
+    for op in 0..=u8::MAX {
+        if let Ok(Some(per_cpu)) = skel.maps.uring_ops.lookup_percpu(&u32::from(op).to_ne_bytes(), MapFlags::ANY) {
+            let n: u64 =
+                per_cpu.iter().filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()))).sum();
+            if n > 0 {
+                out.push(mltrace_log::UringOpCount {
+                    opcode: op,
+                    name: mltrace_log::names::uring_opcode(op),
+                    count: n,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// What is attached, for the log header and `mltrace doctor`.
 pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
     let names: Vec<&str> = syscalls::traced().iter().map(|(_, o)| op_name(o.0)).collect();

@@ -87,6 +87,11 @@ impl crate::Stats {
         use std::fmt::Write as _;
 
         let procs: Vec<_> = self.processes.iter().filter(|p| p.uring.any() || p.aio.any()).collect();
+        let ops = self.trailer.as_ref().map(|t| t.uring_ops.as_slice()).unwrap_or_default();
+        if !ops.is_empty() {
+            let list: Vec<String> = ops.iter().map(|o| format!("{} {}", o.name, o.count)).collect();
+            let _ = writeln!(o, "\nio_uring submissions by opcode (reads and writes are drawn): {}", list.join(", "));
+        }
         if procs.is_empty() {
             return;
         }
