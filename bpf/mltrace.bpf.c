@@ -623,7 +623,8 @@ static __always_inline void aio_first(struct ev_aio *e, const struct iocb *cb, u
 	struct iocb c;
 
 	if (bpf_probe_read_user(&c, sizeof(c), cb)) {
-		count_lost(LOST_STR);
+		/* Freed already: a detail missing, not an event lost. */
+		e->h.flags |= IOF_REQ_PARTIAL;
 		return;
 	}
 	e->fd = c.aio_fildes;
