@@ -1034,7 +1034,17 @@ int sched_exit(struct bpf_raw_tracepoint_args *ctx)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(fast_sched_exit, struct task_struct *task)
 {
-	if (state_of(task))
+	u32 tgid;
+
+	if (state_of(task)) {
+		on_exit(task);
+		return 0;
+	}
+	/* io_uring's threads (iou-wrk-*, iou-sqp-*) are created without
+	 * sched_process_fork, so they carry no state, and one of them may be
+	 * the process's last thread to exit: its exit ends the process. */
+	tgid = task->tgid;
+	if (bpf_map_lookup_elem(&traced, &tgid))
 		on_exit(task);
 	return 0;
 }
