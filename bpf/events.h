@@ -27,6 +27,8 @@ enum ev_kind {
 	EV_COMM = 9,
 	EV_BLOCK = 10,
 	EV_PCACHE = 11,
+	EV_URING = 14,
+	EV_AIO = 15,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -39,6 +41,7 @@ enum op {
 	OP_CLOSE,
 	OP_SENDFILE, OP_COPY_FILE_RANGE,
 	OP_FSYNC, OP_FDATASYNC, OP_SYNC_FILE_RANGE,
+	OP_IO_SUBMIT, OP_IO_GETEVENTS, OP_IO_PGETEVENTS,
 	OP__COUNT,
 };
 
@@ -241,6 +244,51 @@ struct ev_block {
 	u32 _pad2;
 	char comm[16];
 	char disk[32];
+};
+
+/* ev_uring.h.flags */
+#define URF_FIXED_FILE 1    /* IOSQE_FIXED_FILE: fd is an index into the registered files */
+#define URF_SQPOLL 2        /* submitted by the ring's SQPOLL thread */
+#define URF_FILEPOS 4       /* offset -1: the file position (read back at completion) */
+#define URF_NO_OFFSET 8     /* no offset known (a stream, or position unreadable) */
+#define URF_REQ_PARTIAL 16  /* more iovecs than summed: requested is a lower bound */
+#define URF_BUF_SELECT 32   /* the kernel picks a provided buffer: requested is its limit */
+
+/* One io_uring read/write request of a traced process, from submission
+ * (io_uring_submit_req, in the submitting thread) to completion
+ * (io_uring_complete, in whatever task completes it). h.op: IORING_OP_*;
+ * h.pid/h.tid: the submitter; h.ts: submission. */
+struct ev_uring {
+	struct ev_hdr h;
+	u64 dur;
+	u64 file;
+	u64 offset;
+	u64 requested;
+	u64 user_data;
+	s64 ret;            /* the completion's res: bytes or -errno */
+	s32 fd;             /* sqe->fd (a registered-file index with URF_FIXED_FILE) */
+	u32 complete_tid;   /* the thread the completion ran in */
+};
+
+/* libaio: io_submit / io_getevents / io_pgetevents. h.op: OP_IO_*;
+ * h.flags: IOF_REQ_PARTIAL when more iocbs or events than summed. */
+struct ev_aio {
+	struct ev_hdr h;
+	u64 dur;
+	u64 ctx;        /* aio_context_t */
+	u64 file;       /* the first iocb's file */
+	u64 offset;     /* the first iocb's aio_offset */
+	u64 read_bytes; /* submit: aio_nbytes of the pread iocbs; getevents: res > 0 of their events */
+	u64 write_bytes; /* the same for pwrite iocbs */
+	s64 ret;
+	s64 nr;         /* iocbs passed / most events wanted */
+	s64 min_nr;     /* getevents: fewest events wanted */
+	s32 fd;         /* the first iocb's aio_fildes, -1 if unread */
+	u16 counted;    /* iocbs or events summed */
+	u16 errors;     /* getevents: summed events with res < 0 */
+	u16 aio_op;     /* the first iocb's aio_lio_opcode */
+	u16 _pad;
+	u32 nblk;
 };
 
 #endif

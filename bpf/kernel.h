@@ -242,6 +242,57 @@ struct trace_event_raw_mm_filemap_op_page_cache {
 	unsigned char order;
 } __attribute__((preserve_access_index));
 
+/* io_uring (Linux 5.18+ for a request pointer in both tracepoints). Each
+ * request's command data (struct io_rw for reads and writes) sits at the
+ * start of struct io_kiocb, in a union with the file pointer. */
+struct kiocb {
+	struct file *ki_filp;
+	loff_t ki_pos;
+} __attribute__((preserve_access_index));
+
+struct io_rw {
+	struct kiocb kiocb;
+	u64 addr;
+	u32 len;  /* u64 before 5.18: the low half, on little-endian x86_64 */
+} __attribute__((preserve_access_index));
+
+struct io_cqe {
+	u64 user_data;
+	s32 res;
+	union {
+		u32 flags;
+		int fd;  /* before completion: sqe->fd (5.19+) */
+	};
+} __attribute__((preserve_access_index));
+
+struct io_kiocb {
+	struct file *file;
+	u8 opcode;
+	struct io_cqe cqe;
+} __attribute__((preserve_access_index));
+
+/* The tracepoints' records (classic tracepoint programs get these). */
+struct trace_event_raw_io_uring_submit_req {
+	void *req;
+	u8 opcode;
+	unsigned long long flags;
+	bool sq_thread;
+} __attribute__((preserve_access_index));
+
+/* The same tracepoint before 6.0 (5.18, 5.19: with a request pointer). */
+struct trace_event_raw_io_uring_submit_sqe {
+	void *req;
+	u8 opcode;
+	u32 flags;
+	bool sq_thread;
+} __attribute__((preserve_access_index));
+
+struct trace_event_raw_io_uring_complete {
+	void *req;
+	int res;
+	u64 user_data;
+} __attribute__((preserve_access_index));
+
 /* User-space ABI structs (stable, no relocation needed). */
 struct open_how {
 	u64 flags;
@@ -252,6 +303,29 @@ struct open_how {
 struct iovec {
 	void *iov_base;
 	u64 iov_len;
+};
+
+/* linux/aio_abi.h, x86_64 (little-endian: aio_key before aio_rw_flags). */
+struct iocb {
+	u64 aio_data;
+	u32 aio_key;
+	u32 aio_rw_flags;
+	u16 aio_lio_opcode;
+	__s16 aio_reqprio;
+	u32 aio_fildes;
+	u64 aio_buf;
+	u64 aio_nbytes;
+	s64 aio_offset;
+	u64 aio_reserved2;
+	u32 aio_flags;
+	u32 aio_resfd;
+};
+
+struct io_event {
+	u64 data;
+	u64 obj;
+	s64 res;
+	s64 res2;
 };
 
 #endif

@@ -139,6 +139,8 @@ struct ev_comm keep_comm = {};
 struct ev_block keep_block = {};
 struct ev_ioac keep_ioac = {};
 struct ev_pcache keep_pcache = {};
+struct ev_uring keep_uring = {};
+struct ev_aio keep_aio = {};
 enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;
@@ -679,6 +681,139 @@ static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret
 	}
 }
 
+/* libaio: the iocbs summed per io_submit, the events per io_getevents. */
+#define MAX_AIO 16
+#define IOCB_CMD_PREAD 0
+#define IOCB_CMD_PWRITE 1
+#define IOCB_CMD_PREADV 7
+#define IOCB_CMD_PWRITEV 8
+
+/* The first iocb's file, opcode and offset. */
+static __always_inline void aio_first(struct ev_aio *e, const struct iocb *cb, u64 id, bool fast)
+{
+	struct iocb c;
+
+	if (bpf_probe_read_user(&c, sizeof(c), cb)) {
+		/* Freed already: a detail missing, not an event lost. */
+		e->h.flags |= IOF_REQ_PARTIAL;
+		return;
+	}
+	e->fd = c.aio_fildes;
+	e->aio_op = c.aio_lio_opcode;
+	e->offset = c.aio_offset;
+	e->file = file_key(FD_FILE((s32)c.aio_fildes), id, NULL);
+}
+
+static __always_inline void aio_submit(struct ev_aio *e, struct pt_regs *regs, u64 id, bool fast)
+{
+	/* io_submit(ctx, nr, iocbpp): the iocbs passed, whether or not all went in. */
+	struct iocb **cbs = (struct iocb **)ARG(3);
+	s64 nr = ARG(2);
+	u64 n = nr > 0 ? nr : 0;
+
+	e->nr = nr;
+	if (n > MAX_AIO) {
+		e->h.flags |= IOF_REQ_PARTIAL;
+		n = MAX_AIO;
+	}
+	for (int i = 0; i < MAX_AIO; i++) {
+		struct iocb *cb = NULL;
+		struct iocb c;
+
+		if (i >= n)
+			break;
+		if (bpf_probe_read_user(&cb, sizeof(cb), &cbs[i]) || bpf_probe_read_user(&c, sizeof(c), cb)) {
+			e->h.flags |= IOF_REQ_PARTIAL;
+			break;
+		}
+		if (i == 0) {
+			e->fd = c.aio_fildes;
+			e->aio_op = c.aio_lio_opcode;
+			e->offset = c.aio_offset;
+		}
+		if (c.aio_lio_opcode == IOCB_CMD_PREAD)
+			e->read_bytes += c.aio_nbytes;
+		else if (c.aio_lio_opcode == IOCB_CMD_PWRITE)
+			e->write_bytes += c.aio_nbytes;
+		else if (c.aio_lio_opcode == IOCB_CMD_PREADV || c.aio_lio_opcode == IOCB_CMD_PWRITEV)
+			/* aio_nbytes counts iovecs there: not summed. */
+			e->h.flags |= IOF_REQ_PARTIAL;
+		e->counted = i + 1;
+	}
+	if (e->counted)
+		e->file = file_key(FD_FILE(e->fd), id, NULL);
+}
+
+static __always_inline void aio_events(struct ev_aio *e, struct pt_regs *regs, s64 ret, u64 id, bool fast)
+{
+	/* io_getevents(ctx, min_nr, nr, events, timeout): the events returned. */
+	struct io_event *ev = (struct io_event *)ARG(4);
+	u64 n = ret > 0 ? ret : 0;
+
+	e->min_nr = ARG(2);
+	e->nr = ARG(3);
+	if (n > MAX_AIO) {
+		e->h.flags |= IOF_REQ_PARTIAL;
+		n = MAX_AIO;
+	}
+	for (int i = 0; i < MAX_AIO; i++) {
+		struct io_event x;
+		u16 cmd;
+
+		if (i >= n)
+			break;
+		if (bpf_probe_read_user(&x, sizeof(x), &ev[i])) {
+			e->h.flags |= IOF_REQ_PARTIAL;
+			break;
+		}
+		if (i == 0)
+			/* The iocb it completes, if the program still has it. */
+			aio_first(e, (const struct iocb *)x.obj, id, fast);
+		if (x.res < 0) {
+			e->errors += 1;
+		} else if (bpf_probe_read_user(&cmd, sizeof(cmd), &((const struct iocb *)x.obj)->aio_lio_opcode)) {
+			/* Its iocb is gone: a read or a write, not known. */
+			e->h.flags |= IOF_REQ_PARTIAL;
+		} else if (cmd == IOCB_CMD_PWRITE || cmd == IOCB_CMD_PWRITEV) {
+			e->write_bytes += x.res;
+		} else if (cmd == IOCB_CMD_PREAD || cmd == IOCB_CMD_PREADV) {
+			e->read_bytes += x.res;
+		}
+		e->counted = i + 1;
+	}
+}
+
+static __always_inline void on_aio(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
+{
+	struct ev_aio *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	fill_hdr(&e->h, EV_AIO, v->op, id, v->ts);
+	e->dur = now - v->ts;
+	e->ctx = ARG(1);
+	e->file = 0;
+	e->offset = 0;
+	e->read_bytes = 0;
+	e->write_bytes = 0;
+	e->ret = ret;
+	e->nr = 0;
+	e->min_nr = 0;
+	e->fd = -1;
+	e->counted = 0;
+	e->errors = 0;
+	e->aio_op = 0;
+	e->_pad = 0;
+	e->nblk = v->nblk;
+	if (v->op == OP_IO_SUBMIT)
+		aio_submit(e, regs, id, fast);
+	else
+		aio_events(e, regs, ret, id, fast);
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
 /* Syscall exit: `v` is a copy of the entry state; on the fast route `st`
  * is the thread's own state (it outlives the call) and `t` the thread. */
 static __always_inline void leave(struct inflight *v, struct inflight *st, struct task_struct *t,
@@ -700,6 +835,9 @@ static __always_inline void leave(struct inflight *v, struct inflight *st, struc
 	case OP_SENDFILE:
 	case OP_COPY_FILE_RANGE:
 		on_xfer(v, regs, ret, now, id, fast);
+		break;
+	case OP_IO_SUBMIT ... OP_IO_PGETEVENTS:
+		on_aio(v, regs, ret, now, id, fast);
 		break;
 	}
 }
@@ -967,7 +1105,17 @@ int sched_exit(struct bpf_raw_tracepoint_args *ctx)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(fast_sched_exit, struct task_struct *task)
 {
-	if (state_of(task))
+	u32 tgid;
+
+	if (state_of(task)) {
+		on_exit(task);
+		return 0;
+	}
+	/* io_uring's threads (iou-wrk-*, iou-sqp-*) are created without
+	 * sched_process_fork, so they carry no state, and one of them may be
+	 * the process's last thread to exit: its exit ends the process. */
+	tgid = task->tgid;
+	if (bpf_map_lookup_elem(&traced, &tgid))
 		on_exit(task);
 	return 0;
 }
@@ -1018,6 +1166,172 @@ int fast_pcache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 
 	if (st)
 		on_pcache(ctx, st->op);
+	return 0;
+}
+
+/*
+ * io_uring reads and writes of traced processes. A request is submitted in
+ * the thread that called io_uring_enter (or the ring's SQPOLL thread, a
+ * thread of the same process) and completes wherever the kernel finishes
+ * it: in that thread's task work, an io-wq worker (iou-wrk-*), or an
+ * interrupt. So the submission is kept by request pointer until its
+ * completion, which is attributed to the submitter. Classic tracepoints:
+ * their records have the same fields on every kernel with a request
+ * pointer (5.18+), and they work on both routes.
+ */
+#define IORING_OP_READV 1
+#define IORING_OP_WRITEV 2
+#define IORING_OP_READ_FIXED 4
+#define IORING_OP_WRITE_FIXED 5
+#define IORING_OP_READ 22
+#define IORING_OP_WRITE 23
+#define IOSQE_FIXED_FILE 1
+#define IOSQE_BUFFER_SELECT 32
+
+struct uring_req {
+	u64 ts;
+	u64 offset;
+	u64 requested;
+	u32 pid;
+	u32 tid;
+	s32 fd;
+	u16 flags;
+	u8 opcode;
+	u8 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u64);
+	__type(value, struct uring_req);
+} uring_reqs SEC(".maps");
+
+/* Submissions of traced processes by opcode (all opcodes, drawn or not). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 256);
+	__type(key, u32);
+	__type(value, u64);
+} uring_ops SEC(".maps");
+
+static __always_inline void uring_submit(void *req, u8 opcode, u64 sqe_flags, bool sq_thread)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, op = opcode;
+	struct io_kiocb *k = req;
+	struct io_rw *rw = req;
+	struct uring_req v = {};
+	u64 key = (u64)req, *n;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return;
+	n = bpf_map_lookup_elem(&uring_ops, &op);
+	if (n)
+		*n += 1;
+	switch (opcode) {
+	case IORING_OP_READV:
+	case IORING_OP_WRITEV:
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_WRITE_FIXED:
+	case IORING_OP_READ:
+	case IORING_OP_WRITE:
+		break;
+	default:
+		return;
+	}
+	v.ts = bpf_ktime_get_boot_ns();
+	v.pid = tgid;
+	v.tid = (u32)id;
+	v.opcode = opcode;
+	v.fd = -1;
+	if (bpf_core_field_exists(k->cqe.fd))
+		v.fd = BPF_CORE_READ(k, cqe.fd);
+	if (sqe_flags & IOSQE_FIXED_FILE)
+		v.flags |= URF_FIXED_FILE;
+	if (sq_thread)
+		v.flags |= URF_SQPOLL;
+	/* The request was prepared before this tracepoint: its io_rw holds
+	 * the sqe's offset, buffer and length. */
+	v.offset = BPF_CORE_READ(rw, kiocb.ki_pos);
+	if (v.offset == (u64)-1)
+		v.flags |= URF_FILEPOS;
+	if (sqe_flags & IOSQE_BUFFER_SELECT)
+		v.flags |= URF_BUF_SELECT;
+	if (opcode == IORING_OP_READV || opcode == IORING_OP_WRITEV) {
+		u16 f = 0;
+
+		if (!(sqe_flags & IOSQE_BUFFER_SELECT))
+			v.requested = iov_sum((const struct iovec *)BPF_CORE_READ(rw, addr), BPF_CORE_READ(rw, len), &f);
+		if (f & IOF_REQ_PARTIAL)
+			v.flags |= URF_REQ_PARTIAL;
+	} else {
+		v.requested = BPF_CORE_READ(rw, len);
+	}
+	if (bpf_map_update_elem(&uring_reqs, &key, &v, BPF_ANY))
+		count_lost(LOST_MAP);
+}
+
+SEC("tp/io_uring/io_uring_submit_req")
+int uring_submit_req(struct trace_event_raw_io_uring_submit_req *ctx)
+{
+	uring_submit(ctx->req, ctx->opcode, ctx->flags, ctx->sq_thread);
+	return 0;
+}
+
+/* 5.18 and 5.19 call it io_uring_submit_sqe. */
+SEC("tp/io_uring/io_uring_submit_sqe")
+int uring_submit_sqe(struct trace_event_raw_io_uring_submit_sqe *ctx)
+{
+	uring_submit(ctx->req, ctx->opcode, ctx->flags, ctx->sq_thread);
+	return 0;
+}
+
+SEC("tp/io_uring/io_uring_complete")
+int uring_complete(struct trace_event_raw_io_uring_complete *ctx)
+{
+	u64 key = (u64)ctx->req;
+	struct uring_req *p = bpf_map_lookup_elem(&uring_reqs, &key);
+	struct io_kiocb *k = (void *)key;
+	struct io_rw *rw = (void *)key;
+	struct uring_req v;
+	struct ev_uring *e;
+	u64 now, pos;
+	s64 res;
+
+	if (!p)
+		return 0;
+	v = *p;
+	bpf_map_delete_elem(&uring_reqs, &key);
+	now = bpf_ktime_get_boot_ns();
+	res = ctx->res;
+	pos = v.offset;
+	if (v.flags & URF_FILEPOS) {
+		/* The request read the file position and moved it past what it did. */
+		pos = BPF_CORE_READ(rw, kiocb.ki_pos);
+		if (pos == (u64)-1)
+			v.flags |= URF_NO_OFFSET;
+		else if (res > 0)
+			pos -= res;
+	}
+	/* The file is named in the submitter's name: the id only labels EV_FILE. */
+	u64 fkey = file_key(BPF_CORE_READ(k, file), ((u64)v.pid << 32) | v.tid, NULL);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_URING, v.opcode, ((u64)v.pid << 32) | v.tid, v.ts);
+	e->h.flags = v.flags;
+	e->dur = now - v.ts;
+	e->file = fkey;
+	e->offset = pos;
+	e->requested = v.requested;
+	e->user_data = ctx->user_data;
+	e->ret = res;
+	e->fd = v.fd;
+	e->complete_tid = (u32)bpf_get_current_pid_tgid();
+	bpf_ringbuf_submit(e, wake_flags());
 	return 0;
 }
 

@@ -72,6 +72,8 @@ fn pid_of(r: &Record) -> u32 {
         Record::Mark(x) => x.pid,
         Record::IoAccounting(x) => x.pid,
         Record::PageCache(x) => x.pid,
+        Record::IoUring(x) => x.pid,
+        Record::Aio(x) => x.pid,
     }
 }
 

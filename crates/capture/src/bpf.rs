@@ -6,7 +6,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
 use crate::error::CaptureError;
-use crate::features::{BlockRoute, KernelBtf, PageCacheRoute};
+use crate::features::{BlockRoute, KernelBtf, PageCacheRoute, UringRoute};
 use crate::skel::types::lost;
 use crate::skel::{MltraceSkel, MltraceSkelBuilder};
 use crate::syscalls;
@@ -28,11 +28,13 @@ pub struct BpfConfig {
     pub route: Option<SyscallRoute>,
     /// Record the pages traced processes bring into the page cache.
     pub page_cache: bool,
+    /// Record io_uring read/write requests.
+    pub uring: bool,
 }
 
 impl Default for BpfConfig {
     fn default() -> Self {
-        BpfConfig { ring_bytes: 32 << 20, block: true, block_route: None, route: None, page_cache: true }
+        BpfConfig { ring_bytes: 32 << 20, block: true, block_route: None, route: None, page_cache: true, uring: true }
     }
 }
 
@@ -61,6 +63,9 @@ pub struct Plan {
     pub route: SyscallRoute,
     pub block: Option<BlockRoute>,
     pub page_cache: Option<PageCacheRoute>,
+    /// io_uring requests, or why not (the kernel's tracepoints, `--io-uring
+    /// off`, or their programs did not load).
+    pub uring: Result<UringRoute, String>,
     /// Why the fast route was not used although the kernel should have it.
     pub fallback: Option<String>,
 }
@@ -71,7 +76,12 @@ impl Plan {
         let fast_ok = crate::system::kernel_version().is_some_and(|v| v >= (5, 11)) && kernel.available();
         let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
         let page_cache = if cfg.page_cache { PageCacheRoute::choose(kernel) } else { None };
-        Plan { route, block, page_cache, fallback: None }
+        let uring = if cfg.uring {
+            UringRoute::choose(kernel).map_err(str::to_string)
+        } else {
+            Err("turned off (--io-uring off)".to_string())
+        };
+        Plan { route, block, page_cache, uring, fallback: None }
     }
 }
 
@@ -79,26 +89,58 @@ fn bpf_err(stage: &str) -> impl FnOnce(libbpf_rs::Error) -> CaptureError + '_ {
     move |source| CaptureError::Bpf { stage: stage.to_string(), source }
 }
 
-/// Loads and attaches the programs of `plan`; if the fast route fails to
+/// Loads and attaches the programs of `plan`. If the fast route fails to
 /// load (a kernel that lacks a piece of it), falls back to the compat
-/// route and says so in `plan`.
+/// route and says so in `plan`. io_uring's programs read kernel types
+/// that change between versions: when they alone keep the rest from
+/// loading, recording goes on without them and `plan.uring` says why.
 pub fn load<'obj>(
-    storage: &'obj mut [MaybeUninit<OpenObject>; 2],
+    storage: &'obj mut [MaybeUninit<OpenObject>; 4],
     cfg: &BpfConfig,
     plan: &mut Plan,
 ) -> Result<MltraceSkel<'obj>, CaptureError> {
-    let (first, second) = storage.split_at_mut(1);
-    if plan.route == SyscallRoute::Fast {
-        match load_route(&mut first[0], cfg, plan) {
-            Ok(s) => return Ok(s),
-            Err(e) if cfg.route.is_none() => {
-                plan.fallback = Some(e.to_string().lines().next().unwrap_or_default().to_string());
-                plan.route = SyscallRoute::Compat;
+    let with_uring = plan.uring.is_ok();
+    let mut tries = Vec::new();
+    for route in [SyscallRoute::Fast, SyscallRoute::Compat] {
+        let wanted = route == plan.route || (route == SyscallRoute::Compat && cfg.route.is_none());
+        if wanted {
+            tries.push((route, with_uring));
+            if with_uring {
+                tries.push((route, false));
             }
-            Err(e) => return Err(e),
         }
     }
-    load_route(&mut second[0], cfg, plan)
+    let first_line = |e: &CaptureError| e.to_string().lines().next().unwrap_or_default().to_string();
+    let (mut fast_error, mut uring_error, mut last) = (None, None, None);
+    for (slot, (route, uring)) in storage.iter_mut().zip(tries) {
+        let mut p = plan.clone();
+        p.route = route;
+        if !uring {
+            p.uring = Err(String::new());
+        }
+        match load_route(slot, cfg, &p) {
+            Ok(skel) => {
+                if route != plan.route {
+                    plan.fallback = fast_error;
+                    plan.route = route;
+                }
+                if with_uring && !uring {
+                    plan.uring = Err(format!("its programs did not load ({})", uring_error.unwrap_or_default()));
+                }
+                return Ok(skel);
+            }
+            Err(e) => {
+                if uring {
+                    uring_error = Some(first_line(&e));
+                }
+                if route == SyscallRoute::Fast {
+                    fast_error = Some(first_line(&e));
+                }
+                last = Some(e);
+            }
+        }
+    }
+    Err(last.expect("at least one route is tried"))
 }
 
 fn load_route<'obj>(
@@ -139,6 +181,9 @@ fn load_route<'obj>(
         (&mut progs.fast_block_rq_insert, fast && plan.block == Some(BlockRoute::RqInsert)),
         (&mut progs.fast_block_rq_issue, fast && plan.block.is_some()),
         (&mut progs.block_rq_complete, plan.block.is_some()),
+        (&mut progs.uring_submit_req, plan.uring == Ok(UringRoute::SubmitReq)),
+        (&mut progs.uring_submit_sqe, plan.uring == Ok(UringRoute::SubmitSqe)),
+        (&mut progs.uring_complete, plan.uring.is_ok()),
     ] {
         p.set_autoload(on);
     }
@@ -209,6 +254,26 @@ pub fn read_lost(skel: &MltraceSkel<'_>) -> [u64; LOST_SLOTS] {
     out
 }
 
+/// io_uring submissions of traced processes by opcode, summed over CPUs
+/// (every opcode: only reads and writes become records).
+pub fn read_uring_ops(skel: &MltraceSkel<'_>) -> Vec<mltrace_log::UringOpCount> {
+    let mut out = Vec::new();
+    for op in 0..=u8::MAX {
+        if let Ok(Some(per_cpu)) = skel.maps.uring_ops.lookup_percpu(&u32::from(op).to_ne_bytes(), MapFlags::ANY) {
+            let n: u64 =
+                per_cpu.iter().filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()))).sum();
+            if n > 0 {
+                out.push(mltrace_log::UringOpCount {
+                    opcode: op,
+                    name: mltrace_log::names::uring_opcode(op),
+                    count: n,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// What is attached, for the log header and `mltrace doctor`.
 pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
     let names: Vec<&str> = syscalls::traced().iter().map(|(_, o)| op_name(o.0)).collect();
@@ -231,6 +296,13 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
             subsystem: "page cache".into(),
             mechanism: if plan.route == SyscallRoute::Fast { "tracepoint, per-task storage" } else { "tracepoint" }
                 .into(),
+            detail: route.describe().into(),
+        });
+    }
+    if let Ok(route) = plan.uring {
+        v.push(mltrace_log::Probe {
+            subsystem: "io_uring".into(),
+            mechanism: "tracepoint".into(),
             detail: route.describe().into(),
         });
     }
@@ -267,6 +339,9 @@ fn op_name(o: u32) -> &'static str {
         op::OP_FSYNC => "fsync",
         op::OP_FDATASYNC => "fdatasync",
         op::OP_SYNC_FILE_RANGE => "sync_file_range",
+        op::OP_IO_SUBMIT => "io_submit",
+        op::OP_IO_GETEVENTS => "io_getevents",
+        op::OP_IO_PGETEVENTS => "io_pgetevents",
         _ => "?",
     }
 }

@@ -9,8 +9,8 @@ use mltrace_log::*;
 use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::inodes::InodeNames;
 use crate::skel::types::{
-    ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac, ev_kind, ev_open,
-    ev_pcache, ev_xfer, op,
+    ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac, ev_kind, ev_open,
+    ev_pcache, ev_uring, ev_xfer, op,
 };
 
 /// BPF flag bits (events.h).
@@ -19,7 +19,38 @@ const TR_ABS: u8 = 2;
 const TR_UNREADABLE: u8 = 4;
 const F_DISCONNECTED: u8 = 8;
 const IOF_FILEPOS: u16 = 1;
+const IOF_REQ_PARTIAL: u16 = 2;
 const IOF_NO_OFFSET: u16 = 4;
+const URF_FIXED_FILE: u16 = 1;
+const URF_SQPOLL: u16 = 2;
+const URF_FILEPOS: u16 = 4;
+const URF_NO_OFFSET: u16 = 8;
+const URF_REQ_PARTIAL: u16 = 16;
+const URF_BUF_SELECT: u16 = 32;
+
+/// BPF's URF_* bits (events.h) to the log's [`uring`] bits.
+fn uring_flags(f: u16) -> u8 {
+    const MAP: [(u16, u8); 4] = [
+        (URF_FIXED_FILE, uring::FIXED_FILE),
+        (URF_SQPOLL, uring::SQPOLL),
+        (URF_REQ_PARTIAL, uring::REQ_PARTIAL),
+        (URF_BUF_SELECT, uring::BUF_SELECT),
+    ];
+    MAP.iter().filter(|(from, _)| f & from != 0).fold(0, |acc, (_, to)| acc | to)
+}
+
+/// Where an io_uring request's offset came from.
+fn uring_offset_src(f: u16, kind: FileKind) -> OffsetSrc {
+    if f & URF_NO_OFFSET != 0 {
+        OffsetSrc::None
+    } else if f & URF_FILEPOS == 0 {
+        OffsetSrc::Explicit
+    } else if matches!(kind, FileKind::Regular | FileKind::BlockDev) {
+        OffsetSrc::FilePos
+    } else {
+        OffsetSrc::None
+    }
+}
 
 /// Copies the first bytes of `data` into a zeroed `T` (a plain C struct from
 /// the skeleton, valid for any bytes). Records with strings are shorter than
@@ -136,6 +167,9 @@ pub struct KernelDecoder {
     /// (dev, inode, frame generation, id).
     last_pcache: Option<(u32, u64, u64, StrId)>,
     page_size: u64,
+    /// SQPOLL threads already named (they are never forked where
+    /// sched_process_fork sees them).
+    sqpoll_named: Vec<u32>,
     /// The command's pid until it has exec'd: its syscalls before that are
     /// mltrace's own launch handshake, not the command's.
     pre_exec: Option<u32>,
@@ -158,6 +192,14 @@ fn open_op(o: u8) -> OpenOp {
         op::OP_OPENAT2 => OpenOp::Openat2,
         op::OP_CREAT => OpenOp::Creat,
         _ => OpenOp::Openat,
+    }
+}
+
+fn aio_op(o: u8) -> AioOp {
+    match op(o.into()) {
+        op::OP_IO_GETEVENTS => AioOp::Getevents,
+        op::OP_IO_PGETEVENTS => AioOp::Pgetevents,
+        _ => AioOp::Submit,
     }
 }
 
@@ -229,6 +271,21 @@ impl KernelDecoder {
         self.files.insert(key, kind, path);
     }
 
+    /// Names a ring's SQPOLL thread (`iou-sqp-PID`), whose requests go on
+    /// its own track: a Comm record, from /proc while it runs.
+    #[cold]
+    fn name_sqpoll(&mut self, h: &ev_hdr, enc: &mut FrameEncoder) {
+        if self.sqpoll_named.len() >= 1024 {
+            self.sqpoll_named.clear();
+        }
+        self.sqpoll_named.push(h.tid);
+        let comm = std::fs::read_to_string(format!("/proc/{}/task/{}/comm", h.pid, h.tid))
+            .map(|c| c.trim_end().to_string())
+            .unwrap_or_else(|_| format!("iou-sqp-{}", h.pid));
+        let comm = enc.intern(comm.as_bytes());
+        enc.push(&Record::Comm(Comm { ts: h.ts, pid: h.pid, tid: h.tid, comm }));
+    }
+
     /// Decodes one ring record into zero or more log records.
     pub fn decode(&mut self, data: &[u8], enc: &mut FrameEncoder) {
         if data.len() < size_of::<ev_hdr>() {
@@ -248,6 +305,8 @@ impl KernelDecoder {
             ev_kind::EV_EXEC => offset_of!(ev_exec, data),
             ev_kind::EV_BLOCK => size_of::<ev_block>(),
             ev_kind::EV_PCACHE => size_of::<ev_pcache>(),
+            ev_kind::EV_URING => size_of::<ev_uring>(),
+            ev_kind::EV_AIO => size_of::<ev_aio>(),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -259,9 +318,13 @@ impl KernelDecoder {
             if h.pid == root {
                 match kind {
                     ev_kind::EV_EXEC => self.pre_exec = None,
-                    ev_kind::EV_IO | ev_kind::EV_OPEN | ev_kind::EV_CLOSE | ev_kind::EV_XFER | ev_kind::EV_PCACHE => {
-                        return
-                    }
+                    ev_kind::EV_IO
+                    | ev_kind::EV_OPEN
+                    | ev_kind::EV_CLOSE
+                    | ev_kind::EV_XFER
+                    | ev_kind::EV_PCACHE
+                    | ev_kind::EV_URING
+                    | ev_kind::EV_AIO => return,
                     _ => {}
                 }
             }
@@ -481,6 +544,57 @@ impl KernelDecoder {
                     offset: e.index.wrapping_mul(self.page_size),
                     bytes: u64::from(e.pages) * self.page_size,
                     during: cache_during(h.op),
+                }));
+            }
+            ev_kind::EV_URING => {
+                let e: ev_uring = read(data);
+                if h.flags & URF_SQPOLL != 0 && !self.sqpoll_named.contains(&h.tid) {
+                    self.name_sqpoll(&h, enc);
+                }
+                let (path, kind) = self.file(e.file, enc);
+                let offset_src = uring_offset_src(h.flags, kind);
+                enc.push(&Record::IoUring(IoUring {
+                    ts: h.ts,
+                    dur: e.dur,
+                    pid: h.pid,
+                    tid: h.tid,
+                    op: UringOp::from_u8(h.op),
+                    fd: e.fd,
+                    path,
+                    kind,
+                    offset: if offset_src == OffsetSrc::None { 0 } else { e.offset },
+                    offset_src,
+                    requested: e.requested,
+                    ret: e.ret,
+                    user_data: e.user_data,
+                    complete_tid: e.complete_tid,
+                    flags: uring_flags(h.flags),
+                }));
+            }
+            ev_kind::EV_AIO => {
+                let e: ev_aio = read(data);
+                let (path, kind) = self.file(e.file, enc);
+                enc.push(&Record::Aio(Aio {
+                    ts: h.ts,
+                    dur: e.dur,
+                    pid: h.pid,
+                    tid: h.tid,
+                    op: aio_op(h.op),
+                    ctx: e.ctx,
+                    fd: e.fd,
+                    path,
+                    kind,
+                    cmd: if e.fd < 0 { AioCmd::Other } else { AioCmd::from_u8(e.aio_op.min(255) as u8) },
+                    offset: e.offset,
+                    nr: e.nr,
+                    min_nr: e.min_nr,
+                    ret: e.ret,
+                    read_bytes: e.read_bytes,
+                    write_bytes: e.write_bytes,
+                    counted: e.counted,
+                    errors: e.errors,
+                    flags: if h.flags & IOF_REQ_PARTIAL != 0 { aio::PARTIAL } else { 0 },
+                    block_reqs: e.nblk,
                 }));
             }
             ev_kind::EV_BLOCK => {

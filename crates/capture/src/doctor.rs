@@ -117,14 +117,18 @@ pub fn run() -> Vec<Check> {
         "block_rq_issue",
         "block_rq_complete",
         "mm_filemap_add_to_page_cache",
+        "io_uring_submit_req",
+        "io_uring_complete",
     ];
     let (have, lack): (Vec<&str>, Vec<&str>) = tps.iter().partition(|t| kernel.has_tracepoint(t));
     out.push(check(
         "tracepoints",
-        if lack
-            .iter()
-            .any(|t| !t.starts_with("block_io") && !t.starts_with("block_rq_insert") && !t.starts_with("mm_filemap"))
-        {
+        if lack.iter().any(|t| {
+            !t.starts_with("block_io")
+                && !t.starts_with("block_rq_insert")
+                && !t.starts_with("mm_filemap")
+                && !t.starts_with("io_uring")
+        }) {
             Status::Fail
         } else {
             Status::Ok
@@ -137,7 +141,7 @@ pub fn run() -> Vec<Check> {
     }
     let cfg = BpfConfig { ring_bytes: 1 << 16, ..Default::default() };
     let mut plan = Plan::new(&cfg, &kernel);
-    let mut storage = [MaybeUninit::uninit(), MaybeUninit::uninit()];
+    let mut storage: [MaybeUninit<_>; 4] = std::array::from_fn(|_| MaybeUninit::uninit());
     match bpf::load(&mut storage, &cfg, &mut plan) {
         Ok(skel) => {
             let n = skel.object().progs().filter(|p| p.autoload()).count();
@@ -157,6 +161,7 @@ pub fn run() -> Vec<Check> {
             "syscalls" => "syscall probes",
             "processes" => "process probes",
             "page cache" => "page-cache probe",
+            "io_uring" => "io_uring probes",
             _ => "block probes",
         };
         out.push(check(name, Status::Ok, format!("{}: {}", p.mechanism, p.detail)));
@@ -168,6 +173,14 @@ pub fn run() -> Vec<Check> {
             "no filemap:mm_filemap_add_to_page_cache: bytes from storage are not attributed to files",
         ));
     }
+    if let Err(why) = &plan.uring {
+        out.push(check("io_uring probes", Status::Absent, format!("{why}: io_uring requests are not recorded")));
+    }
+    out.push(check(
+        "libaio",
+        Status::Ok,
+        "io_submit, io_getevents, io_pgetevents through the syscall probes (with the first iocb's file)",
+    ));
     if plan.block.is_none() {
         out.push(check("block probes", Status::Fail, "block_rq_issue/block_rq_complete missing: no block I/O"));
     } else if plan.block == Some(BlockRoute::RqInsert) {

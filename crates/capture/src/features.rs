@@ -90,3 +90,41 @@ impl BlockRoute {
         }
     }
 }
+
+/// How io_uring requests are seen: a submission tracepoint and
+/// io_uring_complete, both with the request's pointer to pair them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UringRoute {
+    /// io_uring_submit_req (Linux 6.0+).
+    SubmitReq,
+    /// io_uring_submit_sqe with a request pointer (5.18, 5.19).
+    SubmitSqe,
+}
+
+impl UringRoute {
+    /// The route, or why io_uring requests cannot be recorded here.
+    pub fn choose(k: &KernelBtf) -> Result<UringRoute, &'static str> {
+        if !k.has_tracepoint("io_uring_complete") {
+            return Err("no io_uring tracepoints (a kernel without io_uring)");
+        }
+        if !k.has_member("trace_event_raw_io_uring_complete", "req") {
+            return Err("io_uring_complete has no request pointer (kernels before 5.18): \
+                        completions cannot be paired with submissions");
+        }
+        let with_req = |tp: &str| k.has_tracepoint(tp) && k.has_member(&format!("trace_event_raw_{tp}"), "req");
+        if with_req("io_uring_submit_req") {
+            Ok(UringRoute::SubmitReq)
+        } else if with_req("io_uring_submit_sqe") {
+            Ok(UringRoute::SubmitSqe)
+        } else {
+            Err("no io_uring submission tracepoint with a request pointer")
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            UringRoute::SubmitReq => "io_uring:io_uring_submit_req + io_uring:io_uring_complete, paired by request",
+            UringRoute::SubmitSqe => "io_uring:io_uring_submit_sqe + io_uring:io_uring_complete, paired by request",
+        }
+    }
+}

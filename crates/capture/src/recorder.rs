@@ -484,11 +484,17 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         out.chown(u.uid, u.gid)?;
     }
     let mut plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
-    let mut storage = [MaybeUninit::uninit(), MaybeUninit::uninit()];
+    let mut storage: [MaybeUninit<_>; 4] = std::array::from_fn(|_| MaybeUninit::uninit());
     let skel = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
     if let Some(why) = &plan.fallback {
         // Slower, but everything is still recorded: say so, once.
         eprintln!("mltrace: the fast (tp_btf) probes did not load here ({why}); using raw_tp and hash maps");
+    }
+    if let Err(why) = &plan.uring {
+        // Absent tracepoints are for `doctor` to explain; a load failure is news.
+        if why.starts_with("its programs") {
+            eprintln!("mltrace: io_uring requests are not recorded: {why}");
+        }
     }
     let _mask = SignalBlock::new();
     let started = Instant::now();
@@ -647,6 +653,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 let _ = acct_tx.send(system::live_accounting(&bpf::traced_pids(skel_ref)));
                 // While the probes are still attached, so the two compare.
                 let disks = if plan.block.is_some() { system::disk_snapshot() } else { None };
+                let uring_ops = if plan.uring.is_ok() { bpf::read_uring_ops(skel_ref) } else { Vec::new() };
                 shared_ref.stop_samplers.store(true, Ordering::Release);
                 let mut sampler_cpu = proc_h.map(|h| h.join().expect("sampler thread panicked")).unwrap_or(0);
                 let mut warnings = Vec::new();
@@ -657,7 +664,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 }
                 shared_ref.stop.store(true, Ordering::Release);
                 let _ = sig_h.join();
-                Ok((st, disks, sampler_cpu, warnings))
+                Ok((st, disks, sampler_cpu, warnings, uring_ops))
             }
             Err(errno) => {
                 // Nothing of the command was recorded: `out` is removed on drop.
@@ -681,7 +688,8 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         Ok::<_, CaptureError>((wait_status, lost, writer, write_error, phase_warnings, files))
     });
     let (wait_status, lost, writer, mut write_error, phase_warnings, files) = outcome?;
-    let (wait_status, diskstats, sampler_cpu_ns, mut warnings) = wait_status.map_err(CaptureError::Command)?;
+    let (wait_status, diskstats, sampler_cpu_ns, mut warnings, uring_ops) =
+        wait_status.map_err(CaptureError::Command)?;
     warnings.extend(phase_warnings);
     let lost_list: Vec<(LostKind, u64)> =
         lost.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, &n)| (LostKind::from_u8(k as u8), n)).collect();
@@ -698,6 +706,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         diskstats,
         sampler_cpu_ns,
         warnings: warnings.clone(),
+        uring_ops,
         ..Default::default()
     };
     let mut log_bytes = writer.bytes_written();

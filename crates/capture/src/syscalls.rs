@@ -28,12 +28,16 @@ pub fn traced() -> Vec<(i64, op)> {
         (libc::SYS_fsync, op::OP_FSYNC),
         (libc::SYS_fdatasync, op::OP_FDATASYNC),
         (libc::SYS_sync_file_range, op::OP_SYNC_FILE_RANGE),
+        (libc::SYS_io_submit, op::OP_IO_SUBMIT),
+        (libc::SYS_io_getevents, op::OP_IO_GETEVENTS),
     ];
     // Newer architectures (aarch64, riscv) only have openat.
     #[cfg(target_arch = "x86_64")]
     {
         v.push((libc::SYS_open, op::OP_OPEN));
         v.push((libc::SYS_creat, op::OP_CREAT));
+        // Not in the libc crate for x86_64 (asm/unistd_64.h: 333).
+        v.push((333, op::OP_IO_PGETEVENTS));
     }
     v
 }

@@ -12,7 +12,7 @@ fn log(n: u64, frame: usize) -> Vec<u8> {
     let mut w = RecordWriter::new(Vec::new(), &h).unwrap().with_frame_records(frame);
     for i in 0..n {
         let ts = 1000 + i * 17;
-        w.push_with(|e| match i % 8 {
+        w.push_with(|e| match i % 10 {
             0 => Record::Io(Io {
                 ts,
                 dur: 5,
@@ -65,6 +65,33 @@ fn log(n: u64, frame: usize) -> Vec<u8> {
                 rchar: 4096 * i,
                 syscr: i,
                 read_bytes: 8192,
+                ..Default::default()
+            }),
+            7 => Record::IoUring(IoUring {
+                ts,
+                dur: 700,
+                pid: 1,
+                tid: 2,
+                op: UringOp::Read,
+                fd: 4,
+                path: e.intern(b"/data/x"),
+                requested: 4096,
+                ret: 4096,
+                complete_tid: 3,
+                ..Default::default()
+            }),
+            8 => Record::Aio(Aio {
+                ts,
+                dur: 90,
+                pid: 1,
+                tid: 2,
+                op: AioOp::Submit,
+                fd: 4,
+                path: e.intern(b"/data/x"),
+                nr: 2,
+                ret: 2,
+                read_bytes: 8192,
+                counted: 2,
                 ..Default::default()
             }),
             _ => Record::Lost(Lost { ts, kind: LostKind::RingFull, count: i }),

@@ -84,6 +84,16 @@ pub struct LostTotal {
     pub count: u64,
 }
 
+/// io_uring submissions of one opcode by the traced processes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UringOpCount {
+    /// IORING_OP_*.
+    pub opcode: u8,
+    pub name: String,
+    pub count: u64,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Trailer {
@@ -101,4 +111,7 @@ pub struct Trailer {
     pub sampler_cpu_ns: u64,
     /// What stopped working during the recording (e.g. a GPU's metrics).
     pub warnings: Vec<String>,
+    /// io_uring submissions by opcode, every opcode (reads and writes are
+    /// also records; the others are only counted here).
+    pub uring_ops: Vec<UringOpCount>,
 }

@@ -124,6 +124,40 @@ pub fn syscall(op: &str, ret: i64) -> String {
     }
 }
 
+/// `io_uring read 64 KiB`, `io_uring readv ECANCELED`: an io_uring request.
+pub fn uring(op: UringOp, ret: i64) -> String {
+    match outcome(ret) {
+        Outcome::Ok(n) => format!("io_uring {} {}", op.name(), names::size(n)),
+        Outcome::Err(e) => format!("io_uring {} {}", op.name(), names::errno(e)),
+        Outcome::Unknown => format!("io_uring {} ?", op.name()),
+    }
+}
+
+/// An io_uring request's [`uring`] bits, for display: `fixed file, SQPOLL`.
+pub fn uring_flags(flags: u8) -> String {
+    const NAMES: [(u8, &str); 4] = [
+        (uring::FIXED_FILE, "fixed file"),
+        (uring::SQPOLL, "SQPOLL"),
+        (uring::REQ_PARTIAL, "more iovecs than summed"),
+        (uring::BUF_SELECT, "provided buffer"),
+    ];
+    NAMES.iter().filter(|(b, _)| flags & b != 0).map(|(_, n)| *n).collect::<Vec<_>>().join(", ")
+}
+
+/// What an [`Aio`] with [`aio::PARTIAL`] says about its bytes.
+pub const AIO_PARTIAL: &str =
+    "bytes: a lower bound (first 16 iocbs or events; vectored iocbs, events whose iocb was gone)";
+
+/// `io_submit 4 iocbs`, `io_getevents 1 event`, `io_submit EAGAIN`.
+pub fn aio(op: AioOp, ret: i64) -> String {
+    let what = if op == AioOp::Submit { "iocb" } else { "event" };
+    match outcome(ret) {
+        Outcome::Ok(n) => format!("{} {n} {what}{}", op.name(), if n == 1 { "" } else { "s" }),
+        Outcome::Err(e) => format!("{} {}", op.name(), names::errno(e)),
+        Outcome::Unknown => format!("{} ?", op.name()),
+    }
+}
+
 /// `openat x.bin ENOENT`, `openat x.bin`.
 pub fn open(op: OpenOp, abs_path: &[u8], ret: i64) -> String {
     let base = String::from_utf8_lossy(abs_path);
@@ -278,6 +312,11 @@ mod tests {
         assert_eq!(syscall("pread64", 4096), "pread64 4 KiB");
         assert_eq!(syscall("read", -5), "read EIO");
         assert_eq!(syscall("fsync", 0), "fsync 0 B");
+        assert_eq!(uring(UringOp::Read, 65536), "io_uring read 64 KiB");
+        assert_eq!(uring(UringOp::Writev, -125), "io_uring writev ECANCELED");
+        assert_eq!(aio(AioOp::Submit, 4), "io_submit 4 iocbs");
+        assert_eq!(aio(AioOp::Getevents, 1), "io_getevents 1 event");
+        assert_eq!(aio(AioOp::Pgetevents, -4), "io_pgetevents EINTR");
         assert_eq!(open(OpenOp::Openat, b"/home/u/x.bin", -2), "openat x.bin ENOENT");
         assert_eq!(open(OpenOp::Creat, b"/home/u/x.bin", 3), "creat x.bin");
         assert_eq!(close(b"?", -9), "close ? EBADF");

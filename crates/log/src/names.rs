@@ -173,6 +173,63 @@ pub fn errno(e: i64) -> String {
 }
 
 /// `O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC` for x86_64 open flags.
+/// An io_uring opcode's name (linux/io_uring.h's IORING_OP_*, lower
+/// case), or `opcode N` for one newer than this list.
+pub fn uring_opcode(op: u8) -> String {
+    const N: [&str; 49] = [
+        "nop",
+        "readv",
+        "writev",
+        "fsync",
+        "read_fixed",
+        "write_fixed",
+        "poll_add",
+        "poll_remove",
+        "sync_file_range",
+        "sendmsg",
+        "recvmsg",
+        "timeout",
+        "timeout_remove",
+        "accept",
+        "async_cancel",
+        "link_timeout",
+        "connect",
+        "fallocate",
+        "openat",
+        "close",
+        "files_update",
+        "statx",
+        "read",
+        "write",
+        "fadvise",
+        "madvise",
+        "send",
+        "recv",
+        "openat2",
+        "epoll_ctl",
+        "splice",
+        "provide_buffers",
+        "remove_buffers",
+        "tee",
+        "shutdown",
+        "renameat",
+        "unlinkat",
+        "mkdirat",
+        "symlinkat",
+        "linkat",
+        "msg_ring",
+        "fsetxattr",
+        "setxattr",
+        "fgetxattr",
+        "getxattr",
+        "socket",
+        "uring_cmd",
+        "send_zc",
+        "sendmsg_zc",
+    ];
+    N.get(usize::from(op)).map_or_else(|| format!("opcode {op}"), |n| n.to_string())
+}
+
 pub fn open_flags(f: u32) -> String {
     let mut s = String::from(match f & 3 {
         0 => "O_RDONLY",
@@ -267,6 +324,15 @@ mod tests {
         assert_eq!(size(1536), "1.5 KiB");
         assert_eq!(size(3 << 20), "3 MiB");
         assert_eq!(size(150 * 1024 + 7), "150 KiB");
+    }
+
+    #[test]
+    fn uring_opcodes_match_the_record_codes() {
+        for op in crate::UringOp::ALL.iter().filter(|o| **o != crate::UringOp::Other) {
+            assert_eq!(uring_opcode(*op as u8), op.name());
+        }
+        assert_eq!(uring_opcode(0), "nop");
+        assert_eq!(uring_opcode(200), "opcode 200");
     }
 
     #[test]

@@ -534,6 +534,142 @@ pub struct PageCache {
     pub during: CacheDuring,
 }
 
+code_enum!(
+    /// The opcode of an [`IoUring`] request (the kernel's IORING_OP_*).
+    UringOp, fallback Other, {
+        Readv = 1 => "readv",
+        Writev = 2 => "writev",
+        ReadFixed = 4 => "read_fixed",
+        WriteFixed = 5 => "write_fixed",
+        Read = 22 => "read",
+        Write = 23 => "write",
+        Other = 255 => "other",
+    }
+);
+
+impl UringOp {
+    pub fn is_write(self) -> bool {
+        matches!(self, UringOp::Writev | UringOp::WriteFixed | UringOp::Write)
+    }
+
+    pub fn is_read(self) -> bool {
+        matches!(self, UringOp::Readv | UringOp::ReadFixed | UringOp::Read)
+    }
+}
+
+/// Bits of [`IoUring::flags`].
+pub mod uring {
+    /// IOSQE_FIXED_FILE: `fd` is an index into the ring's registered files.
+    pub const FIXED_FILE: u8 = 1;
+    /// Submitted by the ring's SQPOLL thread (`tid` is that thread).
+    pub const SQPOLL: u8 = 2;
+    /// More iovecs than summed: `requested` is a lower bound.
+    pub const REQ_PARTIAL: u8 = 4;
+    /// IOSQE_BUFFER_SELECT: the kernel picked a provided buffer; `requested`
+    /// is the limit asked for (0 for the vectored ops).
+    pub const BUF_SELECT: u8 = 8;
+}
+
+/// One io_uring read or write request, from its submission (in the
+/// submitting thread: `pid`/`tid`, `ts`) to its completion `dur` later.
+/// The kernel does these without read/write syscalls, and does not count
+/// them in the process's syscr/rchar (see [`IoAccounting`]).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct IoUring {
+    pub ts: u64,
+    pub dur: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub op: UringOp,
+    /// The sqe's fd (an index with [`uring::FIXED_FILE`]); -1 if unknown.
+    pub fd: i32,
+    pub path: StrId,
+    pub kind: FileKind,
+    pub offset: u64,
+    pub offset_src: OffsetSrc,
+    /// Bytes asked for (sum of iovecs for readv/writev).
+    pub requested: u64,
+    /// The completion's result: bytes moved, or -errno.
+    pub ret: i64,
+    /// The sqe's user_data, as the program tagged the request.
+    pub user_data: u64,
+    /// The thread the completion ran in (an io-wq worker, the submitter's
+    /// task work...).
+    pub complete_tid: u32,
+    /// [`uring`] bits.
+    pub flags: u8,
+}
+
+code_enum!(
+    /// The syscall behind an [`Aio`] (Linux native AIO, as libaio calls it).
+    AioOp, fallback Submit, {
+        Submit = 0 => "io_submit",
+        Getevents = 1 => "io_getevents",
+        Pgetevents = 2 => "io_pgetevents",
+    }
+);
+
+code_enum!(
+    /// An iocb's opcode (IOCB_CMD_*).
+    AioCmd, fallback Other, {
+        Pread = 0 => "pread",
+        Pwrite = 1 => "pwrite",
+        Fsync = 2 => "fsync",
+        Fdsync = 3 => "fdsync",
+        Poll = 5 => "poll",
+        Noop = 6 => "noop",
+        Preadv = 7 => "preadv",
+        Pwritev = 8 => "pwritev",
+        Other = 255 => "other",
+    }
+);
+
+/// Bits of [`Aio::flags`].
+pub mod aio {
+    /// More iocbs or events than summed, vectored iocbs (whose byte
+    /// counts are not read) or events whose iocb was gone: the bytes are a
+    /// lower bound.
+    pub const PARTIAL: u8 = 1;
+}
+
+/// io_submit, io_getevents or io_pgetevents. For io_submit `nr` is the
+/// iocbs passed, `read_bytes`/`write_bytes` the aio_nbytes of its pread
+/// and pwrite iocbs, and `fd`/`path`, `cmd`, `offset` are the first
+/// iocb's; for the getevents calls `nr` and `min_nr` bound the events
+/// wanted, `read_bytes`/`write_bytes` sum the res of the returned events
+/// of reads and of writes, `errors` counts those that failed, and
+/// `fd`/`path`/`cmd` are the first event's iocb's, when the program still
+/// had it. `ret` is the call's: iocbs submitted or events returned, or
+/// -errno. At most 16 iocbs or events are read ([`aio::PARTIAL`]).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Aio {
+    pub ts: u64,
+    pub dur: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub op: AioOp,
+    /// The aio_context_t.
+    pub ctx: u64,
+    /// -1 when no iocb was read.
+    pub fd: i32,
+    pub path: StrId,
+    pub kind: FileKind,
+    pub cmd: AioCmd,
+    pub offset: u64,
+    pub nr: i64,
+    pub min_nr: i64,
+    pub ret: i64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// iocbs or events summed into the bytes.
+    pub counted: u16,
+    pub errors: u16,
+    /// [`aio`] bits.
+    pub flags: u8,
+    /// Block requests the call started (io_submit of O_DIRECT iocbs).
+    pub block_reqs: u32,
+}
+
 /// One log record.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Record {
@@ -552,6 +688,8 @@ pub enum Record {
     Mark(Mark),
     IoAccounting(IoAccounting),
     PageCache(PageCache),
+    IoUring(IoUring),
+    Aio(Aio),
 }
 
 impl Record {
@@ -572,6 +710,8 @@ impl Record {
             Record::Mark(r) => r.ts,
             Record::IoAccounting(r) => r.ts,
             Record::PageCache(r) => r.ts,
+            Record::IoUring(r) => r.ts,
+            Record::Aio(r) => r.ts,
         }
     }
 
@@ -582,6 +722,8 @@ impl Record {
             Record::Io(r) => r.ts + r.dur,
             Record::Close(r) => r.ts + r.dur,
             Record::Transfer(r) => r.ts + r.dur,
+            Record::IoUring(r) => r.ts + r.dur,
+            Record::Aio(r) => r.ts + r.dur,
             Record::Block(r) => r.end_ts(),
             Record::Phase(r) => r.ts + r.dur,
             r => r.ts(),

@@ -21,7 +21,7 @@ fn header() -> Header {
 /// test can compare after reading.
 fn sample(i: u64) -> (Record, Vec<&'static str>) {
     let ts = 1_000_000_000 + i * 1_337;
-    match i % 15 {
+    match i % 17 {
         0 => (
             Record::Fork(Fork {
                 ts,
@@ -139,6 +139,51 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
             }),
             vec!["/data/shard-0001.arrow"],
         ),
+        15 => (
+            Record::IoUring(IoUring {
+                ts,
+                dur: 90_000 + i,
+                pid: 7,
+                tid: 8,
+                op: UringOp::from_u8(if i.is_multiple_of(2) { 22 } else { 2 }),
+                fd: if i.is_multiple_of(3) { -1 } else { 5 },
+                path: StrId(0),
+                kind: FileKind::Regular,
+                offset: if i.is_multiple_of(2) { i * 4096 } else { u64::MAX - 1 },
+                offset_src: OffsetSrc::from_u8((i % 3) as u8),
+                requested: 1 << 20,
+                ret: if i % 4 == 1 { -125 } else { 65536 },
+                user_data: u64::MAX - i,
+                complete_tid: if i.is_multiple_of(3) { 8 } else { 4_000_000 },
+                flags: uring::FIXED_FILE | uring::SQPOLL,
+            }),
+            vec!["/data/shard-0002.bin"],
+        ),
+        16 => (
+            Record::Aio(Aio {
+                ts,
+                dur: 3_000,
+                pid: 7,
+                tid: 7,
+                op: AioOp::from_u8((i % 3) as u8),
+                ctx: 0x7f00_0000_1000,
+                fd: if i.is_multiple_of(2) { -1 } else { 9 },
+                path: StrId(0),
+                kind: FileKind::BlockDev,
+                cmd: AioCmd::from_u8(if i.is_multiple_of(2) { 7 } else { 1 }),
+                offset: i << 30,
+                nr: 64,
+                min_nr: i as i64 % 5,
+                ret: if i % 4 == 1 { -11 } else { 17 },
+                read_bytes: 17 << 20,
+                write_bytes: u64::MAX - i,
+                counted: 16,
+                errors: u16::MAX,
+                flags: aio::PARTIAL,
+                block_reqs: u32::MAX - 1,
+            }),
+            vec!["/dev/nvme0n1"],
+        ),
         13 => (
             Record::IoAccounting(IoAccounting {
                 ts,
@@ -234,6 +279,14 @@ fn with_ids(rec: Record, ids: &[StrId]) -> Record {
             r.path = n();
             Record::PageCache(r)
         }
+        Record::IoUring(mut r) => {
+            r.path = n();
+            Record::IoUring(r)
+        }
+        Record::Aio(mut r) => {
+            r.path = n();
+            Record::Aio(r)
+        }
         r => r,
     }
 }
@@ -252,6 +305,8 @@ fn strings_of(frame: &Frame<'_>, rec: &Record) -> Vec<String> {
         Record::Phase(r) => vec![s(r.name)],
         Record::Mark(r) => vec![s(r.name), s(r.value)],
         Record::PageCache(r) => vec![s(r.path)],
+        Record::IoUring(r) => vec![s(r.path)],
+        Record::Aio(r) => vec![s(r.path)],
         _ => vec![],
     }
 }

@@ -46,10 +46,17 @@ pub enum ArgKey {
     FileRead,
     FileStorage,
     FileHit,
+    Opcode,
+    UserData,
+    CompleteTid,
+    AioCtx,
+    Nr,
+    MinNr,
+    FailedEvents,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 39] = [
+    pub const ALL: [ArgKey; 46] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -89,6 +96,13 @@ impl ArgKey {
         ArgKey::FileRead,
         ArgKey::FileStorage,
         ArgKey::FileHit,
+        ArgKey::Opcode,
+        ArgKey::UserData,
+        ArgKey::CompleteTid,
+        ArgKey::AioCtx,
+        ArgKey::Nr,
+        ArgKey::MinNr,
+        ArgKey::FailedEvents,
     ];
 
     pub fn name(self) -> &'static str {
@@ -132,6 +146,13 @@ impl ArgKey {
             ArgKey::FileRead => "file: read by calls (run)",
             ArgKey::FileStorage => "file: read from storage (run)",
             ArgKey::FileHit => "file: page cache hit (run)",
+            ArgKey::Opcode => "opcode",
+            ArgKey::UserData => "user_data",
+            ArgKey::CompleteTid => "completed in tid",
+            ArgKey::AioCtx => "aio context",
+            ArgKey::Nr => "nr",
+            ArgKey::MinNr => "min_nr",
+            ArgKey::FailedEvents => "failed events",
         }
     }
 }

@@ -33,6 +33,15 @@ pub fn flow_to_disk(b: &Block) -> u64 {
     flow_id([2, u64::from(b.dev) << 32 | u64::from(b.tid), b.sector, b.end_ts()])
 }
 
+/// Whether a record is a call drawn as one slice on its thread: the
+/// syscalls, and io_uring requests (submission to completion).
+pub fn is_call(r: &Record) -> bool {
+    matches!(
+        r,
+        Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) | Record::IoUring(_) | Record::Aio(_)
+    )
+}
+
 /// Name keys: the top byte says which kind of name, so keys of different
 /// kinds never collide in an encoder's cache.
 const LOW: u64 = (1 << 56) - 1;
@@ -47,6 +56,14 @@ pub fn transfer_key(op: TransferOp, ret: i64) -> u64 {
 
 pub fn block_key(op: BlockOp, bytes: u64, failed: bool) -> u64 {
     (3 << 56) | ((op as u64) << 48) | (u64::from(failed) << 47) | (bytes & ((1 << 47) - 1))
+}
+
+pub fn uring_key(op: UringOp, ret: i64) -> u64 {
+    (5 << 56) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
+}
+
+pub fn aio_key(op: AioOp, ret: i64) -> u64 {
+    (6 << 56) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
 }
 
 /// Opens and closes are named after their file: the key hashes what the
@@ -105,6 +122,72 @@ impl Args for IoArgs<'_> {
         if r.kind != FileKind::Regular {
             s.str(K::Kind, r.kind.name().as_bytes());
         }
+    }
+}
+
+pub struct UringArgs<'a> {
+    pub r: &'a IoUring,
+    pub path: &'a [u8],
+}
+
+impl Args for UringArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let r = self.r;
+        s.str(K::Path, self.path);
+        s.int(K::Fd, i64::from(r.fd));
+        s.str(K::Opcode, r.op.name().as_bytes());
+        if r.offset_src != OffsetSrc::None {
+            s.uint(K::Offset, r.offset);
+        }
+        s.uint(K::Requested, r.requested);
+        returned(s, r.ret);
+        s.uint(K::UserData, r.user_data);
+        s.int(K::Tid, i64::from(r.tid));
+        if r.complete_tid != r.tid {
+            s.int(K::CompleteTid, i64::from(r.complete_tid));
+        }
+        let f = labels::uring_flags(r.flags);
+        if !f.is_empty() {
+            s.str(K::Flags, f.as_bytes());
+        }
+        if r.kind != FileKind::Regular {
+            s.str(K::Kind, r.kind.name().as_bytes());
+        }
+    }
+}
+
+pub struct AioArgs<'a> {
+    pub r: &'a Aio,
+    pub path: &'a [u8],
+}
+
+impl Args for AioArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let r = self.r;
+        if r.fd >= 0 {
+            s.str(K::Path, self.path);
+            s.int(K::Fd, i64::from(r.fd));
+            s.str(K::Opcode, r.cmd.name().as_bytes());
+        }
+        s.uint(K::AioCtx, r.ctx);
+        s.int(K::Nr, r.nr);
+        if r.op == AioOp::Submit {
+            if r.fd >= 0 {
+                s.uint(K::Offset, r.offset);
+            }
+            s.uint(K::Requested, r.read_bytes + r.write_bytes);
+        } else {
+            s.int(K::MinNr, r.min_nr);
+            s.uint(K::Bytes, r.read_bytes + r.write_bytes);
+            if r.errors > 0 {
+                s.uint(K::FailedEvents, u64::from(r.errors));
+            }
+        }
+        returned(s, r.ret);
+        if r.flags & aio::PARTIAL != 0 {
+            s.str(K::Flags, labels::AIO_PARTIAL.as_bytes());
+        }
+        s.int(K::Tid, i64::from(r.tid));
     }
 }
 
@@ -249,6 +332,14 @@ pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut OwnedArgs) -> Option<Str
         Record::Transfer(r) => {
             TransferArgs { r, inp: f.str(r.in_path), outp: f.str(r.out_path) }.write(args);
             labels::syscall(r.op.name(), r.ret)
+        }
+        Record::IoUring(r) => {
+            UringArgs { r, path: f.str(r.path) }.write(args);
+            labels::uring(r.op, r.ret)
+        }
+        Record::Aio(r) => {
+            AioArgs { r, path: f.str(r.path) }.write(args);
+            labels::aio(r.op, r.ret)
         }
         _ => return None,
     })

@@ -213,6 +213,8 @@ impl OverviewAgg {
             Record::Open(r) => (r.ts, r.dur, r.ret, Lanes::Opens),
             Record::Close(r) => (r.ts, r.dur, r.ret, Lanes::Opens),
             Record::Transfer(r) => (r.ts, r.dur, r.ret, Lanes::Reads),
+            Record::IoUring(r) => (r.ts, r.dur, r.ret, if r.op.is_write() { Lanes::Writes } else { Lanes::Reads }),
+            Record::Aio(r) => (r.ts, r.dur, r.ret, Lanes::Reads),
             _ => return,
         };
         let a = self.proc(idx, ts);
@@ -231,6 +233,10 @@ impl OverviewAgg {
                 a.read_bytes += moved;
                 a.write_bytes += moved;
             }
+            Record::IoUring(r) if r.op.is_write() => a.write_bytes += moved,
+            Record::IoUring(_) => a.read_bytes += moved,
+            // An aio call returns a count; its events may be reads or writes.
+            Record::Aio(_) => {}
             Record::Open(_) => a.opens += 1,
             _ => {}
         }

@@ -86,6 +86,8 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::Close(x) => x.pid,
         Record::Transfer(x) => x.pid,
         Record::PageCache(x) => x.pid,
+        Record::IoUring(x) => x.pid,
+        Record::Aio(x) => x.pid,
         Record::Block(x) if x.flags & blk::TRACED != 0 => x.pid,
         Record::Counter(x) if x.pid != 0 => x.pid,
         Record::Mark(x) if x.pid != 0 => x.pid,
@@ -212,6 +214,17 @@ impl Procs {
             Record::Transfer(r) => {
                 p.syscalls += 1;
                 p.bytes += u64::try_from(r.ret).unwrap_or(0);
+            }
+            Record::IoUring(r) => {
+                p.syscalls += 1;
+                p.bytes += u64::try_from(r.ret).unwrap_or(0);
+            }
+            Record::Aio(r) => {
+                p.syscalls += 1;
+                // The events' bytes: an io_submit's are only asked for.
+                if r.op != AioOp::Submit {
+                    p.bytes += r.read_bytes + r.write_bytes;
+                }
             }
             _ => {}
         }

@@ -176,7 +176,8 @@ fn lane_of<E: Encoder>(
 struct ThreadOut {
     track: TrackId,
     max_end: u64,
-    /// Calls that overlap (imports with odd times).
+    /// Calls that overlap: io_uring requests in flight at once, imports
+    /// with odd times.
     extra: LaneSet,
 }
 
@@ -568,13 +569,20 @@ impl<'s> Scene<'s> {
                     self.process_instant(enc, i, r.ts, &status, &NoArgs)?;
                 }
             }
-            Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => {
+            Record::Io(_)
+            | Record::Open(_)
+            | Record::Close(_)
+            | Record::Transfer(_)
+            | Record::IoUring(_)
+            | Record::Aio(_) => {
                 if let Some(i) = idx {
                     match rec {
                         Record::Io(r) => self.io(enc, f, i, r)?,
                         Record::Open(r) => self.open(enc, f, i, r)?,
                         Record::Close(r) => self.close(enc, f, i, r)?,
                         Record::Transfer(r) => self.transfer(enc, f, i, r)?,
+                        Record::IoUring(r) => self.uring(enc, f, i, r)?,
+                        Record::Aio(r) => self.aio(enc, f, i, r)?,
                         _ => {}
                     }
                 }
@@ -657,6 +665,36 @@ impl<'s> Scene<'s> {
         self.stats.syscalls += 1;
         let name = Name::Keyed(event::transfer_key(op, ret), &make);
         self.slice(enc, track, r.ts, r.dur, name, &event::TransferArgs { r, inp, outp })?;
+        self.syscall_written(enc, r.tid, r.ts, r.block_reqs, true)
+    }
+
+    /// An io_uring request, from submission to completion, on the
+    /// submitting thread's track; the many a thread has in flight at once
+    /// go on its "overlapping calls" lanes beside it.
+    fn uring<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &IoUring) -> io::Result<()> {
+        let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
+        let (op, ret) = (r.op, r.ret);
+        let make = move || labels::uring(op, ret);
+        let path = f.str(r.path);
+        self.stats.syscalls += 1;
+        let name = Name::Keyed(event::uring_key(op, ret), &make);
+        self.slice(enc, track, r.ts, r.dur, name, &event::UringArgs { r, path })?;
+        if op.is_read() && ret > 0 {
+            self.rates.add(idx, Rate::Read, r.ts.saturating_add(r.dur), ret as u64, &mut self.rate_samples);
+            self.emit_rates(enc)?;
+        }
+        Ok(())
+    }
+
+    fn aio<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &Aio) -> io::Result<()> {
+        let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
+        let (op, ret) = (r.op, r.ret);
+        let make = move || labels::aio(op, ret);
+        let path = f.str(r.path);
+        self.syscall_flows(r.tid, r.ts, r.block_reqs);
+        self.stats.syscalls += 1;
+        let name = Name::Keyed(event::aio_key(op, ret), &make);
+        self.slice(enc, track, r.ts, r.dur, name, &event::AioArgs { r, path })?;
         self.syscall_written(enc, r.tid, r.ts, r.block_reqs, true)
     }
 
@@ -1203,6 +1241,7 @@ fn syscall_blocks(rec: &Record) -> Option<(u32, u32)> {
         Record::Io(r) => Some((r.tid, r.block_reqs)),
         Record::Open(r) => Some((r.tid, r.block_reqs)),
         Record::Transfer(r) => Some((r.tid, r.block_reqs)),
+        Record::Aio(r) => Some((r.tid, r.block_reqs)),
         _ => None,
     }
 }

@@ -125,7 +125,7 @@ pub fn epochs_of(phases: &[PhaseInfo]) -> Vec<(u64, u64, String)> {
 /// syscall; two per traced block request, plus its in-flight changes...).
 fn weight_of(rec: &Record) -> u64 {
     match rec {
-        Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => 1,
+        r if crate::event::is_call(r) => 1,
         Record::Block(b) if b.flags & blk::TRACED != 0 => 4,
         Record::Block(_) => 3,
         Record::Exec(_) | Record::Mark(_) | Record::Counter(_) => 1,
@@ -196,11 +196,15 @@ impl Survey {
             self.procs.list[i as usize].weight += w;
         }
         match *rec {
-            Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) => {
-                if let Record::Io(r) = rec {
-                    let path = f.str(r.path);
-                    if !r.op.is_write() && r.ret > 0 && !path.is_empty() {
-                        self.files.entry(path_key(path)).or_default().read += r.ret as u64;
+            ref r if crate::event::is_call(r) => {
+                let read = match rec {
+                    Record::Io(r) if !r.op.is_write() && r.ret > 0 => Some((r.path, r.ret as u64)),
+                    Record::IoUring(r) if r.op.is_read() && r.ret > 0 => Some((r.path, r.ret as u64)),
+                    _ => None,
+                };
+                if let Some((path, n)) = read.map(|(p, n)| (f.str(p), n)) {
+                    if !path.is_empty() {
+                        self.files.entry(path_key(path)).or_default().read += n;
                     }
                 }
                 self.syscalls += 1;

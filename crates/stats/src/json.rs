@@ -83,7 +83,7 @@ impl Stats {
                         },
                     })
                 });
-                json!({
+                let mut v = json!({
                     "pid": p.pid,
                     "parent": if p.parent == 0 { Value::Null } else { Value::from(p.parent) },
                     "name": p.name,
@@ -109,13 +109,16 @@ impl Stats {
                     "mapped_bytes": Value::Null,
                     "major_faults": Value::Null,
                     "kernel": kernel,
-                })
+                });
+                crate::async_io::json_fields(p, &mut v);
+                v
             })
             .collect();
         let mut listed = self.top_files(usize::MAX);
         // top_files orders by bytes moved by calls; files only mapped come after.
         listed.sort_by(|a, b| {
-            let moved = |f: &crate::FileStats| f.read_bytes + f.write_bytes + f.cache.storage_read_bytes();
+            let moved =
+                |f: &crate::FileStats| f.total_read_bytes() + f.total_write_bytes() + f.cache.storage_read_bytes();
             moved(b.1).cmp(&moved(a.1)).then(a.0.cmp(b.0))
         });
         let files: Vec<Value> = listed
@@ -132,6 +135,12 @@ impl Stats {
                     "page_cache": page_cache(&f.cache, f.read_bytes),
                     "mapped_bytes": Value::Null,
                     "major_faults": Value::Null,
+                    "uring_reads": f.uring_reads,
+                    "uring_read_bytes": f.uring_read_bytes,
+                    "uring_writes": f.uring_writes,
+                    "uring_write_bytes": f.uring_write_bytes,
+                    "total_read_bytes": f.total_read_bytes(),
+                    "total_write_bytes": f.total_write_bytes(),
                 })
             })
             .collect();
@@ -164,6 +173,9 @@ impl Stats {
             "lost": self.total_lost(),
             "lost_by_kind": self.lost.iter().map(|(k, n)| (k.name().to_string(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),
             "warnings": warnings,
+            "uring_opcodes": self.trailer.as_ref().map(|t| {
+                t.uring_ops.iter().map(|o| (o.name.clone(), Value::from(o.count))).collect::<serde_json::Map<_, _>>()
+            }),
         })
     }
 }
@@ -251,6 +263,72 @@ mod tests {
         assert_eq!((j["files"][0]["reads"].as_u64(), j["files"][0]["read_bytes"].as_u64()), (Some(3), Some(4203)));
         assert_eq!(j["lost"].as_u64(), Some(0));
         assert_eq!(j["disks"].as_array().unwrap().len(), 0);
+    }
+
+    /// io_uring and libaio bytes have fields of their own and totals; the
+    /// kernel does not count them, so the exact check still matches.
+    #[test]
+    fn uring_and_aio_apart_from_calls() {
+        let mut w = RecordWriter::new(Vec::new(), &Header::default()).unwrap();
+        w.push(&acct(10, AcctPoint::Exec, 0, 0)).unwrap();
+        w.push_with(|e| io(10, IoOp::Read, 100, e)).unwrap();
+        for (op, ret) in [(UringOp::Read, 65536), (UringOp::Readv, 4096), (UringOp::Write, 7), (UringOp::Read, -125)] {
+            w.push_with(|e| {
+                Record::IoUring(IoUring {
+                    ts: 11,
+                    dur: 5000,
+                    pid: 10,
+                    tid: 10,
+                    op,
+                    fd: 3,
+                    path: e.intern(b"/data/a.bin"),
+                    kind: FileKind::Regular,
+                    ret,
+                    ..Default::default()
+                })
+            })
+            .unwrap();
+        }
+        for (op, ret, rd, wr) in [(AioOp::Submit, 2, 8192, 100), (AioOp::Getevents, 2, 8000, 100)] {
+            w.push_with(|e| {
+                Record::Aio(Aio {
+                    ts: 12,
+                    pid: 10,
+                    tid: 10,
+                    op,
+                    fd: 3,
+                    path: e.intern(b"/data/a.bin"),
+                    kind: FileKind::Regular,
+                    ret,
+                    read_bytes: rd,
+                    write_bytes: wr,
+                    errors: 1,
+                    ..Default::default()
+                })
+            })
+            .unwrap();
+        }
+        w.push(&acct(10, AcctPoint::Exit, 1, 100)).unwrap();
+        w.push(&Record::Exit(Exit { ts: 30, pid: 10, tid: 10, status: 0, process_exit: true })).unwrap();
+        let log = w.finish(&Trailer::default()).unwrap();
+        let s = Stats::from_reader(&mut LogReader::new(Path::new("t"), Cursor::new(log)).unwrap()).unwrap();
+        let j = s.to_json();
+        let p = &j["processes"][0];
+        let n = |k: &str| p[k].as_u64().unwrap_or_else(|| panic!("{k}: {}", p[k]));
+        assert_eq!((n("reads"), n("read_bytes")), (1, 100), "calls alone");
+        assert_eq!((n("uring_reads"), n("uring_read_bytes"), n("uring_errors")), (3, 69632, 1));
+        assert_eq!((n("uring_writes"), n("uring_write_bytes")), (1, 7));
+        assert_eq!((n("aio_submits"), n("aio_iocbs"), n("aio_requested_read_bytes")), (1, 2, 8192));
+        assert_eq!((n("aio_getevents"), n("aio_events"), n("aio_read_bytes"), n("aio_failed_events")), (1, 2, 8000, 1));
+        assert_eq!((n("total_read_bytes"), n("total_write_bytes")), (100 + 69632 + 8000, 7 + 100));
+        assert_eq!(p["kernel"]["check"], "match");
+        let f = &j["files"][0];
+        assert_eq!(
+            (f["reads"].as_u64(), f["uring_reads"].as_u64(), f["total_read_bytes"].as_u64()),
+            (Some(1), Some(3), Some(69732))
+        );
+        let text = s.render(5);
+        assert!(text.contains("io_uring requests") && text.contains("68.0 KiB"), "{text}");
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! and the read side of sendfile and copy_file_range; `syscw`/`wchar` for
 //! write, pwrite64, writev, pwritev, pwritev2 and their write side; and
 //! the kernel's own reads for the task (`kernel_read`: exec loading the
-//! program and its interpreter). Not splice, vmsplice, tee, io_uring or
-//! page faults on mapped files. mltrace traces every call of that list, so
+//! program and its interpreter). Not splice, vmsplice, tee, io_uring,
+//! native AIO or page faults on mapped files (`stats` keeps io_uring and
+//! libaio apart: see `async_io`). mltrace traces every call of that list, so
 //! over a span without exec the two must agree:
 //!
 //! - `rchar`/`wchar`: the bytes returned by those calls, exactly;

@@ -1,6 +1,7 @@
 //! `mltrace stats`: what a log says, in tables. Streams the log once;
 //! memory grows with processes and distinct files, not with events.
 
+mod async_io;
 mod hist;
 mod json;
 pub mod kernel;
@@ -10,6 +11,7 @@ use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek};
 
+pub use async_io::{AioStats, UringStats};
 pub use hist::Histogram;
 use kernel::{Check, KernelIo, TracedIo};
 use mltrace_log::labels::{self, DiskIds, Outcome};
@@ -94,6 +96,10 @@ pub struct ProcStats {
     pub traced_io: TracedIo,
     /// Bytes it brought into the page cache, by what it was doing.
     pub cache: CacheFill,
+    /// io_uring requests it submitted and its libaio calls (not in
+    /// `reads`/`writes`: the kernel does not count them as calls).
+    pub uring: UringStats,
+    pub aio: AioStats,
     files: HashSet<u64>,
     /// Named by a command line (exec, or inherited): a comm does not rename it.
     has_cmdline: bool,
@@ -103,6 +109,15 @@ impl ProcStats {
     /// Distinct files (regular files, directories, devices) opened, read or written.
     pub fn files_touched(&self) -> usize {
         self.files.len()
+    }
+
+    /// Bytes read by any route: calls, io_uring requests, libaio events.
+    pub fn total_read_bytes(&self) -> u64 {
+        self.reads.bytes + self.uring.reads.bytes + self.aio.read_bytes
+    }
+
+    pub fn total_write_bytes(&self) -> u64 {
+        self.writes.bytes + self.uring.writes.bytes + self.aio.write_bytes
     }
 }
 
@@ -115,6 +130,22 @@ pub struct FileStats {
     pub opens: u64,
     /// Bytes traced processes brought into the page cache for it.
     pub cache: CacheFill,
+    /// io_uring read and write requests on it (apart from the calls).
+    pub uring_reads: u64,
+    pub uring_read_bytes: u64,
+    pub uring_writes: u64,
+    pub uring_write_bytes: u64,
+}
+
+impl FileStats {
+    /// Bytes read by calls and io_uring requests.
+    pub fn total_read_bytes(&self) -> u64 {
+        self.read_bytes + self.uring_read_bytes
+    }
+
+    pub fn total_write_bytes(&self) -> u64 {
+        self.write_bytes + self.uring_write_bytes
+    }
 }
 
 /// Bytes brought into the page cache (filemap:mm_filemap_add_to_page_cache),
@@ -360,6 +391,24 @@ impl Stats {
                     }
                 }
             }
+            Record::IoUring(r) => {
+                self.proc(r.pid).uring.add(&r);
+                if let Some(fs) = self.file(r.pid, f.str(r.path), r.kind) {
+                    let moved = r.ret.max(0) as u64;
+                    if r.op.is_write() {
+                        fs.uring_writes += 1;
+                        fs.uring_write_bytes += moved;
+                    } else {
+                        fs.uring_reads += 1;
+                        fs.uring_read_bytes += moved;
+                    }
+                }
+            }
+            Record::Aio(r) => {
+                self.proc(r.pid).aio.add(&r);
+                // Only the first iocb's file is known: it counts as touched.
+                self.file(r.pid, f.str(r.path), r.kind);
+            }
             Record::Close(r) => self.proc(r.pid).closes += 1,
             Record::Lost(r) => match self.lost.iter_mut().find(|(k, _)| *k == r.kind) {
                 Some((_, n)) => *n += r.count,
@@ -458,9 +507,8 @@ impl Stats {
     /// Files by bytes moved, largest first.
     pub fn top_files(&self, n: usize) -> Vec<(&str, &FileStats)> {
         let mut v: Vec<(&str, &FileStats)> = self.files.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        v.sort_by(|a, b| {
-            (b.1.read_bytes + b.1.write_bytes).cmp(&(a.1.read_bytes + a.1.write_bytes)).then(a.0.cmp(b.0))
-        });
+        let moved = |f: &FileStats| f.total_read_bytes() + f.total_write_bytes();
+        v.sort_by(|a, b| moved(b.1).cmp(&moved(a.1)).then(a.0.cmp(b.0)));
         v.truncate(n);
         v
     }
@@ -742,6 +790,7 @@ impl Stats {
             ]);
         }
         o.push_str(&table(&rows));
+        self.render_async(&mut o);
         self.render_page_cache(&mut o, top);
         self.render_kernel(&mut o);
         if !self.utilisation.is_empty() {
@@ -783,16 +832,18 @@ impl Stats {
         }
         let files = self.top_files(top);
         if !files.is_empty() {
-            let _ = writeln!(o, "\ntop {} files by bytes:", files.len());
+            let uring = files.iter().any(|(_, f)| f.uring_reads + f.uring_writes > 0);
+            let by = if uring { " (calls and io_uring requests)" } else { "" };
+            let _ = writeln!(o, "\ntop {} files by bytes{by}:", files.len());
             let mut rows =
                 vec![["file", "read", "reads", "written", "writes", "opens"].iter().map(|s| s.to_string()).collect()];
             for (path, f) in files {
                 rows.push(vec![
                     shorten(path, 60),
-                    bytes(f.read_bytes),
-                    f.reads.to_string(),
-                    bytes(f.write_bytes),
-                    f.writes.to_string(),
+                    bytes(f.total_read_bytes()),
+                    (f.reads + f.uring_reads).to_string(),
+                    bytes(f.total_write_bytes()),
+                    (f.writes + f.uring_writes).to_string(),
                     f.opens.to_string(),
                 ]);
             }
