@@ -72,6 +72,9 @@ fn pid_of(r: &Record) -> u32 {
         Record::Mark(x) => x.pid,
         Record::IoAccounting(x) => x.pid,
         Record::PageCache(x) => x.pid,
+        Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
+        Record::SchedSwitch(x) => x.next_pid,
+        Record::SchedWake(x) => x.pid,
     }
 }
 

@@ -28,11 +28,13 @@ pub struct BpfConfig {
     pub route: Option<SyscallRoute>,
     /// Record the pages traced processes bring into the page cache.
     pub page_cache: bool,
+    /// Record context switches, wake-ups and migrations of traced threads.
+    pub sched: bool,
 }
 
 impl Default for BpfConfig {
     fn default() -> Self {
-        BpfConfig { ring_bytes: 32 << 20, block: true, block_route: None, route: None, page_cache: true }
+        BpfConfig { ring_bytes: 32 << 20, block: true, block_route: None, route: None, page_cache: true, sched: true }
     }
 }
 
@@ -61,6 +63,8 @@ pub struct Plan {
     pub route: SyscallRoute,
     pub block: Option<BlockRoute>,
     pub page_cache: Option<PageCacheRoute>,
+    /// Whether scheduling is recorded (asked for, and the kernel has the tracepoints).
+    pub sched: bool,
     /// Why the fast route was not used although the kernel should have it.
     pub fallback: Option<String>,
 }
@@ -71,9 +75,13 @@ impl Plan {
         let fast_ok = crate::system::kernel_version().is_some_and(|v| v >= (5, 11)) && kernel.available();
         let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
         let page_cache = if cfg.page_cache { PageCacheRoute::choose(kernel) } else { None };
-        Plan { route, block, page_cache, fallback: None }
+        let sched = cfg.sched && SCHED_TRACEPOINTS.iter().all(|t| kernel.has_tracepoint(t));
+        Plan { route, block, page_cache, sched, fallback: None }
     }
 }
+
+/// The tracepoints scheduling capture attaches to.
+pub const SCHED_TRACEPOINTS: [&str; 3] = ["sched_switch", "sched_waking", "sched_migrate_task"];
 
 fn bpf_err(stage: &str) -> impl FnOnce(libbpf_rs::Error) -> CaptureError + '_ {
     move |source| CaptureError::Bpf { stage: stage.to_string(), source }
@@ -139,6 +147,12 @@ fn load_route<'obj>(
         (&mut progs.fast_block_rq_insert, fast && plan.block == Some(BlockRoute::RqInsert)),
         (&mut progs.fast_block_rq_issue, fast && plan.block.is_some()),
         (&mut progs.block_rq_complete, plan.block.is_some()),
+        (&mut progs.sched_switch, !fast && plan.sched),
+        (&mut progs.sched_waking, !fast && plan.sched),
+        (&mut progs.sched_migrate, !fast && plan.sched),
+        (&mut progs.fast_sched_switch, fast && plan.sched),
+        (&mut progs.fast_sched_waking, fast && plan.sched),
+        (&mut progs.fast_sched_migrate, fast && plan.sched),
     ] {
         p.set_autoload(on);
     }
@@ -232,6 +246,13 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
             mechanism: if plan.route == SyscallRoute::Fast { "tracepoint, per-task storage" } else { "tracepoint" }
                 .into(),
             detail: route.describe().into(),
+        });
+    }
+    if plan.sched {
+        v.push(mltrace_log::Probe {
+            subsystem: "scheduling".into(),
+            mechanism: if plan.route == SyscallRoute::Fast { "tp_btf, per-task storage" } else { "raw_tp" }.into(),
+            detail: "sched_switch (traced thread on either side), sched_waking, sched_migrate_task".into(),
         });
     }
     if let Some(route) = plan.block {

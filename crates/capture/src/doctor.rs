@@ -117,14 +117,21 @@ pub fn run() -> Vec<Check> {
         "block_rq_issue",
         "block_rq_complete",
         "mm_filemap_add_to_page_cache",
+        "sched_switch",
+        "sched_waking",
+        "sched_migrate_task",
     ];
     let (have, lack): (Vec<&str>, Vec<&str>) = tps.iter().partition(|t| kernel.has_tracepoint(t));
     out.push(check(
         "tracepoints",
-        if lack
-            .iter()
-            .any(|t| !t.starts_with("block_io") && !t.starts_with("block_rq_insert") && !t.starts_with("mm_filemap"))
-        {
+        if lack.iter().any(|t| {
+            !t.starts_with("block_io")
+                && !t.starts_with("block_rq_insert")
+                && !t.starts_with("mm_filemap")
+                && !t.starts_with("sched_switch")
+                && !t.starts_with("sched_wak")
+                && !t.starts_with("sched_migrate")
+        }) {
             Status::Fail
         } else {
             Status::Ok
@@ -157,6 +164,7 @@ pub fn run() -> Vec<Check> {
             "syscalls" => "syscall probes",
             "processes" => "process probes",
             "page cache" => "page-cache probe",
+            "scheduling" => "scheduling probes",
             _ => "block probes",
         };
         out.push(check(name, Status::Ok, format!("{}: {}", p.mechanism, p.detail)));
@@ -166,6 +174,13 @@ pub fn run() -> Vec<Check> {
             "page-cache probe",
             Status::Absent,
             "no filemap:mm_filemap_add_to_page_cache: bytes from storage are not attributed to files",
+        ));
+    }
+    if !plan.sched {
+        out.push(check(
+            "scheduling probes",
+            Status::Absent,
+            "no sched_switch/sched_waking/sched_migrate_task: no thread states and no data-wait verdict",
         ));
     }
     if plan.block.is_none() {

@@ -46,8 +46,14 @@ pub(crate) mod kind {
     pub const MARK: u8 = 13;
     pub const IO_ACCOUNTING: u8 = 14;
     pub const PAGE_CACHE: u8 = 15;
-    /// The highest code this version writes and reads.
-    pub const LAST: u8 = PAGE_CACHE;
+    pub const SCHED_SWITCH: u8 = 20;
+    pub const SCHED_WAKE: u8 = 21;
+
+    /// Whether this version reads kind `k` (codes are not contiguous:
+    /// others are reserved for kinds this version does not know).
+    pub fn known(k: u8) -> bool {
+        matches!(k, FORK..=PAGE_CACHE | SCHED_SWITCH | SCHED_WAKE)
+    }
 }
 
 /// Per-kind prediction state, reset at every frame.
@@ -296,6 +302,33 @@ impl Columns {
                 w.u(7, r.bytes);
                 w.u(8, r.during as u64);
             }
+            Record::SchedSwitch(r) => {
+                // Frequent: prios as distances from nice 0 and the next
+                // thread's pid from its tid, so most fields are one zero byte.
+                let mut w = self.w(kind::SCHED_SWITCH);
+                w.ts(0, r.ts);
+                w.u(1, u64::from(r.cpu));
+                w.ids(2, 3, r.prev_pid, r.prev_tid);
+                w.s(4, r.prev_comm);
+                w.i(5, i64::from(r.prev_prio) - 120);
+                w.u(6, r.prev_state as u64);
+                w.ids(7, 8, r.next_pid, r.next_tid);
+                w.s(9, r.next_comm);
+                w.i(10, i64::from(r.next_prio) - 120);
+                w.u(11, u64::from(r.traced));
+            }
+            Record::SchedWake(r) => {
+                let mut w = self.w(kind::SCHED_WAKE);
+                w.ts(0, r.ts);
+                w.u(1, r.op as u64);
+                w.u(2, u64::from(r.cpu));
+                w.i(3, i64::from(r.target_cpu) - i64::from(r.cpu));
+                w.ids(4, 5, r.pid, r.tid);
+                w.s(6, r.comm);
+                w.i(7, i64::from(r.prio) - 120);
+                w.ids(8, 9, r.waker_pid, r.waker_tid);
+                w.u(10, u64::from(r.traced));
+            }
         }
     }
 
@@ -480,6 +513,11 @@ impl R<'_> {
         let d = self.i(f)?;
         u32::try_from(i64::from(tid) - d).map_err(|_| Bad::Range(f as u8))
     }
+    /// A priority stored as its distance from 120 (nice 0).
+    #[inline(always)]
+    fn prio(&mut self, f: usize) -> Result<i32, Bad> {
+        i32::try_from(self.i(f)?.saturating_add(120)).map_err(|_| Bad::Range(f as u8))
+    }
     #[inline(always)]
     fn ids(&mut self, tid_f: usize, pid_f: usize) -> Result<(u32, u32), Bad> {
         let tid = self.u32(tid_f)?;
@@ -576,7 +614,7 @@ impl Decoder {
             }
             let k = buf[self.kinds.start + self.next];
             self.next += 1;
-            if k as usize >= MAX_KINDS || !(kind::FORK..=kind::LAST).contains(&k) {
+            if k as usize >= MAX_KINDS || !kind::known(k) {
                 self.unknown_kinds += 1;
                 continue;
             }
@@ -783,6 +821,44 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
             r.prev.offset_end = offset.wrapping_add(bytes);
             let during = CacheDuring::from_u8(r.u8(8)?);
             Record::PageCache(PageCache { ts, pid, tid, dev, ino, path, offset, bytes, during })
+        }
+        kind::SCHED_SWITCH => {
+            let ts = r.ts(0)?;
+            let cpu = r.u32(1)?;
+            let (prev_pid, prev_tid) = r.ids(2, 3)?;
+            let prev_comm = r.s(4)?;
+            let prev_prio = r.prio(5)?;
+            let prev_state = SchedState::from_u8(r.u8(6)?);
+            let (next_pid, next_tid) = r.ids(7, 8)?;
+            let next_comm = r.s(9)?;
+            let next_prio = r.prio(10)?;
+            let traced = r.u8(11)?;
+            Record::SchedSwitch(SchedSwitch {
+                ts,
+                cpu,
+                prev_pid,
+                prev_tid,
+                prev_comm,
+                prev_prio,
+                prev_state,
+                next_pid,
+                next_tid,
+                next_comm,
+                next_prio,
+                traced,
+            })
+        }
+        kind::SCHED_WAKE => {
+            let ts = r.ts(0)?;
+            let op = WakeOp::from_u8(r.u8(1)?);
+            let cpu = r.u32(2)?;
+            let target_cpu = u32::try_from(i64::from(cpu) + r.i(3)?).map_err(|_| Bad::Range(3))?;
+            let (pid, tid) = r.ids(4, 5)?;
+            let comm = r.s(6)?;
+            let prio = r.prio(7)?;
+            let (waker_pid, waker_tid) = r.ids(8, 9)?;
+            let traced = r.u8(10)?;
+            Record::SchedWake(SchedWake { ts, op, cpu, target_cpu, pid, tid, comm, prio, waker_pid, waker_tid, traced })
         }
         _ => unreachable!("kind checked by caller"),
     })

@@ -380,6 +380,7 @@ impl Stats {
                 }
             }
             Record::Phase(_) | Record::Mark(_) => {}
+            Record::SchedSwitch(_) | Record::SchedWake(_) => {}
             Record::PageCache(c) => {
                 self.proc(c.pid).cache.add(c.during, c.bytes);
                 let path = f.str(c.path);
