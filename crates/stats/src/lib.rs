@@ -4,6 +4,10 @@
 mod hist;
 mod json;
 pub mod kernel;
+pub mod sched;
+mod verdict;
+
+pub use verdict::Verdict;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -97,6 +101,11 @@ pub struct ProcStats {
     files: HashSet<u64>,
     /// Named by a command line (exec, or inherited): a comm does not rename it.
     has_cmdline: bool,
+    /// Time in read-family calls (their durations summed over threads).
+    pub read_ns: u64,
+    /// Forked and never exec'd another program (or exec'd Python's
+    /// multiprocessing spawn): a data loader when its parent is the trainer.
+    pub loader: bool,
 }
 
 impl ProcStats {
@@ -191,6 +200,8 @@ pub struct Stats {
     pub block_others: Vec<(String, BlockStats)>,
     /// Problems the reader worked around, described.
     pub diagnostics: Vec<String>,
+    /// Where the traced threads' time went (scheduling records).
+    pub sched: sched::SchedTimes,
 }
 
 /// The counters `stats` summarises: the ones that answer "was the GPU
@@ -273,6 +284,7 @@ impl Stats {
                     }
                     let p = self.proc(r.pid);
                     p.parent = r.parent_pid;
+                    p.loader = true;
                     if let Some((n, has_cmdline)) = parent {
                         p.name = n;
                         p.has_cmdline = has_cmdline;
@@ -284,11 +296,15 @@ impl Stats {
             }
             Record::Exec(r) => {
                 let name = names::command_line(f.str(r.argv), NAME_MAX);
+                let argv = f.str_lossy(r.argv);
+                let spawn = argv.contains("multiprocessing.spawn") || argv.contains("spawn_main");
                 let p = self.proc(r.pid);
+                p.loader &= spawn;
                 p.name = name;
                 p.has_cmdline = true;
             }
             Record::Exit(r) => {
+                self.sched.add(rec);
                 if r.process_exit {
                     let p = self.proc(r.pid);
                     p.exit_status = Some(r.status);
@@ -322,7 +338,8 @@ impl Stats {
                 if r.op.is_write() {
                     p.writes.add(r.ret, r.dur)
                 } else {
-                    p.reads.add(r.ret, r.dur)
+                    p.reads.add(r.ret, r.dur);
+                    p.read_ns += r.dur;
                 }
                 if let Some(fs) = self.file(r.pid, f.str(r.path), r.kind) {
                     let moved = r.ret.max(0) as u64;
@@ -380,7 +397,19 @@ impl Stats {
                 }
             }
             Record::Phase(_) | Record::Mark(_) => {}
-            Record::SchedSwitch(_) | Record::SchedWake(_) => {}
+            Record::SchedSwitch(r) => {
+                // A traced process has its row even if it only ran.
+                for (bit, pid) in [(mltrace_log::sched::PREV, r.prev_pid), (mltrace_log::sched::NEXT, r.next_pid)] {
+                    if r.traced & bit != 0 {
+                        self.proc(pid);
+                    }
+                }
+                self.sched.add(rec);
+            }
+            Record::SchedWake(r) => {
+                self.proc(r.pid);
+                self.sched.add(rec);
+            }
             Record::PageCache(c) => {
                 self.proc(c.pid).cache.add(c.during, c.bytes);
                 let path = f.str(c.path);
@@ -423,6 +452,9 @@ impl Stats {
             while let Some(rec) = f.next_record() {
                 s.add(&f, &rec);
             }
+        }
+        if let Some(end) = s.last_ts {
+            s.sched.finish(end);
         }
         let header = reader.header().clone();
         s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&header)).collect();
@@ -675,6 +707,7 @@ impl Stats {
     pub fn render(&self, top: usize) -> String {
         let mut o = String::new();
         let h = &self.header;
+        let _ = writeln!(o, "verdict:  {}", self.verdict().text);
         let _ = writeln!(o, "command:  {}", h.command.join(" "));
         if !h.host.is_empty() {
             let _ = writeln!(o, "host:     {} (kernel {}, {} CPUs)", h.host, h.kernel, h.cpu_count);
