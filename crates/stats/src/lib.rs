@@ -101,7 +101,7 @@ pub struct ProcStats {
     files: HashSet<u64>,
     /// Named by a command line (exec, or inherited): a comm does not rename it.
     has_cmdline: bool,
-    /// Time in read-family calls (their durations summed over threads).
+    /// Time in read-family calls on files (durations summed over threads).
     pub read_ns: u64,
     /// Forked and never exec'd another program (or exec'd Python's
     /// multiprocessing spawn): a data loader when its parent is the trainer.
@@ -339,7 +339,10 @@ impl Stats {
                     p.writes.add(r.ret, r.dur)
                 } else {
                     p.reads.add(r.ret, r.dur);
-                    p.read_ns += r.dur;
+                    // Data reads, not waits on a pipe or socket.
+                    if matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
+                        p.read_ns += r.dur;
+                    }
                 }
                 if let Some(fs) = self.file(r.pid, f.str(r.path), r.kind) {
                     let moved = r.ret.max(0) as u64;

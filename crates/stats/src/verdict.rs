@@ -109,7 +109,7 @@ impl Stats {
         let wf = |n| wt.fraction(n).unwrap_or(0.0);
         let n = workers.len();
         let of_workers = format!(
-            "its {n} worker{} spent {} in reads ({} in uninterruptible I/O sleep), {} on CPU, {} waiting for a CPU",
+            "its {n} worker{} spent {} in file reads ({} in uninterruptible I/O sleep), {} on CPU, {} waiting for a CPU",
             if n == 1 { "" } else { "s" },
             pct(wf(read_ns).min(1.0)),
             pct(wf(wt.io_wait)),
