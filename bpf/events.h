@@ -29,6 +29,7 @@ enum ev_kind {
 	EV_PCACHE = 11,
 	EV_URING = 14,
 	EV_AIO = 15,
+	EV_SCHED = 16,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -289,6 +290,44 @@ struct ev_aio {
 	u16 aio_op;     /* the first iocb's aio_lio_opcode */
 	u16 _pad;
 	u32 nblk;
+};
+
+/* ev_sched.h.op */
+#define SCHED_SWITCH 1
+#define SCHED_WAKING 2
+#define SCHED_MIGRATE 3
+/* ev_sched.state: how prev left the CPU (mltrace_log::SchedState) */
+#define SS_RUNNABLE 0
+#define SS_SLEEPING 1
+#define SS_UNINTERRUPTIBLE 2
+#define SS_STOPPED 3
+#define SS_DEAD 4
+#define SS_OTHER 5
+/* ev_sched.traced (mltrace_log::sched bits) */
+#define ST_SELF 1    /* h.pid/h.tid is traced (always, except a switch in) */
+#define ST_OTHER 2   /* other_* is traced */
+
+/*
+ * Scheduling of traced threads, fixed-size (these are frequent).
+ * SCHED_SWITCH: h = prev, other = next, on CPU `cpu`.
+ * SCHED_WAKING: h = the woken thread, other = the waker (the running task),
+ *   cpu = the waker's CPU, target_cpu = where the woken thread is queued.
+ * SCHED_MIGRATE: h = the moved thread, other = the task moving it,
+ *   cpu -> target_cpu.
+ */
+struct ev_sched {
+	struct ev_hdr h;
+	u32 other_pid;
+	u32 other_tid;
+	u32 cpu;
+	u32 target_cpu;
+	s32 prio;
+	s32 other_prio;
+	u8 state;
+	u8 traced;
+	u8 _pad[6];
+	char comm[16];
+	char other_comm[16];
 };
 
 #endif

@@ -175,7 +175,16 @@ struct task_io_accounting {
 	u64 cancelled_write_bytes;
 } __attribute__((preserve_access_index));
 
+/* x86's thread_info holds the task's CPU from 5.16 on (before, task_struct did). */
+struct thread_info {
+	u32 cpu;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
+	struct thread_info thread_info;
+	unsigned int __state;   /* 5.14+; `state` before (task_struct___old) */
+	unsigned int cpu;       /* before 5.16 */
+	int prio;
 	unsigned int flags;
 	struct task_io_accounting ioac;
 	pid_t pid;
@@ -188,6 +197,10 @@ struct task_struct {
 	struct fs_struct *fs;
 	struct mm_struct *mm;
 	struct signal_struct *signal;
+} __attribute__((preserve_access_index));
+
+struct task_struct___old {
+	long state;
 } __attribute__((preserve_access_index));
 
 struct linux_binprm {

@@ -141,6 +141,7 @@ struct ev_ioac keep_ioac = {};
 struct ev_pcache keep_pcache = {};
 struct ev_uring keep_uring = {};
 struct ev_aio keep_aio = {};
+struct ev_sched keep_sched = {};
 enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;
@@ -1619,5 +1620,176 @@ int block_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 	bpf_ringbuf_submit(e, wake_flags());
 	if (final && v)
 		bpf_map_delete_elem(&blk_reqs, &key);
+	return 0;
+}
+
+/*
+ * Scheduling: context switches with a traced thread on either side, and
+ * wake-ups and migrations of traced threads. sched_switch runs on every
+ * switch of the machine, so the filter is one task-storage lookup per side
+ * (fast route) or one hash lookup per side (compat route) before anything
+ * else; the untraced side of a switch is named from its task_struct.
+ */
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_STOPPED_BITS 0xc   /* __TASK_STOPPED | __TASK_TRACED */
+#define TASK_DEAD_BITS 0xb0     /* EXIT_DEAD | EXIT_ZOMBIE | TASK_DEAD */
+#define TASK_NOLOAD 0x400
+
+static __always_inline u8 switch_state(bool preempt, struct task_struct *prev)
+{
+	long s;
+
+	if (preempt)
+		return SS_RUNNABLE;
+	if (bpf_core_field_exists(prev->__state))
+		s = BPF_CORE_READ(prev, __state);
+	else
+		s = BPF_CORE_READ((struct task_struct___old *)prev, state);
+	if (s == 0)
+		return SS_RUNNABLE;  /* woken before it got off the CPU */
+	if (s & TASK_UNINTERRUPTIBLE)
+		return s & TASK_NOLOAD ? SS_OTHER : SS_UNINTERRUPTIBLE;  /* TASK_IDLE is not I/O */
+	if (s & TASK_INTERRUPTIBLE)
+		return SS_SLEEPING;
+	if (s & TASK_STOPPED_BITS)
+		return SS_STOPPED;
+	if (s & TASK_DEAD_BITS)
+		return SS_DEAD;
+	return SS_OTHER;
+}
+
+static __always_inline u32 task_cpu(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->thread_info.cpu))
+		return BPF_CORE_READ(t, thread_info.cpu);
+	return BPF_CORE_READ(t, cpu);
+}
+
+/* Whether task `t` belongs to a traced process (compat route: by tgid). */
+static __always_inline bool compat_traced(struct task_struct *t)
+{
+	u32 tgid = BPF_CORE_READ(t, tgid);
+
+	return BPF_CORE_READ(t, pid) != 0 && bpf_map_lookup_elem(&traced, &tgid);
+}
+
+static __always_inline void sched_ids(struct task_struct *t, u32 *pid, u32 *tid)
+{
+	*pid = BPF_CORE_READ(t, tgid);
+	*tid = BPF_CORE_READ(t, pid);
+}
+
+static __always_inline void on_switch(bool preempt, struct task_struct *prev, struct task_struct *next, u8 traced)
+{
+	struct ev_sched *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	u32 pid, tid;
+
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	sched_ids(prev, &pid, &tid);
+	fill_hdr(&e->h, EV_SCHED, SCHED_SWITCH, ((u64)pid << 32) | tid, bpf_ktime_get_boot_ns());
+	sched_ids(next, &e->other_pid, &e->other_tid);
+	e->cpu = bpf_get_smp_processor_id();
+	e->target_cpu = e->cpu;
+	e->prio = BPF_CORE_READ(prev, prio);
+	e->other_prio = BPF_CORE_READ(next, prio);
+	e->state = switch_state(preempt, prev);
+	e->traced = traced;
+	BPF_CORE_READ_STR_INTO(&e->comm, prev, comm);
+	BPF_CORE_READ_STR_INTO(&e->other_comm, next, comm);
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+/* A traced thread `p` woken by the running task (op SCHED_WAKING, to run on
+ * p's CPU as the kernel has it then, as ftrace reports it), or moved to
+ * `dest` (SCHED_MIGRATE). */
+static __always_inline void on_wake(struct task_struct *p, u8 op, s32 dest, u8 traced)
+{
+	struct ev_sched *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	u64 id = bpf_get_current_pid_tgid();
+	u32 pid, tid;
+
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	sched_ids(p, &pid, &tid);
+	fill_hdr(&e->h, EV_SCHED, op, ((u64)pid << 32) | tid, bpf_ktime_get_boot_ns());
+	e->other_pid = id >> 32;
+	e->other_tid = (u32)id;
+	if (op == SCHED_MIGRATE) {
+		e->cpu = task_cpu(p);
+		e->target_cpu = dest;
+	} else {
+		e->cpu = bpf_get_smp_processor_id();
+		e->target_cpu = task_cpu(p);
+	}
+	e->prio = BPF_CORE_READ(p, prio);
+	e->other_prio = 0;
+	e->state = 0;
+	e->traced = traced;
+	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+	bpf_get_current_comm(&e->other_comm, sizeof(e->other_comm));
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+SEC("raw_tp/sched_switch")
+int sched_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *prev = (void *)ctx->args[1], *next = (void *)ctx->args[2];
+	u8 traced = (compat_traced(prev) ? ST_SELF : 0) | (compat_traced(next) ? ST_OTHER : 0);
+
+	if (traced)
+		on_switch(ctx->args[0], prev, next, traced);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(fast_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	u8 traced = (state_of(prev) ? ST_SELF : 0) | (state_of(next) ? ST_OTHER : 0);
+
+	if (traced)
+		on_switch(preempt, prev, next, traced);
+	return 0;
+}
+
+SEC("raw_tp/sched_waking")
+int sched_waking(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *p = (void *)ctx->args[0];
+
+	if (compat_traced(p))
+		on_wake(p, SCHED_WAKING, 0,
+			ST_SELF | (compat_traced((void *)bpf_get_current_task()) ? ST_OTHER : 0));
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(fast_sched_waking, struct task_struct *p)
+{
+	if (state_of(p))
+		on_wake(p, SCHED_WAKING, 0, ST_SELF | (state_of(bpf_get_current_task_btf()) ? ST_OTHER : 0));
+	return 0;
+}
+
+SEC("raw_tp/sched_migrate_task")
+int sched_migrate(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *p = (void *)ctx->args[0];
+
+	if (compat_traced(p))
+		on_wake(p, SCHED_MIGRATE, ctx->args[1], ST_SELF);
+	return 0;
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(fast_sched_migrate, struct task_struct *p, int dest_cpu)
+{
+	if (state_of(p))
+		on_wake(p, SCHED_MIGRATE, dest_cpu, ST_SELF);
 	return 0;
 }

@@ -74,6 +74,9 @@ fn pid_of(r: &Record) -> u32 {
         Record::PageCache(x) => x.pid,
         Record::IoUring(x) => x.pid,
         Record::Aio(x) => x.pid,
+        Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
+        Record::SchedSwitch(x) => x.next_pid,
+        Record::SchedWake(x) => x.pid,
     }
 }
 

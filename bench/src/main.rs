@@ -28,6 +28,8 @@ enum Tool {
     Floor,
     LatencyFloor,
     Mltrace,
+    /// mltrace without scheduling capture: what scheduling costs.
+    MltraceNoSched,
     Bpftrace,
     Strace,
 }
@@ -39,6 +41,7 @@ impl Tool {
             Tool::Floor => "count-only BPF",
             Tool::LatencyFloor => "latency floor",
             Tool::Mltrace => "mltrace record",
+            Tool::MltraceNoSched => "mltrace --sched off",
             Tool::Bpftrace => "bpftrace printf",
             Tool::Strace => "strace -f",
         }
@@ -230,11 +233,12 @@ impl Bench {
                 s
             }
             Tool::LatencyFloor => latency_floor(w)?,
-            Tool::Mltrace => {
+            Tool::Mltrace | Tool::MltraceNoSched => {
                 let log = out.with_extension("bin");
+                let sched = if tool == Tool::Mltrace { "on" } else { "off" };
                 let (s, rss) = rss_of(
                     Command::new(&self.mltrace)
-                        .args(["record", "-q", "-f", "--gpu", "off", "-o"])
+                        .args(["record", "-q", "-f", "--gpu", "off", "--sched", sched, "-o"])
                         .arg(&log)
                         .arg("--")
                         .arg(&w.bin)
@@ -343,8 +347,10 @@ fn main() -> Result<()> {
     // BENCH_TOOLS=untraced,floor,mltrace and BENCH_ONLY=a,b,export,long: quick partial runs.
     let only_tools = std::env::var("BENCH_TOOLS").ok();
     let wanted = |t: Tool| only_tools.as_deref().is_none_or(|l| l.split(',').any(|n| t.name().starts_with(n.trim())));
-    let mut tools: Vec<Tool> =
-        [Tool::Untraced, Tool::Floor, Tool::LatencyFloor, Tool::Mltrace].into_iter().filter(|&t| wanted(t)).collect();
+    let mut tools: Vec<Tool> = [Tool::Untraced, Tool::Floor, Tool::LatencyFloor, Tool::Mltrace, Tool::MltraceNoSched]
+        .into_iter()
+        .filter(|&t| wanted(t))
+        .collect();
     let mut skipped = Vec::new();
     for (t, bin) in [(Tool::Bpftrace, "bpftrace"), (Tool::Strace, "strace")] {
         if !wanted(t) {
@@ -511,6 +517,15 @@ fn main() -> Result<()> {
     if let (Some(m), Some(f)) = (added(1, Tool::Mltrace), added(1, Tool::LatencyFloor)) {
         let r = m / f.max(1.0);
         let _ = writeln!(table, "  (b) mltrace's added time <= 2x the latency floor's: {r:.2}x  {}", verdict(r <= 2.0));
+    }
+    for (wi, key) in [(0, "a"), (1, "b")] {
+        if let (Some(on), Some(off)) = (med(wi, Tool::Mltrace), med(wi, Tool::MltraceNoSched)) {
+            let cost = (on as f64 / off.max(1) as f64 - 1.0) * 100.0;
+            let _ = writeln!(
+                table,
+                "  ({key}) scheduling on vs --sched off: {cost:+.1}% (for reference: noise is a few %)"
+            );
+        }
     }
     for (wi, key) in [(1, "b"), (2, "c"), (3, "d")] {
         if let (Some(m), Some(u)) = (med(wi, Tool::Mltrace), med(wi, Tool::Untraced)) {

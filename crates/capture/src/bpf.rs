@@ -30,11 +30,21 @@ pub struct BpfConfig {
     pub page_cache: bool,
     /// Record io_uring read/write requests.
     pub uring: bool,
+    /// Record context switches, wake-ups and migrations of traced threads.
+    pub sched: bool,
 }
 
 impl Default for BpfConfig {
     fn default() -> Self {
-        BpfConfig { ring_bytes: 32 << 20, block: true, block_route: None, route: None, page_cache: true, uring: true }
+        BpfConfig {
+            ring_bytes: 32 << 20,
+            block: true,
+            block_route: None,
+            route: None,
+            page_cache: true,
+            uring: true,
+            sched: true,
+        }
     }
 }
 
@@ -66,6 +76,8 @@ pub struct Plan {
     /// io_uring requests, or why not (the kernel's tracepoints, `--io-uring
     /// off`, or their programs did not load).
     pub uring: Result<UringRoute, String>,
+    /// Whether scheduling is recorded (asked for, and the kernel has the tracepoints).
+    pub sched: bool,
     /// Why the fast route was not used although the kernel should have it.
     pub fallback: Option<String>,
 }
@@ -81,9 +93,13 @@ impl Plan {
         } else {
             Err("turned off (--io-uring off)".to_string())
         };
-        Plan { route, block, page_cache, uring, fallback: None }
+        let sched = cfg.sched && SCHED_TRACEPOINTS.iter().all(|t| kernel.has_tracepoint(t));
+        Plan { route, block, page_cache, uring, sched, fallback: None }
     }
 }
+
+/// The tracepoints scheduling capture attaches to.
+pub const SCHED_TRACEPOINTS: [&str; 3] = ["sched_switch", "sched_waking", "sched_migrate_task"];
 
 fn bpf_err(stage: &str) -> impl FnOnce(libbpf_rs::Error) -> CaptureError + '_ {
     move |source| CaptureError::Bpf { stage: stage.to_string(), source }
@@ -184,6 +200,12 @@ fn load_route<'obj>(
         (&mut progs.uring_submit_req, plan.uring == Ok(UringRoute::SubmitReq)),
         (&mut progs.uring_submit_sqe, plan.uring == Ok(UringRoute::SubmitSqe)),
         (&mut progs.uring_complete, plan.uring.is_ok()),
+        (&mut progs.sched_switch, !fast && plan.sched),
+        (&mut progs.sched_waking, !fast && plan.sched),
+        (&mut progs.sched_migrate, !fast && plan.sched),
+        (&mut progs.fast_sched_switch, fast && plan.sched),
+        (&mut progs.fast_sched_waking, fast && plan.sched),
+        (&mut progs.fast_sched_migrate, fast && plan.sched),
     ] {
         p.set_autoload(on);
     }
@@ -304,6 +326,13 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
             subsystem: "io_uring".into(),
             mechanism: "tracepoint".into(),
             detail: route.describe().into(),
+        });
+    }
+    if plan.sched {
+        v.push(mltrace_log::Probe {
+            subsystem: "scheduling".into(),
+            mechanism: if plan.route == SyscallRoute::Fast { "tp_btf, per-task storage" } else { "raw_tp" }.into(),
+            detail: "sched_switch (traced thread on either side), sched_waking, sched_migrate_task".into(),
         });
     }
     if let Some(route) = plan.block {

@@ -10,7 +10,7 @@ use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::inodes::InodeNames;
 use crate::skel::types::{
     ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac, ev_kind, ev_open,
-    ev_pcache, ev_uring, ev_xfer, op,
+    ev_pcache, ev_sched, ev_uring, ev_xfer, op,
 };
 
 /// BPF flag bits (events.h).
@@ -130,6 +130,48 @@ fn block_record(e: &ev_block, enc: &mut FrameEncoder) -> Block {
         cause_ts: e.cause_ts,
         cause_idx: e.cause_idx,
     }
+}
+
+/// BPF's SCHED_* ops (events.h).
+const SCHED_SWITCH: u8 = 1;
+const SCHED_WAKING: u8 = 2;
+const SCHED_MIGRATE: u8 = 3;
+
+/// A scheduling event; `None` for an op this version does not know.
+fn sched_record(e: &ev_sched, enc: &mut FrameEncoder) -> Option<Record> {
+    let h = &e.h;
+    // BPF's ST_SELF / ST_OTHER.
+    let (me, other) = (e.traced & 1 != 0, e.traced & 2 != 0);
+    Some(match h.op {
+        SCHED_SWITCH => Record::SchedSwitch(SchedSwitch {
+            ts: h.ts,
+            cpu: e.cpu,
+            prev_pid: h.pid,
+            prev_tid: h.tid,
+            prev_comm: enc.intern(&cstr(&e.comm)),
+            prev_prio: e.prio,
+            prev_state: SchedState::from_u8(e.state),
+            next_pid: e.other_pid,
+            next_tid: e.other_tid,
+            next_comm: enc.intern(&cstr(&e.other_comm)),
+            next_prio: e.other_prio,
+            traced: if me { sched::PREV } else { 0 } | if other { sched::NEXT } else { 0 },
+        }),
+        SCHED_WAKING | SCHED_MIGRATE => Record::SchedWake(SchedWake {
+            ts: h.ts,
+            op: if h.op == SCHED_WAKING { WakeOp::Waking } else { WakeOp::Migrate },
+            cpu: e.cpu,
+            target_cpu: e.target_cpu,
+            pid: h.pid,
+            tid: h.tid,
+            comm: enc.intern(&cstr(&e.comm)),
+            prio: e.prio,
+            waker_pid: e.other_pid,
+            waker_tid: e.other_tid,
+            traced: if other { sched::WAKER } else { 0 },
+        }),
+        _ => return None,
+    })
 }
 
 /// A thread's counters from the kernel (ev_ioac.have uses the log's [`acct`] bits).
@@ -307,6 +349,7 @@ impl KernelDecoder {
             ev_kind::EV_PCACHE => size_of::<ev_pcache>(),
             ev_kind::EV_URING => size_of::<ev_uring>(),
             ev_kind::EV_AIO => size_of::<ev_aio>(),
+            ev_kind::EV_SCHED => size_of::<ev_sched>(),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -596,6 +639,16 @@ impl KernelDecoder {
                     flags: if h.flags & IOF_REQ_PARTIAL != 0 { aio::PARTIAL } else { 0 },
                     block_reqs: e.nblk,
                 }));
+            }
+            ev_kind::EV_SCHED => {
+                let e: ev_sched = read(data);
+                match sched_record(&e, enc) {
+                    Some(rec) => enc.push(&rec),
+                    None => {
+                        self.stats.records -= 1;
+                        self.stats.malformed += 1;
+                    }
+                }
             }
             ev_kind::EV_BLOCK => {
                 let e: ev_block = read(data);

@@ -119,6 +119,9 @@ pub fn run() -> Vec<Check> {
         "mm_filemap_add_to_page_cache",
         "io_uring_submit_req",
         "io_uring_complete",
+        "sched_switch",
+        "sched_waking",
+        "sched_migrate_task",
     ];
     let (have, lack): (Vec<&str>, Vec<&str>) = tps.iter().partition(|t| kernel.has_tracepoint(t));
     out.push(check(
@@ -128,6 +131,9 @@ pub fn run() -> Vec<Check> {
                 && !t.starts_with("block_rq_insert")
                 && !t.starts_with("mm_filemap")
                 && !t.starts_with("io_uring")
+                && !t.starts_with("sched_switch")
+                && !t.starts_with("sched_wak")
+                && !t.starts_with("sched_migrate")
         }) {
             Status::Fail
         } else {
@@ -162,6 +168,7 @@ pub fn run() -> Vec<Check> {
             "processes" => "process probes",
             "page cache" => "page-cache probe",
             "io_uring" => "io_uring probes",
+            "scheduling" => "scheduling probes",
             _ => "block probes",
         };
         out.push(check(name, Status::Ok, format!("{}: {}", p.mechanism, p.detail)));
@@ -181,6 +188,13 @@ pub fn run() -> Vec<Check> {
         Status::Ok,
         "io_submit, io_getevents, io_pgetevents through the syscall probes (with the first iocb's file)",
     ));
+    if !plan.sched {
+        out.push(check(
+            "scheduling probes",
+            Status::Absent,
+            "no sched_switch/sched_waking/sched_migrate_task: no thread states and no data-wait verdict",
+        ));
+    }
     if plan.block.is_none() {
         out.push(check("block probes", Status::Fail, "block_rq_issue/block_rq_complete missing: no block I/O"));
     } else if plan.block == Some(BlockRoute::RqInsert) {

@@ -64,6 +64,37 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
                     x.bytes,
                     x.during.name()
                 )?,
+                Record::SchedSwitch(x) => writeln!(
+                    out,
+                    "{} switch cpu={} {}/{} {:?} prio={} state={} -> {}/{} {:?} prio={} traced={}",
+                    x.ts,
+                    x.cpu,
+                    x.prev_pid,
+                    x.prev_tid,
+                    s(x.prev_comm),
+                    x.prev_prio,
+                    x.prev_state.name(),
+                    x.next_pid,
+                    x.next_tid,
+                    s(x.next_comm),
+                    x.next_prio,
+                    x.traced
+                )?,
+                Record::SchedWake(x) => writeln!(
+                    out,
+                    "{} {} {}/{} {:?} prio={} cpu={} -> cpu={} by {}/{} traced={}",
+                    x.ts,
+                    x.op.name(),
+                    x.pid,
+                    x.tid,
+                    s(x.comm),
+                    x.prio,
+                    x.cpu,
+                    x.target_cpu,
+                    x.waker_pid,
+                    x.waker_tid,
+                    x.traced
+                )?,
                 Record::IoAccounting(x) => writeln!(
                     out,
                     "{} ioac at {} pid={} tid={} have={} rchar={} wchar={} syscr={} syscw={} read_bytes={} write_bytes={} cancelled_write_bytes={}",

@@ -172,6 +172,18 @@ impl mltrace_model::Encoder for Enc {
             Enc::Chrome(e) => e.counter(t, ts, v),
         }
     }
+    fn sched_switch(&mut self, s: &mltrace_model::SwitchEvent<'_>) -> io::Result<()> {
+        match self {
+            Enc::Perfetto(e) => e.sched_switch(s),
+            Enc::Chrome(e) => e.sched_switch(s),
+        }
+    }
+    fn sched_waking(&mut self, w: &mltrace_model::WakingEvent<'_>) -> io::Result<()> {
+        match self {
+            Enc::Perfetto(e) => e.sched_waking(w),
+            Enc::Chrome(e) => e.sched_waking(w),
+        }
+    }
     fn end(&mut self, a: Option<mltrace_log::ClockAnchor>, t: Option<&mltrace_log::Trailer>) -> io::Result<u64> {
         match self {
             Enc::Perfetto(e) => e.end(a, t),

@@ -35,6 +35,11 @@ pub struct Args {
     /// Record io_uring read/write requests (submission to completion): on or off
     #[arg(long, default_value = "on", value_name = "ON|OFF")]
     io_uring: String,
+    /// Record context switches, wake-ups and migrations of the traced
+    /// threads (thread states in the trace, the data-wait verdict in
+    /// stats): on or off
+    #[arg(long, default_value = "on", value_name = "ON|OFF")]
+    sched: String,
     /// How often to sample CPU, memory, disk, process and GPU counters
     /// (e.g. 100ms, 1s; 0 turns the samplers off)
     #[arg(long, default_value = "100ms", value_name = "PERIOD", value_parser = parse_period)]
@@ -151,6 +156,11 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         "on" => true,
         "off" => false,
         other => anyhow::bail!("--io-uring {other}: expected on or off"),
+    };
+    opts.bpf.sched = match a.sched.as_str() {
+        "on" => true,
+        "off" => false,
+        other => anyhow::bail!("--sched {other}: expected on or off"),
     };
     opts.run_as = match a.user.as_deref() {
         None => identity::sudo_caller(),

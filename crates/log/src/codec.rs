@@ -49,10 +49,13 @@ pub(crate) mod kind {
     pub const IO_URING: u8 = 18;
     pub const AIO: u8 = 19;
 
-    /// Whether this version writes and reads kind `k` (codes may be
-    /// reserved but not yet used).
+    pub const SCHED_SWITCH: u8 = 20;
+    pub const SCHED_WAKE: u8 = 21;
+
+    /// Whether this version reads kind `k` (codes are not contiguous:
+    /// others are reserved for kinds this version does not know).
     pub fn known(k: u8) -> bool {
-        matches!(k, FORK..=PAGE_CACHE | IO_URING | AIO)
+        matches!(k, FORK..=PAGE_CACHE | IO_URING | AIO | SCHED_SWITCH | SCHED_WAKE)
     }
 }
 
@@ -341,6 +344,33 @@ impl Columns {
                 w.u(14, r.write_bytes);
                 w.u(15, u64::from(r.counted) | u64::from(r.errors) << 16 | u64::from(r.block_reqs) << 32);
             }
+            Record::SchedSwitch(r) => {
+                // Frequent: prios as distances from nice 0 and the next
+                // thread's pid from its tid, so most fields are one zero byte.
+                let mut w = self.w(kind::SCHED_SWITCH);
+                w.ts(0, r.ts);
+                w.u(1, u64::from(r.cpu));
+                w.ids(2, 3, r.prev_pid, r.prev_tid);
+                w.s(4, r.prev_comm);
+                w.i(5, i64::from(r.prev_prio) - 120);
+                w.u(6, r.prev_state as u64);
+                w.ids(7, 8, r.next_pid, r.next_tid);
+                w.s(9, r.next_comm);
+                w.i(10, i64::from(r.next_prio) - 120);
+                w.u(11, u64::from(r.traced));
+            }
+            Record::SchedWake(r) => {
+                let mut w = self.w(kind::SCHED_WAKE);
+                w.ts(0, r.ts);
+                w.u(1, r.op as u64);
+                w.u(2, u64::from(r.cpu));
+                w.i(3, i64::from(r.target_cpu) - i64::from(r.cpu));
+                w.ids(4, 5, r.pid, r.tid);
+                w.s(6, r.comm);
+                w.i(7, i64::from(r.prio) - 120);
+                w.ids(8, 9, r.waker_pid, r.waker_tid);
+                w.u(10, u64::from(r.traced));
+            }
         }
     }
 
@@ -524,6 +554,11 @@ impl R<'_> {
     fn pid(&mut self, tid: u32, f: usize) -> Result<u32, Bad> {
         let d = self.i(f)?;
         u32::try_from(i64::from(tid) - d).map_err(|_| Bad::Range(f as u8))
+    }
+    /// A priority stored as its distance from 120 (nice 0).
+    #[inline(always)]
+    fn prio(&mut self, f: usize) -> Result<i32, Bad> {
+        i32::try_from(self.i(f)?.saturating_add(120)).map_err(|_| Bad::Range(f as u8))
     }
     #[inline(always)]
     fn ids(&mut self, tid_f: usize, pid_f: usize) -> Result<(u32, u32), Bad> {
@@ -898,6 +933,44 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
                 flags: (codes >> 16) as u8,
                 block_reqs: (counts >> 32) as u32,
             })
+        }
+        kind::SCHED_SWITCH => {
+            let ts = r.ts(0)?;
+            let cpu = r.u32(1)?;
+            let (prev_pid, prev_tid) = r.ids(2, 3)?;
+            let prev_comm = r.s(4)?;
+            let prev_prio = r.prio(5)?;
+            let prev_state = SchedState::from_u8(r.u8(6)?);
+            let (next_pid, next_tid) = r.ids(7, 8)?;
+            let next_comm = r.s(9)?;
+            let next_prio = r.prio(10)?;
+            let traced = r.u8(11)?;
+            Record::SchedSwitch(SchedSwitch {
+                ts,
+                cpu,
+                prev_pid,
+                prev_tid,
+                prev_comm,
+                prev_prio,
+                prev_state,
+                next_pid,
+                next_tid,
+                next_comm,
+                next_prio,
+                traced,
+            })
+        }
+        kind::SCHED_WAKE => {
+            let ts = r.ts(0)?;
+            let op = WakeOp::from_u8(r.u8(1)?);
+            let cpu = r.u32(2)?;
+            let target_cpu = u32::try_from(i64::from(cpu) + r.i(3)?).map_err(|_| Bad::Range(3))?;
+            let (pid, tid) = r.ids(4, 5)?;
+            let comm = r.s(6)?;
+            let prio = r.prio(7)?;
+            let (waker_pid, waker_tid) = r.ids(8, 9)?;
+            let traced = r.u8(10)?;
+            Record::SchedWake(SchedWake { ts, op, cpu, target_cpu, pid, tid, comm, prio, waker_pid, waker_tid, traced })
         }
         _ => unreachable!("kind checked by caller"),
     })

@@ -670,6 +670,99 @@ pub struct Aio {
     pub block_reqs: u32,
 }
 
+code_enum!(
+    /// The state a thread left the CPU in at a [`SchedSwitch`] (the
+    /// kernel's `prev_state`, as ftrace letters it).
+    SchedState, fallback Other, {
+        /// Preempted, or woken before it got off the CPU: still runnable (R).
+        Runnable = 0 => "R",
+        /// Interruptible sleep: waiting for an event (a pipe, a futex...) (S).
+        Sleeping = 1 => "S",
+        /// Uninterruptible sleep: usually waiting for I/O (D).
+        Uninterruptible = 2 => "D",
+        /// Stopped or traced (T, t).
+        Stopped = 3 => "T",
+        /// Exiting (X, Z).
+        Dead = 4 => "X",
+        /// Idle kernel waits (I) and anything else.
+        Other = 5 => "?",
+    }
+);
+
+impl SchedState {
+    /// The kernel's TASK_* bits for this state, as Perfetto reads `prev_state`.
+    pub fn kernel_bits(self) -> i64 {
+        match self {
+            SchedState::Runnable => 0,
+            SchedState::Sleeping => 1,
+            SchedState::Uninterruptible => 2,
+            SchedState::Stopped => 4,
+            SchedState::Dead => 16,
+            SchedState::Other => 0x80,
+        }
+    }
+}
+
+/// Bits of [`SchedSwitch::traced`] and [`SchedWake::traced`]: which side is
+/// a thread of a traced process (the other side is whoever it was).
+pub mod sched {
+    pub const PREV: u8 = 1;
+    pub const NEXT: u8 = 2;
+    /// In a [`super::SchedWake`]: the waker (the wakee is always traced).
+    pub const WAKER: u8 = 4;
+}
+
+/// A context switch on `cpu` in which at least one side is a traced thread
+/// (`traced` says which). The untraced side is named as the kernel saw it:
+/// another task that ran on the same CPU (or the idle task, pid 0).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct SchedSwitch {
+    pub ts: u64,
+    pub cpu: u32,
+    pub prev_pid: u32,
+    pub prev_tid: u32,
+    pub prev_comm: StrId,
+    /// The kernel's priority (120 = nice 0).
+    pub prev_prio: i32,
+    pub prev_state: SchedState,
+    pub next_pid: u32,
+    pub next_tid: u32,
+    pub next_comm: StrId,
+    pub next_prio: i32,
+    /// [`sched`] bits.
+    pub traced: u8,
+}
+
+code_enum!(
+    /// What a [`SchedWake`] is.
+    WakeOp, fallback Waking, {
+        /// sched_waking: the waker (the running task) makes the thread runnable.
+        Waking = 0 => "waking",
+        /// sched_migrate_task: the thread moves from `cpu` to `target_cpu`.
+        Migrate = 1 => "migrate",
+    }
+);
+
+/// A traced thread woken (made runnable) by the task running on `cpu`
+/// (`waker_pid`/`waker_tid`), to run on `target_cpu`; or moved from `cpu`
+/// to `target_cpu` ([`WakeOp::Migrate`], the waker fields are the task that
+/// moved it).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct SchedWake {
+    pub ts: u64,
+    pub op: WakeOp,
+    pub cpu: u32,
+    pub target_cpu: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: StrId,
+    pub prio: i32,
+    pub waker_pid: u32,
+    pub waker_tid: u32,
+    /// [`sched`] bits (WAKER when the waker is traced too).
+    pub traced: u8,
+}
+
 /// One log record.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Record {
@@ -690,6 +783,8 @@ pub enum Record {
     PageCache(PageCache),
     IoUring(IoUring),
     Aio(Aio),
+    SchedSwitch(SchedSwitch),
+    SchedWake(SchedWake),
 }
 
 impl Record {
@@ -712,6 +807,8 @@ impl Record {
             Record::PageCache(r) => r.ts,
             Record::IoUring(r) => r.ts,
             Record::Aio(r) => r.ts,
+            Record::SchedSwitch(r) => r.ts,
+            Record::SchedWake(r) => r.ts,
         }
     }
 

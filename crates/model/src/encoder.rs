@@ -127,6 +127,35 @@ pub struct FileMeta<'a> {
     pub zero_counters: &'a [String],
 }
 
+/// A context switch on `cpu` as the kernel's sched_switch tracepoint has
+/// it: at least one side is a traced thread, the other is whoever it was.
+#[derive(Clone, Copy, Debug)]
+pub struct SwitchEvent<'a> {
+    pub ts: u64,
+    pub cpu: u32,
+    pub prev_tid: u32,
+    pub prev_comm: &'a [u8],
+    pub prev_prio: i32,
+    /// The kernel's TASK_* bits (0 = runnable, 1 = S, 2 = D...).
+    pub prev_state: i64,
+    pub next_tid: u32,
+    pub next_comm: &'a [u8],
+    pub next_prio: i32,
+}
+
+/// A traced thread `tid` made runnable by `waker_tid` (running on `cpu`),
+/// to run on `target_cpu`.
+#[derive(Clone, Copy, Debug)]
+pub struct WakingEvent<'a> {
+    pub ts: u64,
+    pub cpu: u32,
+    pub waker_tid: u32,
+    pub tid: u32,
+    pub comm: &'a [u8],
+    pub prio: i32,
+    pub target_cpu: u32,
+}
+
 /// A trace writer. Calls come in this order: [`Encoder::begin`], then
 /// tracks, slices, instants and counters (a track before its first use),
 /// then [`Encoder::end`].
@@ -136,6 +165,11 @@ pub trait Encoder {
     fn slice<A: Args>(&mut self, s: &Slice<'_>, args: &A) -> io::Result<()>;
     fn instant<A: Args>(&mut self, track: TrackId, ts: u64, name: Name<'_>, args: &A) -> io::Result<()>;
     fn counter(&mut self, track: TrackId, ts: u64, value: f64) -> io::Result<()>;
+    /// Scheduling, for writers whose format has a place for it (the
+    /// viewer then draws CPU and thread-state tracks itself); others
+    /// leave it out. No default: a wrapper must pass it on.
+    fn sched_switch(&mut self, s: &SwitchEvent<'_>) -> io::Result<()>;
+    fn sched_waking(&mut self, w: &WakingEvent<'_>) -> io::Result<()>;
     /// Ends the file; `end` is the recording's end anchor, when known.
     /// Returns the bytes written.
     fn end(&mut self, end: Option<ClockAnchor>, trailer: Option<&mltrace_log::Trailer>) -> io::Result<u64>;

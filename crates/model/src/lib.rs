@@ -24,6 +24,8 @@ pub mod synthetic;
 pub mod window;
 
 pub use args::{ArgKey, ArgSink, Args, FnArgs, NoArgs};
-pub use encoder::{Encoder, FileMeta, Name, ProcessDesc, Slice, Track, TrackId, TrackKind, Unit};
+pub use encoder::{
+    Encoder, FileMeta, Name, ProcessDesc, Slice, SwitchEvent, Track, TrackId, TrackKind, Unit, WakingEvent,
+};
 pub use scene::{Filter, Scene, SceneStats};
 pub use survey::Survey;

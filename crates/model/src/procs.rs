@@ -88,6 +88,10 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::PageCache(x) => x.pid,
         Record::IoUring(x) => x.pid,
         Record::Aio(x) => x.pid,
+        Record::SchedWake(x) => x.pid,
+        // A switch belongs to its traced side (the outgoing one when both are).
+        Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
+        Record::SchedSwitch(x) if x.traced & sched::NEXT != 0 => x.next_pid,
         Record::Block(x) if x.flags & blk::TRACED != 0 => x.pid,
         Record::Counter(x) if x.pid != 0 => x.pid,
         Record::Mark(x) if x.pid != 0 => x.pid,

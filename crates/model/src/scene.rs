@@ -103,6 +103,8 @@ pub struct SceneStats {
     pub processes: u64,
     pub lost_events: u64,
     pub block_requests: u64,
+    /// Context switches and wake-ups written as the format's scheduling data.
+    pub sched_events: u64,
     /// In-flight counter changes that arrived after later ones were written.
     pub late_counter_changes: u64,
     pub first_ts: Option<u64>,
@@ -268,6 +270,9 @@ pub struct Scene<'s> {
     who: String,
     flags: String,
     key: String,
+    /// By CPU, in this file: the task the last switch put on it (tid,
+    /// comm, prio), to join the chain where untraced tasks ran between.
+    on_cpu: Vec<Option<(u32, Vec<u8>, i32)>>,
     pub stats: SceneStats,
 }
 
@@ -297,6 +302,7 @@ impl<'s> Scene<'s> {
             who: String::new(),
             flags: String::new(),
             key: String::new(),
+            on_cpu: Vec::new(),
             stats: SceneStats::default(),
         }
     }
@@ -307,6 +313,7 @@ impl<'s> Scene<'s> {
     pub fn begin_file<E: Encoder>(&mut self, enc: &mut E, title: &str, range: (u64, u64)) -> io::Result<()> {
         self.out = Out::default();
         self.started.clear();
+        self.on_cpu.clear();
         self.stats = SceneStats::default();
         self.range = range;
         let zero = self.run.zero_counters();
@@ -521,7 +528,14 @@ impl<'s> Scene<'s> {
         if self.pending_count > 0 {
             self.flush_pending(enc, ts)?;
         }
-        let keep_pid = crate::procs::owner(rec).is_none_or(|p| self.filter.keeps_pid(p));
+        let keep_pid = match rec {
+            // A switch between two traced processes shows if either is kept.
+            Record::SchedSwitch(r) => {
+                (r.traced & sched::PREV != 0 && self.filter.keeps_pid(r.prev_pid))
+                    || (r.traced & sched::NEXT != 0 && self.filter.keeps_pid(r.next_pid))
+            }
+            _ => crate::procs::owner(rec).is_none_or(|p| self.filter.keeps_pid(p)),
+        };
         let keep_ts = self.filter.keeps_ts(ts);
         if !(keep_ts && keep_pid) {
             // A call left out: requests held for it go alone.
@@ -600,6 +614,37 @@ impl<'s> Scene<'s> {
             }
             // The kernel's own I/O counters: checked in `stats`, not drawn.
             Record::IoAccounting(_) => {}
+            Record::SchedSwitch(r) => {
+                self.stats.sched_events += 1;
+                self.stats.saw(r.ts);
+                self.join_cpu_chain(enc, f, &r)?;
+                enc.sched_switch(&SwitchEvent {
+                    ts: r.ts,
+                    cpu: r.cpu,
+                    prev_tid: r.prev_tid,
+                    prev_comm: f.str(r.prev_comm),
+                    prev_prio: r.prev_prio,
+                    prev_state: r.prev_state.kernel_bits(),
+                    next_tid: r.next_tid,
+                    next_comm: f.str(r.next_comm),
+                    next_prio: r.next_prio,
+                })?;
+            }
+            Record::SchedWake(r) if r.op == WakeOp::Waking => {
+                self.stats.sched_events += 1;
+                self.stats.saw(r.ts);
+                enc.sched_waking(&WakingEvent {
+                    ts: r.ts,
+                    cpu: r.cpu,
+                    waker_tid: r.waker_tid,
+                    tid: r.tid,
+                    comm: f.str(r.comm),
+                    prio: r.prio,
+                    target_cpu: r.target_cpu,
+                })?;
+            }
+            // Migrations show in the switches (a thread's CPU changes).
+            Record::SchedWake(_) => {}
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
                 if let (Some(i), true) = (idx, r.pid != 0) {
@@ -610,6 +655,40 @@ impl<'s> Scene<'s> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Only switches with a traced side are recorded, so on a CPU the task
+    /// a switch takes off may not be the one the previous switch put on
+    /// (untraced tasks ran between). Viewers read a CPU as one chain of
+    /// switches: this closes the gap with a switch, at the same time, from
+    /// the task last put on to the one now taken off (which then shows as
+    /// running from there: the untraced time is given to the first task).
+    fn join_cpu_chain<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, r: &SchedSwitch) -> io::Result<()> {
+        let i = r.cpu as usize;
+        if self.on_cpu.len() <= i {
+            self.on_cpu.resize_with(i + 1, || None);
+        }
+        if let Some((tid, comm, prio)) = &self.on_cpu[i] {
+            if *tid != r.prev_tid {
+                enc.sched_switch(&SwitchEvent {
+                    ts: r.ts,
+                    cpu: r.cpu,
+                    prev_tid: *tid,
+                    prev_comm: comm,
+                    prev_prio: *prio,
+                    prev_state: SchedState::Runnable.kernel_bits(),
+                    next_tid: r.prev_tid,
+                    next_comm: f.str(r.prev_comm),
+                    next_prio: r.prev_prio,
+                })?;
+            }
+        }
+        let slot = self.on_cpu[i].get_or_insert_with(|| (0, Vec::new(), 0));
+        slot.0 = r.next_tid;
+        slot.1.clear();
+        slot.1.extend_from_slice(f.str(r.next_comm));
+        slot.2 = r.next_prio;
         Ok(())
     }
 

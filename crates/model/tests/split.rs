@@ -102,6 +102,12 @@ impl Encoder for CheckEnc {
         self.log.counters += 1;
         Ok(())
     }
+    fn sched_switch(&mut self, _: &SwitchEvent<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    fn sched_waking(&mut self, _: &WakingEvent<'_>) -> io::Result<()> {
+        Ok(())
+    }
     fn end(&mut self, _: Option<ClockAnchor>, _: Option<&Trailer>) -> io::Result<u64> {
         assert!(self.log.began && !self.log.ended);
         self.log.ended = true;

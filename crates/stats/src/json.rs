@@ -44,6 +44,8 @@ impl Stats {
         let storage = |c: &CacheFill| if pc { Value::from(c.storage_read_bytes()) } else { Value::Null };
         let page_cache = |c: &CacheFill, read: u64| if pc { cache(c, read) } else { Value::Null };
         let lossy = self.total_lost() > 0 || !self.diagnostics.is_empty();
+        let has_sched = self.has_sched();
+        let trainer = self.trainer().map(|t| t.pid);
         let processes: Vec<Value> = self
             .processes
             .iter()
@@ -109,8 +111,28 @@ impl Stats {
                     "mapped_bytes": Value::Null,
                     "major_faults": Value::Null,
                     "kernel": kernel,
+                    "cpu_fraction": Value::Null,
+                    "runnable_fraction": Value::Null,
+                    "io_wait_fraction": Value::Null,
+                    "sleep_fraction": Value::Null,
+                    "data_wait_fraction": Value::Null,
                 });
                 crate::async_io::json_fields(p, &mut v);
+                v
+            })
+            .zip(&self.processes)
+            .map(|(mut v, p)| {
+                // Scheduling shares over its threads' time together; null
+                // when the log has none (never a guess).
+                if let (true, Some(t)) = (has_sched, self.sched.procs.get(&p.pid)) {
+                    v["cpu_fraction"] = t.fraction(t.cpu).into();
+                    v["runnable_fraction"] = t.fraction(t.runnable).into();
+                    v["io_wait_fraction"] = t.fraction(t.io_wait).into();
+                    v["sleep_fraction"] = t.fraction(t.sleep).into();
+                }
+                if trainer == Some(p.pid) && std::ptr::eq(p, self.trainer().unwrap()) {
+                    v["data_wait_fraction"] = self.data_wait_fraction(p).into();
+                }
                 v
             })
             .collect();
@@ -176,6 +198,7 @@ impl Stats {
             "uring_opcodes": self.trailer.as_ref().map(|t| {
                 t.uring_ops.iter().map(|o| (o.name.clone(), Value::from(o.count))).collect::<serde_json::Map<_, _>>()
             }),
+            "verdict": self.verdict().to_json(),
         })
     }
 }

@@ -5,6 +5,10 @@ mod async_io;
 mod hist;
 mod json;
 pub mod kernel;
+pub mod sched;
+mod verdict;
+
+pub use verdict::Verdict;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -103,6 +107,11 @@ pub struct ProcStats {
     files: HashSet<u64>,
     /// Named by a command line (exec, or inherited): a comm does not rename it.
     has_cmdline: bool,
+    /// Time in read-family calls on files (durations summed over threads).
+    pub read_ns: u64,
+    /// Forked and never exec'd another program (or exec'd Python's
+    /// multiprocessing spawn): a data loader when its parent is the trainer.
+    pub loader: bool,
 }
 
 impl ProcStats {
@@ -222,6 +231,8 @@ pub struct Stats {
     pub block_others: Vec<(String, BlockStats)>,
     /// Problems the reader worked around, described.
     pub diagnostics: Vec<String>,
+    /// Where the traced threads' time went (scheduling records).
+    pub sched: sched::SchedTimes,
 }
 
 /// The counters `stats` summarises: the ones that answer "was the GPU
@@ -304,6 +315,7 @@ impl Stats {
                     }
                     let p = self.proc(r.pid);
                     p.parent = r.parent_pid;
+                    p.loader = true;
                     if let Some((n, has_cmdline)) = parent {
                         p.name = n;
                         p.has_cmdline = has_cmdline;
@@ -315,11 +327,15 @@ impl Stats {
             }
             Record::Exec(r) => {
                 let name = names::command_line(f.str(r.argv), NAME_MAX);
+                let argv = f.str_lossy(r.argv);
+                let spawn = argv.contains("multiprocessing.spawn") || argv.contains("spawn_main");
                 let p = self.proc(r.pid);
+                p.loader &= spawn;
                 p.name = name;
                 p.has_cmdline = true;
             }
             Record::Exit(r) => {
+                self.sched.add(rec);
                 if r.process_exit {
                     let p = self.proc(r.pid);
                     p.exit_status = Some(r.status);
@@ -353,7 +369,11 @@ impl Stats {
                 if r.op.is_write() {
                     p.writes.add(r.ret, r.dur)
                 } else {
-                    p.reads.add(r.ret, r.dur)
+                    p.reads.add(r.ret, r.dur);
+                    // Data reads, not waits on a pipe or socket.
+                    if matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
+                        p.read_ns += r.dur;
+                    }
                 }
                 if let Some(fs) = self.file(r.pid, f.str(r.path), r.kind) {
                     let moved = r.ret.max(0) as u64;
@@ -429,6 +449,19 @@ impl Stats {
                 }
             }
             Record::Phase(_) | Record::Mark(_) => {}
+            Record::SchedSwitch(r) => {
+                // A traced process has its row even if it only ran.
+                for (bit, pid) in [(mltrace_log::sched::PREV, r.prev_pid), (mltrace_log::sched::NEXT, r.next_pid)] {
+                    if r.traced & bit != 0 {
+                        self.proc(pid);
+                    }
+                }
+                self.sched.add(rec);
+            }
+            Record::SchedWake(r) => {
+                self.proc(r.pid);
+                self.sched.add(rec);
+            }
             Record::PageCache(c) => {
                 self.proc(c.pid).cache.add(c.during, c.bytes);
                 let path = f.str(c.path);
@@ -471,6 +504,9 @@ impl Stats {
             while let Some(rec) = f.next_record() {
                 s.add(&f, &rec);
             }
+        }
+        if let Some(end) = s.last_ts {
+            s.sched.finish(end);
         }
         let header = reader.header().clone();
         s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&header)).collect();
@@ -722,6 +758,7 @@ impl Stats {
     pub fn render(&self, top: usize) -> String {
         let mut o = String::new();
         let h = &self.header;
+        let _ = writeln!(o, "verdict:  {}", self.verdict().text);
         let _ = writeln!(o, "command:  {}", h.command.join(" "));
         if !h.host.is_empty() {
             let _ = writeln!(o, "host:     {} (kernel {}, {} CPUs)", h.host, h.kernel, h.cpu_count);

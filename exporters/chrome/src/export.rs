@@ -272,6 +272,14 @@ impl<W: Write> Encoder for ChromeEncoder<W> {
         Ok(())
     }
 
+    // Chrome JSON has no place for the kernel's scheduling: left out (README).
+    fn sched_switch(&mut self, _: &mltrace_model::SwitchEvent<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    fn sched_waking(&mut self, _: &mltrace_model::WakingEvent<'_>) -> io::Result<()> {
+        Ok(())
+    }
+
     fn end(&mut self, _end: Option<ClockAnchor>, trailer: Option<&Trailer>) -> io::Result<u64> {
         self.sink.end_file(&json!(trailer))
     }

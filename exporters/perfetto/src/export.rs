@@ -11,14 +11,17 @@ use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 
 use mltrace_log::{ClockAnchor, Trailer};
-use mltrace_model::{ArgKey, ArgSink, Args, Encoder, FileMeta, Name, Slice, Track, TrackId, TrackKind, Unit};
+use mltrace_model::{
+    ArgKey, ArgSink, Args, Encoder, FileMeta, Name, Slice, SwitchEvent, Track, TrackId, TrackKind, Unit, WakingEvent,
+};
 
 use crate::packets::{PacketSink, Seq};
 use crate::proto::{
     clock_snapshot::Clock, counter_descriptor::Unit as PUnit, process_tree, trace_packet::SequenceFlags,
     track_descriptor::ChildTracksOrdering, track_descriptor::ProcessOrdering, track_event::Type, BuiltinClock,
-    ChromeEventBundle, ChromeMetadata, ClockSnapshot, CounterDescriptor, InternedData, ProcessDescriptor, ProcessTree,
-    ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent,
+    ChromeEventBundle, ChromeMetadata, ClockSnapshot, CounterDescriptor, FtraceEvent, FtraceEventBundle, InternedData,
+    ProcessDescriptor, ProcessTree, SchedSwitchFtraceEvent, SchedWakingFtraceEvent, ThreadDescriptor, TracePacket,
+    TrackDescriptor, TrackEvent,
 };
 use crate::wire;
 
@@ -139,7 +142,13 @@ pub struct PerfettoEncoder<W: Write> {
     scratch: Scratch,
     /// The file's start, for packets that need a time and have none.
     start_ts: u64,
+    /// Scheduling events not yet written, by CPU: written as one ftrace
+    /// bundle per CPU when [`SCHED_BATCH`] are waiting, and at the end.
+    sched: Vec<Vec<FtraceEvent>>,
 }
+
+/// Scheduling events per ftrace bundle.
+const SCHED_BATCH: usize = 512;
 
 const UUID_BASE: u64 = 0x6d6c_7472_0000_0000;
 
@@ -151,6 +160,7 @@ impl<W: Write> PerfettoEncoder<W> {
             tracks: Vec::new(),
             next_seq: 2,
             start_ts: 0,
+            sched: Vec::new(),
             scratch: Scratch {
                 end: TrackEvent { r#type: Some(Type::SliceEnd as i32), ..Default::default() },
                 ..Default::default()
@@ -212,6 +222,34 @@ impl<W: Write> PerfettoEncoder<W> {
             process_tree: Some(ProcessTree { processes: vec![proc], threads: vec![] }),
             ..Default::default()
         })
+    }
+
+    /// Queues a scheduling event of `cpu`, writing its bundle when full.
+    fn sched_event(&mut self, cpu: u32, ev: FtraceEvent) -> io::Result<()> {
+        let i = cpu as usize;
+        if self.sched.len() <= i {
+            self.sched.resize_with(i + 1, Vec::new);
+        }
+        self.sched[i].push(ev);
+        if self.sched[i].len() >= SCHED_BATCH {
+            self.flush_sched(i)?;
+        }
+        Ok(())
+    }
+
+    /// Writes CPU `i`'s waiting events as one bundle, in time order.
+    fn flush_sched(&mut self, i: usize) -> io::Result<()> {
+        let mut event = std::mem::take(&mut self.sched[i]);
+        if event.is_empty() {
+            return Ok(());
+        }
+        event.sort_by_key(|e| e.timestamp);
+        let p = TracePacket {
+            trusted_packet_sequence_id: Some(self.global.id),
+            ftrace_events: Some(FtraceEventBundle { cpu: Some(i as u32), event }),
+            ..Default::default()
+        };
+        self.sink.write(&p)
     }
 
     /// The track's sequence, made on first use.
@@ -400,7 +438,44 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
         s.emit(&mut self.sink, seq, ts)
     }
 
+    fn sched_switch(&mut self, e: &SwitchEvent<'_>) -> io::Result<()> {
+        let ev = FtraceEvent {
+            timestamp: Some(e.ts),
+            pid: Some(e.prev_tid),
+            sched_switch: Some(SchedSwitchFtraceEvent {
+                prev_comm: Some(String::from_utf8_lossy(e.prev_comm).into_owned()),
+                prev_pid: Some(e.prev_tid as i32),
+                prev_prio: Some(e.prev_prio),
+                prev_state: Some(e.prev_state),
+                next_comm: Some(String::from_utf8_lossy(e.next_comm).into_owned()),
+                next_pid: Some(e.next_tid as i32),
+                next_prio: Some(e.next_prio),
+            }),
+            ..Default::default()
+        };
+        self.sched_event(e.cpu, ev)
+    }
+
+    fn sched_waking(&mut self, w: &WakingEvent<'_>) -> io::Result<()> {
+        let ev = FtraceEvent {
+            timestamp: Some(w.ts),
+            pid: Some(w.waker_tid),
+            sched_waking: Some(SchedWakingFtraceEvent {
+                comm: Some(String::from_utf8_lossy(w.comm).into_owned()),
+                pid: Some(w.tid as i32),
+                prio: Some(w.prio),
+                success: Some(1),
+                target_cpu: Some(w.target_cpu as i32),
+            }),
+            ..Default::default()
+        };
+        self.sched_event(w.cpu, ev)
+    }
+
     fn end(&mut self, end: Option<ClockAnchor>, _trailer: Option<&Trailer>) -> io::Result<u64> {
+        for i in 0..self.sched.len() {
+            self.flush_sched(i)?;
+        }
         if let Some(a) = end {
             self.clock_snapshot(a)?;
         }

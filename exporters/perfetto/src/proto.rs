@@ -190,6 +190,40 @@ mod tests {
         let th = ThreadDescriptor { pid: Some(1), tid: Some(2), thread_name: Some("t".into()) };
         assert_eq!(encode(&th), [0x08, 0x01, 0x10, 0x02, 0x2A, 0x01, b't']);
 
+        // Scheduling: FtraceEventBundle in TracePacket.ftrace_events (1).
+        let sw = SchedSwitchFtraceEvent {
+            prev_comm: Some("a".into()),
+            prev_pid: Some(1),
+            prev_prio: Some(120),
+            prev_state: Some(2),
+            next_comm: Some("b".into()),
+            next_pid: Some(3),
+            next_prio: Some(100),
+        };
+        #[rustfmt::skip]
+        assert_eq!(encode(&sw), [
+            0x0A, 0x01, b'a', 0x10, 0x01, 0x18, 0x78, 0x20, 0x02, // prev_comm (1), prev_pid (2), prev_prio (3), prev_state (4)
+            0x2A, 0x01, b'b', 0x30, 0x03, 0x38, 0x64,             // next_comm (5), next_pid (6), next_prio (7)
+        ]);
+        let wk = SchedWakingFtraceEvent {
+            comm: Some("c".into()),
+            pid: Some(4),
+            prio: Some(120),
+            success: Some(1),
+            target_cpu: Some(2),
+        };
+        assert_eq!(encode(&wk), [0x0A, 0x01, b'c', 0x10, 0x04, 0x18, 0x78, 0x20, 0x01, 0x28, 0x02]);
+        let ev = |f: fn(&mut FtraceEvent)| {
+            let mut e = FtraceEvent { timestamp: Some(5), pid: Some(6), ..Default::default() };
+            f(&mut e);
+            encode(&e)
+        };
+        assert_eq!(ev(|e| e.sched_switch = Some(Default::default())), [0x08, 0x05, 0x10, 0x06, 0x22, 0x00]); // 4
+        assert_eq!(ev(|e| e.sched_waking = Some(Default::default())), [0x08, 0x05, 0x10, 0x06, 0xA2, 0x01, 0x00]); // 20
+        let b = FtraceEventBundle { cpu: Some(1), event: vec![FtraceEvent::default()] };
+        assert_eq!(encode(&b), [0x08, 0x01, 0x12, 0x00]);
+        assert_eq!(tp(|p| p.ftrace_events = Some(Default::default())), [0x0A, 0x00]);
+
         assert_eq!(trace_packet::SequenceFlags::SeqIncrementalStateCleared as i32, 1);
         assert_eq!(trace_packet::SequenceFlags::SeqNeedsIncrementalState as i32, 2);
     }

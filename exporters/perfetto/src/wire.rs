@@ -182,6 +182,9 @@ pub fn packet(out: &mut Vec<u8>, p: &TracePacket, event: Option<(&TrackEvent, &[
     if let Some(c) = &p.chrome_events {
         message(out, 5, c);
     }
+    if let Some(b) = &p.ftrace_events {
+        message(out, 1, b);
+    }
     let event = match (&p.track_event, event) {
         (Some(ev), _) => Some((ev, &[][..])),
         (None, e) => e,
@@ -213,8 +216,10 @@ fn is_plain(p: &TracePacket, ev: &TrackEvent) -> bool {
         track_event,
         process_tree,
         chrome_events,
+        ftrace_events,
     } = p;
     timestamp_clock_id.is_none()
+        && ftrace_events.is_none()
         && process_tree.is_none()
         && chrome_events.is_none()
         && trusted_packet_sequence_id.is_some()

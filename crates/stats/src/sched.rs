@@ -1,0 +1,204 @@
+//! Where each traced thread's time went, from the scheduling records:
+//! on CPU, runnable (waiting for a CPU), asleep in uninterruptible I/O
+//! waits (D), asleep otherwise (S), and which process woke it. See the
+//! README's *Scheduling and the verdict* for the exact definitions.
+
+use std::collections::HashMap;
+
+use mltrace_log::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    Running,
+    Runnable,
+    Sleeping,
+    IoWait,
+    Other,
+}
+
+fn after_switch(s: SchedState) -> St {
+    match s {
+        SchedState::Runnable => St::Runnable,
+        SchedState::Sleeping => St::Sleeping,
+        SchedState::Uninterruptible => St::IoWait,
+        _ => St::Other,
+    }
+}
+
+/// Nanoseconds of one process's threads (summed) in each state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Times {
+    pub cpu: u64,
+    pub runnable: u64,
+    pub io_wait: u64,
+    pub sleep: u64,
+    /// Stopped, exiting, idle kernel waits.
+    pub other: u64,
+}
+
+impl Times {
+    pub fn total(&self) -> u64 {
+        self.cpu + self.runnable + self.io_wait + self.sleep + self.other
+    }
+    fn add(&mut self, st: St, ns: u64) {
+        match st {
+            St::Running => self.cpu += ns,
+            St::Runnable => self.runnable += ns,
+            St::IoWait => self.io_wait += ns,
+            St::Sleeping => self.sleep += ns,
+            St::Other => self.other += ns,
+        }
+    }
+    /// `part` of the total, `None` when nothing was tracked.
+    pub fn fraction(&self, part: u64) -> Option<f64> {
+        let t = self.total();
+        (t > 0).then(|| part as f64 / t as f64)
+    }
+}
+
+struct Thread {
+    pid: u32,
+    st: St,
+    since: u64,
+}
+
+/// The accumulator; see the module docs.
+#[derive(Default)]
+pub struct SchedTimes {
+    threads: HashMap<u32, Thread>,
+    /// By pid: all its threads.
+    pub procs: HashMap<u32, Times>,
+    /// By pid: its main thread (tid == pid) alone.
+    pub main_thread: HashMap<u32, Times>,
+    /// By (sleeper tid, waker pid): ns asleep (S or D) that a thread of
+    /// the waker's process ended by waking it.
+    pub woken_by: HashMap<(u32, u32), u64>,
+    /// Scheduling records seen.
+    pub records: u64,
+}
+
+impl SchedTimes {
+    /// Ends thread `tid`'s current interval at `ts` and starts `st`.
+    fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, waker: Option<u32>) {
+        if let Some(t) = self.threads.get(&tid) {
+            let ns = ts.saturating_sub(t.since);
+            let (was, tpid) = (t.st, t.pid);
+            self.procs.entry(tpid).or_default().add(was, ns);
+            if tid == tpid {
+                self.main_thread.entry(tpid).or_default().add(was, ns);
+            }
+            if let (Some(w), St::Sleeping | St::IoWait) = (waker, was) {
+                *self.woken_by.entry((tid, w)).or_default() += ns;
+            }
+        }
+        match st {
+            Some(st) => {
+                self.threads.insert(tid, Thread { pid, st, since: ts });
+            }
+            None => {
+                self.threads.remove(&tid);
+            }
+        }
+    }
+
+    pub fn add(&mut self, rec: &Record) {
+        match *rec {
+            Record::SchedSwitch(r) => {
+                self.records += 1;
+                if r.traced & sched::PREV != 0 {
+                    let st = (r.prev_state != SchedState::Dead).then(|| after_switch(r.prev_state));
+                    self.set(r.prev_pid, r.prev_tid, r.ts, st, None);
+                }
+                if r.traced & sched::NEXT != 0 {
+                    self.set(r.next_pid, r.next_tid, r.ts, Some(St::Running), None);
+                }
+            }
+            Record::SchedWake(r) if r.op == WakeOp::Waking => {
+                self.records += 1;
+                match self.threads.get(&r.tid).map(|t| t.st) {
+                    // Woken before it got off the CPU: still running.
+                    Some(St::Running) | Some(St::Runnable) => {}
+                    _ => self.set(r.pid, r.tid, r.ts, Some(St::Runnable), Some(r.waker_pid)),
+                }
+            }
+            Record::SchedWake(_) => self.records += 1,
+            Record::Exit(e) if self.threads.contains_key(&e.tid) => self.set(e.pid, e.tid, e.ts, None, None),
+            _ => {}
+        }
+    }
+
+    /// Closes every thread's interval at the log's end.
+    pub fn finish(&mut self, end: u64) {
+        let tids: Vec<(u32, u32)> = self.threads.iter().map(|(&tid, t)| (t.pid, tid)).collect();
+        for (pid, tid) in tids {
+            self.set(pid, tid, end, None, None);
+        }
+    }
+
+    /// Ns the main thread of `pid` slept until a thread of one of
+    /// `workers` woke it.
+    pub fn data_wait(&self, pid: u32, workers: &[u32]) -> u64 {
+        workers.iter().map(|w| self.woken_by.get(&(pid, *w)).copied().unwrap_or(0)).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sw(ts: u64, prev: (u32, u32), state: SchedState, next: (u32, u32), traced: u8) -> Record {
+        Record::SchedSwitch(SchedSwitch {
+            ts,
+            prev_pid: prev.0,
+            prev_tid: prev.1,
+            prev_state: state,
+            next_pid: next.0,
+            next_tid: next.1,
+            traced,
+            ..Default::default()
+        })
+    }
+
+    fn wake(ts: u64, who: (u32, u32), by: (u32, u32)) -> Record {
+        Record::SchedWake(SchedWake {
+            ts,
+            pid: who.0,
+            tid: who.1,
+            waker_pid: by.0,
+            waker_tid: by.1,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn a_sleep_ended_by_a_worker_is_a_data_wait() {
+        let mut s = SchedTimes::default();
+        let (trainer, worker, idle) = ((10, 10), (20, 21), (0, 0));
+        s.add(&sw(100, idle, SchedState::Runnable, trainer, sched::NEXT));
+        // Runs 100 ns, sleeps on the pipe; the worker wakes it 300 ns later.
+        s.add(&sw(200, trainer, SchedState::Sleeping, idle, sched::PREV));
+        s.add(&wake(500, trainer, worker));
+        s.add(&sw(520, idle, SchedState::Runnable, trainer, sched::NEXT));
+        // Preempted, then a sleep that a timer (the idle task) ends.
+        s.add(&sw(600, trainer, SchedState::Runnable, idle, sched::PREV));
+        s.add(&sw(650, idle, SchedState::Runnable, trainer, sched::NEXT));
+        s.add(&sw(700, trainer, SchedState::Uninterruptible, idle, sched::PREV));
+        s.add(&wake(800, trainer, (0, 0)));
+        s.finish(900);
+        let t = s.procs[&10];
+        assert_eq!(t, Times { cpu: 100 + 80 + 50, runnable: 20 + 50 + 100, io_wait: 100, sleep: 300, other: 0 });
+        assert_eq!(s.main_thread[&10], t);
+        assert_eq!(s.data_wait(10, &[20]), 300);
+        assert_eq!(s.data_wait(10, &[30]), 0);
+        assert_eq!(t.total(), 800);
+    }
+
+    #[test]
+    fn a_dead_thread_stops_counting() {
+        let mut s = SchedTimes::default();
+        s.add(&sw(0, (0, 0), SchedState::Runnable, (5, 6), sched::NEXT));
+        s.add(&sw(50, (5, 6), SchedState::Dead, (0, 0), sched::PREV));
+        s.finish(1000);
+        assert_eq!(s.procs[&5], Times { cpu: 50, ..Default::default() });
+    }
+}

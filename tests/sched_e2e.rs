@@ -1,0 +1,136 @@
+//! Scheduling with real BPF: a trainer asks a forked worker for 20 batches
+//! over a pipe (the worker reads a cold file and sleeps, standing in for
+//! decoding; the trainer computes in between) and measures its own time
+//! blocked in read(). `stats` must find the same data wait, and Perfetto's
+//! importer the trainer's thread states.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use mltrace_log::*;
+use mltrace_tests::*;
+
+struct Run {
+    log: PathBuf,
+    kv: std::collections::HashMap<String, i64>,
+    json: serde_json::Value,
+}
+
+fn record(dir: &Path, bin: &Path, data: &Path, extra: &[&str]) -> Run {
+    let log = dir.join(format!("run{}.bin", extra.join("")));
+    let mut args = vec!["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", bin.to_str().unwrap(), data.to_str().unwrap(), "20", "1024", "20", "15"]);
+    let out = mltrace(&args, dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(" 0 lost"), "{stderr}");
+    let kv = key_values(&String::from_utf8_lossy(&out.stdout));
+    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
+    assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
+    Run { log, kv, json: serde_json::from_slice(&js.stdout).unwrap() }
+}
+
+fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile_workload("trainer", dir.path());
+    let data = dir.path().join("train.bin");
+    let mut f = std::fs::File::create(&data).unwrap();
+    let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    for _ in 0..20 {
+        f.write_all(&chunk).unwrap();
+    }
+    f.sync_all().unwrap();
+    (dir, bin, data)
+}
+
+/// What the trainer measured: its time blocked in read() over its run.
+fn measured(run: &Run) -> f64 {
+    run.kv["blocked_ns"] as f64 / run.kv["total_ns"] as f64
+}
+
+fn check_data_wait(run: &Run) {
+    let want = measured(run);
+    let v = &run.json["verdict"];
+    let got = v["data_wait_fraction"].as_f64().unwrap_or_else(|| panic!("no data wait: {v}"));
+    assert!((got - want).abs() <= 0.1, "data_wait_fraction {got:.3}, the trainer measured {want:.3}: {v}");
+    assert_eq!(v["kind"], if got >= 0.2 { "input-bound" } else { "mixed" }, "{v}");
+    let pid = run.kv["pid"];
+    let procs = run.json["processes"].as_array().unwrap();
+    let t = procs.iter().find(|p| p["pid"] == pid).unwrap();
+    assert_eq!(t["data_wait_fraction"].as_f64(), Some(got));
+    let sum: f64 = ["cpu_fraction", "runnable_fraction", "io_wait_fraction", "sleep_fraction"]
+        .iter()
+        .map(|k| t[k].as_f64().unwrap())
+        .sum();
+    assert!(sum <= 1.0 + 1e-9 && sum > 0.95, "{t}");
+    // The wait is a sleep the worker ended, so within the trainer's sleep.
+    assert!(t["sleep_fraction"].as_f64().unwrap() + t["io_wait_fraction"].as_f64().unwrap() >= got - 1e-9);
+    let w = procs.iter().find(|p| p["pid"] == run.kv["worker"]).unwrap();
+    assert!(w["data_wait_fraction"].is_null());
+    assert!(w["cpu_fraction"].as_f64().is_some());
+}
+
+#[test]
+fn the_trainer_waits_for_its_worker_as_it_measured() {
+    if !require_root() {
+        return;
+    }
+    let (dir, bin, data) = setup();
+    let run = record(dir.path(), &bin, &data, &[]);
+    check_data_wait(&run);
+    let text = mltrace(&["stats", run.log.to_str().unwrap()], dir.path());
+    let first = String::from_utf8_lossy(&text.stdout).lines().next().unwrap_or_default().to_string();
+    assert!(first.starts_with("verdict:  input-bound: the trainer waited for data"), "{first}");
+    assert!(first.contains("its 1 worker spent"), "{first}");
+
+    // The log: switches with both sides named, wake-ups by the worker.
+    let recs = read_log(&run.log);
+    let (pid, worker) = (run.kv["pid"] as u32, run.kv["worker"] as u32);
+    let switches = recs.iter().filter(|r| matches!(r.rec, Record::SchedSwitch(s) if s.prev_pid == pid)).count();
+    assert!(switches >= 20, "{switches} switches of the trainer");
+    let woken =
+        recs.iter().filter(|r| matches!(r.rec, Record::SchedWake(w) if w.pid == pid && w.waker_pid == worker)).count();
+    assert!(woken >= 20, "the worker woke the trainer {woken} times");
+
+    // Perfetto: thread states of the trainer, from its own importer.
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = dir.path().join("run.perfetto-trace");
+    let out = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let q = format!(
+        "select state, count(*) from thread_state join thread using(utid) where tid = {pid} group by state order by state"
+    );
+    let rows = tp_query(&tp, &trace, &[&q, "select count(*) from sched"]);
+    let states: Vec<&str> = rows[0].iter().map(|r| r[0].as_str()).collect();
+    for s in ["R", "Running", "S"] {
+        assert!(states.contains(&s), "thread states of the trainer: {:?}", rows[0]);
+    }
+    assert!(rows[1][0][0].parse::<u64>().unwrap() >= 40, "{:?}", rows[1]);
+}
+
+/// The same on the raw_tp route (kernels before 5.11).
+#[test]
+fn the_data_wait_on_the_compat_route() {
+    if !require_root() {
+        return;
+    }
+    let (dir, bin, data) = setup();
+    check_data_wait(&record(dir.path(), &bin, &data, &["--syscall-probes", "compat"]));
+}
+
+#[test]
+fn with_sched_off_there_is_no_verdict_and_no_guess() {
+    if !require_root() {
+        return;
+    }
+    let (dir, bin, data) = setup();
+    let run = record(dir.path(), &bin, &data, &["--sched", "off"]);
+    let v = &run.json["verdict"];
+    assert_eq!(v["kind"], "no-scheduling-data", "{v}");
+    assert!(v["data_wait_fraction"].is_null());
+    for p in run.json["processes"].as_array().unwrap() {
+        assert!(p["cpu_fraction"].is_null() && p["data_wait_fraction"].is_null(), "{p}");
+    }
+    assert!(!read_log(&run.log).iter().any(|r| matches!(r.rec, Record::SchedSwitch(_) | Record::SchedWake(_))));
+}
