@@ -472,6 +472,10 @@ fn wait_child(pid: i32, shared: &Shared, started: Instant, progress: &mut Option
 
 /// Records `opts.command` into `opts.output`. See the module docs.
 pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
+    // First: a SIGTERM while the programs load (a second or more on a busy
+    // machine) waits for the signal thread, which passes it to the command
+    // once it runs, instead of killing us with a log half written.
+    let _mask = SignalBlock::new();
     let missing = system::missing_privileges();
     if !missing.is_empty() {
         return Err(CaptureError::Privileges { missing });
@@ -496,7 +500,6 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             eprintln!("mltrace: io_uring requests are not recorded: {why}");
         }
     }
-    let _mask = SignalBlock::new();
     let started = Instant::now();
     let env = opts.run_as.as_ref().map(identity::environment);
     let run_as = opts.run_as.as_ref().map(User::run_as);

@@ -996,7 +996,7 @@ mod tests {
             get_u64(&payload, &mut pos).unwrap();
         }
         assert_eq!(payload[pos], kind::LOST);
-        for k in [16u8, 17, 20, 31, 200] {
+        for k in [16u8, 17, 22, 31, 200] {
             let mut p = payload.clone();
             p[pos] = k;
             let mut d = Decoder::new();
