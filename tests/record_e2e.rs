@@ -72,6 +72,8 @@ fn pid_of(r: &Record) -> u32 {
         Record::Mark(x) => x.pid,
         Record::IoAccounting(x) => x.pid,
         Record::PageCache(x) => x.pid,
+        Record::Mapping(x) => x.pid,
+        Record::MajorFault(x) => x.pid,
     }
 }
 

@@ -86,6 +86,8 @@ pub fn read_log(path: &Path) -> Vec<Rec> {
                 Record::Phase(x) => vec![s(x.name)],
                 Record::Mark(x) => vec![s(x.name), s(x.value)],
                 Record::PageCache(x) => vec![s(x.path)],
+                Record::Mapping(x) => vec![s(x.path)],
+                Record::MajorFault(x) => vec![s(x.path)],
                 _ => vec![],
             };
             out.push(Rec { rec, strs });

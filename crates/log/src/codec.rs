@@ -46,8 +46,19 @@ pub(crate) mod kind {
     pub const MARK: u8 = 13;
     pub const IO_ACCOUNTING: u8 = 14;
     pub const PAGE_CACHE: u8 = 15;
+    pub const MAPPING: u8 = 16;
+    pub const MAJOR_FAULT: u8 = 17;
     /// The highest code this version writes and reads.
-    pub const LAST: u8 = PAGE_CACHE;
+    pub const LAST: u8 = MAJOR_FAULT;
+}
+
+/// What a [`Mapping`]'s `ret` is likely to be: the address asked for
+/// (MAP_FIXED, an mremap in place), else 0 (munmap, a count).
+fn ret_guess(op: MapOp, addr: u64) -> i64 {
+    match op {
+        MapOp::Mmap | MapOp::Mremap => addr as i64,
+        _ => 0,
+    }
 }
 
 /// Per-kind prediction state, reset at every frame.
@@ -295,6 +306,39 @@ impl Columns {
                 w.prev.offset_end = r.offset.wrapping_add(r.bytes);
                 w.u(7, r.bytes);
                 w.u(8, r.during as u64);
+            }
+            Record::Mapping(r) => {
+                let mut w = self.w(kind::MAPPING);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, r.dur);
+                // Three small codes in one column (a kind has 16 columns).
+                w.u(4, r.op as u64 | (r.kind as u64) << 4 | u64::from(r.file_flags) << 12);
+                w.i(5, i64::from(r.fd));
+                w.s(6, r.path);
+                w.u(7, u64::from(r.dev));
+                w.u(8, r.ino);
+                w.u(9, r.offset);
+                w.u(10, r.addr);
+                w.u(11, r.len);
+                w.u(12, r.new_len);
+                w.u(13, u64::from(r.prot) | u64::from(r.flags) << 32);
+                w.i(14, r.ret.wrapping_sub(ret_guess(r.op, r.addr)));
+            }
+            Record::MajorFault(r) => {
+                let mut w = self.w(kind::MAJOR_FAULT);
+                w.ts(0, r.ts);
+                w.ids(1, 2, r.pid, r.tid);
+                w.u(3, r.dur);
+                // A scan through a mapping faults page after page.
+                let d = r.addr.wrapping_sub(w.prev.offset_end) as i64;
+                w.i(4, d);
+                w.prev.offset_end = r.addr;
+                w.u(5, u64::from(r.flags));
+                w.u(6, u64::from(r.dev));
+                w.u(7, r.ino);
+                w.s(8, r.path);
+                w.u(9, r.offset);
             }
         }
     }
@@ -783,6 +827,63 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
             r.prev.offset_end = offset.wrapping_add(bytes);
             let during = CacheDuring::from_u8(r.u8(8)?);
             Record::PageCache(PageCache { ts, pid, tid, dev, ino, path, offset, bytes, during })
+        }
+        kind::MAPPING => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            let dur = r.u(3)?;
+            let codes = r.u(4)?;
+            let file_flags = u8::try_from(codes >> 12).map_err(|_| Bad::Range(4))?;
+            let fd = r.i32(5)?;
+            let path = r.s(6)?;
+            let dev = r.u32(7)?;
+            let ino = r.u(8)?;
+            let offset = r.u(9)?;
+            let addr = r.u(10)?;
+            let len = r.u(11)?;
+            let new_len = r.u(12)?;
+            let pf = r.u(13)?;
+            let op = MapOp::from_u8((codes & 15) as u8);
+            let ret = r.i(14)?.wrapping_add(ret_guess(op, addr));
+            Record::Mapping(Mapping {
+                ts,
+                dur,
+                pid,
+                tid,
+                op,
+                fd,
+                path,
+                kind: FileKind::from_u8((codes >> 4) as u8),
+                dev,
+                ino,
+                file_flags,
+                offset,
+                addr,
+                len,
+                new_len,
+                prot: pf as u32,
+                flags: (pf >> 32) as u32,
+                ret,
+            })
+        }
+        kind::MAJOR_FAULT => {
+            let ts = r.ts(0)?;
+            let (pid, tid) = r.ids(1, 2)?;
+            let dur = r.u(3)?;
+            let addr = r.prev.offset_end.wrapping_add(r.i(4)? as u64);
+            r.prev.offset_end = addr;
+            Record::MajorFault(MajorFault {
+                ts,
+                dur,
+                pid,
+                tid,
+                addr,
+                flags: r.u8(5)?,
+                dev: r.u32(6)?,
+                ino: r.u(7)?,
+                path: r.s(8)?,
+                offset: r.u(9)?,
+            })
         }
         _ => unreachable!("kind checked by caller"),
     })

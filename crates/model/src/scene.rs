@@ -592,6 +592,8 @@ impl<'s> Scene<'s> {
             }
             // The kernel's own I/O counters: checked in `stats`, not drawn.
             Record::IoAccounting(_) => {}
+            // Not drawn yet.
+            Record::Mapping(_) | Record::MajorFault(_) => {}
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
                 if let (Some(i), true) = (idx, r.pid != 0) {

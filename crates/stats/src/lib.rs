@@ -380,6 +380,8 @@ impl Stats {
                 }
             }
             Record::Phase(_) | Record::Mark(_) => {}
+            // Not counted yet.
+            Record::Mapping(_) | Record::MajorFault(_) => {}
             Record::PageCache(c) => {
                 self.proc(c.pid).cache.add(c.during, c.bytes);
                 let path = f.str(c.path);
