@@ -177,6 +177,8 @@ struct task_io_accounting {
 
 struct task_struct {
 	unsigned int flags;
+	unsigned long min_flt;
+	unsigned long maj_flt;
 	struct task_io_accounting ioac;
 	pid_t pid;
 	pid_t tgid;
@@ -242,6 +244,24 @@ struct trace_event_raw_mm_filemap_op_page_cache {
 	unsigned char order;
 } __attribute__((preserve_access_index));
 
+/* The filemap:mm_filemap_fault tracepoint's record (where it exists). */
+struct trace_event_raw_mm_filemap_fault {
+	unsigned long i_ino;
+	dev_t s_dev;
+	unsigned long index;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+
+/* Helper ids, only to ask whether the running kernel has one. */
+enum bpf_func_id {
+	BPF_FUNC_find_vma = 180,
+};
+
 /* User-space ABI structs (stable, no relocation needed). */
 struct open_how {
 	u64 flags;
@@ -252,6 +272,14 @@ struct open_how {
 struct iovec {
 	void *iov_base;
 	u64 iov_len;
+};
+
+/* A perf_event program's context: the sample's registers (x86_64's 21),
+ * period and address. */
+struct bpf_perf_event_data {
+	unsigned long regs[21];
+	u64 sample_period;
+	u64 addr;
 };
 
 #endif

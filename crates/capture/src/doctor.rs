@@ -117,6 +117,7 @@ pub fn run() -> Vec<Check> {
         "block_rq_issue",
         "block_rq_complete",
         "mm_filemap_add_to_page_cache",
+        "mm_filemap_fault",
     ];
     let (have, lack): (Vec<&str>, Vec<&str>) = tps.iter().partition(|t| kernel.has_tracepoint(t));
     out.push(check(
@@ -146,6 +147,8 @@ pub fn run() -> Vec<Check> {
                 Status::Ok,
                 format!("{n} programs verified, loaded and attached (with their maps and ring buffer)"),
             ));
+            // The perf events, for real: the same as `record` does.
+            drop(bpf::attach_faults(&skel, &mut plan));
         }
         Err(e) => out.push(check("programs", Status::Fail, e.to_string())),
     }
@@ -157,6 +160,8 @@ pub fn run() -> Vec<Check> {
             "syscalls" => "syscall probes",
             "processes" => "process probes",
             "page cache" => "page-cache probe",
+            "mappings" => "mapping probes",
+            "major faults" => "major-fault probe",
             _ => "block probes",
         };
         out.push(check(name, Status::Ok, format!("{}: {}", p.mechanism, p.detail)));
@@ -167,6 +172,9 @@ pub fn run() -> Vec<Check> {
             Status::Absent,
             "no filemap:mm_filemap_add_to_page_cache: bytes from storage are not attributed to files",
         ));
+    }
+    if let Some(why) = &plan.fault_fallback {
+        out.push(check("major-fault probe", Status::Absent, format!("{why}: major faults are not recorded")));
     }
     if plan.block.is_none() {
         out.push(check("block probes", Status::Fail, "block_rq_issue/block_rq_complete missing: no block I/O"));
