@@ -46,10 +46,15 @@ pub enum ArgKey {
     FileRead,
     FileStorage,
     FileHit,
+    Address,
+    Length,
+    NewLength,
+    NewAddress,
+    Prot,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 39] = [
+    pub const ALL: [ArgKey; 44] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -89,6 +94,11 @@ impl ArgKey {
         ArgKey::FileRead,
         ArgKey::FileStorage,
         ArgKey::FileHit,
+        ArgKey::Address,
+        ArgKey::Length,
+        ArgKey::NewLength,
+        ArgKey::NewAddress,
+        ArgKey::Prot,
     ];
 
     pub fn name(self) -> &'static str {
@@ -132,6 +142,11 @@ impl ArgKey {
             ArgKey::FileRead => "file: read by calls (run)",
             ArgKey::FileStorage => "file: read from storage (run)",
             ArgKey::FileHit => "file: page cache hit (run)",
+            ArgKey::Address => "address",
+            ArgKey::Length => "length",
+            ArgKey::NewLength => "new length",
+            ArgKey::NewAddress => "new address",
+            ArgKey::Prot => "prot",
         }
     }
 }

@@ -86,6 +86,8 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::Close(x) => x.pid,
         Record::Transfer(x) => x.pid,
         Record::PageCache(x) => x.pid,
+        Record::Mapping(x) => x.pid,
+        Record::MajorFault(x) => x.pid,
         Record::Block(x) if x.flags & blk::TRACED != 0 => x.pid,
         Record::Counter(x) if x.pid != 0 => x.pid,
         Record::Mark(x) if x.pid != 0 => x.pid,
