@@ -27,6 +27,8 @@ enum ev_kind {
 	EV_COMM = 9,
 	EV_BLOCK = 10,
 	EV_PCACHE = 11,
+	EV_MAP = 12,
+	EV_FAULT = 13,
 	EV_URING = 14,
 	EV_AIO = 15,
 	EV_SCHED = 16,
@@ -43,6 +45,7 @@ enum op {
 	OP_SENDFILE, OP_COPY_FILE_RANGE,
 	OP_FSYNC, OP_FDATASYNC, OP_SYNC_FILE_RANGE,
 	OP_IO_SUBMIT, OP_IO_GETEVENTS, OP_IO_PGETEVENTS,
+	OP_MMAP, OP_MUNMAP, OP_MREMAP,
 	OP__COUNT,
 };
 
@@ -210,6 +213,42 @@ struct ev_pcache {
 	u64 index;  /* first page */
 	u32 dev;    /* the superblock's s_dev: major << 20 | minor */
 	u32 pages;  /* 1 << order */
+};
+
+/* ev_map.h.flags */
+#define MAPF_ANON_SUMMARY 1  /* not a call: the process's anonymous mmaps so far (ret calls, len bytes) */
+
+/* mmap (of a file, or anonymous with MAP_FIXED: it replaces what was
+ * there), munmap, mremap; h.op says which. Anonymous mmaps are only
+ * counted (anon_maps), and sent as one summary at the process's exit. */
+struct ev_map {
+	struct ev_hdr h;
+	u64 dur;
+	u64 file;    /* mmap: identity of the mapped file (see ev_file), 0 for none */
+	u64 ino;
+	u64 magic;   /* the file's super_block s_magic: tells tmpfs and shmem */
+	u64 addr;    /* mmap: the address asked for; munmap, mremap: the (old) address */
+	u64 len;     /* mmap, munmap: length; mremap: old length */
+	u64 new_len; /* mremap */
+	u64 offset;  /* mmap: offset in the file */
+	s64 ret;
+	u32 dev;     /* the file's super_block s_dev */
+	u32 prot;
+	u32 flags;   /* MAP_* or MREMAP_* */
+	s32 fd;
+};
+
+/* A major page fault of a traced thread (perf's PAGE_FAULTS_MAJ software
+ * event, which fires when the fault is done). When filemap:mm_filemap_fault
+ * saw this fault begin, start/dev/ino/index say when and which page. */
+struct ev_fault {
+	struct ev_hdr h;  /* h.ts: when the fault ended */
+	u64 addr;
+	u64 start;        /* 0: not known */
+	u64 ino;
+	u64 index;        /* page index in the file */
+	u32 dev;
+	u32 _pad;
 };
 
 /* ev_block.h.flags */

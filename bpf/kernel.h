@@ -186,6 +186,8 @@ struct task_struct {
 	unsigned int cpu;       /* before 5.16 */
 	int prio;
 	unsigned int flags;
+	unsigned long min_flt;
+	unsigned long maj_flt;
 	struct task_io_accounting ioac;
 	pid_t pid;
 	pid_t tgid;
@@ -306,6 +308,24 @@ struct trace_event_raw_io_uring_complete {
 	u64 user_data;
 } __attribute__((preserve_access_index));
 
+/* The filemap:mm_filemap_fault tracepoint's record (where it exists). */
+struct trace_event_raw_mm_filemap_fault {
+	unsigned long i_ino;
+	dev_t s_dev;
+	unsigned long index;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+
+/* Helper ids, only to ask whether the running kernel has one. */
+enum bpf_func_id {
+	BPF_FUNC_find_vma = 180,
+};
+
 /* User-space ABI structs (stable, no relocation needed). */
 struct open_how {
 	u64 flags;
@@ -339,6 +359,14 @@ struct io_event {
 	u64 obj;
 	s64 res;
 	s64 res2;
+};
+
+/* A perf_event program's context: the sample's registers (x86_64's 21),
+ * period and address. */
+struct bpf_perf_event_data {
+	unsigned long regs[21];
+	u64 sample_period;
+	u64 addr;
 };
 
 #endif

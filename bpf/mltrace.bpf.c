@@ -17,6 +17,9 @@
  *   all get their path without user space tracking fd tables. User space
  *   keeps a bounded table of names: what it forgets it deletes from
  *   files_seen (and bumps files_epoch), so it is named again if used again.
+ * - Mappings: mmap, munmap and mremap go through the same syscall programs;
+ *   anonymous memory is only counted (anon_maps). Major faults come from a
+ *   perf_event program on perf's PAGE_FAULTS_MAJ (see major_fault).
  * - Nothing is dropped silently: every failure to record bumps a per-CPU
  *   counter in `lost`, which user space reads and logs with timestamps.
  */
@@ -31,6 +34,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define AT_FDCWD -100
 #define MAX_DEPTH 64
 #define MAX_IOV 64
+#define MAP_FIXED 0x10
+#define MAP_ANONYMOUS 0x20
 
 /* Set by user space before load. */
 const volatile u8 sys_op[MAX_SYSCALL_NR] = {};
@@ -126,6 +131,39 @@ struct {
 	__type(value, struct heap);
 } heap SEC(".maps");
 
+/* Anonymous mmaps of each traced process (tgid): counted, not recorded
+ * one by one (Python and PyTorch make many). Sent at the process's exit;
+ * user space reads what is left when recording ends. */
+struct anon_count {
+	u64 calls;
+	u64 bytes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, struct anon_count);
+} anon_maps SEC(".maps");
+
+/* Where each traced thread's last filemap_fault began (tid -> start), for
+ * the major fault that ends it. */
+struct fault_start {
+	u64 ts;
+	u64 ino;
+	u64 index;
+	u64 faults;  /* the thread's min_flt + maj_flt then: one more when it ends */
+	u32 dev;
+	u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, struct fault_start);
+} fault_starts SEC(".maps");
+
 /* Referenced so the skeleton generates Rust types with these exact layouts. */
 struct ev_io keep_io = {};
 struct ev_close keep_close = {};
@@ -142,6 +180,8 @@ struct ev_pcache keep_pcache = {};
 struct ev_uring keep_uring = {};
 struct ev_aio keep_aio = {};
 struct ev_sched keep_sched = {};
+struct ev_map keep_map = {};
+struct ev_fault keep_fault = {};
 enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;
@@ -591,6 +631,92 @@ static __always_inline void on_xfer(struct inflight *v, struct pt_regs *regs, s6
 	bpf_ringbuf_submit(e, wake_flags());
 }
 
+static __always_inline void count_anon(u32 tgid, u64 len)
+{
+	struct anon_count *c = bpf_map_lookup_elem(&anon_maps, &tgid);
+
+	if (!c) {
+		struct anon_count zero = {};
+
+		/* Another thread may have made it meanwhile: then look again. */
+		bpf_map_update_elem(&anon_maps, &tgid, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&anon_maps, &tgid);
+		if (!c) {
+			count_lost(LOST_MAP);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&c->calls, 1);
+	__sync_fetch_and_add(&c->bytes, len);
+}
+
+static __always_inline void on_map(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
+{
+	struct file *f = NULL;
+	struct ev_map *e;
+	u64 flags = 0;
+	s32 fd = -1;
+
+	if (v->op == OP_MMAP) {
+		flags = ARG(4);
+		if (flags & MAP_ANONYMOUS) {
+			/* MAP_FIXED (record_map let it through): counted, and
+			 * recorded, as it replaced what was there. */
+			count_anon(id >> 32, ARG(2));
+			if (ret < 0)
+				return;
+		} else {
+			fd = ARG(5);
+			f = FD_FILE(fd);
+		}
+	}
+	u64 key = file_key(f, id, NULL);
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	fill_hdr(&e->h, EV_MAP, v->op, id, v->ts);
+	e->dur = now - v->ts;
+	e->file = key;
+	e->ino = f ? BPF_CORE_READ(f, f_inode, i_ino) : 0;
+	e->dev = f ? BPF_CORE_READ(f, f_inode, i_sb, s_dev) : 0;
+	e->magic = f ? BPF_CORE_READ(f, f_inode, i_sb, s_magic) : 0;
+	e->addr = ARG(1);
+	e->len = ARG(2);
+	e->new_len = v->op == OP_MREMAP ? ARG(3) : 0;
+	e->offset = v->op == OP_MMAP ? ARG(6) : 0;
+	e->prot = v->op == OP_MMAP ? ARG(3) : 0;
+	e->flags = v->op == OP_MREMAP ? ARG(4) : flags;
+	e->fd = fd;
+	e->ret = ret;
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+/* A process's anonymous mmaps, counted since it was traced. */
+static __always_inline void emit_anon(u32 tgid, u64 id)
+{
+	struct anon_count *c = bpf_map_lookup_elem(&anon_maps, &tgid);
+	struct ev_map *e;
+
+	if (!c)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	fill_hdr(&e->h, EV_MAP, OP_MMAP, id, bpf_ktime_get_boot_ns());
+	e->h.flags = MAPF_ANON_SUMMARY;
+	e->fd = -1;
+	e->ret = c->calls;
+	e->len = c->bytes;
+	bpf_ringbuf_submit(e, wake_flags());
+	bpf_map_delete_elem(&anon_maps, &tgid);
+}
+
 static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
 {
 	u32 zero = 0;
@@ -840,7 +966,55 @@ static __always_inline void leave(struct inflight *v, struct inflight *st, struc
 	case OP_IO_SUBMIT ... OP_IO_PGETEVENTS:
 		on_aio(v, regs, ret, now, id, fast);
 		break;
+	case OP_MMAP ... OP_MREMAP:
+		on_map(v, regs, ret, now, id, fast);
+		break;
 	}
+}
+
+struct vma_probe {
+	u64 end;
+	bool file;
+};
+
+static long vma_seen(struct task_struct *task, struct vm_area_struct *vma, struct vma_probe *p)
+{
+	p->end = vma->vm_end;
+	p->file = vma->vm_file != NULL;
+	return 0;
+}
+
+/* Whether munmap/mremap of [addr, addr + len) may touch a file mapping:
+ * only one anonymous mapping covering it all says no (those are many, and
+ * not I/O). Without bpf_find_vma (before 5.17), or when the mm is busy,
+ * every call is recorded. */
+static __always_inline bool may_touch_file(u64 addr, u64 len)
+{
+	struct vma_probe p = {};
+
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_find_vma))
+		return true;
+	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_seen, &p, 0))
+		return true;
+	return p.file || p.end < addr + len;
+}
+
+/* Whether to record a mapping call, decided at its entry: an mmap of
+ * anonymous memory is only counted (unless MAP_FIXED: it replaces what was
+ * there), and munmap/mremap of anonymous memory are skipped where the
+ * kernel can tell (the fast route). */
+static __always_inline bool record_map(u8 op, struct pt_regs *regs, bool fast)
+{
+	if (op == OP_MMAP) {
+		u64 flags = ARG(4);
+
+		if ((flags & MAP_ANONYMOUS) && !(flags & MAP_FIXED)) {
+			count_anon(bpf_get_current_pid_tgid() >> 32, ARG(2));
+			return false;
+		}
+		return true;
+	}
+	return !fast || may_touch_file(ARG(1), ARG(2));
 }
 
 /* The compat route: raw_tp programs, state in hash maps. */
@@ -862,6 +1036,8 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	tgid = id >> 32;
 	tid = (u32)id;
 	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	if (op >= OP_MMAP && op <= OP_MREMAP && !record_map(op, (void *)ctx->args[0], false))
 		return 0;
 	enter(&v, op, (void *)ctx->args[0], id, false);
 	if (bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY))
@@ -904,6 +1080,8 @@ int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
 		return 0;
 	st = state_of(bpf_get_current_task_btf());
 	if (!st)
+		return 0;
+	if (op >= OP_MMAP && op <= OP_MREMAP && !record_map(op, regs, true))
 		return 0;
 	/* The ids are only needed to name the file a close is about. */
 	enter(st, op, regs, op == OP_CLOSE ? bpf_get_current_pid_tgid() : 0, true);
@@ -1076,6 +1254,7 @@ static __always_inline void on_exit(struct task_struct *task)
 		u32 exited = TRACED_EXITED;
 
 		bpf_map_update_elem(&traced, &tgid, &exited, BPF_EXIST);
+		emit_anon(tgid, id);
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -1332,6 +1511,80 @@ int uring_complete(struct trace_event_raw_io_uring_complete *ctx)
 	e->ret = res;
 	e->fd = v.fd;
 	e->complete_tid = (u32)bpf_get_current_pid_tgid();
+	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
+}
+
+/*
+ * Major faults. perf's PAGE_FAULTS_MAJ software event fires (in the
+ * faulting thread) when a fault that had to read its page is done; it costs
+ * nothing on minor faults. filemap_fault, where a file page is read in,
+ * may run twice for one fault (the first pass drops the mmap lock to wait
+ * for the read and asks for a retry): the first start is kept while no
+ * fault of the thread completed in between.
+ */
+static __always_inline u64 faults_done(void)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, min_flt) + BPF_CORE_READ(t, maj_flt);
+}
+
+SEC("tp/filemap/mm_filemap_fault")
+int fault_begin(struct trace_event_raw_mm_filemap_fault *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+	struct fault_start *s, n = {};
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	n.faults = faults_done();
+	n.ino = ctx->i_ino;
+	n.index = ctx->index;
+	n.dev = ctx->s_dev;
+	s = bpf_map_lookup_elem(&fault_starts, &tid);
+	if (s && s->faults == n.faults && s->ino == n.ino && s->index == n.index && s->dev == n.dev)
+		return 0;
+	n.ts = bpf_ktime_get_boot_ns();
+	if (bpf_map_update_elem(&fault_starts, &tid, &n, BPF_ANY))
+		count_lost(LOST_MAP);
+	return 0;
+}
+
+SEC("perf_event")
+int major_fault(struct bpf_perf_event_data *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+	struct fault_start *s;
+	struct ev_fault *e;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_FAULT, 0, id, bpf_ktime_get_boot_ns());
+	e->addr = ctx->addr;
+	e->start = 0;
+	e->ino = 0;
+	e->index = 0;
+	e->dev = 0;
+	e->_pad = 0;
+	s = bpf_map_lookup_elem(&fault_starts, &tid);
+	if (s) {
+		/* Began this very fault: none completed since but this one. */
+		if (s->faults + 1 == faults_done()) {
+			e->start = s->ts;
+			e->ino = s->ino;
+			e->index = s->index;
+			e->dev = s->dev;
+		}
+		bpf_map_delete_elem(&fault_starts, &tid);
+	}
 	bpf_ringbuf_submit(e, wake_flags());
 	return 0;
 }

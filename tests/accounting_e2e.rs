@@ -207,8 +207,9 @@ fn check_mix(run: Recorded) {
         assert_eq!(got, kernel, "{p}");
         assert_eq!(k["check"], if alive { "alive at end" } else { "match" }, "{p}");
         assert!(k["read_bytes"].is_u64() && k["write_bytes"].is_u64(), "{p}");
-        // The page-cache probe is on by default; mappings are not recorded yet.
-        assert!(p["storage_read_bytes"].is_u64() && p["mapped_bytes"].is_null(), "{p}");
+        // The page-cache, mapping and fault probes are on by default.
+        assert!(p["storage_read_bytes"].is_u64() && p["mapped_bytes"].is_u64(), "{p}");
+        assert!(p["major_faults"].is_u64(), "{p}");
     }
     let main = js.iter().find(|p| p["pid"] == pid).unwrap();
     assert_eq!(main["kernel"]["since"], "exec");

@@ -72,6 +72,8 @@ fn pid_of(r: &Record) -> u32 {
         Record::Mark(x) => x.pid,
         Record::IoAccounting(x) => x.pid,
         Record::PageCache(x) => x.pid,
+        Record::Mapping(x) => x.pid,
+        Record::MajorFault(x) => x.pid,
         Record::IoUring(x) => x.pid,
         Record::Aio(x) => x.pid,
         Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
@@ -300,10 +302,12 @@ fn check_known_io(run: Run, mechanism: &str) {
         let opens = of(&|r| matches!(r, Record::Open(_) | Record::Close(_)));
         let reads = of(&|r| matches!(r, Record::Io(x) if !x.op.is_write()) || matches!(r, Record::Transfer(_)));
         let writes = of(&|r| matches!(r, Record::Io(x) if x.op.is_write()));
+        // mmap and munmap of data files (ld.so.cache) too.
+        let maps = drawn_mappings(recs, Some(p));
         // A child forked without exec is its parent's worker; each call
         // is on its thread's track.
         let name = if p == pid { "known_io".to_string() } else { "known_io worker 0".to_string() };
-        want_rows.push(vec![p.to_string(), name, (opens + reads + writes).to_string(), "0".into()]);
+        want_rows.push(vec![p.to_string(), name, (opens + reads + writes + maps).to_string(), "0".into()]);
     }
     assert_eq!(rows[0], want_rows);
     assert_eq!(rows[1], vec![vec!["0".to_string()]]);

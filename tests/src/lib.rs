@@ -88,6 +88,8 @@ pub fn read_log(path: &Path) -> Vec<Rec> {
                 Record::PageCache(x) => vec![s(x.path)],
                 Record::IoUring(x) => vec![s(x.path)],
                 Record::Aio(x) => vec![s(x.path)],
+                Record::Mapping(x) => vec![s(x.path)],
+                Record::MajorFault(x) => vec![s(x.path)],
                 _ => vec![],
             };
             out.push(Rec { rec, strs });
@@ -97,6 +99,30 @@ pub fn read_log(path: &Path) -> Vec<Rec> {
     assert!(d.is_empty(), "diagnostics: {d:?}");
     assert!(r.trailer().is_some(), "log has no trailer");
     out
+}
+
+/// Mapping calls and major faults of process `pid` (or all) that the
+/// trace draws (those about data files), by replaying the log through the
+/// model's mapping tables.
+pub fn drawn_mappings(recs: &[Rec], pid: Option<u32>) -> usize {
+    use mltrace_model::maps::{MapClass, Maps};
+    let mut maps = Maps::default();
+    let mut n = 0;
+    for r in recs {
+        match r.rec {
+            Record::MajorFault(f) if pid.is_none_or(|p| p == f.pid) => {
+                n += usize::from(maps.find(f.pid, f.addr).is_some())
+            }
+            Record::Mapping(m) => {
+                let a = maps.apply_path(&r.rec, r.strs.first().map_or(&b""[..], |s| s.as_bytes()));
+                n += usize::from(pid.is_none_or(|p| p == m.pid) && a.class == Some(MapClass::Data));
+            }
+            _ => {
+                maps.apply_path(&r.rec, b"");
+            }
+        }
+    }
+    n
 }
 
 /// Perfetto's trace_processor (`../shared/tools/perfetto/tp`), if present.

@@ -6,7 +6,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
 use crate::error::CaptureError;
-use crate::features::{BlockRoute, KernelBtf, PageCacheRoute, UringRoute};
+use crate::features::{BlockRoute, FaultRoute, KernelBtf, PageCacheRoute, UringRoute};
 use crate::skel::types::lost;
 use crate::skel::{MltraceSkel, MltraceSkelBuilder};
 use crate::syscalls;
@@ -32,6 +32,8 @@ pub struct BpfConfig {
     pub uring: bool,
     /// Record context switches, wake-ups and migrations of traced threads.
     pub sched: bool,
+    /// Record mmap, munmap, mremap and major page faults.
+    pub mappings: bool,
 }
 
 impl Default for BpfConfig {
@@ -44,6 +46,7 @@ impl Default for BpfConfig {
             page_cache: true,
             uring: true,
             sched: true,
+            mappings: true,
         }
     }
 }
@@ -78,6 +81,12 @@ pub struct Plan {
     pub uring: Result<UringRoute, String>,
     /// Whether scheduling is recorded (asked for, and the kernel has the tracepoints).
     pub sched: bool,
+    /// mmap, munmap and mremap.
+    pub mappings: bool,
+    /// Major faults; `None` also when their perf event could not be
+    /// attached ([`attach_faults`] says why in `fault_fallback`).
+    pub faults: Option<FaultRoute>,
+    pub fault_fallback: Option<String>,
     /// Why the fast route was not used although the kernel should have it.
     pub fallback: Option<String>,
 }
@@ -94,7 +103,18 @@ impl Plan {
             Err("turned off (--io-uring off)".to_string())
         };
         let sched = cfg.sched && SCHED_TRACEPOINTS.iter().all(|t| kernel.has_tracepoint(t));
-        Plan { route, block, page_cache, uring, sched, fallback: None }
+        let faults = cfg.mappings.then(|| FaultRoute::choose(kernel));
+        Plan {
+            route,
+            block,
+            page_cache,
+            uring,
+            sched,
+            mappings: cfg.mappings,
+            faults,
+            fault_fallback: None,
+            fallback: None,
+        }
     }
 }
 
@@ -168,7 +188,7 @@ fn load_route<'obj>(
     let mut open = builder.open(storage).map_err(bpf_err("opening the BPF object"))?;
     let ring = cfg.ring_bytes.max(4096).next_power_of_two();
     let rodata = open.maps.rodata_data.as_deref_mut().expect("rodata is mmapped");
-    rodata.sys_op = syscalls::table();
+    rodata.sys_op = syscalls::table(plan.mappings);
     // Wake the consumer when an eighth of the ring is waiting; it also polls.
     rodata.wakeup_bytes = u64::from(ring / 8);
     rodata.blk_have_io_start = plan.block == Some(BlockRoute::IoStart);
@@ -206,6 +226,8 @@ fn load_route<'obj>(
         (&mut progs.fast_sched_switch, fast && plan.sched),
         (&mut progs.fast_sched_waking, fast && plan.sched),
         (&mut progs.fast_sched_migrate, fast && plan.sched),
+        (&mut progs.major_fault, plan.faults.is_some()),
+        (&mut progs.fault_begin, plan.faults == Some(FaultRoute::PerfAndFilemap)),
     ] {
         p.set_autoload(on);
     }
@@ -215,6 +237,35 @@ fn load_route<'obj>(
     let mut skel = open.load().map_err(bpf_err("loading the programs (verifier)"))?;
     skel.attach().map_err(bpf_err("attaching the programs"))?;
     Ok(skel)
+}
+
+/// Attaches the major-fault program to its perf events (they are not
+/// tracepoints: `attach()` leaves them); when that fails here, records
+/// without faults and says why in `plan`. Keep the links while recording.
+pub fn attach_faults(skel: &MltraceSkel<'_>, plan: &mut Plan) -> Option<crate::faults::FaultLinks> {
+    plan.faults?;
+    match crate::faults::attach(skel) {
+        Ok(links) => Some(links),
+        Err(why) => {
+            plan.faults = None;
+            plan.fault_fallback = Some(why);
+            None
+        }
+    }
+}
+
+/// The anonymous mmaps counted for processes that have not exited:
+/// (pid, calls, bytes).
+pub fn anon_counts(skel: &MltraceSkel<'_>) -> Vec<(u32, u64, u64)> {
+    let word = |b: &[u8], i: usize| b.get(i..i + 8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
+    let map = &skel.maps.anon_maps;
+    map.keys()
+        .filter_map(|k| {
+            let pid = u32::from_ne_bytes(k.get(..4)?.try_into().ok()?);
+            let v = map.lookup(&k, MapFlags::ANY).ok().flatten()?;
+            Some((pid, word(&v, 0)?, word(&v, 8)?))
+        })
+        .collect()
 }
 
 /// Starts tracing process `pid` (its children are added by the kernel side).
@@ -298,7 +349,7 @@ pub fn read_uring_ops(skel: &MltraceSkel<'_>) -> Vec<mltrace_log::UringOpCount> 
 
 /// What is attached, for the log header and `mltrace doctor`.
 pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
-    let names: Vec<&str> = syscalls::traced().iter().map(|(_, o)| op_name(o.0)).collect();
+    let names: Vec<&str> = syscalls::traced(plan.mappings).iter().map(|(_, o)| op_name(o.0)).collect();
     let mut v = vec![
         mltrace_log::Probe {
             subsystem: "syscalls".into(),
@@ -333,6 +384,25 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
             subsystem: "scheduling".into(),
             mechanism: if plan.route == SyscallRoute::Fast { "tp_btf, per-task storage" } else { "raw_tp" }.into(),
             detail: "sched_switch (traced thread on either side), sched_waking, sched_migrate_task".into(),
+        });
+    }
+    if plan.mappings {
+        let skipped = if plan.route == SyscallRoute::Fast {
+            "; munmap and mremap of anonymous memory skipped (bpf_find_vma, 5.17+)"
+        } else {
+            ""
+        };
+        v.push(mltrace_log::Probe {
+            subsystem: "mappings".into(),
+            mechanism: plan.route.describe().into(),
+            detail: format!("mmap, munmap, mremap; anonymous mmaps counted per process{skipped}"),
+        });
+    }
+    if let Some(route) = plan.faults {
+        v.push(mltrace_log::Probe {
+            subsystem: "major faults".into(),
+            mechanism: "perf_event + BPF".into(),
+            detail: route.describe().into(),
         });
     }
     if let Some(route) = plan.block {
@@ -371,6 +441,9 @@ fn op_name(o: u32) -> &'static str {
         op::OP_IO_SUBMIT => "io_submit",
         op::OP_IO_GETEVENTS => "io_getevents",
         op::OP_IO_PGETEVENTS => "io_pgetevents",
+        op::OP_MMAP => "mmap",
+        op::OP_MUNMAP => "munmap",
+        op::OP_MREMAP => "mremap",
         _ => "?",
     }
 }

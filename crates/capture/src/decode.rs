@@ -9,8 +9,8 @@ use mltrace_log::*;
 use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::inodes::InodeNames;
 use crate::skel::types::{
-    ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac, ev_kind, ev_open,
-    ev_pcache, ev_sched, ev_uring, ev_xfer, op,
+    ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac, ev_kind,
+    ev_map, ev_open, ev_pcache, ev_sched, ev_uring, ev_xfer, op,
 };
 
 /// BPF flag bits (events.h).
@@ -51,6 +51,12 @@ fn uring_offset_src(f: u16, kind: FileKind) -> OffsetSrc {
         OffsetSrc::None
     }
 }
+
+const MAPF_ANON_SUMMARY: u16 = 1;
+
+/// Super-block magics of file systems in memory: tmpfs and shmem
+/// (/dev/shm, memfd), ramfs, hugetlbfs.
+const MEMORY_FS_MAGICS: [u64; 3] = [0x0102_1994, 0x8584_58f6, 0x9584_58f6];
 
 /// Copies the first bytes of `data` into a zeroed `T` (a plain C struct from
 /// the skeleton, valid for any bytes). Records with strings are shorter than
@@ -228,6 +234,14 @@ fn cache_during(o: u8) -> CacheDuring {
     }
 }
 
+fn map_op(o: u8) -> MapOp {
+    match op(o.into()) {
+        op::OP_MUNMAP => MapOp::Munmap,
+        op::OP_MREMAP => MapOp::Mremap,
+        _ => MapOp::Mmap,
+    }
+}
+
 fn open_op(o: u8) -> OpenOp {
     match op(o.into()) {
         op::OP_OPEN => OpenOp::Open,
@@ -328,6 +342,22 @@ impl KernelDecoder {
         enc.push(&Record::Comm(Comm { ts: h.ts, pid: h.pid, tid: h.tid, comm }));
     }
 
+    /// A major fault; with its start, the file and page the kernel said.
+    fn fault(&mut self, h: &ev_hdr, e: &ev_fault, enc: &mut FrameEncoder) -> MajorFault {
+        let mut r = MajorFault { ts: h.ts, pid: h.pid, tid: h.tid, addr: e.addr, ..Default::default() };
+        if e.start != 0 && e.start <= h.ts {
+            r.flags = fault::FILE;
+            r.dur = h.ts - e.start;
+            r.ts = e.start;
+            r.dev = e.dev;
+            r.ino = e.ino;
+            r.offset = e.index.wrapping_mul(self.page_size);
+        }
+        let path = if r.ino == 0 { None } else { self.inodes.lookup(r.dev, r.ino, h.pid) };
+        r.path = enc.intern(path.unwrap_or(b""));
+        r
+    }
+
     /// Decodes one ring record into zero or more log records.
     pub fn decode(&mut self, data: &[u8], enc: &mut FrameEncoder) {
         if data.len() < size_of::<ev_hdr>() {
@@ -350,6 +380,8 @@ impl KernelDecoder {
             ev_kind::EV_URING => size_of::<ev_uring>(),
             ev_kind::EV_AIO => size_of::<ev_aio>(),
             ev_kind::EV_SCHED => size_of::<ev_sched>(),
+            ev_kind::EV_MAP => size_of::<ev_map>(),
+            ev_kind::EV_FAULT => size_of::<ev_fault>(),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -367,7 +399,9 @@ impl KernelDecoder {
                     | ev_kind::EV_XFER
                     | ev_kind::EV_PCACHE
                     | ev_kind::EV_URING
-                    | ev_kind::EV_AIO => return,
+                    | ev_kind::EV_AIO
+                    | ev_kind::EV_MAP
+                    | ev_kind::EV_FAULT => return,
                     _ => {}
                 }
             }
@@ -649,6 +683,36 @@ impl KernelDecoder {
                         self.stats.malformed += 1;
                     }
                 }
+            }
+            ev_kind::EV_MAP => {
+                let e: ev_map = read(data);
+                let (path, kind) = self.file(e.file, enc);
+                let anon = h.flags & MAPF_ANON_SUMMARY != 0;
+                enc.push(&Record::Mapping(Mapping {
+                    ts: h.ts,
+                    dur: e.dur,
+                    pid: h.pid,
+                    tid: h.tid,
+                    op: if anon { MapOp::Anonymous } else { map_op(h.op) },
+                    fd: e.fd,
+                    path,
+                    kind,
+                    dev: e.dev,
+                    ino: e.ino,
+                    file_flags: if MEMORY_FS_MAGICS.contains(&e.magic) { mapf::MEMORY_FS } else { 0 },
+                    offset: e.offset,
+                    addr: e.addr,
+                    len: e.len,
+                    new_len: e.new_len,
+                    prot: e.prot,
+                    flags: e.flags,
+                    ret: e.ret,
+                }));
+            }
+            ev_kind::EV_FAULT => {
+                let e: ev_fault = read(data);
+                let rec = self.fault(&h, &e, enc);
+                enc.push(&Record::MajorFault(rec));
             }
             ev_kind::EV_BLOCK => {
                 let e: ev_block = read(data);

@@ -122,6 +122,7 @@ pub fn run() -> Vec<Check> {
         "sched_switch",
         "sched_waking",
         "sched_migrate_task",
+        "mm_filemap_fault",
     ];
     let (have, lack): (Vec<&str>, Vec<&str>) = tps.iter().partition(|t| kernel.has_tracepoint(t));
     out.push(check(
@@ -156,6 +157,8 @@ pub fn run() -> Vec<Check> {
                 Status::Ok,
                 format!("{n} programs verified, loaded and attached (with their maps and ring buffer)"),
             ));
+            // The perf events, for real: the same as `record` does.
+            drop(bpf::attach_faults(&skel, &mut plan));
         }
         Err(e) => out.push(check("programs", Status::Fail, e.to_string())),
     }
@@ -169,6 +172,8 @@ pub fn run() -> Vec<Check> {
             "page cache" => "page-cache probe",
             "io_uring" => "io_uring probes",
             "scheduling" => "scheduling probes",
+            "mappings" => "mapping probes",
+            "major faults" => "major-fault probe",
             _ => "block probes",
         };
         out.push(check(name, Status::Ok, format!("{}: {}", p.mechanism, p.detail)));
@@ -194,6 +199,9 @@ pub fn run() -> Vec<Check> {
             Status::Absent,
             "no sched_switch/sched_waking/sched_migrate_task: no thread states and no data-wait verdict",
         ));
+    }
+    if let Some(why) = &plan.fault_fallback {
+        out.push(check("major-fault probe", Status::Absent, format!("{why}: major faults are not recorded")));
     }
     if plan.block.is_none() {
         out.push(check("block probes", Status::Fail, "block_rq_issue/block_rq_complete missing: no block I/O"));

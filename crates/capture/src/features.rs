@@ -65,6 +65,39 @@ impl PageCacheRoute {
     }
 }
 
+/// How major page faults are seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultRoute {
+    /// perf's PAGE_FAULTS_MAJ software event per CPU, with a BPF program,
+    /// and filemap:mm_filemap_fault for when and where each stall began.
+    PerfAndFilemap,
+    /// The perf event alone: each fault's end and address.
+    Perf,
+}
+
+impl FaultRoute {
+    pub fn choose(k: &KernelBtf) -> FaultRoute {
+        if k.has_tracepoint("mm_filemap_fault") {
+            FaultRoute::PerfAndFilemap
+        } else {
+            FaultRoute::Perf
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            FaultRoute::PerfAndFilemap => {
+                "perf PAGE_FAULTS_MAJ (per CPU, sample period 1) + filemap:mm_filemap_fault: \
+                 each stall from its start, with its file and page"
+            }
+            FaultRoute::Perf => {
+                "perf PAGE_FAULTS_MAJ (per CPU, sample period 1): each fault at its end \
+                 (no filemap:mm_filemap_fault here)"
+            }
+        }
+    }
+}
+
 /// Where block requests are seen to start, in the submitter's context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockRoute {

@@ -9,6 +9,7 @@ pub mod bpf;
 pub mod decode;
 pub mod doctor;
 pub mod error;
+pub mod faults;
 pub mod features;
 pub mod files;
 pub mod identity;

@@ -279,6 +279,26 @@ impl Consumer<'_> {
         let _ = self.frames.send(f);
     }
 
+    /// The anonymous mmaps of processes still alive (the kernel side sends
+    /// the others' at their exit).
+    fn anon_summaries(&mut self, skel: &Skeleton<'_>) {
+        let ts = system::boottime_ns();
+        for (pid, calls, bytes) in bpf::anon_counts(skel) {
+            let path = self.enc.intern(b"");
+            self.enc.push(&Record::Mapping(Mapping {
+                ts,
+                pid,
+                tid: pid,
+                op: MapOp::Anonymous,
+                fd: -1,
+                path,
+                len: bytes,
+                ret: calls as i64,
+                ..Default::default()
+            }));
+        }
+    }
+
     /// Turns new drops (kernel counters and our own) into Lost records.
     fn account_losses(&mut self, skel: &Skeleton<'_>) {
         let kernel = bpf::read_lost(skel);
@@ -358,6 +378,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
             // The readers have finished: phases still open end here.
             let c = &mut *c;
             c.phases.finish(system::boottime_ns(), &mut c.enc);
+            c.anon_summaries(skel);
             c.cut();
             return Ok((c.lost_seen, c.phases.warnings(), (c.dec.files().len(), c.dec.files().forgotten)));
         }
@@ -499,6 +520,10 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         if why.starts_with("its programs") {
             eprintln!("mltrace: io_uring requests are not recorded: {why}");
         }
+    }
+    let _fault_links = bpf::attach_faults(&skel, &mut plan);
+    if let Some(why) = &plan.fault_fallback {
+        eprintln!("mltrace: major faults are not recorded here: {why}");
     }
     let started = Instant::now();
     let env = opts.run_as.as_ref().map(identity::environment);

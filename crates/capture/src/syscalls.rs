@@ -6,9 +6,9 @@ use crate::skel::types::op;
 /// Size of the BPF side's `sys_op` table (MAX_SYSCALL_NR).
 pub const TABLE_LEN: usize = 512;
 
-/// (syscall number, operation) for every recorded syscall on this arch.
-pub fn traced() -> Vec<(i64, op)> {
-    #[allow(unused_mut)]
+/// (syscall number, operation) for every recorded syscall on this arch;
+/// `mappings`: with mmap, munmap and mremap.
+pub fn traced(mappings: bool) -> Vec<(i64, op)> {
     let mut v: Vec<(i64, op)> = vec![
         (libc::SYS_read, op::OP_READ),
         (libc::SYS_pread64, op::OP_PREAD64),
@@ -31,6 +31,11 @@ pub fn traced() -> Vec<(i64, op)> {
         (libc::SYS_io_submit, op::OP_IO_SUBMIT),
         (libc::SYS_io_getevents, op::OP_IO_GETEVENTS),
     ];
+    if mappings {
+        v.push((libc::SYS_mmap, op::OP_MMAP));
+        v.push((libc::SYS_munmap, op::OP_MUNMAP));
+        v.push((libc::SYS_mremap, op::OP_MREMAP));
+    }
     // Newer architectures (aarch64, riscv) only have openat.
     #[cfg(target_arch = "x86_64")]
     {
@@ -43,9 +48,9 @@ pub fn traced() -> Vec<(i64, op)> {
 }
 
 /// The `sys_op` table for the BPF programs: number -> operation code.
-pub fn table() -> [u8; TABLE_LEN] {
+pub fn table(mappings: bool) -> [u8; TABLE_LEN] {
     let mut t = [0u8; TABLE_LEN];
-    for (nr, o) in traced() {
+    for (nr, o) in traced(mappings) {
         t[nr as usize] = o.0 as u8;
     }
     t
@@ -55,12 +60,13 @@ pub fn table() -> [u8; TABLE_LEN] {
 mod tests {
     #[test]
     fn table_has_every_op_once() {
-        let t = super::table();
+        let t = super::table(true);
         let mut seen: Vec<u8> = t.iter().copied().filter(|&o| o != 0).collect();
         seen.sort();
         let n = seen.len();
         seen.dedup();
         assert_eq!(seen.len(), n);
-        assert_eq!(n, super::traced().len());
+        assert_eq!(n, super::traced(true).len());
+        assert_eq!(super::traced(false).len() + 3, n);
     }
 }

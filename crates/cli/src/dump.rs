@@ -95,6 +95,48 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
                     x.waker_tid,
                     x.traced
                 )?,
+                Record::Mapping(x) => writeln!(
+                    out,
+                    "{} map {} pid={} tid={} fd={} path={:?} kind={} dev={}:{} ino={} file_flags={} off={} addr={:#x} len={} new_len={} prot={:#x} flags={:#x} ret={} dur={}",
+                    x.ts,
+                    x.op.name(),
+                    x.pid,
+                    x.tid,
+                    x.fd,
+                    s(x.path),
+                    x.kind.name(),
+                    x.dev >> 20,
+                    x.dev & 0xfffff,
+                    x.ino,
+                    x.file_flags,
+                    x.offset,
+                    x.addr,
+                    x.len,
+                    x.new_len,
+                    x.prot,
+                    x.flags,
+                    if x.op == mltrace_log::MapOp::Mmap || x.op == mltrace_log::MapOp::Mremap {
+                        if x.ret >= 0 { format!("{:#x}", x.ret) } else { x.ret.to_string() }
+                    } else {
+                        x.ret.to_string()
+                    },
+                    x.dur
+                )?,
+                Record::MajorFault(x) => writeln!(
+                    out,
+                    "{} majfault pid={} tid={} addr={:#x} flags={} dev={}:{} ino={} path={:?} off={} dur={}",
+                    x.ts,
+                    x.pid,
+                    x.tid,
+                    x.addr,
+                    x.flags,
+                    x.dev >> 20,
+                    x.dev & 0xfffff,
+                    x.ino,
+                    s(x.path),
+                    x.offset,
+                    x.dur
+                )?,
                 Record::IoAccounting(x) => writeln!(
                     out,
                     "{} ioac at {} pid={} tid={} have={} rchar={} wchar={} syscr={} syscw={} read_bytes={} write_bytes={} cancelled_write_bytes={}",

@@ -40,6 +40,10 @@ pub struct Args {
     /// stats): on or off
     #[arg(long, default_value = "on", value_name = "ON|OFF")]
     sched: String,
+    /// Record mmap, munmap, mremap (files mapped, per process) and major
+    /// page faults: on or off
+    #[arg(long, default_value = "on", value_name = "ON|OFF")]
+    mappings: String,
     /// How often to sample CPU, memory, disk, process and GPU counters
     /// (e.g. 100ms, 1s; 0 turns the samplers off)
     #[arg(long, default_value = "100ms", value_name = "PERIOD", value_parser = parse_period)]
@@ -161,6 +165,11 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         "on" => true,
         "off" => false,
         other => anyhow::bail!("--sched {other}: expected on or off"),
+    };
+    opts.bpf.mappings = match a.mappings.as_str() {
+        "on" => true,
+        "off" => false,
+        other => anyhow::bail!("--mappings {other}: expected on or off"),
     };
     opts.run_as = match a.user.as_deref() {
         None => identity::sudo_caller(),

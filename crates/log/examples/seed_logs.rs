@@ -12,7 +12,7 @@ fn log(n: u64, frame: usize) -> Vec<u8> {
     let mut w = RecordWriter::new(Vec::new(), &h).unwrap().with_frame_records(frame);
     for i in 0..n {
         let ts = 1000 + i * 17;
-        w.push_with(|e| match i % 10 {
+        w.push_with(|e| match i % 12 {
             0 => Record::Io(Io {
                 ts,
                 dur: 5,
@@ -56,6 +56,29 @@ fn log(n: u64, frame: usize) -> Vec<u8> {
                 bytes: 16384,
                 during: CacheDuring::Fault,
             }),
+            7 => Record::Mapping(Mapping {
+                ts,
+                pid: 1,
+                tid: 2,
+                fd: 3,
+                path: e.intern(b"/data/x"),
+                kind: FileKind::Regular,
+                len: 1 << 20,
+                prot: 1,
+                flags: 1,
+                ret: 0x7f00_0000_0000,
+                ..Default::default()
+            }),
+            8 => Record::MajorFault(MajorFault {
+                ts,
+                dur: 5,
+                pid: 1,
+                tid: 2,
+                addr: 0x7f00_0000_0000 + 4096 * i,
+                flags: fault::FILE,
+                path: e.intern(b"/data/x"),
+                ..Default::default()
+            }),
             5 => Record::IoAccounting(IoAccounting {
                 ts,
                 pid: 1,
@@ -67,7 +90,7 @@ fn log(n: u64, frame: usize) -> Vec<u8> {
                 read_bytes: 8192,
                 ..Default::default()
             }),
-            7 => Record::IoUring(IoUring {
+            9 => Record::IoUring(IoUring {
                 ts,
                 dur: 700,
                 pid: 1,
@@ -80,7 +103,7 @@ fn log(n: u64, frame: usize) -> Vec<u8> {
                 complete_tid: 3,
                 ..Default::default()
             }),
-            8 => Record::Aio(Aio {
+            10 => Record::Aio(Aio {
                 ts,
                 dur: 90,
                 pid: 1,

@@ -178,6 +178,21 @@ pub fn close(path: &[u8], ret: i64) -> String {
     }
 }
 
+/// `mmap train.arrow`, `munmap train.arrow`, `mmap x.bin ENODEV`.
+pub fn mapping(op: MapOp, path: &[u8], ret: i64) -> String {
+    let p = if path.is_empty() { "?".into() } else { String::from_utf8_lossy(path) };
+    match outcome(ret) {
+        Outcome::Err(e) => format!("{} {} {}", op.name(), names::basename(&p), names::errno(e)),
+        _ => format!("{} {}", op.name(), names::basename(&p)),
+    }
+}
+
+/// `major fault train.arrow`.
+pub fn major_fault(path: &[u8]) -> String {
+    let p = if path.is_empty() { "?".into() } else { String::from_utf8_lossy(path) };
+    format!("major fault {}", names::basename(&p))
+}
+
 /// `R 128 KiB`, `F`, `D 512 B error`.
 pub fn block(op: BlockOp, bytes: u64, failed: bool) -> String {
     let e = if failed { " error" } else { "" };
@@ -326,6 +341,11 @@ mod tests {
         assert_eq!(block(BlockOp::Flush, 0, true), "F error");
         assert_eq!(block(BlockOp::Discard, 512, true), "D 512 B error");
         assert_eq!(lost(12, LostKind::RingFull), "12 events lost: ring buffer full");
+        assert_eq!(mapping(MapOp::Mmap, b"/d/train.arrow", 0x7f00_0000_0000), "mmap train.arrow");
+        assert_eq!(mapping(MapOp::Munmap, b"/d/train.arrow", 0), "munmap train.arrow");
+        assert_eq!(mapping(MapOp::Mmap, b"/d/x.bin", -19), "mmap x.bin ENODEV");
+        assert_eq!(major_fault(b"/d/train.arrow"), "major fault train.arrow");
+        assert_eq!(major_fault(b""), "major fault ?");
     }
 
     #[test]

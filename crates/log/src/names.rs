@@ -277,6 +277,92 @@ pub fn open_flags(f: u32) -> String {
     s
 }
 
+/// Names of the set bits of `f` from `bits`, `|`-separated, after `out`'s
+/// text; bits without a name as one hex number.
+fn bit_names(out: &mut String, mut f: u32, bits: &[(u32, &str)]) {
+    for (bit, name) in bits {
+        if f & bit != 0 {
+            if !out.is_empty() {
+                out.push('|');
+            }
+            out.push_str(name);
+            f &= !bit;
+        }
+    }
+    if f != 0 {
+        if !out.is_empty() {
+            out.push('|');
+        }
+        let _ = write!(out, "{f:#x}");
+    }
+}
+
+/// `PROT_READ|PROT_WRITE`, `PROT_NONE`.
+pub fn mmap_prot(p: u32) -> String {
+    const BITS: [(u32, &str); 3] = [(1, "PROT_READ"), (2, "PROT_WRITE"), (4, "PROT_EXEC")];
+    if p == 0 {
+        return "PROT_NONE".into();
+    }
+    let mut s = String::new();
+    bit_names(&mut s, p, &BITS);
+    s
+}
+
+/// `MAP_SHARED|MAP_POPULATE` (x86_64 values), with the huge page size of
+/// `MAP_HUGETLB` (`MAP_HUGE_2MB`).
+pub fn mmap_flags(f: u32) -> String {
+    const BITS: [(u32, &str); 14] = [
+        (0x10, "MAP_FIXED"),
+        (0x20, "MAP_ANONYMOUS"),
+        (0x40, "MAP_32BIT"),
+        (0x100, "MAP_GROWSDOWN"),
+        (0x800, "MAP_DENYWRITE"),
+        (0x1000, "MAP_EXECUTABLE"),
+        (0x2000, "MAP_LOCKED"),
+        (0x4000, "MAP_NORESERVE"),
+        (0x8000, "MAP_POPULATE"),
+        (0x10000, "MAP_NONBLOCK"),
+        (0x20000, "MAP_STACK"),
+        (0x40000, "MAP_HUGETLB"),
+        (0x80000, "MAP_SYNC"),
+        (0x100000, "MAP_FIXED_NOREPLACE"),
+    ];
+    let mut s = String::from(match f & 0xf {
+        1 => "MAP_SHARED",
+        2 => "MAP_PRIVATE",
+        3 => "MAP_SHARED_VALIDATE",
+        _ => "",
+    });
+    // Bits 26-31 are the huge page size with MAP_HUGETLB.
+    let huge = f >> 26;
+    bit_names(&mut s, f & !0xf & ((1 << 26) - 1), &BITS);
+    if huge != 0 {
+        if !s.is_empty() {
+            s.push('|');
+        }
+        if f & 0x40000 != 0 {
+            s.push_str("MAP_HUGE_");
+            s.push_str(&size(1u64 << huge.min(63)).replace([' ', 'i'], "").to_uppercase());
+        } else if huge == 1 {
+            s.push_str("MAP_UNINITIALIZED");
+        } else {
+            let _ = write!(s, "{:#x}", huge << 26);
+        }
+    }
+    s
+}
+
+/// `MREMAP_MAYMOVE|MREMAP_FIXED`.
+pub fn mremap_flags(f: u32) -> String {
+    const BITS: [(u32, &str); 3] = [(1, "MREMAP_MAYMOVE"), (2, "MREMAP_FIXED"), (4, "MREMAP_DONTUNMAP")];
+    if f == 0 {
+        return "0".into();
+    }
+    let mut s = String::new();
+    bit_names(&mut s, f, &BITS);
+    s
+}
+
 /// The last component of a path, for slice names.
 pub fn basename(p: &str) -> &str {
     let t = p.trim_end_matches('/');
@@ -353,6 +439,17 @@ mod tests {
         assert_eq!(open_flags(0o1101), "O_WRONLY|O_CREAT|O_TRUNC");
         assert_eq!(open_flags(0o4010002), "O_RDWR|O_SYNC");
         assert_eq!(open_flags(0o40000), "O_RDONLY|O_DIRECT");
+        assert_eq!(mmap_prot(0), "PROT_NONE");
+        assert_eq!(mmap_prot(5), "PROT_READ|PROT_EXEC");
+        assert_eq!(mmap_prot(9), "PROT_READ|0x8");
+        assert_eq!(mmap_flags(0x8001), "MAP_SHARED|MAP_POPULATE");
+        assert_eq!(mmap_flags(0x812), "MAP_PRIVATE|MAP_FIXED|MAP_DENYWRITE");
+        assert_eq!(mmap_flags(0x40022 | (21 << 26)), "MAP_PRIVATE|MAP_ANONYMOUS|MAP_HUGETLB|MAP_HUGE_2MB");
+        assert_eq!(mmap_flags(0x40022 | (30 << 26)), "MAP_PRIVATE|MAP_ANONYMOUS|MAP_HUGETLB|MAP_HUGE_1GB");
+        assert_eq!(mmap_flags(0x4000022), "MAP_PRIVATE|MAP_ANONYMOUS|MAP_UNINITIALIZED");
+        assert_eq!(mmap_flags(0x200002), "MAP_PRIVATE|0x200000");
+        assert_eq!(mremap_flags(3), "MREMAP_MAYMOVE|MREMAP_FIXED");
+        assert_eq!(mremap_flags(0), "0");
     }
 
     #[test]

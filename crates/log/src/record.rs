@@ -763,6 +763,101 @@ pub struct SchedWake {
     pub traced: u8,
 }
 
+code_enum!(
+    /// The call behind a [`Mapping`].
+    MapOp, fallback Mmap, {
+        Mmap = 0 => "mmap",
+        Munmap = 1 => "munmap",
+        Mremap = 2 => "mremap",
+        /// Not a call: the process's anonymous mmaps, counted in the kernel
+        /// (they are too many to record one by one) and logged at its exit
+        /// or when recording ends: `ret` calls, `len` bytes in all.
+        Anonymous = 3 => "anonymous mmaps",
+    }
+);
+
+/// Bits of [`Mapping::file_flags`].
+pub mod mapf {
+    /// The file lives in memory (tmpfs, shmem, ramfs, hugetlbfs): a mapping
+    /// of it is shared memory, not storage.
+    pub const MEMORY_FS: u8 = 1;
+}
+
+/// mmap, munmap or mremap (see [`MapOp`]). File mmaps are recorded with
+/// their file; anonymous ones are only counted ([`MapOp::Anonymous`]),
+/// except those with `MAP_FIXED`, which replace what was mapped there.
+/// munmap and mremap say only addresses: which file they touched is for a
+/// reader's mapping table to say.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Mapping {
+    pub ts: u64,
+    pub dur: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub op: MapOp,
+    /// mmap: the fd argument (-1 for anonymous memory); otherwise -1.
+    pub fd: i32,
+    /// mmap: the mapped file's path (empty for none), kind, filesystem
+    /// (its superblock's dev: major << 20 | minor) and inode.
+    pub path: StrId,
+    pub kind: FileKind,
+    pub dev: u32,
+    pub ino: u64,
+    /// [`mapf`] bits.
+    pub file_flags: u8,
+    /// mmap: the offset in the file.
+    pub offset: u64,
+    /// mmap: the address asked for (0: any); munmap: the address;
+    /// mremap: the old address.
+    pub addr: u64,
+    /// mmap, munmap: the length; mremap: the old length.
+    pub len: u64,
+    /// mremap: the new length.
+    pub new_len: u64,
+    /// mmap: PROT_* bits.
+    pub prot: u32,
+    /// mmap: MAP_* flags; mremap: MREMAP_* flags.
+    pub flags: u32,
+    /// mmap, mremap: the mapped address, or -errno; munmap: 0 or -errno.
+    pub ret: i64,
+}
+
+impl Mapping {
+    /// The address a successful mmap or mremap mapped at.
+    pub fn mapped_at(&self) -> Option<u64> {
+        (self.op != MapOp::Anonymous && self.op != MapOp::Munmap && self.ret >= 0).then_some(self.ret as u64)
+    }
+}
+
+/// Bits of [`MajorFault::flags`].
+pub mod fault {
+    /// The kernel said which file page it read in (filemap:mm_filemap_fault
+    /// on the faulting thread): `dev`, `ino`, `offset` and the stall's
+    /// start (`ts`, with `dur` to its end) are known.
+    pub const FILE: u8 = 1;
+}
+
+/// A major page fault of a traced thread: it stalled while the page was
+/// read from storage (or swap). Without [`fault::FILE`], `ts` is when the
+/// fault ended and `dur` is 0; `addr` is for a reader's mapping table.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct MajorFault {
+    pub ts: u64,
+    pub dur: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// The faulting address.
+    pub addr: u64,
+    /// [`fault`] bits.
+    pub flags: u8,
+    pub dev: u32,
+    pub ino: u64,
+    /// The file's path when known, else empty.
+    pub path: StrId,
+    /// Byte offset in the file of the page faulted in.
+    pub offset: u64,
+}
+
 /// One log record.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Record {
@@ -781,6 +876,8 @@ pub enum Record {
     Mark(Mark),
     IoAccounting(IoAccounting),
     PageCache(PageCache),
+    Mapping(Mapping),
+    MajorFault(MajorFault),
     IoUring(IoUring),
     Aio(Aio),
     SchedSwitch(SchedSwitch),
@@ -805,6 +902,8 @@ impl Record {
             Record::Mark(r) => r.ts,
             Record::IoAccounting(r) => r.ts,
             Record::PageCache(r) => r.ts,
+            Record::Mapping(r) => r.ts,
+            Record::MajorFault(r) => r.ts,
             Record::IoUring(r) => r.ts,
             Record::Aio(r) => r.ts,
             Record::SchedSwitch(r) => r.ts,
@@ -823,6 +922,8 @@ impl Record {
             Record::Aio(r) => r.ts + r.dur,
             Record::Block(r) => r.end_ts(),
             Record::Phase(r) => r.ts + r.dur,
+            Record::Mapping(r) => r.ts + r.dur,
+            Record::MajorFault(r) => r.ts + r.dur,
             r => r.ts(),
         }
     }

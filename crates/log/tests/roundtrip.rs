@@ -21,7 +21,7 @@ fn header() -> Header {
 /// test can compare after reading.
 fn sample(i: u64) -> (Record, Vec<&'static str>) {
     let ts = 1_000_000_000 + i * 1_337;
-    match i % 17 {
+    match i % 19 {
         0 => (
             Record::Fork(Fork {
                 ts,
@@ -184,6 +184,44 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
             }),
             vec!["/dev/nvme0n1"],
         ),
+        17 => (
+            Record::Mapping(Mapping {
+                ts,
+                dur: 2_000 + i,
+                pid: 7,
+                tid: 8,
+                op: MapOp::from_u8((i % 4) as u8),
+                fd: if i.is_multiple_of(2) { 3 } else { -1 },
+                path: StrId(0),
+                kind: FileKind::Regular,
+                dev: (254 << 20) | 1,
+                ino: 1 << 33 | i,
+                file_flags: mapf::MEMORY_FS,
+                offset: 1 << 30,
+                addr: if i.is_multiple_of(3) { 0 } else { 0x7f00_0000_0000 + (i << 12) },
+                len: 256 << 20,
+                new_len: 512 << 20,
+                prot: 5,
+                flags: 0x0800_0001 | (30 << 26),
+                ret: if i % 5 == 1 { -12 } else { 0x7fff_ffff_f000 },
+            }),
+            vec!["/data/train.arrow"],
+        ),
+        18 => (
+            Record::MajorFault(MajorFault {
+                ts,
+                dur: if i.is_multiple_of(2) { 0 } else { 3_000_000 },
+                pid: 7,
+                tid: 9,
+                addr: if i.is_multiple_of(4) { 0x7f00_0000_0000 + (i << 12) } else { 4096 },
+                flags: fault::FILE,
+                dev: 254 << 20,
+                ino: i,
+                path: StrId(0),
+                offset: u64::MAX - 4095,
+            }),
+            vec!["/data/x.npy"],
+        ),
         13 => (
             Record::IoAccounting(IoAccounting {
                 ts,
@@ -287,6 +325,14 @@ fn with_ids(rec: Record, ids: &[StrId]) -> Record {
             r.path = n();
             Record::Aio(r)
         }
+        Record::Mapping(mut r) => {
+            r.path = n();
+            Record::Mapping(r)
+        }
+        Record::MajorFault(mut r) => {
+            r.path = n();
+            Record::MajorFault(r)
+        }
         r => r,
     }
 }
@@ -307,6 +353,8 @@ fn strings_of(frame: &Frame<'_>, rec: &Record) -> Vec<String> {
         Record::PageCache(r) => vec![s(r.path)],
         Record::IoUring(r) => vec![s(r.path)],
         Record::Aio(r) => vec![s(r.path)],
+        Record::Mapping(r) => vec![s(r.path)],
+        Record::MajorFault(r) => vec![s(r.path)],
         _ => vec![],
     }
 }

@@ -53,10 +53,15 @@ pub enum ArgKey {
     Nr,
     MinNr,
     FailedEvents,
+    Address,
+    Length,
+    NewLength,
+    NewAddress,
+    Prot,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 46] = [
+    pub const ALL: [ArgKey; 51] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -103,6 +108,11 @@ impl ArgKey {
         ArgKey::Nr,
         ArgKey::MinNr,
         ArgKey::FailedEvents,
+        ArgKey::Address,
+        ArgKey::Length,
+        ArgKey::NewLength,
+        ArgKey::NewAddress,
+        ArgKey::Prot,
     ];
 
     pub fn name(self) -> &'static str {
@@ -153,6 +163,11 @@ impl ArgKey {
             ArgKey::Nr => "nr",
             ArgKey::MinNr => "min_nr",
             ArgKey::FailedEvents => "failed events",
+            ArgKey::Address => "address",
+            ArgKey::Length => "length",
+            ArgKey::NewLength => "new length",
+            ArgKey::NewAddress => "new address",
+            ArgKey::Prot => "prot",
         }
     }
 }

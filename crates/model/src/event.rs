@@ -267,6 +267,68 @@ impl Args for TransferArgs<'_> {
     }
 }
 
+/// Name-key tags of mappings and faults (opens use their op, closes 255).
+pub const MAP_TAG: u8 = 0x40;
+pub const FAULT_TAG: u8 = 0x50;
+
+fn hex(v: u64) -> String {
+    format!("{v:#x}")
+}
+
+/// An mmap, munmap or mremap of a data file; `offset` is the file offset
+/// at the call's address (mmap's own argument, or from the mapping table).
+pub struct MapArgs<'a> {
+    pub r: &'a Mapping,
+    pub path: &'a [u8],
+    pub offset: u64,
+}
+
+impl Args for MapArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let r = self.r;
+        s.str(K::Path, self.path);
+        s.uint(K::Offset, self.offset);
+        s.uint(K::Length, r.len);
+        match r.op {
+            MapOp::Mmap => {
+                s.int(K::Fd, i64::from(r.fd));
+                s.str(K::Prot, names::mmap_prot(r.prot).as_bytes());
+                s.str(K::Flags, names::mmap_flags(r.flags).as_bytes());
+                if let Some(at) = r.mapped_at() {
+                    s.str(K::Address, hex(at).as_bytes());
+                }
+            }
+            MapOp::Mremap => {
+                s.str(K::Address, hex(r.addr).as_bytes());
+                s.uint(K::NewLength, r.new_len);
+                s.str(K::Flags, names::mremap_flags(r.flags).as_bytes());
+                if let Some(at) = r.mapped_at() {
+                    s.str(K::NewAddress, hex(at).as_bytes());
+                }
+            }
+            _ => s.str(K::Address, hex(r.addr).as_bytes()),
+        }
+        outcome_args(s, r.ret);
+        s.int(K::Tid, i64::from(r.tid));
+    }
+}
+
+/// A major fault on a data mapping: the file and offset it read.
+pub struct FaultArgs<'a> {
+    pub r: &'a MajorFault,
+    pub path: &'a [u8],
+    pub offset: u64,
+}
+
+impl Args for FaultArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        s.str(K::Path, self.path);
+        s.uint(K::Offset, self.offset);
+        s.str(K::Address, hex(self.r.addr).as_bytes());
+        s.int(K::Tid, i64::from(self.r.tid));
+    }
+}
+
 /// A block request's args; `who` and `flags` from [`labels::block_who`]
 /// and [`labels::block_flags`].
 pub struct BlockArgs<'a> {

@@ -14,6 +14,7 @@ pub mod encoder;
 pub mod event;
 pub mod export;
 pub mod grid;
+pub mod maps;
 pub mod overview;
 pub mod plan;
 pub mod proc_rates;

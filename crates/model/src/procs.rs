@@ -86,6 +86,8 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::Close(x) => x.pid,
         Record::Transfer(x) => x.pid,
         Record::PageCache(x) => x.pid,
+        Record::Mapping(x) => x.pid,
+        Record::MajorFault(x) => x.pid,
         Record::IoUring(x) => x.pid,
         Record::Aio(x) => x.pid,
         Record::SchedWake(x) => x.pid,

@@ -17,9 +17,12 @@ use crate::args::{ArgKey, Args, FnArgs, NoArgs};
 use crate::disk_counters::{DiskCounters, Sample};
 use crate::encoder::*;
 use crate::event::{self, flow_from_syscall, flow_to_disk};
+use crate::maps::Maps;
 use crate::proc_rates::{ProcRates, Rate, RateSample};
 use crate::procs::{ProcIdx, ProcTracker};
 use crate::survey::Survey;
+
+mod mapped;
 
 /// Which of a process's slice tracks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +99,9 @@ pub struct SceneStats {
     pub records: u64,
     /// Syscall records drawn (each one slice).
     pub syscalls: u64,
+    /// mmap, munmap, mremap of data files, and major faults on them, drawn.
+    pub mappings: u64,
+    pub major_faults: u64,
     pub slices: u64,
     pub instants: u64,
     pub counters: u64,
@@ -255,6 +261,8 @@ pub struct Scene<'s> {
     samples: Vec<Sample>,
     rates: ProcRates,
     rate_samples: Vec<RateSample>,
+    /// Every process's mappings, kept through every record (drawn or not).
+    maps: Maps,
     out: Out,
     /// The current file's `[from, to)`.
     range: (u64, u64),
@@ -290,6 +298,7 @@ impl<'s> Scene<'s> {
             samples: Vec::new(),
             rates: ProcRates::default(),
             rate_samples: Vec::new(),
+            maps: Maps::default(),
             out: Out::default(),
             range: (0, u64::MAX),
             pending: HashMap::default(),
@@ -524,6 +533,7 @@ impl<'s> Scene<'s> {
     /// Converts one record (or skips it when the filter does).
     pub fn record<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, rec: &Record) -> io::Result<()> {
         let idx = self.tracker.observe(rec);
+        let mapped = self.maps.apply(f, rec);
         let ts = rec.ts();
         if self.pending_count > 0 {
             self.flush_pending(enc, ts)?;
@@ -645,6 +655,16 @@ impl<'s> Scene<'s> {
             }
             // Migrations show in the switches (a thread's CPU changes).
             Record::SchedWake(_) => {}
+            Record::Mapping(r) => {
+                if let Some(i) = idx {
+                    self.mapping(enc, f, i, &r, &mapped)?;
+                }
+            }
+            Record::MajorFault(r) => {
+                if let Some(i) = idx {
+                    self.major_fault(enc, i, &r)?;
+                }
+            }
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
                 if let (Some(i), true) = (idx, r.pid != 0) {

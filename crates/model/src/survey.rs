@@ -126,6 +126,8 @@ pub fn epochs_of(phases: &[PhaseInfo]) -> Vec<(u64, u64, String)> {
 fn weight_of(rec: &Record) -> u64 {
     match rec {
         r if crate::event::is_call(r) => 1,
+        // At most one slice each (only data mappings are drawn).
+        Record::Mapping(_) | Record::MajorFault(_) => 1,
         Record::Block(b) if b.flags & blk::TRACED != 0 => 4,
         Record::Block(_) => 3,
         Record::Exec(_) | Record::Mark(_) | Record::Counter(_) => 1,

@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::kernel::Check;
+use crate::mapped::{Count, ProcMaps};
 use crate::{BlockStats, CacheFill, Histogram, Stats};
 use mltrace_log::acct;
 
@@ -37,6 +38,24 @@ fn cache(c: &CacheFill, read_bytes: u64) -> Value {
     })
 }
 
+fn count(c: &Count) -> Value {
+    json!({ "calls": c.calls, "bytes": c.bytes })
+}
+
+fn mappings(m: &ProcMaps) -> Value {
+    json!({
+        "data": count(&m.data),
+        "code": count(&m.code),
+        "shared_memory": count(&m.shared_memory),
+        "anonymous": count(&m.anonymous),
+        "other": count(&m.other),
+        "inherited_bytes": m.inherited_bytes,
+        "munmaps": m.munmaps,
+        "mremaps": m.mremaps,
+        "failed": m.failed,
+    })
+}
+
 impl Stats {
     /// The report as one JSON document.
     pub fn to_json(&self) -> Value {
@@ -46,6 +65,11 @@ impl Stats {
         let lossy = self.total_lost() > 0 || !self.diagnostics.is_empty();
         let has_sched = self.has_sched();
         let trainer = self.trainer().map(|t| t.pid);
+        let (maps, faults) = (self.has_mappings(), self.has_major_faults());
+        let mapped = |v: u64| if maps { Value::from(v) } else { Value::Null };
+        let faulted = |v: u64| if faults { Value::from(v) } else { Value::Null };
+        // Through mappings: needs both the mappings and the page cache.
+        let via_maps = |v: u64| if maps && pc { Value::from(v) } else { Value::Null };
         let processes: Vec<Value> = self
             .processes
             .iter()
@@ -108,8 +132,11 @@ impl Stats {
                     "block": block(&p.block),
                     "storage_read_bytes": storage(&p.cache),
                     "page_cache": page_cache(&p.cache, p.reads.bytes),
-                    "mapped_bytes": Value::Null,
-                    "major_faults": Value::Null,
+                    "mapped_bytes": mapped(p.maps.mapped_bytes()),
+                    "major_faults": faulted(p.maps.major_faults),
+                    "mapped_storage_read_bytes": via_maps(p.maps.storage_read_bytes),
+                    "major_faults_other": faulted(p.maps.major_faults_other),
+                    "mappings": if maps { mappings(&p.maps) } else { Value::Null },
                     "kernel": kernel,
                     "cpu_fraction": Value::Null,
                     "runnable_fraction": Value::Null,
@@ -155,8 +182,10 @@ impl Stats {
                     "write_bytes": f.write_bytes,
                     "storage_read_bytes": storage(&f.cache),
                     "page_cache": page_cache(&f.cache, f.read_bytes),
-                    "mapped_bytes": Value::Null,
-                    "major_faults": Value::Null,
+                    "mapped_bytes": mapped(f.maps.mapped_bytes),
+                    "major_faults": faulted(f.maps.major_faults),
+                    "mapped_storage_read_bytes": via_maps(f.maps.storage_read_bytes),
+                    "mmaps": mapped(f.maps.mmaps),
                     "uring_reads": f.uring_reads,
                     "uring_read_bytes": f.uring_read_bytes,
                     "uring_writes": f.uring_writes,
@@ -352,6 +381,109 @@ mod tests {
         );
         let text = s.render(5);
         assert!(text.contains("io_uring requests") && text.contains("68.0 KiB"), "{text}");
+    }
+
+    fn probe(subsystem: &str) -> Probe {
+        Probe { subsystem: subsystem.into(), ..Default::default() }
+    }
+
+    /// A process maps a 256 MiB file, forks a worker that faults it in,
+    /// unmaps half and maps a library and anonymous memory.
+    #[test]
+    fn mappings_faults_and_storage_through_them() {
+        const A: u64 = 0x7f00_0000_0000;
+        const MIB: u64 = 1 << 20;
+        let probes = vec![probe("page cache"), probe("mappings"), probe("major faults")];
+        let header = Header { root_pid: 10, probes, ..Default::default() };
+        let mut w = RecordWriter::new(Vec::new(), &header).unwrap();
+        let map = |e: &mut FrameEncoder, pid: u32, path: &[u8], len: u64, prot: u32, flags: u32, ret: i64| {
+            Record::Mapping(Mapping {
+                ts: 5,
+                pid,
+                tid: pid,
+                op: MapOp::Mmap,
+                fd: 3,
+                path: e.intern(path),
+                kind: FileKind::Regular,
+                dev: 1 << 20,
+                ino: if path == b"/d/x.arrow" { 7 } else { 8 },
+                len,
+                prot,
+                flags,
+                ret,
+                ..Default::default()
+            })
+        };
+        w.push(&Record::Fork(Fork { ts: 1, pid: 10, tid: 10, parent_pid: 1, parent_tid: 1, thread: false })).unwrap();
+        w.push_with(|e| map(e, 10, b"/d/x.arrow", 256 * MIB, 1, 1, A as i64)).unwrap();
+        w.push_with(|e| map(e, 10, b"/lib/libc.so.6", 2 * MIB, 5, 0x812, (A - 4 * MIB) as i64)).unwrap();
+        w.push_with(|e| map(e, 10, b"/d/x.arrow", MIB, 1, 1, -12)).unwrap();
+        w.push(&Record::Fork(Fork { ts: 6, pid: 11, tid: 11, parent_pid: 10, parent_tid: 10, thread: false })).unwrap();
+        for k in 0..4u64 {
+            let addr = A + k * 64 * MIB;
+            w.push(&Record::MajorFault(MajorFault { ts: 7, pid: 11, tid: 11, addr, ..Default::default() })).unwrap();
+            w.push_with(|e| {
+                Record::PageCache(PageCache {
+                    ts: 7,
+                    pid: 11,
+                    tid: 11,
+                    dev: 1 << 20,
+                    ino: 7,
+                    path: e.intern(b"/d/x.arrow"),
+                    offset: k * 64 * MIB,
+                    bytes: 2 * MIB,
+                    during: CacheDuring::Fault,
+                })
+            })
+            .unwrap();
+        }
+        // Not through a mapping: the parent reads it, and a fault on the library.
+        w.push_with(|e| {
+            Record::PageCache(PageCache {
+                ts: 8,
+                pid: 10,
+                tid: 10,
+                dev: 1 << 20,
+                ino: 9,
+                path: e.intern(b"/d/other"),
+                bytes: MIB,
+                during: CacheDuring::Fault,
+                ..Default::default()
+            })
+        })
+        .unwrap();
+        w.push(&Record::MajorFault(MajorFault { ts: 9, pid: 10, tid: 10, addr: A - 3 * MIB, ..Default::default() }))
+            .unwrap();
+        let unmap =
+            Mapping { ts: 9, pid: 11, tid: 11, op: MapOp::Munmap, addr: A, len: 128 * MIB, ..Default::default() };
+        w.push(&Record::Mapping(unmap)).unwrap();
+        let anon =
+            Mapping { ts: 10, pid: 11, tid: 11, op: MapOp::Anonymous, len: 3 * MIB, ret: 40, ..Default::default() };
+        w.push(&Record::Mapping(anon)).unwrap();
+        let log = w.finish(&Trailer::default()).unwrap();
+        let s = Stats::from_reader(&mut LogReader::new(Path::new("t"), Cursor::new(log)).unwrap()).unwrap();
+        let j = s.to_json();
+        let (main, worker) = (&j["processes"][0], &j["processes"][1]);
+        assert_eq!(main["mapped_bytes"].as_u64(), Some(256 * MIB));
+        assert_eq!(main["mappings"]["code"]["calls"].as_u64(), Some(1));
+        assert_eq!(main["mappings"]["failed"].as_u64(), Some(1));
+        assert_eq!((main["major_faults"].as_u64(), main["major_faults_other"].as_u64()), (Some(0), Some(1)));
+        assert_eq!(main["mapped_storage_read_bytes"].as_u64(), Some(0));
+        assert_eq!(worker["mapped_bytes"].as_u64(), Some(0), "inherited, not mapped by it");
+        assert_eq!(worker["mappings"]["inherited_bytes"].as_u64(), Some(256 * MIB));
+        assert_eq!(worker["major_faults"].as_u64(), Some(4));
+        assert_eq!(worker["mapped_storage_read_bytes"].as_u64(), Some(8 * MIB));
+        assert_eq!(worker["mappings"]["munmaps"].as_u64(), Some(1));
+        assert_eq!(worker["mappings"]["anonymous"]["calls"].as_u64(), Some(40));
+        assert_eq!(worker["mappings"]["anonymous"]["bytes"].as_u64(), Some(3 * MIB));
+        let file = |p: &str| j["files"].as_array().unwrap().iter().find(|f| f["path"] == p).unwrap().clone();
+        let x = file("/d/x.arrow");
+        assert_eq!((x["mapped_bytes"].as_u64(), x["mmaps"].as_u64()), (Some(256 * MIB), Some(1)));
+        assert_eq!((x["major_faults"].as_u64(), x["mapped_storage_read_bytes"].as_u64()), (Some(4), Some(8 * MIB)));
+        assert_eq!(file("/d/other")["mapped_storage_read_bytes"].as_u64(), Some(0));
+        assert!(!j["files"].as_array().unwrap().iter().any(|f| f["path"] == "/lib/libc.so.6"), "a library is not data");
+        let text = s.render(10);
+        assert!(text.contains("top 1 mapped files") && text.contains("1 (2.0 MiB)"), "{text}");
     }
 
     #[test]

@@ -5,6 +5,8 @@ mod async_io;
 mod hist;
 mod json;
 pub mod kernel;
+pub mod mapped;
+mod render_maps;
 pub mod sched;
 mod verdict;
 
@@ -18,9 +20,11 @@ use std::io::{Read, Seek};
 pub use async_io::{AioStats, UringStats};
 pub use hist::Histogram;
 use kernel::{Check, KernelIo, TracedIo};
+use mapped::{FileMaps, ProcMaps};
 use mltrace_log::labels::{self, DiskIds, Outcome};
 use mltrace_log::names;
 use mltrace_log::*;
+use mltrace_model::maps::{MapClass, Maps};
 
 const NAME_MAX: usize = 40;
 
@@ -104,6 +108,8 @@ pub struct ProcStats {
     /// `reads`/`writes`: the kernel does not count them as calls).
     pub uring: UringStats,
     pub aio: AioStats,
+    /// Its mmaps, munmaps, mremaps and major faults.
+    pub maps: ProcMaps,
     files: HashSet<u64>,
     /// Named by a command line (exec, or inherited): a comm does not rename it.
     has_cmdline: bool,
@@ -115,7 +121,8 @@ pub struct ProcStats {
 }
 
 impl ProcStats {
-    /// Distinct files (regular files, directories, devices) opened, read or written.
+    /// Distinct files (regular files, directories, devices) opened, read,
+    /// written or mapped for data.
     pub fn files_touched(&self) -> usize {
         self.files.len()
     }
@@ -144,6 +151,8 @@ pub struct FileStats {
     pub uring_read_bytes: u64,
     pub uring_writes: u64,
     pub uring_write_bytes: u64,
+    /// Its mappings for data, and faults on them.
+    pub maps: FileMaps,
 }
 
 impl FileStats {
@@ -233,6 +242,8 @@ pub struct Stats {
     pub diagnostics: Vec<String>,
     /// Where the traced threads' time went (scheduling records).
     pub sched: sched::SchedTimes,
+    /// Every live process's mappings (the model's, as the trace draws them).
+    maps: Maps,
 }
 
 /// The counters `stats` summarises: the ones that answer "was the GPU
@@ -295,6 +306,7 @@ impl Stats {
 
     pub fn add(&mut self, f: &Frame<'_>, rec: &Record) {
         self.records += 1;
+        let mapped = self.maps.apply(f, rec);
         let ts = rec.ts();
         self.first_ts = Some(self.first_ts.map_or(ts, |t| t.min(ts)));
         self.last_ts = Some(self.last_ts.map_or(rec.end_ts(), |t| t.max(rec.end_ts())));
@@ -316,6 +328,7 @@ impl Stats {
                     let p = self.proc(r.pid);
                     p.parent = r.parent_pid;
                     p.loader = true;
+                    p.maps.inherited_bytes = mapped.inherited;
                     if let Some((n, has_cmdline)) = parent {
                         p.name = n;
                         p.has_cmdline = has_cmdline;
@@ -463,11 +476,47 @@ impl Stats {
                 self.sched.add(rec);
             }
             Record::PageCache(c) => {
-                self.proc(c.pid).cache.add(c.during, c.bytes);
+                // A fault on a file it has mapped: read through the mapping.
+                let through = c.during == CacheDuring::Fault && self.maps.maps_file(c.pid, c.dev, c.ino);
+                let p = self.proc(c.pid);
+                p.cache.add(c.during, c.bytes);
+                if through {
+                    p.maps.storage_read_bytes += c.bytes;
+                }
                 let path = f.str(c.path);
                 let key =
                     if path.is_empty() { dev_inode(c.dev, c.ino) } else { String::from_utf8_lossy(path).into_owned() };
-                self.files.entry(key).or_default().cache.add(c.during, c.bytes);
+                let fs = self.files.entry(key).or_default();
+                fs.cache.add(c.during, c.bytes);
+                if through {
+                    fs.maps.storage_read_bytes += c.bytes;
+                }
+            }
+            Record::Mapping(m) => {
+                self.proc(m.pid).maps.add(&m, &mapped);
+                if let (Some(MapClass::Data), Some(file), true) = (mapped.class, &mapped.file, m.ret >= 0) {
+                    let bytes = match m.op {
+                        MapOp::Mmap => m.len,
+                        _ => mapped.grown,
+                    };
+                    if let Some(fs) = self.file(m.pid, &file.path, FileKind::Regular) {
+                        fs.maps.mmaps += u64::from(m.op == MapOp::Mmap);
+                        fs.maps.mapped_bytes += bytes;
+                    }
+                }
+            }
+            Record::MajorFault(r) => {
+                let path = self.maps.find(r.pid, r.addr).map(|region| region.file.clone());
+                let p = self.proc(r.pid);
+                match path {
+                    Some(file) => {
+                        p.maps.major_faults += 1;
+                        if let Some(fs) = self.file(r.pid, &file.path, FileKind::Regular) {
+                            fs.maps.major_faults += 1;
+                        }
+                    }
+                    None => p.maps.major_faults_other += 1,
+                }
             }
             Record::Block(b) => {
                 let (i, new) = self.disk_ids.id(b.dev, f.str(b.disk));
@@ -551,7 +600,21 @@ impl Stats {
 
     /// Whether the log has page-cache insertions (its probe was attached).
     pub fn has_page_cache(&self) -> bool {
-        self.header.probes.iter().any(|p| p.subsystem == "page cache")
+        self.has_probe("page cache")
+    }
+
+    /// Whether the log has mmap, munmap and mremap records.
+    pub fn has_mappings(&self) -> bool {
+        self.has_probe("mappings")
+    }
+
+    /// Whether the log has major faults (their probe was attached).
+    pub fn has_major_faults(&self) -> bool {
+        self.has_probe("major faults")
+    }
+
+    fn has_probe(&self, subsystem: &str) -> bool {
+        self.header.probes.iter().any(|p| p.subsystem == subsystem)
     }
 
     /// Files by bytes brought from storage, largest first (those with any).
@@ -829,6 +892,7 @@ impl Stats {
         o.push_str(&table(&rows));
         self.render_async(&mut o);
         self.render_page_cache(&mut o, top);
+        self.render_maps(&mut o, top);
         self.render_kernel(&mut o);
         if !self.utilisation.is_empty() {
             let _ = writeln!(o, "\nutilisation (sampled):");
