@@ -218,4 +218,22 @@ fn per_epoch_and_gpu_idle_against_what_the_trainer_measured() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.lines().next().unwrap().contains("of it while the trainer waited for data"), "{text}");
     assert!(text.contains("verdict per epoch") && text.contains("EPOCH 2"), "{text}");
+
+    // In the trace: a top-level `Verdict` track, the run's sentence on its
+    // own row and each epoch's verdict below it.
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = dir.path().join("gpu.perfetto-trace");
+    let out = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = tp_query(
+        &tp,
+        &trace,
+        &["select t.name, s.name from slice s join track t on s.track_id = t.id \
+           where t.name = 'Verdict' or t.parent_id in (select id from track where name = 'Verdict') order by s.ts, t.name desc"],
+    );
+    let got: Vec<(&str, &str)> = rows[0].iter().map(|r| (r[0].as_str(), r[1].as_str())).collect();
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(got[0], ("Verdict", v["text"].as_str().unwrap()));
+    assert!(got[1].0 == "epochs" && got[1].1.starts_with("EPOCH 1: input-bound, waited for data"), "{got:?}");
+    assert!(got[2].1.starts_with("EPOCH 2: compute-bound"), "{got:?}");
 }

@@ -53,10 +53,15 @@ pub enum ArgKey {
     Nr,
     MinNr,
     FailedEvents,
+    Verdict,
+    DataWait,
+    OnCpu,
+    GpuIdle,
+    GpuIdleInDataWait,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 46] = [
+    pub const ALL: [ArgKey; 51] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -103,6 +108,11 @@ impl ArgKey {
         ArgKey::Nr,
         ArgKey::MinNr,
         ArgKey::FailedEvents,
+        ArgKey::Verdict,
+        ArgKey::DataWait,
+        ArgKey::OnCpu,
+        ArgKey::GpuIdle,
+        ArgKey::GpuIdleInDataWait,
     ];
 
     pub fn name(self) -> &'static str {
@@ -153,6 +163,11 @@ impl ArgKey {
             ArgKey::Nr => "nr",
             ArgKey::MinNr => "min_nr",
             ArgKey::FailedEvents => "failed events",
+            ArgKey::Verdict => "verdict",
+            ArgKey::DataWait => "trainer: waiting for data",
+            ArgKey::OnCpu => "trainer: on CPU",
+            ArgKey::GpuIdle => "GPU idle",
+            ArgKey::GpuIdleInDataWait => "GPU idle: in data waits",
         }
     }
 }
