@@ -6,8 +6,8 @@
 /// The largest files (by bytes) that together hold this share of all
 /// bytes are the ones named.
 const COVER: f64 = 0.9;
-/// At most this many files are looked at to name them.
-const MAX_FILES: usize = 64;
+/// At most this many files are looked at to name them (the largest).
+const MAX_FILES: usize = 4096;
 
 /// `files`: (path, bytes read). Returns the pattern and the share of all
 /// bytes the files it names hold; `None` when nothing was read.
