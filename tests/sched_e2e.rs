@@ -17,11 +17,25 @@ struct Run {
 }
 
 fn record(dir: &Path, bin: &Path, data: &Path, extra: &[&str]) -> Run {
-    let log = dir.join(format!("run{}.bin", extra.join("")));
-    let mut args = vec!["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap()];
+    let mut args = vec!["--gpu", "off"];
     args.extend_from_slice(extra);
-    args.extend_from_slice(&["--", bin.to_str().unwrap(), data.to_str().unwrap(), "20", "1024", "20", "15"]);
-    let out = mltrace(&args, dir);
+    record_with(dir, bin, data, &args, &["20", "1024", "20", "15"], &[])
+}
+
+/// `record` with `opts`, the trainer with `work` (BATCHES CHUNK_KIB
+/// DECODE_MS COMPUTE_MS) and environment `env`.
+fn record_with(dir: &Path, bin: &Path, data: &Path, opts: &[&str], work: &[&str], env: &[(&str, &str)]) -> Run {
+    let log = dir.join(format!("run{}.bin", opts.join("").replace('/', "_")));
+    let mut args = vec!["record", "-q", "-f", "-o", log.to_str().unwrap()];
+    args.extend_from_slice(opts);
+    args.extend_from_slice(&["--", bin.to_str().unwrap(), data.to_str().unwrap()]);
+    args.extend_from_slice(work);
+    let out = std::process::Command::new(mltrace_bin())
+        .args(&args)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .output()
+        .expect("running mltrace");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains(" 0 lost"), "{stderr}");
@@ -83,6 +97,13 @@ fn the_trainer_waits_for_its_worker_as_it_measured() {
     let first = String::from_utf8_lossy(&text.stdout).lines().next().unwrap_or_default().to_string();
     assert!(first.starts_with("verdict:  input-bound: the trainer waited for data"), "{first}");
     assert!(first.contains("its 1 worker spent"), "{first}");
+    // What the worker read, by name, and that it came from storage.
+    assert!(first.contains(&format!(" in reads of {} (", data.display())), "{first}");
+    let w = &run.json["verdict"]["workers"];
+    assert_eq!(w["files"].as_str(), Some(data.to_str().unwrap()), "{w}");
+    assert_eq!(w["read_bytes"].as_u64(), Some(20 << 20), "{w}");
+    assert!(w["cache_fraction"].as_f64().is_some_and(|c| c < 0.2), "a cold file: {w}");
+    assert!(run.json["verdict"]["gpu_idle_fraction"].is_null(), "recorded with --gpu off");
 
     // The log: switches with both sides named, wake-ups by the worker.
     let recs = read_log(&run.log);
@@ -133,4 +154,86 @@ fn with_sched_off_there_is_no_verdict_and_no_guess() {
         assert!(p["cpu_fraction"].is_null() && p["data_wait_fraction"].is_null(), "{p}");
     }
     assert!(!read_log(&run.log).iter().any(|r| matches!(r.rec, Record::SchedSwitch(_) | Record::SchedWake(_))));
+}
+
+/// Builds tests/workloads/fake_nvml.c as a libnvidia-ml.so.1 in `dir`.
+fn fake_nvml(dir: &Path) -> PathBuf {
+    let lib = dir.join("libnvidia-ml.so.1");
+    let st = std::process::Command::new("cc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(repo().join("tests/workloads/fake_nvml.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    lib
+}
+
+/// Two epochs (the second with data ready sooner) and a stand-in GPU that
+/// is busy exactly while the trainer computes: the verdict per epoch
+/// against what the trainer measured in each, and the GPU's idle time
+/// found in the trainer's data waits.
+#[test]
+fn per_epoch_and_gpu_idle_against_what_the_trainer_measured() {
+    if !require_root() {
+        return;
+    }
+    let (dir, bin, data) = setup();
+    let lib = fake_nvml(dir.path());
+    let busy = dir.path().join("busy");
+    let opts = ["--gpu", "required", "--nvml-library", lib.to_str().unwrap(), "--sample-interval", "20ms"];
+    let env = [
+        ("TRAINER_EPOCHS", "2"),
+        ("TRAINER_BUSY_FILE", busy.to_str().unwrap()),
+        ("FAKE_NVML_BUSY_FILE", busy.to_str().unwrap()),
+    ];
+    let run = record_with(dir.path(), &bin, &data, &opts, &["16", "1024", "100", "60"], &env);
+    check_data_wait(&run);
+    let v = &run.json["verdict"];
+    let epochs = v["epochs"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(epochs.len(), 2, "{v}");
+    for (i, e) in epochs.iter().enumerate() {
+        let k = i + 1;
+        assert_eq!(e["name"], format!("EPOCH {k}"));
+        let want = run.kv[&format!("epoch{k}_blocked_ns")] as f64 / run.kv[&format!("epoch{k}_total_ns")] as f64;
+        let got = e["data_wait_fraction"].as_f64().unwrap_or_else(|| panic!("{e}"));
+        assert!((got - want).abs() <= 0.1, "epoch {k}: data_wait_fraction {got:.3}, measured {want:.3}: {e}");
+        assert!(e["end"].as_u64() > e["start"].as_u64());
+        eprintln!("epoch {k}: data wait {got:.3} (measured {want:.3}), {e}");
+    }
+    assert_eq!(epochs[0]["kind"], "input-bound", "{v}");
+    assert_eq!(epochs[1]["kind"], "compute-bound", "{v}");
+    // The stand-in GPU 0 idles only while the trainer waits (and before and
+    // after it runs): most of its idle time is in data waits. Its GPU 1
+    // stays at 12% (not idle), half of the GPU time summed over both.
+    let idle = v["gpu_idle_fraction"].as_f64().unwrap_or_else(|| panic!("{v}"));
+    let during = v["gpu_idle_during_data_wait_fraction"].as_f64().unwrap();
+    let blocked = measured(&run);
+    eprintln!("GPU idle {idle:.3} of the sampled time, {during:.3} of it in data waits; trainer blocked {blocked:.3}");
+    assert!(during >= 0.8, "{v}");
+    assert!(2.0 * idle > 0.5 * blocked && 2.0 * idle < blocked + 0.1, "{v}");
+    let (g1, g2) = (epochs[0]["gpu_idle_fraction"].as_f64().unwrap(), epochs[1]["gpu_idle_fraction"].as_f64().unwrap());
+    assert!(g1 > 0.15 && g2 < 0.05, "GPU idle by epoch: {g1} {g2}");
+    let text = mltrace(&["stats", run.log.to_str().unwrap()], dir.path());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.lines().next().unwrap().contains("of it while the trainer waited for data"), "{text}");
+    assert!(text.contains("verdict per epoch") && text.contains("EPOCH 2"), "{text}");
+
+    // In the trace: a top-level `Verdict` track, the run's sentence on its
+    // own row and each epoch's verdict below it.
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = dir.path().join("gpu.perfetto-trace");
+    let out = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = tp_query(
+        &tp,
+        &trace,
+        &["select t.name, s.name from slice s join track t on s.track_id = t.id \
+           where t.name = 'Verdict' or t.parent_id in (select id from track where name = 'Verdict') order by s.ts, t.name desc"],
+    );
+    let got: Vec<(&str, &str)> = rows[0].iter().map(|r| (r[0].as_str(), r[1].as_str())).collect();
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(got[0], ("Verdict", v["text"].as_str().unwrap()));
+    assert!(got[1].0 == "epochs" && got[1].1.starts_with("EPOCH 1: input-bound, waited for data"), "{got:?}");
+    assert!(got[2].1.starts_with("EPOCH 2: compute-bound"), "{got:?}");
 }

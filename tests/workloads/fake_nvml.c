@@ -7,10 +7,16 @@
  *                        on GPU 0 (the test writes the traced command's pid)
  *   FAKE_NVML_FAIL_AFTER after this many utilisation queries, every call
  *                        fails with NVML_ERROR_GPU_IS_LOST
+ *   FAKE_NVML_BUSY_FILE  GPU 0's SM utilisation is the share of the time
+ *                        since the previous query that this file says was
+ *                        busy ("BUSY_NS BUSY SINCE_NS", monotonic clock:
+ *                        busy time so far, busy now, since when), as
+ *                        NVML's own figure is over its last sample period
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int nvmlReturn_t;
 typedef struct { int unused; } *nvmlDevice_t;
@@ -71,10 +77,42 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned len) {
 	snprintf(name, len, "%s", names[i]);
 	return OK;
 }
+/* Busy ns so far by the busy file at `now` (-1 when it cannot be read). */
+static long long busy_until(const char *f, long long now) {
+	long long cum, since;
+	int busy;
+	FILE *fp = fopen(f, "r");
+	int n = fp ? fscanf(fp, "%lld %d %lld", &cum, &busy, &since) : 0;
+	if (fp)
+		fclose(fp);
+	if (n != 3)
+		return -1;
+	return cum + (busy && now > since ? now - since : 0);
+}
+
+static unsigned scripted_sm(const char *f) {
+	static long long last_q, last_busy;
+	static unsigned last_sm;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	long long now = t.tv_sec * 1000000000LL + t.tv_nsec, b = busy_until(f, now);
+	if (b < 0) {
+		last_sm = 0, last_q = now, last_busy = 0;
+		return 0;
+	}
+	if (last_q && now > last_q && b >= last_busy)
+		last_sm = (unsigned)((b - last_busy) * 100 / (now - last_q));
+	last_q = now, last_busy = b;
+	return last_sm > 100 ? 100 : last_sm;
+}
+
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
 	queries++;
 	DEV(d);
 	*u = util[i];
+	const char *f = getenv("FAKE_NVML_BUSY_FILE");
+	if (i == 0 && f)
+		u->gpu = scripted_sm(f);
 	return OK;
 }
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m) {

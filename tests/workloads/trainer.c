@@ -8,7 +8,14 @@
  * sleeps DECODE_MS (standing in for decoding), and writes the batch. The
  * trainer: asks, blocks in read() on the pipe until the batch arrives,
  * then computes (a busy loop) COMPUTE_MS. It prints its total time and
- * its time blocked in read(), from its own clock. */
+ * its time blocked in read(), from its own clock.
+ *
+ * With TRAINER_EPOCHS=N the batches are N epochs, each between MLLOG
+ * epoch_start and epoch_stop lines, with its own times printed; in the
+ * last one the worker does not sleep (data is ready sooner). With
+ * TRAINER_BUSY_FILE the trainer keeps "BUSY_NS BUSY SINCE_NS" (monotonic
+ * clock) in that file, for the stand-in NVML to report as GPU 0's SM
+ * utilisation: its compute stands in for GPU kernels. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -47,6 +54,7 @@ static void worker(const char *path, int batches, size_t chunk, int decode_ms, i
 	for (int b = 0; b < batches; b++) {
 		if (read(req, &c, 1) != 1)
 			_exit(3);
+		int decode = c == 'f' ? 0 : decode_ms;
 		size_t got = 0;
 		while (got < chunk) {
 			ssize_t n = read(fd, buf + got, chunk - got);
@@ -54,12 +62,39 @@ static void worker(const char *path, int batches, size_t chunk, int decode_ms, i
 				_exit(4);
 			got += n;
 		}
-		struct timespec d = { decode_ms / 1000, (decode_ms % 1000) * 1000000L };
+		struct timespec d = { decode / 1000, (decode % 1000) * 1000000L };
 		nanosleep(&d, NULL);
 		if (write(out, buf, 4096) != 4096)
 			_exit(5);
 	}
 	_exit(0);
+}
+
+static int busy_fd = -1;
+static long long busy_total;
+
+/* The stand-in GPU's state: busy time so far, whether busy, since when. */
+static void gpu_state(int busy_now, long long t)
+{
+	char line[80];
+	if (busy_fd < 0)
+		return;
+	int n = snprintf(line, sizeof line, "%lld %d %lld\n", busy_total, busy_now, t);
+	if (pwrite(busy_fd, line, n, 0) != n)
+		_exit(6);
+	if (ftruncate(busy_fd, n))
+		_exit(6);
+}
+
+static void mllog(const char *key, int epoch)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	printf(":::MLLOG {\"namespace\": \"\", \"time_ms\": %lld, \"event_type\": \"%s\", \"key\": \"%s\", "
+	       "\"value\": null, \"metadata\": {\"epoch_num\": %d}}\n",
+	       t.tv_sec * 1000LL + t.tv_nsec / 1000000, strstr(key, "start") ? "INTERVAL_START" : "INTERVAL_END", key,
+	       epoch);
+	fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -73,6 +108,13 @@ int main(int argc, char **argv)
 	int req[2], data[2];
 	static char batch[4096];
 	long long start = now_ns(), blocked = 0;
+	const char *ep = getenv("TRAINER_EPOCHS"), *bf = getenv("TRAINER_BUSY_FILE");
+	int epochs = ep ? atoi(ep) : 0;
+	long long e_start = 0, e_blocked = 0;
+	if (bf) {
+		busy_fd = open(bf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		gpu_state(0, start);
+	}
 
 	if (pipe(req) || pipe(data))
 		return 1;
@@ -84,8 +126,15 @@ int main(int argc, char **argv)
 	}
 	close(req[0]);
 	close(data[1]);
+	int per = epochs > 0 ? (batches + epochs - 1) / epochs : batches;
 	for (int b = 0; b < batches; b++) {
-		if (write(req[1], "b", 1) != 1)
+		int e = b / per + 1;
+		if (epochs > 0 && b % per == 0) {
+			mllog("epoch_start", e);
+			e_start = now_ns();
+			e_blocked = 0;
+		}
+		if (write(req[1], epochs > 0 && e == epochs ? "f" : "b", 1) != 1)
 			return 1;
 		long long t0 = now_ns();
 		size_t got = 0;
@@ -95,8 +144,18 @@ int main(int argc, char **argv)
 				return 1;
 			got += n;
 		}
-		blocked += now_ns() - t0;
+		long long t1 = now_ns();
+		blocked += t1 - t0;
+		e_blocked += t1 - t0;
+		gpu_state(1, t1);
 		busy(compute_ms * 1000000LL);
+		long long t2 = now_ns();
+		busy_total += t2 - t1;
+		gpu_state(0, t2);
+		if (epochs > 0 && (b % per == per - 1 || b == batches - 1)) {
+			printf("epoch%d_total_ns %lld\nepoch%d_blocked_ns %lld\n", e, now_ns() - e_start, e, e_blocked);
+			mllog("epoch_stop", e);
+		}
 	}
 	int st;
 	waitpid(w, &st, 0);

@@ -236,7 +236,8 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let out_path = a.output.clone().unwrap_or_else(|| default_output(&a.log, ext));
     let mut reader = crate::open_log(&a.log)?;
     let log_name = a.log.display().to_string();
-    let survey = Survey::of(&mut reader).with_context(|| format!("reading {log_name}"))?;
+    let mut survey = Survey::of(&mut reader).with_context(|| format!("reading {log_name}"))?;
+    survey.annotations = crate::verdict::annotations(&mut reader).with_context(|| format!("reading {log_name}"))?;
     for d in &survey.diagnostics {
         eprintln!("mltrace: {log_name}: {d}");
     }

@@ -58,10 +58,15 @@ pub enum ArgKey {
     NewLength,
     NewAddress,
     Prot,
+    Verdict,
+    DataWait,
+    OnCpu,
+    GpuIdle,
+    GpuIdleInDataWait,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 51] = [
+    pub const ALL: [ArgKey; 56] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -113,6 +118,11 @@ impl ArgKey {
         ArgKey::NewLength,
         ArgKey::NewAddress,
         ArgKey::Prot,
+        ArgKey::Verdict,
+        ArgKey::DataWait,
+        ArgKey::OnCpu,
+        ArgKey::GpuIdle,
+        ArgKey::GpuIdleInDataWait,
     ];
 
     pub fn name(self) -> &'static str {
@@ -168,6 +178,11 @@ impl ArgKey {
             ArgKey::NewLength => "new length",
             ArgKey::NewAddress => "new address",
             ArgKey::Prot => "prot",
+            ArgKey::Verdict => "verdict",
+            ArgKey::DataWait => "trainer: waiting for data",
+            ArgKey::OnCpu => "trainer: on CPU",
+            ArgKey::GpuIdle => "GPU idle",
+            ArgKey::GpuIdleInDataWait => "GPU idle: in data waits",
         }
     }
 }

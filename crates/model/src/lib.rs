@@ -8,6 +8,7 @@
 //! whether a log fits one file or becomes an overview plus parts, and
 //! [`export`] runs it all.
 
+pub mod annotate;
 pub mod args;
 pub mod disk_counters;
 pub mod encoder;

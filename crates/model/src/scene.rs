@@ -53,6 +53,7 @@ pub const PER_CORE: &str = "per core (busy %)";
 /// groups, then processes (main first), lost events last.
 pub fn group_rank(name: &str) -> i32 {
     match name {
+        crate::annotate::VERDICT_TRACK => -10,
         PHASES_GROUP => 0,
         n if n.starts_with("GPU") => 10,
         "CPU" => 20,
@@ -327,6 +328,9 @@ impl<'s> Scene<'s> {
         self.range = range;
         let zero = self.run.zero_counters();
         enc.begin(&FileMeta { header: &self.run.header, anchor: self.run.header.start, title, zero_counters: &zero })?;
+        let rank = group_rank(crate::annotate::VERDICT_TRACK);
+        let out = &mut self.out;
+        self.stats.slices += crate::annotate::draw(enc, &self.run.annotations, range, rank, &mut || out.id())?;
         self.phases(enc, range)
     }
 

@@ -71,6 +71,9 @@ pub struct Survey {
     pub counter_seen: HashMap<u64, ((String, String, u32), bool)>,
     /// Whole-run totals of each file read, by [`path_key`].
     pub files: HashMap<u64, FileTotals>,
+    /// What the caller concluded about the run (the verdict, from the
+    /// stats crate), drawn on top: empty unless set after the survey.
+    pub annotations: Vec<crate::annotate::Annotation>,
 }
 
 /// What the whole run read of one file: by calls, and from storage (for
@@ -166,6 +169,7 @@ impl Survey {
             overview: OverviewAgg::new(Grid::nice(lo, hi, TARGET_INTERVALS)),
             counter_seen: HashMap::default(),
             files: HashMap::default(),
+            annotations: Vec::new(),
         };
         let mut tracker = ProcTracker::default();
         while let Some(mut frame) = reader.next_frame()? {

@@ -2,12 +2,15 @@
 //! memory grows with processes and distinct files, not with events.
 
 mod async_io;
+mod glob;
+pub mod gpu_idle;
 mod hist;
 mod json;
 pub mod kernel;
 pub mod mapped;
 mod render_maps;
 pub mod sched;
+pub mod timeline;
 mod verdict;
 
 pub use verdict::Verdict;
@@ -92,6 +95,9 @@ pub struct ProcStats {
     pub name: String,
     pub threads: u64,
     pub exit_status: Option<i32>,
+    /// When it was forked and when it exited, where seen.
+    pub started: Option<u64>,
+    pub ended: Option<u64>,
     pub reads: OpStats,
     pub writes: OpStats,
     pub opens: OpStats,
@@ -244,6 +250,11 @@ pub struct Stats {
     pub sched: sched::SchedTimes,
     /// Every live process's mappings (the model's, as the trace draws them).
     maps: Maps,
+    /// Bytes the trainer's workers read by calls and io_uring requests,
+    /// by file (a worker as it was when it read: see [`Stats::is_worker_now`]).
+    pub worker_files: HashMap<String, u64>,
+    /// Epoch phases: (start, end, name), in the order they ended.
+    pub epochs: Vec<(u64, u64, String)>,
 }
 
 /// The counters `stats` summarises: the ones that answer "was the GPU
@@ -277,7 +288,9 @@ fn is_file(k: FileKind) -> bool {
 
 impl Stats {
     pub fn new(header: Header) -> Self {
-        Stats { header, ..Default::default() }
+        let mut s = Stats { header, ..Default::default() };
+        s.sched.trainer = s.header.root_pid;
+        s
     }
 
     fn proc(&mut self, pid: u32) -> &mut ProcStats {
@@ -290,6 +303,28 @@ impl Stats {
             }
         };
         &mut self.processes[i]
+    }
+
+    /// Whether `pid` is, as far as the log has said so far, a data-loader
+    /// worker of the trainer (forked by it, no other program exec'd).
+    pub fn is_worker_now(&self, pid: u32) -> bool {
+        let root = self.header.root_pid;
+        pid != root
+            && root != 0
+            && self.current.get(&pid).is_some_and(|&i| self.processes[i].parent == root && self.processes[i].loader)
+    }
+
+    /// Counts `n` bytes read from `path` by a worker.
+    fn worker_read(&mut self, pid: u32, path: &[u8], kind: FileKind, n: i64) {
+        if n > 0 && matches!(kind, FileKind::Regular | FileKind::BlockDev) && self.is_worker_now(pid) {
+            let key = String::from_utf8_lossy(path);
+            match self.worker_files.get_mut(key.as_ref()) {
+                Some(b) => *b += n as u64,
+                None => {
+                    self.worker_files.insert(key.into_owned(), n as u64);
+                }
+            }
+        }
     }
 
     fn file(&mut self, pid: u32, path: &[u8], kind: FileKind) -> Option<&mut FileStats> {
@@ -327,6 +362,7 @@ impl Stats {
                     }
                     let p = self.proc(r.pid);
                     p.parent = r.parent_pid;
+                    p.started = Some(r.ts);
                     p.loader = true;
                     p.maps.inherited_bytes = mapped.inherited;
                     if let Some((n, has_cmdline)) = parent {
@@ -348,10 +384,11 @@ impl Stats {
                 p.has_cmdline = true;
             }
             Record::Exit(r) => {
-                self.sched.add(rec);
+                self.sched.add(rec, false);
                 if r.process_exit {
                     let p = self.proc(r.pid);
                     p.exit_status = Some(r.status);
+                    p.ended = Some(r.ts);
                     if let Some(k) = p.kernel.as_mut() {
                         k.exited = true;
                     }
@@ -377,6 +414,9 @@ impl Stats {
                 }
             }
             Record::Io(r) => {
+                if !r.op.is_write() {
+                    self.worker_read(r.pid, f.str(r.path), r.kind, r.ret);
+                }
                 let p = self.proc(r.pid);
                 p.traced_io.io(r.op, r.ret);
                 if r.op.is_write() {
@@ -425,6 +465,9 @@ impl Stats {
                 }
             }
             Record::IoUring(r) => {
+                if r.op.is_read() {
+                    self.worker_read(r.pid, f.str(r.path), r.kind, r.ret);
+                }
                 self.proc(r.pid).uring.add(&r);
                 if let Some(fs) = self.file(r.pid, f.str(r.path), r.kind) {
                     let moved = r.ret.max(0) as u64;
@@ -449,6 +492,9 @@ impl Stats {
             },
             Record::Counter(c) => {
                 let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
+                if c.pid == 0 && group.starts_with("GPU ") && name == "SM" {
+                    self.sched.gpu_sample(&group, c.ts, c.value);
+                }
                 if c.pid == 0 && summarised(&group, &name) {
                     let key = (group.into_owned(), name.into_owned(), c.unit);
                     match self.utilisation.iter_mut().find(|(k, _)| *k == key) {
@@ -461,6 +507,10 @@ impl Stats {
                     }
                 }
             }
+            Record::Phase(p) if p.kind == PhaseKind::Epoch => {
+                let name = labels::phase(&f.str_lossy(p.name), p.flags);
+                self.epochs.push((p.ts, p.ts.saturating_add(p.dur), name));
+            }
             Record::Phase(_) | Record::Mark(_) => {}
             Record::SchedSwitch(r) => {
                 // A traced process has its row even if it only ran.
@@ -469,11 +519,12 @@ impl Stats {
                         self.proc(pid);
                     }
                 }
-                self.sched.add(rec);
+                self.sched.add(rec, false);
             }
             Record::SchedWake(r) => {
                 self.proc(r.pid);
-                self.sched.add(rec);
+                let by_worker = self.is_worker_now(r.waker_pid);
+                self.sched.add(rec, by_worker);
             }
             Record::PageCache(c) => {
                 // A fault on a file it has mapped: read through the mapping.
@@ -549,6 +600,11 @@ impl Stats {
     /// Reads a whole log.
     pub fn from_reader<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Stats, LogError> {
         let mut s = Stats::new(reader.header().clone());
+        // The trainer's main thread over time (for epochs) needs the span first.
+        let span = reader.scan_span()?;
+        if let (Some(a), Some(b)) = (span.first_ts, span.last_ts) {
+            s.sched.timeline = Some(timeline::Timeline::new(a, b.max(a)));
+        }
         while let Some(mut f) = reader.next_frame()? {
             while let Some(rec) = f.next_record() {
                 s.add(&f, &rec);
@@ -821,7 +877,8 @@ impl Stats {
     pub fn render(&self, top: usize) -> String {
         let mut o = String::new();
         let h = &self.header;
-        let _ = writeln!(o, "verdict:  {}", self.verdict().text);
+        let verdict = self.verdict();
+        let _ = writeln!(o, "verdict:  {}", verdict.text);
         let _ = writeln!(o, "command:  {}", h.command.join(" "));
         if !h.host.is_empty() {
             let _ = writeln!(o, "host:     {} (kernel {}, {} CPUs)", h.host, h.kernel, h.cpu_count);
@@ -853,6 +910,7 @@ impl Stats {
             let _ = writeln!(o, "warning:  {w}");
         }
         o.push('\n');
+        self.render_epochs(&verdict, &mut o);
 
         let mut rows = vec![[
             "process",

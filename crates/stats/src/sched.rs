@@ -7,6 +7,9 @@ use std::collections::HashMap;
 
 use mltrace_log::*;
 
+use crate::gpu_idle::GpuIdle;
+use crate::timeline::{Field, Timeline};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum St {
     Running,
@@ -75,20 +78,50 @@ pub struct SchedTimes {
     pub woken_by: HashMap<(u32, u32), u64>,
     /// Scheduling records seen.
     pub records: u64,
+    /// The trainer's pid (its main thread is followed over time), or 0.
+    pub trainer: u32,
+    /// The trainer's main thread over time, for the verdict per epoch.
+    pub timeline: Option<Timeline>,
+    /// GPU idle time against the trainer's data waits.
+    pub gpu: GpuIdle,
+}
+
+fn field(st: St) -> Field {
+    match st {
+        St::Running => Field::Cpu,
+        St::Runnable => Field::Runnable,
+        St::IoWait => Field::IoWait,
+        St::Sleeping => Field::Sleep,
+        St::Other => Field::Other,
+    }
 }
 
 impl SchedTimes {
-    /// Ends thread `tid`'s current interval at `ts` and starts `st`.
-    fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, waker: Option<u32>) {
+    /// Ends thread `tid`'s current interval at `ts` and starts `st`;
+    /// `by_worker`: the waker is one of the trainer's workers (as far as
+    /// the log has told so far).
+    fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, waker: Option<u32>, by_worker: bool) {
         if let Some(t) = self.threads.get(&tid) {
-            let ns = ts.saturating_sub(t.since);
-            let (was, tpid) = (t.st, t.pid);
+            let (since, was, tpid) = (t.since, t.st, t.pid);
+            let ns = ts.saturating_sub(since);
             self.procs.entry(tpid).or_default().add(was, ns);
             if tid == tpid {
                 self.main_thread.entry(tpid).or_default().add(was, ns);
             }
             if let (Some(w), St::Sleeping | St::IoWait) = (waker, was) {
                 *self.woken_by.entry((tid, w)).or_default() += ns;
+            }
+            if tid == self.trainer && tpid == self.trainer {
+                let data_wait = by_worker && waker.is_some() && matches!(was, St::Sleeping | St::IoWait);
+                if let Some(tl) = self.timeline.as_mut() {
+                    tl.add(field(was), since, ts);
+                    if data_wait {
+                        tl.add(Field::DataWait, since, ts);
+                    }
+                }
+                if data_wait {
+                    self.gpu.data_wait(since, ts, self.timeline.as_mut());
+                }
             }
         }
         match st {
@@ -101,16 +134,18 @@ impl SchedTimes {
         }
     }
 
-    pub fn add(&mut self, rec: &Record) {
+    /// Takes one record; `waker_is_worker`: for a wake-up, whether its
+    /// waker is one of the trainer's workers.
+    pub fn add(&mut self, rec: &Record, waker_is_worker: bool) {
         match *rec {
             Record::SchedSwitch(r) => {
                 self.records += 1;
                 if r.traced & sched::PREV != 0 {
                     let st = (r.prev_state != SchedState::Dead).then(|| after_switch(r.prev_state));
-                    self.set(r.prev_pid, r.prev_tid, r.ts, st, None);
+                    self.set(r.prev_pid, r.prev_tid, r.ts, st, None, false);
                 }
                 if r.traced & sched::NEXT != 0 {
-                    self.set(r.next_pid, r.next_tid, r.ts, Some(St::Running), None);
+                    self.set(r.next_pid, r.next_tid, r.ts, Some(St::Running), None, false);
                 }
             }
             Record::SchedWake(r) if r.op == WakeOp::Waking => {
@@ -118,20 +153,28 @@ impl SchedTimes {
                 match self.threads.get(&r.tid).map(|t| t.st) {
                     // Woken before it got off the CPU: still running.
                     Some(St::Running) | Some(St::Runnable) => {}
-                    _ => self.set(r.pid, r.tid, r.ts, Some(St::Runnable), Some(r.waker_pid)),
+                    _ => self.set(r.pid, r.tid, r.ts, Some(St::Runnable), Some(r.waker_pid), waker_is_worker),
                 }
             }
             Record::SchedWake(_) => self.records += 1,
-            Record::Exit(e) if self.threads.contains_key(&e.tid) => self.set(e.pid, e.tid, e.ts, None, None),
+            Record::Exit(e) if self.threads.contains_key(&e.tid) => self.set(e.pid, e.tid, e.ts, None, None, false),
             _ => {}
         }
+    }
+
+    /// A sample of a GPU's SM utilisation.
+    pub fn gpu_sample(&mut self, group: &str, ts: u64, sm: f64) {
+        self.gpu.sample(group, ts, sm, self.timeline.as_mut());
+        let asleep =
+            self.threads.get(&self.trainer).filter(|t| matches!(t.st, St::Sleeping | St::IoWait)).map(|t| t.since);
+        self.gpu.prune(asleep);
     }
 
     /// Closes every thread's interval at the log's end.
     pub fn finish(&mut self, end: u64) {
         let tids: Vec<(u32, u32)> = self.threads.iter().map(|(&tid, t)| (t.pid, tid)).collect();
         for (pid, tid) in tids {
-            self.set(pid, tid, end, None, None);
+            self.set(pid, tid, end, None, None, false);
         }
     }
 
@@ -170,20 +213,26 @@ mod tests {
         })
     }
 
+    impl SchedTimes {
+        fn add_t(&mut self, r: &Record) {
+            self.add(r, false)
+        }
+    }
+
     #[test]
     fn a_sleep_ended_by_a_worker_is_a_data_wait() {
         let mut s = SchedTimes::default();
         let (trainer, worker, idle) = ((10, 10), (20, 21), (0, 0));
-        s.add(&sw(100, idle, SchedState::Runnable, trainer, sched::NEXT));
+        s.add_t(&sw(100, idle, SchedState::Runnable, trainer, sched::NEXT));
         // Runs 100 ns, sleeps on the pipe; the worker wakes it 300 ns later.
-        s.add(&sw(200, trainer, SchedState::Sleeping, idle, sched::PREV));
-        s.add(&wake(500, trainer, worker));
-        s.add(&sw(520, idle, SchedState::Runnable, trainer, sched::NEXT));
+        s.add_t(&sw(200, trainer, SchedState::Sleeping, idle, sched::PREV));
+        s.add_t(&wake(500, trainer, worker));
+        s.add_t(&sw(520, idle, SchedState::Runnable, trainer, sched::NEXT));
         // Preempted, then a sleep that a timer (the idle task) ends.
-        s.add(&sw(600, trainer, SchedState::Runnable, idle, sched::PREV));
-        s.add(&sw(650, idle, SchedState::Runnable, trainer, sched::NEXT));
-        s.add(&sw(700, trainer, SchedState::Uninterruptible, idle, sched::PREV));
-        s.add(&wake(800, trainer, (0, 0)));
+        s.add_t(&sw(600, trainer, SchedState::Runnable, idle, sched::PREV));
+        s.add_t(&sw(650, idle, SchedState::Runnable, trainer, sched::NEXT));
+        s.add_t(&sw(700, trainer, SchedState::Uninterruptible, idle, sched::PREV));
+        s.add_t(&wake(800, trainer, (0, 0)));
         s.finish(900);
         let t = s.procs[&10];
         assert_eq!(t, Times { cpu: 100 + 80 + 50, runnable: 20 + 50 + 100, io_wait: 100, sleep: 300, other: 0 });
@@ -196,8 +245,8 @@ mod tests {
     #[test]
     fn a_dead_thread_stops_counting() {
         let mut s = SchedTimes::default();
-        s.add(&sw(0, (0, 0), SchedState::Runnable, (5, 6), sched::NEXT));
-        s.add(&sw(50, (5, 6), SchedState::Dead, (0, 0), sched::PREV));
+        s.add_t(&sw(0, (0, 0), SchedState::Runnable, (5, 6), sched::NEXT));
+        s.add_t(&sw(50, (5, 6), SchedState::Dead, (0, 0), sched::PREV));
         s.finish(1000);
         assert_eq!(s.procs[&5], Times { cpu: 50, ..Default::default() });
     }

@@ -12,6 +12,48 @@ const INPUT_BOUND: f64 = 0.2;
 /// The trainer was on CPU at least this share of its time.
 const COMPUTE_BOUND: f64 = 0.5;
 
+/// What the trainer's workers did, over their threads' time together.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workers {
+    pub count: usize,
+    /// The most alive at once (fewer than `count` when respawned per epoch).
+    pub at_once: usize,
+    /// Time in read calls on files (their waits on pipes not included).
+    pub read_fraction: f64,
+    pub io_wait_fraction: f64,
+    pub cpu_fraction: f64,
+    pub runnable_fraction: f64,
+    /// The files they read most, as one path or pattern, and the share of
+    /// their bytes read those files hold.
+    pub files: Option<(String, f64)>,
+    /// Bytes they read from files by calls and io_uring requests.
+    pub read_bytes: u64,
+    /// Share of the bytes their calls read that the page cache already held
+    /// (null without the page-cache probe, or when they read nothing).
+    pub cache_fraction: Option<f64>,
+}
+
+/// GPU idle time against the trainer's data waits, summed over GPUs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GpuOverlap {
+    /// Share of the sampled GPU time that was idle.
+    pub idle_fraction: Option<f64>,
+    /// Share of the idle GPU time during which the trainer waited for data.
+    pub idle_during_data_wait_fraction: Option<f64>,
+}
+
+/// The verdict over one epoch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpochVerdict {
+    pub name: String,
+    pub start: u64,
+    pub end: u64,
+    pub kind: &'static str,
+    pub data_wait_fraction: Option<f64>,
+    pub cpu_fraction: Option<f64>,
+    pub gpu: Option<GpuOverlap>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
     /// `input-bound`, `compute-bound`, `mixed`, `no-workers`, or
@@ -19,16 +61,79 @@ pub struct Verdict {
     pub kind: &'static str,
     pub text: String,
     pub data_wait_fraction: Option<f64>,
+    pub workers: Option<Workers>,
+    /// Null without GPU counters.
+    pub gpu: Option<GpuOverlap>,
+    pub epochs: Vec<EpochVerdict>,
+}
+
+fn ratio(part: f64, whole: f64) -> Option<f64> {
+    (whole > 0.0).then(|| (part / whole).clamp(0.0, 1.0))
 }
 
 impl Verdict {
     pub fn to_json(&self) -> Value {
-        json!({ "kind": self.kind, "text": self.text, "data_wait_fraction": self.data_wait_fraction })
+        let gpu = |g: &Option<GpuOverlap>| match g {
+            Some(g) => (Value::from(g.idle_fraction), Value::from(g.idle_during_data_wait_fraction)),
+            None => (Value::Null, Value::Null),
+        };
+        let (idle, during) = gpu(&self.gpu);
+        let workers = self.workers.as_ref().map_or(Value::Null, |w| {
+            json!({
+                "count": w.count,
+                "at_once": w.at_once,
+                "read_fraction": w.read_fraction,
+                "io_wait_fraction": w.io_wait_fraction,
+                "cpu_fraction": w.cpu_fraction,
+                "runnable_fraction": w.runnable_fraction,
+                "files": w.files.as_ref().map(|f| f.0.clone()),
+                "files_share": w.files.as_ref().map(|f| f.1),
+                "read_bytes": w.read_bytes,
+                "cache_fraction": w.cache_fraction,
+            })
+        });
+        let epochs: Vec<Value> = self
+            .epochs
+            .iter()
+            .map(|e| {
+                let (idle, during) = gpu(&e.gpu);
+                json!({
+                    "name": e.name,
+                    "start": e.start,
+                    "end": e.end,
+                    "kind": e.kind,
+                    "data_wait_fraction": e.data_wait_fraction,
+                    "cpu_fraction": e.cpu_fraction,
+                    "gpu_idle_fraction": idle,
+                    "gpu_idle_during_data_wait_fraction": during,
+                })
+            })
+            .collect();
+        json!({
+            "kind": self.kind,
+            "text": self.text,
+            "data_wait_fraction": self.data_wait_fraction,
+            "workers": workers,
+            "gpu_idle_fraction": idle,
+            "gpu_idle_during_data_wait_fraction": during,
+            "epochs": epochs,
+        })
     }
 }
 
 fn pct(f: f64) -> String {
     format!("{:.0}%", f * 100.0)
+}
+
+/// The kind, from the trainer's data-wait and on-CPU shares.
+fn kind_of(dw: f64, cpu: f64) -> &'static str {
+    if dw >= INPUT_BOUND {
+        "input-bound"
+    } else if cpu >= COMPUTE_BOUND {
+        "compute-bound"
+    } else {
+        "mixed"
+    }
 }
 
 impl Stats {
@@ -64,8 +169,90 @@ impl Stats {
         main.fraction(self.sched.data_wait(trainer.pid, &workers))
     }
 
+    /// What `workers` did, and what they read.
+    fn workers_summary(&self, workers: &[&ProcStats]) -> Workers {
+        let mut wt = crate::sched::Times::default();
+        let (mut read_ns, mut from_storage) = (0, 0);
+        for w in workers {
+            if let Some(x) = self.sched.procs.get(&w.pid) {
+                wt.cpu += x.cpu;
+                wt.runnable += x.runnable;
+                wt.io_wait += x.io_wait;
+                wt.sleep += x.sleep;
+                wt.other += x.other;
+            }
+            read_ns += w.read_ns;
+            from_storage += w.cache.during_reads;
+        }
+        let wf = |n| wt.fraction(n).unwrap_or(0.0);
+        let files: Vec<(&str, u64)> = self.worker_files.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        // Bytes from files (not pipes or sockets): what the cache could hold.
+        let read_bytes = files.iter().map(|f| f.1).sum();
+        Workers {
+            count: workers.len(),
+            at_once: most_at_once(workers),
+            read_fraction: wf(read_ns).min(1.0),
+            io_wait_fraction: wf(wt.io_wait),
+            cpu_fraction: wf(wt.cpu),
+            runnable_fraction: wf(wt.runnable),
+            files: crate::glob::name_files(&files),
+            read_bytes,
+            cache_fraction: if self.has_page_cache() {
+                crate::CacheFill { during_reads: from_storage, ..Default::default() }.hit_ratio(read_bytes)
+            } else {
+                None
+            },
+        }
+    }
+
+    /// GPU idle time against data waits, over the whole run.
+    fn gpu_overlap(&self) -> Option<GpuOverlap> {
+        let g = &self.sched.gpu;
+        g.has_gpus().then(|| GpuOverlap {
+            idle_fraction: ratio(g.idle_ns as f64, g.sampled as f64),
+            idle_during_data_wait_fraction: ratio(g.idle_in_data_wait as f64, g.idle_ns as f64),
+        })
+    }
+
+    /// The verdict over each epoch phase, from the trainer's timeline.
+    fn epoch_verdicts(&self) -> Vec<EpochVerdict> {
+        let Some(tl) = self.sched.timeline.as_ref() else { return Vec::new() };
+        let gpus = self.sched.gpu.has_gpus();
+        let mut epochs = self.epochs.clone();
+        epochs.sort_by_key(|e| (e.0, e.1));
+        epochs
+            .into_iter()
+            .map(|(start, end, name)| {
+                let w = tl.window(start, end);
+                let (dw, cpu) = (ratio(w.data_wait, w.total()), ratio(w.cpu, w.total()));
+                EpochVerdict {
+                    name,
+                    start,
+                    end,
+                    kind: match (dw, cpu) {
+                        (Some(d), Some(c)) => kind_of(d, c),
+                        _ => "no-scheduling-data",
+                    },
+                    data_wait_fraction: dw,
+                    cpu_fraction: cpu,
+                    gpu: gpus.then(|| GpuOverlap {
+                        idle_fraction: ratio(w.gpu_idle, w.gpu_sampled),
+                        idle_during_data_wait_fraction: ratio(w.gpu_idle_data_wait, w.gpu_idle),
+                    }),
+                }
+            })
+            .collect()
+    }
+
     pub fn verdict(&self) -> Verdict {
-        let none = |kind, text: String| Verdict { kind, text, data_wait_fraction: None };
+        let none = |kind, text: String| Verdict {
+            kind,
+            text,
+            data_wait_fraction: None,
+            workers: None,
+            gpu: None,
+            epochs: Vec::new(),
+        };
         if !self.has_sched() {
             return none(
                 "no-scheduling-data",
@@ -82,7 +269,7 @@ impl Stats {
         let (cpu, run, io, sleep) = (frac(main.cpu), frac(main.runnable), frac(main.io_wait), frac(main.sleep));
         let workers = self.workers_of(t);
         let Some(dw) = self.data_wait_fraction(t) else {
-            return none(
+            let mut v = none(
                 "no-workers",
                 format!(
                     "no data-loader workers: the trainer was on CPU {}, runnable {}, in I/O wait {}, asleep {} of its time",
@@ -92,54 +279,99 @@ impl Stats {
                     pct(sleep)
                 ),
             );
+            v.epochs = self.epoch_verdicts();
+            return v;
         };
-        // What the workers did, over their threads' time together.
-        let mut wt = crate::sched::Times::default();
-        let mut read_ns = 0;
-        for w in &workers {
-            if let Some(x) = self.sched.procs.get(&w.pid) {
-                wt.cpu += x.cpu;
-                wt.runnable += x.runnable;
-                wt.io_wait += x.io_wait;
-                wt.sleep += x.sleep;
-                wt.other += x.other;
-            }
-            read_ns += w.read_ns;
-        }
-        let wf = |n| wt.fraction(n).unwrap_or(0.0);
-        let n = workers.len();
-        let of_workers = format!(
-            "its {n} worker{} spent {} in file reads ({} in uninterruptible I/O sleep), {} on CPU, {} waiting for a CPU",
-            if n == 1 { "" } else { "s" },
-            pct(wf(read_ns).min(1.0)),
-            pct(wf(wt.io_wait)),
-            pct(wf(wt.cpu)),
-            pct(wf(wt.runnable)),
-        );
-        let (kind, head) = if dw >= INPUT_BOUND {
-            ("input-bound", format!("input-bound: the trainer waited for data {} of its time", pct(dw)))
-        } else if cpu >= COMPUTE_BOUND {
-            (
-                "compute-bound",
-                format!(
-                    "compute-bound: the trainer was on CPU {} of its time and waited for data {}",
-                    pct(cpu),
-                    pct(dw)
-                ),
-            )
+        let w = self.workers_summary(&workers);
+        let n = w.count;
+        let what = match &w.files {
+            Some((files, _)) => format!("reads of {files}"),
+            None => "file reads".to_string(),
+        };
+        let cache = w.cache_fraction.map(|c| format!("{} from cache; ", pct(c))).unwrap_or_default();
+        // Respawned workers (a new set each epoch) are counted once per set.
+        let who = if w.at_once < n {
+            format!("its {} workers ({n} over the run)", w.at_once)
         } else {
-            (
-                "mixed",
-                format!(
-                    "neither: the trainer waited for data {}, was on CPU {}, runnable {}, otherwise asleep or in I/O {}",
-                    pct(dw),
-                    pct(cpu),
-                    pct(run),
-                    pct(io + sleep - dw)
-                ),
-            )
+            format!("its {n} worker{}", if n == 1 { "" } else { "s" })
         };
-        Verdict { kind, text: format!("{head}; {of_workers}"), data_wait_fraction: Some(dw) }
+        let of_workers = format!(
+            "{who} spent {} in {what} ({cache}{} in uninterruptible I/O sleep), {} on CPU, {} waiting for a CPU",
+            pct(w.read_fraction),
+            pct(w.io_wait_fraction),
+            pct(w.cpu_fraction),
+            pct(w.runnable_fraction),
+        );
+        let kind = kind_of(dw, cpu);
+        let head = match kind {
+            "input-bound" => format!("input-bound: the trainer waited for data {} of its time", pct(dw)),
+            "compute-bound" => format!(
+                "compute-bound: the trainer was on CPU {} of its time and waited for data {}",
+                pct(cpu),
+                pct(dw)
+            ),
+            _ => format!(
+                "neither: the trainer waited for data {}, was on CPU {}, runnable {}, otherwise asleep or in I/O {}",
+                pct(dw),
+                pct(cpu),
+                pct(run),
+                pct(io + sleep - dw)
+            ),
+        };
+        let gpu = self.gpu_overlap();
+        let gpu_text = match gpu {
+            Some(GpuOverlap { idle_fraction: Some(i), idle_during_data_wait_fraction: Some(d) }) => format!(
+                "; the GPUs were idle {} of the time, {} of it while the trainer waited for data",
+                pct(i),
+                pct(d)
+            ),
+            Some(GpuOverlap { idle_fraction: Some(_), .. }) => "; the GPUs were never idle".to_string(),
+            _ => String::new(),
+        };
+        Verdict {
+            kind,
+            text: format!("{head}; {of_workers}{gpu_text}"),
+            data_wait_fraction: Some(dw),
+            workers: Some(w),
+            gpu,
+            epochs: self.epoch_verdicts(),
+        }
+    }
+}
+impl Stats {
+    /// The verdict per epoch, as a table (nothing without epochs).
+    pub(crate) fn render_epochs(&self, v: &Verdict, o: &mut String) {
+        use std::fmt::Write as _;
+        if v.epochs.is_empty() {
+            return;
+        }
+        let gpus = v.epochs.iter().any(|e| e.gpu.is_some());
+        let _ = writeln!(o, "verdict per epoch (the trainer's main thread; GPU idle: SM below 10%):");
+        let mut head = vec!["epoch", "start", "duration", "data wait", "on CPU"];
+        if gpus {
+            head.extend(["GPU idle", "of it in data waits"]);
+        }
+        head.push("verdict");
+        let mut rows = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+        let t0 = self.first_ts.unwrap_or(0);
+        let opt = |f: Option<f64>| f.map_or_else(|| "-".to_string(), pct);
+        for e in &v.epochs {
+            let mut r = vec![
+                e.name.clone(),
+                format!("+{}", crate::duration(e.start.saturating_sub(t0))),
+                crate::duration(e.end.saturating_sub(e.start)),
+                opt(e.data_wait_fraction),
+                opt(e.cpu_fraction),
+            ];
+            if gpus {
+                r.push(opt(e.gpu.and_then(|g| g.idle_fraction)));
+                r.push(opt(e.gpu.and_then(|g| g.idle_during_data_wait_fraction)));
+            }
+            r.push(e.kind.to_string());
+            rows.push(r);
+        }
+        o.push_str(&crate::table(&rows));
+        o.push('\n');
     }
 }
 
@@ -242,5 +474,188 @@ mod tests {
             assert!(j["processes"][0][k].is_null(), "{k}");
         }
         assert!(s.render(5).starts_with("verdict:  no verdict: this log has no scheduling records"));
+    }
+
+    /// A record made with the frame's string table at hand.
+    type Rec = Box<dyn Fn(&mut FrameEncoder) -> Record>;
+
+    /// A log from records that need strings (paths, counter and phase names).
+    fn stats_with(recs: Vec<Rec>, probes: Vec<Probe>) -> Stats {
+        let header = Header { root_pid: 10, command: vec!["train".into()], probes, ..Default::default() };
+        let mut w = RecordWriter::new(Vec::new(), &header).unwrap();
+        for r in &recs {
+            w.push_with(|e| r(e)).unwrap();
+        }
+        let log = w.finish(&Trailer::default()).unwrap();
+        Stats::from_reader(&mut LogReader::new(Path::new("t"), Cursor::new(log)).unwrap()).unwrap()
+    }
+
+    fn plain(r: Record) -> Rec {
+        Box::new(move |e| match r {
+            Record::SchedSwitch(mut x) => {
+                (x.prev_comm, x.next_comm) = (e.intern(b"t"), e.intern(b"t"));
+                Record::SchedSwitch(x)
+            }
+            Record::SchedWake(mut x) => {
+                x.comm = e.intern(b"t");
+                Record::SchedWake(x)
+            }
+            other => other,
+        })
+    }
+
+    fn sm(ts: u64, value: f64) -> Rec {
+        Box::new(move |e| {
+            let (group, name) = (e.intern(b"GPU 0 (Fake H100)"), e.intern(b"SM"));
+            Record::Counter(Counter { ts, group, name, unit: CounterUnit::Percent, pid: 0, value })
+        })
+    }
+
+    fn epoch(ts: u64, n: u32) -> Rec {
+        Box::new(move |e| {
+            let name = e.intern(format!("EPOCH {n}").as_bytes());
+            Record::Phase(Phase { ts, dur: 1000, kind: PhaseKind::Epoch, name, rank: -1, pid: 0, flags: 0 })
+        })
+    }
+
+    /// Epoch 1: the trainer waits 600 of 1000 ns for its worker while the
+    /// GPU idles; epoch 2: it computes and the GPU is busy.
+    #[test]
+    fn per_epoch_gpu_idle_and_what_the_workers_read() {
+        let read = |path: &'static [u8], ret: i64| -> Rec {
+            Box::new(move |e| {
+                Record::Io(Io {
+                    ts: 600,
+                    dur: 100,
+                    pid: 11,
+                    tid: 11,
+                    op: IoOp::Read,
+                    path: e.intern(path),
+                    kind: FileKind::Regular,
+                    ret,
+                    ..Default::default()
+                })
+            })
+        };
+        let cache = Box::new(|e: &mut FrameEncoder| {
+            Record::PageCache(PageCache {
+                ts: 650,
+                pid: 11,
+                tid: 11,
+                path: e.intern(b"/data/train/a.npz"),
+                bytes: 1024,
+                during: CacheDuring::Read,
+                ..Default::default()
+            })
+        });
+        let probes = vec![Probe { subsystem: "page cache".into(), ..Default::default() }];
+        let s = stats_with(
+            vec![
+                plain(fork(0, 11, 10)),
+                sm(100, 50.0),
+                plain(sw(100, 0, SchedState::Runnable, 10)),
+                plain(sw(500, 10, SchedState::Sleeping, 11)),
+                read(b"/data/train/a.npz", 3000),
+                read(b"/data/train/b.npz", 1096),
+                read(b"/usr/lib/x.so", 10),
+                cache,
+                sm(700, 0.0),
+                plain(wake(1100, 10, 11)),
+                plain(sw(1100, 11, SchedState::Sleeping, 10)),
+                epoch(100, 1),
+                sm(1100, 0.0),
+                sm(2100, 90.0),
+                plain(sw(2100, 10, SchedState::Runnable, 0)),
+                epoch(1100, 2),
+            ],
+            probes,
+        );
+        let v = s.verdict();
+        assert_eq!((v.kind, v.data_wait_fraction), ("input-bound", Some(0.3)), "{v:?}");
+        let w = v.workers.as_ref().unwrap();
+        assert_eq!(w.files.as_ref().unwrap().0, "/data/train/*.npz");
+        assert_eq!(w.cache_fraction, Some(1.0 - 1024.0 / 4106.0));
+        let g = v.gpu.unwrap();
+        assert_eq!((g.idle_fraction, g.idle_during_data_wait_fraction), (Some(0.5), Some(0.6)));
+        assert!(
+            v.text.contains("in reads of /data/train/*.npz (75% from cache; ")
+                && v.text.ends_with("the GPUs were idle 50% of the time, 60% of it while the trainer waited for data"),
+            "{}",
+            v.text
+        );
+        let e: Vec<_> =
+            v.epochs.iter().map(|e| (e.name.as_str(), e.kind, e.data_wait_fraction, e.cpu_fraction)).collect();
+        assert_eq!(
+            e,
+            [("EPOCH 1", "input-bound", Some(0.6), Some(0.4)), ("EPOCH 2", "compute-bound", Some(0.0), Some(1.0))]
+        );
+        let (g1, g2) = (v.epochs[0].gpu.unwrap(), v.epochs[1].gpu.unwrap());
+        assert_eq!((g1.idle_fraction, g1.idle_during_data_wait_fraction), (Some(1.0), Some(0.6)));
+        assert_eq!((g2.idle_fraction, g2.idle_during_data_wait_fraction), (Some(0.0), None));
+        let j = s.to_json();
+        assert_eq!(j["verdict"]["epochs"][0]["start"].as_u64(), Some(100));
+        assert_eq!(j["verdict"]["epochs"][1]["kind"], "compute-bound");
+        assert_eq!(j["verdict"]["gpu_idle_during_data_wait_fraction"].as_f64(), Some(0.6));
+        assert_eq!(j["verdict"]["workers"]["files"], "/data/train/*.npz");
+        let text = s.render(5);
+        assert!(text.contains("verdict per epoch") && text.contains("EPOCH 2"), "{text}");
+    }
+
+    #[test]
+    fn without_gpus_or_epochs_their_figures_are_null() {
+        let s = stats(
+            &[
+                fork(0, 11, 10),
+                sw(100, 0, SchedState::Runnable, 10),
+                sw(500, 10, SchedState::Sleeping, 11),
+                wake(1100, 10, 11),
+                sw(1100, 11, SchedState::Sleeping, 10),
+            ],
+            vec![],
+        );
+        let j = s.to_json();
+        let v = &j["verdict"];
+        assert!(v["gpu_idle_fraction"].is_null() && v["gpu_idle_during_data_wait_fraction"].is_null(), "{v}");
+        assert_eq!(v["epochs"].as_array().map(Vec::len), Some(0));
+        assert!(v["workers"]["cache_fraction"].is_null() && v["workers"]["files"].is_null(), "{v}");
+        assert!(!s.render(5).contains("verdict per epoch"));
+    }
+}
+
+/// The most of `procs` alive at one time (a process not seen starting
+/// or ending is taken as alive from the start or to the end).
+fn most_at_once(procs: &[&ProcStats]) -> usize {
+    let mut ev: Vec<(u64, i32)> = Vec::with_capacity(2 * procs.len());
+    for p in procs {
+        ev.push((p.started.unwrap_or(0), 1));
+        ev.push((p.ended.unwrap_or(u64::MAX), -1));
+    }
+    // At the same instant an exit goes before a start.
+    ev.sort_unstable();
+    let (mut n, mut most) = (0i32, 0i32);
+    for (_, d) in ev {
+        n += d;
+        most = most.max(n);
+    }
+    most as usize
+}
+
+#[cfg(test)]
+mod at_once_tests {
+    use super::*;
+
+    fn p(started: Option<u64>, ended: Option<u64>) -> ProcStats {
+        ProcStats { started, ended, ..Default::default() }
+    }
+
+    #[test]
+    fn respawned_sets_count_once() {
+        // Two epochs of two workers, the second set forked as the first exits.
+        let w = [p(Some(0), Some(10)), p(Some(1), Some(10)), p(Some(10), Some(20)), p(Some(10), None)];
+        let refs: Vec<&ProcStats> = w.iter().collect();
+        assert_eq!(most_at_once(&refs), 2);
+        let all = [p(None, None), p(None, Some(5)), p(Some(3), None)];
+        let refs: Vec<&ProcStats> = all.iter().collect();
+        assert_eq!(most_at_once(&refs), 3);
     }
 }

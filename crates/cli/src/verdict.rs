@@ -1,0 +1,61 @@
+//! The verdict for the trace: computed by the stats crate in one more pass
+//! over the log, handed to the model as annotations (the model decides
+//! how they are drawn).
+
+use std::io::{Read, Seek};
+
+use mltrace_log::LogReader;
+use mltrace_model::annotate::Annotation;
+use mltrace_model::ArgKey;
+use mltrace_stats::Stats;
+
+fn pct(f: f64) -> String {
+    format!("{:.0}%", f * 100.0)
+}
+
+/// The run's verdict and each epoch's; nothing for a log without
+/// scheduling (there is no verdict to show). The reader is rewound.
+pub fn annotations<R: Read + Seek>(reader: &mut LogReader<R>) -> anyhow::Result<Vec<Annotation>> {
+    if !reader.header().probes.iter().any(|p| p.subsystem == "scheduling") {
+        return Ok(Vec::new());
+    }
+    let stats = Stats::from_reader(reader);
+    reader.rewind();
+    let stats = stats?;
+    let v = stats.verdict();
+    let (Some(start), Some(end)) = (stats.first_ts, stats.last_ts) else { return Ok(Vec::new()) };
+    let mut run = vec![(ArgKey::Verdict, v.kind.to_string())];
+    if let Some(d) = v.data_wait_fraction {
+        run.push((ArgKey::DataWait, pct(d)));
+    }
+    if let Some(g) = v.gpu {
+        if let Some(i) = g.idle_fraction {
+            run.push((ArgKey::GpuIdle, pct(i)));
+        }
+        if let Some(d) = g.idle_during_data_wait_fraction {
+            run.push((ArgKey::GpuIdleInDataWait, pct(d)));
+        }
+    }
+    let mut out = vec![Annotation { start, end, label: v.text.clone(), args: run }];
+    for e in &v.epochs {
+        let mut args = vec![(ArgKey::Verdict, e.kind.to_string())];
+        let mut label = format!("{}: {}", e.name, e.kind);
+        if let Some(d) = e.data_wait_fraction {
+            args.push((ArgKey::DataWait, pct(d)));
+            label.push_str(&format!(", waited for data {}", pct(d)));
+        }
+        if let Some(c) = e.cpu_fraction {
+            args.push((ArgKey::OnCpu, pct(c)));
+        }
+        if let Some(g) = e.gpu {
+            if let Some(i) = g.idle_fraction {
+                args.push((ArgKey::GpuIdle, pct(i)));
+            }
+            if let Some(d) = g.idle_during_data_wait_fraction {
+                args.push((ArgKey::GpuIdleInDataWait, pct(d)));
+            }
+        }
+        out.push(Annotation { start: e.start, end: e.end, label, args });
+    }
+    Ok(out)
+}

@@ -1,0 +1,159 @@
+//! The trainer's main thread over the run, in a fixed number of time bins,
+//! so that the verdict can be given per training phase (epoch) whatever
+//! the log's length: memory is [`BINS`] bins, not one entry per event.
+//! Epochs are known only when they end (their records come last), hence
+//! bins rather than running totals. An interval is split exactly across
+//! the bins it covers; a window that cuts a bin takes the cut share of it
+//! (so an epoch's figures are exact to within a bin at each edge).
+
+/// Bins over the log's span (a 1 h run: 0.22 s each).
+pub const BINS: usize = 16_384;
+
+/// Nanoseconds of one bin (or a window) in each state of the trainer's
+/// main thread, and of the GPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Span {
+    pub cpu: f64,
+    pub runnable: f64,
+    pub io_wait: f64,
+    pub sleep: f64,
+    pub other: f64,
+    /// Asleep until a worker woke it (within `sleep` + `io_wait`).
+    pub data_wait: f64,
+    /// GPU time sampled, idle, and idle during a data wait (summed over GPUs).
+    pub gpu_sampled: f64,
+    pub gpu_idle: f64,
+    pub gpu_idle_data_wait: f64,
+}
+
+impl Span {
+    pub fn total(&self) -> f64 {
+        self.cpu + self.runnable + self.io_wait + self.sleep + self.other
+    }
+
+    fn add_scaled(&mut self, o: &Span, k: f64) {
+        self.cpu += o.cpu * k;
+        self.runnable += o.runnable * k;
+        self.io_wait += o.io_wait * k;
+        self.sleep += o.sleep * k;
+        self.other += o.other * k;
+        self.data_wait += o.data_wait * k;
+        self.gpu_sampled += o.gpu_sampled * k;
+        self.gpu_idle += o.gpu_idle * k;
+        self.gpu_idle_data_wait += o.gpu_idle_data_wait * k;
+    }
+}
+
+/// Which figure an interval adds to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Cpu,
+    Runnable,
+    IoWait,
+    Sleep,
+    Other,
+    DataWait,
+    GpuSampled,
+    GpuIdle,
+    GpuIdleDataWait,
+}
+
+fn slot(s: &mut Span, f: Field) -> &mut f64 {
+    match f {
+        Field::Cpu => &mut s.cpu,
+        Field::Runnable => &mut s.runnable,
+        Field::IoWait => &mut s.io_wait,
+        Field::Sleep => &mut s.sleep,
+        Field::Other => &mut s.other,
+        Field::DataWait => &mut s.data_wait,
+        Field::GpuSampled => &mut s.gpu_sampled,
+        Field::GpuIdle => &mut s.gpu_idle,
+        Field::GpuIdleDataWait => &mut s.gpu_idle_data_wait,
+    }
+}
+
+pub struct Timeline {
+    lo: u64,
+    width: u64,
+    bins: Vec<Span>,
+}
+
+impl Timeline {
+    /// Bins over `[lo, hi]`; times outside go to the first or last bin.
+    pub fn new(lo: u64, hi: u64) -> Self {
+        let len = hi.saturating_sub(lo).saturating_add(1);
+        let width = len.div_ceil(BINS as u64).max(1);
+        let n = len.div_ceil(width) as usize;
+        Timeline { lo, width, bins: vec![Span::default(); n.clamp(1, BINS)] }
+    }
+
+    fn index(&self, ts: u64) -> usize {
+        ((ts.saturating_sub(self.lo) / self.width) as usize).min(self.bins.len() - 1)
+    }
+
+    fn bin_start(&self, i: usize) -> u64 {
+        self.lo + i as u64 * self.width
+    }
+
+    /// Adds `[from, to)` to `field`, split across the bins it covers.
+    pub fn add(&mut self, field: Field, from: u64, to: u64) {
+        if to <= from {
+            return;
+        }
+        let (a, b) = (self.index(from), self.index(to - 1));
+        if a == b {
+            *slot(&mut self.bins[a], field) += (to - from) as f64;
+            return;
+        }
+        for i in a..=b {
+            let s = if i == a { from } else { self.bin_start(i) };
+            let e = if i == b { to } else { self.bin_start(i + 1) };
+            *slot(&mut self.bins[i], field) += e.saturating_sub(s) as f64;
+        }
+    }
+
+    /// The figures of `[from, to)`: whole bins, and the cut share of the
+    /// bins at its edges.
+    pub fn window(&self, from: u64, to: u64) -> Span {
+        let mut out = Span::default();
+        if to <= from {
+            return out;
+        }
+        let (a, b) = (self.index(from), self.index(to - 1));
+        for i in a..=b {
+            let (bs, be) = (self.bin_start(i), self.bin_start(i) + self.width);
+            let cut = to.min(be).saturating_sub(from.max(bs));
+            out.add_scaled(&self.bins[i], cut as f64 / self.width as f64);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_split_exactly_and_windows_prorate() {
+        let mut t = Timeline::new(0, BINS as u64 * 10 - 1);
+        assert_eq!(t.width, 10);
+        t.add(Field::Cpu, 5, 35);
+        t.add(Field::DataWait, 100, 200);
+        assert_eq!(t.window(0, 40).cpu, 30.0);
+        assert_eq!(t.window(10, 20).cpu, 10.0);
+        // Half of bin 0 (which holds 5 ns) is cut: 2.5.
+        assert_eq!(t.window(5, 10).cpu, 2.5);
+        assert_eq!(t.window(0, 1000).data_wait, 100.0);
+        assert_eq!(t.window(150, 1000).data_wait, 50.0);
+        assert_eq!(t.window(7, 7), Span::default());
+    }
+
+    #[test]
+    fn tiny_and_odd_spans() {
+        let mut t = Timeline::new(100, 100);
+        t.add(Field::Sleep, 0, 1000);
+        assert_eq!(t.window(0, u64::MAX).sleep, 1000.0);
+        let t = Timeline::new(0, u64::MAX);
+        assert!(t.bins.len() <= BINS);
+    }
+}
