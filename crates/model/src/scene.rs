@@ -238,6 +238,9 @@ struct Out {
     counters: HashMap<String, TrackId>,
     lost: Option<(TrackId, TrackId)>,
     disks: Vec<Option<DiskOut>>,
+    /// Per-core busy tracks are made at their first value other than 0
+    /// (an idle core's says nothing); until then, each core's first 0.
+    busy_zero: HashMap<u32, Option<u64>>,
     /// Lanes of other slice tracks, by parent and name.
     lanes: HashMap<(TrackId, &'static str), LaneSet>,
 }
@@ -1140,9 +1143,26 @@ impl<'s> Scene<'s> {
                     Some(&(ts, v)) if ts == c.ts => v,
                     _ => 0.0,
                 };
+                let busy = (100.0 - c.value - iowait).max(0.0);
+                match self.out.busy_zero.get(&core) {
+                    Some(None) => {}
+                    Some(Some(_)) | None if busy == 0.0 => {
+                        self.out.busy_zero.entry(core).or_insert(Some(c.ts));
+                        return Ok(());
+                    }
+                    pending => {
+                        let first_zero = pending.copied().flatten();
+                        self.out.busy_zero.insert(core, None);
+                        let t = self.core_track(enc, core)?;
+                        if let Some(z) = first_zero {
+                            self.stats.counters += 1;
+                            enc.counter(t, z, 0.0)?;
+                        }
+                    }
+                }
                 let t = self.core_track(enc, core)?;
                 self.stats.counters += 1;
-                enc.counter(t, c.ts, (100.0 - c.value - iowait).max(0.0))
+                enc.counter(t, c.ts, busy)
             }
             _ => Ok(()),
         }
