@@ -12,7 +12,8 @@ use mltrace_import::{clock, ClockSpec, Format, Options, Plan, RankMode};
 pub struct Args {
     /// Trace files: the DL I/O study's bpftrace outputs (trace_bio, trace_openat, trace_read, trace_write,
     /// trace_vfs_rw, trace_close, trace_create_del, trace_mmap, trace_time_align), mpstat, nvidia-smi pmon
-    /// or dmon output, MLPerf logs (MLLOG)
+    /// or dmon output, MLPerf logs (MLLOG); or directories of them, such as a trace_visuals experiment
+    /// directory (read_data/, bio_data/, cpu_data/, mllog_data/timeline.csv, pids.json ...)
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// The log to write
@@ -22,7 +23,8 @@ pub struct Args {
     #[arg(long)]
     force: bool,
     /// Read every file as this format instead of recognising it: mllog, mpstat, pmon, dmon, time-align, bio,
-    /// openat, read, write, vfs-rw, close, create-del, mmap
+    /// openat, read, write, vfs-rw, close, create-del, mmap, and trace_visuals' vis-read, vis-write, vis-open,
+    /// vis-bio, timeline, cpu-csv, gpu-csv, vis-st-end, vis-comb, pids
     #[arg(long)]
     format: Option<String>,
     /// Time zone of the local times in the files (IANA name, e.g. America/Toronto) [default: this machine's]
@@ -39,6 +41,11 @@ pub struct Args {
     /// in --tz) or NSECS=RFC3339
     #[arg(long)]
     clock_ref: Option<String>,
+    /// Add this to the ISO times of trace_visuals' processed files (read_PID, timeline.csv, cpu_all.csv
+    /// ...), e.g. -1h: they are local time + 5 h; by default measured from cpu.all beside cpu_all.csv, else
+    /// taken from --tz
+    #[arg(long, allow_hyphen_values = true)]
+    shift: Option<String>,
     /// Events several ranks logged alike: merge them (one event, rank -1) or keep one per rank
     #[arg(long, default_value = "merge", value_parser = ["merge", "keep"])]
     ranks: String,
@@ -58,7 +65,12 @@ fn options(a: &Args) -> anyhow::Result<Options> {
         (None, Some(r)) => Some(ClockSpec::parse_reference(r).map_err(|e| anyhow::anyhow!("--clock-ref {r}: {e}"))?),
         (None, None) => None,
     };
+    let shift = match &a.shift {
+        Some(s) => Some(parse_shift(s).with_context(|| format!("--shift {s}: expected e.g. -1h, +30m, -3600s"))?),
+        None => None,
+    };
     Ok(Options {
+        shift,
         format,
         tz: a.tz.clone(),
         date,
@@ -66,6 +78,23 @@ fn options(a: &Args) -> anyhow::Result<Options> {
         ranks: if a.ranks == "keep" { RankMode::PerRank } else { RankMode::Merge },
         max_examples: a.max_reports,
     })
+}
+
+/// `-1h`, `+30m`, `90s`, `-3600` (seconds) as nanoseconds.
+fn parse_shift(s: &str) -> Option<i64> {
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let secs = match unit {
+        "h" => 3600.0,
+        "m" | "min" => 60.0,
+        "s" => 1.0,
+        _ => return None,
+    };
+    let v: f64 = num.trim().trim_start_matches('+').parse().ok()?;
+    v.is_finite().then(|| (v * secs * 1e9).round() as i64)
 }
 
 /// The output's temporary name, beside it so the final rename is atomic.
@@ -91,7 +120,13 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let opts = options(&a)?;
     let plan = Plan::new(&a.files, &opts)?;
     for f in plan.files() {
-        eprintln!("mltrace: {}: {}", f.path.display(), f.description);
+        match &f.skip {
+            None => eprintln!("mltrace: {}: {}", f.path.display(), f.description),
+            Some(why) => eprintln!("mltrace: {}: {}; skipped: {why}", f.path.display(), f.description),
+        }
+    }
+    for (p, why) in plan.unrecognised() {
+        eprintln!("mltrace: {}: skipped: {why}", p.display());
     }
     for n in plan.notes() {
         eprintln!("mltrace: {n}");
@@ -156,4 +191,19 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     );
     eprintln!("mltrace: next: mltrace export {}", a.output.display());
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_shift;
+
+    #[test]
+    fn shifts() {
+        const H: i64 = 3_600_000_000_000;
+        assert_eq!(parse_shift("-1h"), Some(-H));
+        assert_eq!(parse_shift("+30m"), Some(H / 2));
+        assert_eq!(parse_shift("-3600"), Some(-H));
+        assert_eq!(parse_shift("1.5h"), Some(3 * H / 2));
+        assert_eq!(parse_shift("1d"), None);
+    }
 }

@@ -150,6 +150,9 @@ pub fn detect(path: &Path, head: &[String], forced: Option<Format>) -> Result<De
     if is_mpstat(head) {
         return Ok(simple(Format::Mpstat));
     }
+    if let Some(f) = crate::visuals::detect(head) {
+        return Ok(simple(f));
+    }
     match best_variant(path, head, None) {
         Some((v, s, h)) if s > 0 || h == Header::Matches => {
             Ok(Detected { format: v.format, variant: Some(v), description: describe_bpftrace(v, head, h) })

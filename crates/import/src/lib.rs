@@ -31,6 +31,7 @@ pub mod mpstat;
 pub mod nvsmi;
 mod plan;
 pub mod pmon;
+pub mod visuals;
 
 use std::fmt;
 use std::str::FromStr;
@@ -64,10 +65,23 @@ pub enum Format {
     Close,
     CreateDel,
     Mmap,
+    /// The trace_visuals scripts' processed files (ISO times).
+    VisRead,
+    VisWrite,
+    VisOpen,
+    VisBio,
+    /// Derived from the four above: recognised, never imported.
+    VisStEnd,
+    VisComb,
+    Timeline,
+    CpuCsv,
+    GpuCsv,
+    /// `pids.json` (pid to role) or the bare `pids` list.
+    Pids,
 }
 
 impl Format {
-    pub const ALL: [Format; 13] = [
+    pub const ALL: [Format; 23] = [
         Format::Mllog,
         Format::Mpstat,
         Format::Pmon,
@@ -81,6 +95,16 @@ impl Format {
         Format::Close,
         Format::CreateDel,
         Format::Mmap,
+        Format::VisRead,
+        Format::VisWrite,
+        Format::VisOpen,
+        Format::VisBio,
+        Format::VisStEnd,
+        Format::VisComb,
+        Format::Timeline,
+        Format::CpuCsv,
+        Format::GpuCsv,
+        Format::Pids,
     ];
 
     /// The name `--format` takes.
@@ -99,6 +123,16 @@ impl Format {
             Format::Close => "close",
             Format::CreateDel => "create-del",
             Format::Mmap => "mmap",
+            Format::VisRead => "vis-read",
+            Format::VisWrite => "vis-write",
+            Format::VisOpen => "vis-open",
+            Format::VisBio => "vis-bio",
+            Format::VisStEnd => "vis-st-end",
+            Format::VisComb => "vis-comb",
+            Format::Timeline => "timeline",
+            Format::CpuCsv => "cpu-csv",
+            Format::GpuCsv => "gpu-csv",
+            Format::Pids => "pids",
         }
     }
 
@@ -118,12 +152,39 @@ impl Format {
             Format::Close => "bpftrace trace_close (closes)",
             Format::CreateDel => "bpftrace trace_create_del (mkdir, rmdir, unlink, creat)",
             Format::Mmap => "bpftrace trace_mmap (mmap, munmap)",
+            Format::VisRead => "trace_visuals read_PID (reads: bytes, latency, file)",
+            Format::VisWrite => "trace_visuals write_PID (writes: latency, file; no sizes)",
+            Format::VisOpen => "trace_visuals open_PID (opens: latency, path)",
+            Format::VisBio => "trace_visuals bio_PID (block I/O: R/W, bytes, latency)",
+            Format::VisStEnd => "trace_visuals st_end_data (start, end, kind of each call)",
+            Format::VisComb => "trace_visuals comb_PID (end, kind, latency of each call)",
+            Format::Timeline => "trace_visuals timeline.csv (MLLOG phases: start, end, event)",
+            Format::CpuCsv => "trace_visuals cpu_all.csv (mpstat as CSV)",
+            Format::GpuCsv => "trace_visuals gpu_avg.csv (mean GPU use over the GPUs)",
+            Format::Pids => "trace_visuals pids.json/pids (process roles)",
         }
     }
 
     /// bpftrace outputs: timestamps are `nsecs` since boot.
     pub fn is_bpftrace(self) -> bool {
-        !matches!(self, Format::Mllog | Format::Mpstat | Format::Pmon | Format::Dmon)
+        !matches!(self, Format::Mllog | Format::Mpstat | Format::Pmon | Format::Dmon) && !self.is_processed()
+    }
+
+    /// The trace_visuals scripts' files: times are ISO, read as UTC and shifted.
+    pub fn is_processed(self) -> bool {
+        matches!(
+            self,
+            Format::VisRead
+                | Format::VisWrite
+                | Format::VisOpen
+                | Format::VisBio
+                | Format::VisStEnd
+                | Format::VisComb
+                | Format::Timeline
+                | Format::CpuCsv
+                | Format::GpuCsv
+                | Format::Pids
+        )
     }
 }
 
@@ -158,13 +219,24 @@ pub struct Options {
     /// trace_time_align output or the traces' own time column).
     pub clock: Option<ClockSpec>,
     pub ranks: RankMode,
+    /// Nanoseconds added to the processed files' ISO times (read as UTC);
+    /// otherwise found from a raw file beside its processed copy.
+    pub shift: Option<i64>,
     /// Malformed lines described per file (the rest are counted).
     pub max_examples: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { format: None, tz: None, date: None, clock: None, ranks: RankMode::Merge, max_examples: 20 }
+        Options {
+            format: None,
+            tz: None,
+            date: None,
+            clock: None,
+            ranks: RankMode::Merge,
+            shift: None,
+            max_examples: 20,
+        }
     }
 }
 

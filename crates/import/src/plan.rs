@@ -1,8 +1,10 @@
 //! An import: what each file is, how its clock maps to wall-clock time,
 //! then the conversion itself.
 
+use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use chrono::{NaiveDate, NaiveTime};
 use chrono_tz::Tz;
@@ -20,6 +22,7 @@ use crate::mllog::{self, MllogSource};
 use crate::mpstat::{self, MpstatSource, SystemLine};
 use crate::nvsmi::{self, Columns};
 use crate::pmon::{self, PmonSource};
+use crate::visuals::{self, dir, VisSource};
 use crate::{Format, Item, Options, Source};
 
 const HEAD_LINES: usize = 400;
@@ -41,6 +44,8 @@ pub struct PlannedFile {
     /// Clock alignment samples this file gave.
     /// (readings, unreadable lines, lines) of a trace used to align clocks.
     aligned: Option<(u64, u64, u64)>,
+    /// Why it is not imported (a processed copy of data another file holds).
+    pub skip: Option<String>,
 }
 
 /// What [`Plan::run`] did.
@@ -66,6 +71,14 @@ pub struct Plan {
     boot_relative: bool,
     system: Option<SystemLine>,
     opts: Options,
+    /// What was given on the command line.
+    inputs: Vec<PathBuf>,
+    /// Files in the directories given that are of no known format.
+    unrecognised: Vec<(PathBuf, String)>,
+    /// Added to the processed files' ISO times (read as UTC).
+    shift: i64,
+    /// Process names from pids.json.
+    names: HashMap<u32, Rc<str>>,
 }
 
 fn first_data(f: &PlannedFile) -> impl Iterator<Item = &String> {
@@ -171,6 +184,12 @@ fn anchors(
                     }
                 }
                 system.get_or_insert(s);
+            }
+            // Hours off at worst (see processed_shift): enough to date a file.
+            f2 if f2.is_processed() => {
+                if let Some(t) = first_iso(f) {
+                    anchors.push((t, f.path.clone()));
+                }
             }
             _ => {}
         }
@@ -283,18 +302,36 @@ impl Plan {
     /// Recognises every file and settles the clocks.
     pub fn new(paths: &[PathBuf], opts: &Options) -> Result<Plan, ImportError> {
         let mut files = Vec::new();
-        for p in paths {
-            let h = head(p, HEAD_LINES, HEAD_BYTES)?;
-            let d = detect(p, &h, opts.format)?;
+        let mut unrecognised = Vec::new();
+        for (p, in_dir) in dir::expand(paths)? {
+            let h = head(&p, HEAD_LINES, HEAD_BYTES)?;
+            let d = match detect(&p, &h, opts.format) {
+                Ok(d) => d,
+                // One odd file in an experiment directory must not stop the rest.
+                Err(ImportError::Unrecognised { reason, .. }) if in_dir => {
+                    unrecognised.push((p, format!("format not recognised ({reason})")));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             files.push(PlannedFile {
-                path: p.clone(),
+                path: p,
                 format: d.format,
                 description: d.description,
                 variant: d.variant,
                 head: h,
                 date: None,
                 aligned: None,
+                skip: None,
             });
+        }
+        let kinds: Vec<(&Path, Format)> = files.iter().map(|f| (f.path.as_path(), f.format)).collect();
+        let dups = dir::duplicates(&kinds);
+        for (f, why) in files.iter_mut().zip(dups) {
+            f.skip = why;
+        }
+        if files.is_empty() {
+            return Err(ImportError::Empty);
         }
         let mut notes = Vec::new();
         let zone = Zone::new(opts)?;
@@ -341,6 +378,8 @@ impl Plan {
 
         let bpf_data = files.iter().any(|f| f.format.is_bpftrace() && f.format != Format::TimeAlign);
         let offset = if bpf_data { bpftrace_offset(&mut files, opts, &zone, &mut notes)? } else { Some(0) };
+        let shift = processed_shift(&files, opts, &zone, &mut notes)?;
+        let names = process_names(&mut files, &mut notes);
         Ok(Plan {
             files,
             notes,
@@ -349,11 +388,20 @@ impl Plan {
             boot_relative: offset.is_none(),
             system,
             opts: opts.clone(),
+            inputs: paths.to_vec(),
+            unrecognised,
+            shift,
+            names,
         })
     }
 
     pub fn files(&self) -> &[PlannedFile] {
         &self.files
+    }
+
+    /// Files of the directories given that are of no known format, and why.
+    pub fn unrecognised(&self) -> &[(PathBuf, String)] {
+        &self.unrecognised
     }
 
     /// Decisions worth telling (zone, dates, clock alignment).
@@ -366,8 +414,18 @@ impl Plan {
         report.format = f.description.clone();
         let tz = || self.tz.ok_or_else(|| ImportError::file(&f.path, "needs a time zone: give --tz"));
         let date = f.date.unwrap_or_default();
+        if let Some(why) = &f.skip {
+            report.note(format!("not imported: {why}"));
+            return Ok(Box::new(NoRecords(report)));
+        }
         let lines = Lines::open(&f.path)?;
         Ok(match f.format {
+            Format::Pids => {
+                let n = self.names.len();
+                report.note(format!("names {n} processes (see the names above)"));
+                Box::new(NoRecords(report))
+            }
+            f2 if f2.is_processed() => Box::new(VisSource::new(lines, f2, self.shift, report)),
             Format::Mllog => Box::new(MllogSource::new(lines, report, self.opts.ranks)),
             Format::Mpstat => Box::new(MpstatSource::new(lines, report, tz()?, f.date)),
             Format::Pmon => Box::new(PmonSource::new(lines, report, tz()?, date)),
@@ -410,7 +468,21 @@ impl Plan {
         let mut s = Summary { clock: header.clock.clone(), ..Default::default() };
         let mut last = start;
         let mut next = first;
+        // pids.json names a process before its first record; other names
+        // of it (pmon's `python`) would hide the role.
+        let mut unnamed = self.names.clone();
         while let Some(it) = next {
+            if let Some(pid) = it.pid().filter(|p| self.names.contains_key(p)) {
+                if matches!(it, Item::Comm { .. }) {
+                    next = merge.next()?;
+                    continue;
+                }
+                if let Some(comm) = unnamed.remove(&pid) {
+                    let c = Item::Comm { ts: it.ts(), pid, comm };
+                    s.records += 1;
+                    w.push_with(|enc| c.to_record(enc))?;
+                }
+            }
             s.records += 1;
             s.first_ts = Some(s.first_ts.map_or(it.ts(), |t: u64| t.min(it.ts())));
             last = last.max(it.end_ts());
@@ -440,10 +512,11 @@ impl Plan {
             host: sys.host,
             kernel: sys.kernel,
             cpu_count: sys.cpus.unwrap_or(0),
-            command: self.files.iter().map(|f| f.path.display().to_string()).collect(),
+            command: self.inputs.iter().map(|p| p.display().to_string()).collect(),
             probes: self
                 .files
                 .iter()
+                .filter(|f| f.skip.is_none())
                 .map(|f| Probe {
                     subsystem: "import".into(),
                     mechanism: f.format.name().into(),
@@ -467,4 +540,158 @@ impl Source for NoRecords {
     fn report(&self) -> &FileReport {
         &self.0
     }
+}
+
+/// The trace_visuals scripts wrote local time + 5 h and called it UTC.
+const SCRIPTS_OFFSET_NS: i64 = 5 * 3600 * clock::NS;
+/// Zone offsets are whole quarters of an hour.
+const QUARTER_HOUR_NS: i64 = 900 * clock::NS;
+
+/// The ISO time on a processed file's first data line, read as UTC.
+fn first_iso(f: &PlannedFile) -> Option<i64> {
+    f.head.iter().find_map(|l| l.split([',', ' ']).next().and_then(visuals::parse_iso))
+}
+
+/// When a raw local-time file's first sample was.
+fn raw_first(f: &PlannedFile, zone: &Zone) -> Option<i64> {
+    let tz = zone.tz?;
+    match f.format {
+        Format::Mpstat => {
+            let date = f.date.or_else(|| f.head.iter().find_map(|l| mpstat::system_line(l)).and_then(|s| s.date))?;
+            clock::resolve(tz, date.and_time(mpstat::first_tod(&f.head)?), None).ok()
+        }
+        Format::Pmon | Format::Dmon => {
+            let (mut cols, row) = nvsmi_first(f);
+            if !cols.has_time() {
+                cols.names = ["Date", "Time"].iter().map(|s| s.to_string()).collect();
+            }
+            let row = row?;
+            let row: Vec<&str> = row.iter().map(String::as_str).collect();
+            let mut c = LocalClock::new(tz, f.date.unwrap_or_default());
+            nvsmi::when(&cols, &row).and_then(|w| nvsmi::instant(&mut c, w)).ok().map(|t| t as i64)
+        }
+        _ => None,
+    }
+}
+
+/// `-1 h`, `+30 min`.
+fn hours(ns: i64) -> String {
+    let min = ns / (60 * clock::NS);
+    match (min % 60, min) {
+        (0, _) => format!("{:+} h", min / 60),
+        (_, m) => format!("{m:+} min"),
+    }
+}
+
+/// What to add to the processed files' ISO times: `--shift`, else what a
+/// raw file beside its processed copy shows (cpu.all and cpu_all.csv hold
+/// the same samples), else the scripts' local time + 5 h in `--tz`, else
+/// nothing (the times as the scripts wrote them).
+fn processed_shift(
+    files: &[PlannedFile],
+    opts: &Options,
+    zone: &Zone,
+    notes: &mut Vec<String>,
+) -> Result<i64, ImportError> {
+    let Some(t0) = files.iter().filter(|f| f.format.is_processed()).find_map(first_iso) else { return Ok(0) };
+    let mut pair = None;
+    for (csv, raws) in [(Format::CpuCsv, &[Format::Mpstat][..]), (Format::GpuCsv, &[Format::Pmon, Format::Dmon][..])] {
+        for c in files.iter().filter(|f| f.format == csv) {
+            let beside = files.iter().find(|r| raws.contains(&r.format) && r.path.parent() == c.path.parent());
+            let (Some(r), Some(ct)) = (beside, first_iso(c)) else { continue };
+            let Some(rt) = raw_first(r, zone) else { continue };
+            let d = rt - ct;
+            if d % QUARTER_HOUR_NS == 0 && pair.is_none() {
+                pair = Some((d, c, r, ct, rt));
+            }
+        }
+    }
+    let show = |p: &Path| p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let measured = pair.map(|(d, c, r, ct, rt)| {
+        let csv_time = chrono::DateTime::from_timestamp_nanos(ct).format("%Y-%m-%dT%H:%M:%S");
+        (
+            d,
+            format!(
+                "{}'s first row ({csv_time}) is {}'s first sample ({})",
+                show(&c.path),
+                show(&r.path),
+                describe(rt, zone.tz)
+            ),
+        )
+    });
+    let shift = match (opts.shift, &measured) {
+        (Some(s), m) => {
+            let disagree = match m {
+                Some((d, why)) if *d != s => format!(" (though {why}: that says {})", hours(*d)),
+                _ => String::new(),
+            };
+            notes.push(format!("processed files (ISO times): shifted by {} (--shift){disagree}", hours(s)));
+            s
+        }
+        (None, Some((d, why))) => {
+            notes.push(format!(
+                "processed files (ISO times): {why}, so their times are {} off: shifted by {} to line up with \
+                 the raw files (the scripts wrote local time + 5 h and called it UTC)",
+                hours(-*d),
+                hours(*d)
+            ));
+            *d
+        }
+        (None, None) => match (&opts.tz, zone.tz) {
+            (Some(_), Some(tz)) => {
+                let local = chrono::DateTime::from_timestamp_nanos(t0 - SCRIPTS_OFFSET_NS).naive_utc();
+                let d = clock::resolve(tz, local, None).map_err(ImportError::Clock)? - t0;
+                notes.push(format!(
+                    "processed files (ISO times): no raw file beside its processed copy to measure their clock; \
+                     read as the scripts wrote them, local time + 5 h, in {}: shifted by {} (--shift to change)",
+                    tz.name(),
+                    hours(d)
+                ));
+                d
+            }
+            _ => {
+                notes.push(
+                    "processed files (ISO times): read as UTC, as the scripts called them; they wrote local time \
+                     + 5 h (so a run in UTC-4 is an hour ahead): give --tz ZONE of the run, or --shift"
+                        .into(),
+                );
+                0
+            }
+        },
+    };
+    Ok(shift)
+}
+
+/// Names from pids.json, read by what the GPU trace shows (see
+/// [`dir::role_names`]).
+fn process_names(files: &mut [PlannedFile], notes: &mut Vec<String>) -> HashMap<u32, Rc<str>> {
+    let mut roles = Vec::new();
+    for f in files.iter_mut().filter(|f| f.format == Format::Pids && f.skip.is_none()) {
+        let parsed = std::fs::read_to_string(&f.path).ok().and_then(|t| visuals::parse_pids_json(&t));
+        match parsed {
+            Some(r) => roles.extend(r),
+            None => f.skip = Some("not a JSON object of pid to role".into()),
+        }
+    }
+    if roles.is_empty() {
+        return HashMap::new();
+    }
+    let mut gpu_pids = HashMap::new();
+    for f in files.iter().filter(|f| f.format == Format::Pmon && f.skip.is_none()) {
+        let (cols, _) = nvsmi_first(f);
+        let (g, p) = match (cols.index("gpu"), cols.index("pid")) {
+            (Some(g), Some(p)) => (g, p),
+            _ => (2, 3),
+        };
+        for l in f.head.iter().filter(|l| !l.trim_start().starts_with('#')) {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if let (Some(Ok(gpu)), Some(Ok(pid))) = (w.get(g).map(|x| x.parse()), w.get(p).map(|x| x.parse())) {
+                gpu_pids.entry(pid).or_insert(gpu);
+            }
+        }
+    }
+    let (names, note) = dir::role_names(&roles, &gpu_pids);
+    let list: Vec<String> = names.iter().map(|(p, n)| format!("{p} {n}")).collect();
+    notes.push(format!("{note}: {}", list.join(", ")));
+    names.into_iter().map(|(p, n)| (p, Rc::from(n))).collect()
 }
