@@ -14,11 +14,16 @@ use mltrace_model::Survey;
 #[derive(clap::Args)]
 pub struct Args {
     /// Write a Perfetto protobuf trace (the default; open it at https://ui.perfetto.dev)
-    #[arg(long, conflicts_with = "chrome")]
+    #[arg(long, conflicts_with_all = ["chrome", "parquet"])]
     perfetto: bool,
     /// Write Chrome trace-event JSON instead (chrome://tracing, Perfetto, other viewers)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "parquet")]
     chrome: bool,
+    /// Write Parquet tables instead, one per kind of record, into the
+    /// directory given by -o (default: the log's name with .parquet); for
+    /// pandas, polars, DuckDB (the README lists the tables and columns)
+    #[arg(long, conflicts_with_all = ["from", "to", "pids", "no_split", "overview", "open", "uncompressed", "budget"])]
+    parquet: bool,
     /// The log written by `mltrace record` or `mltrace import`
     log: PathBuf,
     /// Output file (default: the log's name with .perfetto-trace or .json); a
@@ -231,7 +236,32 @@ fn stale_parts(out: &Path, ext: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// `--parquet`: every table of the whole log into one directory.
+fn parquet(a: &Args) -> anyhow::Result<i32> {
+    let dir = a.output.clone().unwrap_or_else(|| default_output(&a.log, ".parquet"));
+    let mut reader = crate::open_log(&a.log)?;
+    let log_name = a.log.display().to_string();
+    let (survey, tables) = mltrace_parquet::export_log(&mut reader, &dir, &mltrace_parquet::Options::default())
+        .with_context(|| format!("exporting {log_name} to {}", dir.display()))?;
+    for d in &survey.diagnostics {
+        eprintln!("mltrace: {log_name}: {d}");
+    }
+    let syscalls = tables.iter().find(|t| t.name == "syscalls").map_or(0, |t| t.rows);
+    if syscalls != survey.syscalls {
+        anyhow::bail!(
+            "internal error: {} syscall records in the log but {syscalls} rows written; please report this",
+            survey.syscalls
+        );
+    }
+    let rows: Vec<String> = tables.iter().filter(|t| t.rows > 0).map(|t| format!("{} {}", t.name, t.rows)).collect();
+    eprintln!("mltrace: wrote {} tables to {}: {}", tables.len(), dir.display(), rows.join(", "));
+    Ok(0)
+}
+
 pub fn run(a: Args) -> anyhow::Result<i32> {
+    if a.parquet {
+        return parquet(&a);
+    }
     let ext = if a.chrome { ".json" } else { ".perfetto-trace" };
     let out_path = a.output.clone().unwrap_or_else(|| default_output(&a.log, ext));
     let mut reader = crate::open_log(&a.log)?;

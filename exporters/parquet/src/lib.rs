@@ -1,0 +1,74 @@
+//! Parquet export: an mltrace log as one Parquet table per kind of record,
+//! for pandas, polars, DuckDB or Spark.
+//!
+//! The log is read twice: [`Survey::of`] names the processes (the same
+//! names and roles the Perfetto export shows, e.g. `DataLoader worker 2`)
+//! and finds the epochs; the second pass writes each record as a row of
+//! its table. Each table is written in row groups of
+//! [`Options::row_group`] rows, so memory holds one row group per table
+//! whatever the size of the log. The schemas are in [`schema`] and in the
+//! README; every timestamp is int64 nanoseconds on the log's clock
+//! (CLOCK_BOOTTIME for a recording, Unix time for an import), beside a
+//! `wall` column (UTC) when the log's header relates that clock to
+//! wall-clock time.
+
+pub mod schema;
+mod table;
+mod write;
+
+use std::io::{Read, Seek};
+use std::path::{Path, PathBuf};
+
+use mltrace_log::{LogError, LogReader};
+use mltrace_model::Survey;
+
+pub use write::export;
+
+/// What went wrong writing the tables.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("creating {0}: {1}")]
+    Create(PathBuf, std::io::Error),
+    #[error("reading the log: {0}")]
+    Log(#[from] LogError),
+    #[error("writing Parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    #[error("building a record batch: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// A row did not fill its table's columns in order (a bug).
+    #[error("internal error: table {0}, column {1} out of order; please report this")]
+    Schema(&'static str, usize),
+}
+
+/// How to write the tables.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Rows per row group (and per in-memory batch) of each table.
+    pub row_group: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { row_group: 65_536 }
+    }
+}
+
+/// Rows written to one table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableStats {
+    pub name: &'static str,
+    pub path: PathBuf,
+    pub rows: u64,
+}
+
+/// Surveys the log, then writes every table into `dir` (created if
+/// missing; tables of an earlier export there are replaced).
+pub fn export_log<R: Read + Seek>(
+    reader: &mut LogReader<R>,
+    dir: &Path,
+    opts: &Options,
+) -> Result<(Survey, Vec<TableStats>), Error> {
+    let survey = Survey::of(reader)?;
+    let tables = export(reader, &survey, dir, opts)?;
+    Ok((survey, tables))
+}
