@@ -136,6 +136,10 @@ fn weight_of(rec: &Record) -> u64 {
         Record::Exec(_) | Record::Mark(_) | Record::Counter(_) => 1,
         Record::Exit(e) if e.process_exit => 1,
         Record::Lost(_) => 2,
+        // Each an ftrace event the UI turns into thread states and CPU
+        // slices: they count towards a part's budget like any other.
+        Record::SchedSwitch(_) => 1,
+        Record::SchedWake(w) if w.op == WakeOp::Waking => 1,
         _ => 0,
     }
 }
