@@ -382,7 +382,7 @@ pub struct Block {
 
 impl Block {
     pub fn end_ts(&self) -> u64 {
-        self.ts + self.queue + self.device
+        self.ts.saturating_add(self.queue).saturating_add(self.device)
     }
 }
 
@@ -911,20 +911,35 @@ impl Record {
         }
     }
 
-    /// The time the record's operation ended (`ts + dur` for syscalls).
+    /// The time the record's operation ended (`ts + dur` for syscalls;
+    /// a damaged log's sum stops at the end of time).
     pub fn end_ts(&self) -> u64 {
         match self {
-            Record::Open(r) => r.ts + r.dur,
-            Record::Io(r) => r.ts + r.dur,
-            Record::Close(r) => r.ts + r.dur,
-            Record::Transfer(r) => r.ts + r.dur,
-            Record::IoUring(r) => r.ts + r.dur,
-            Record::Aio(r) => r.ts + r.dur,
+            Record::Open(r) => r.ts.saturating_add(r.dur),
+            Record::Io(r) => r.ts.saturating_add(r.dur),
+            Record::Close(r) => r.ts.saturating_add(r.dur),
+            Record::Transfer(r) => r.ts.saturating_add(r.dur),
+            Record::IoUring(r) => r.ts.saturating_add(r.dur),
+            Record::Aio(r) => r.ts.saturating_add(r.dur),
             Record::Block(r) => r.end_ts(),
-            Record::Phase(r) => r.ts + r.dur,
-            Record::Mapping(r) => r.ts + r.dur,
-            Record::MajorFault(r) => r.ts + r.dur,
+            Record::Phase(r) => r.ts.saturating_add(r.dur),
+            Record::Mapping(r) => r.ts.saturating_add(r.dur),
+            Record::MajorFault(r) => r.ts.saturating_add(r.dur),
             r => r.ts(),
         }
+    }
+}
+
+#[cfg(test)]
+mod end_tests {
+    use super::*;
+
+    /// A damaged log can hold any ts and dur (the fuzzer found one).
+    #[test]
+    fn end_of_a_damaged_record_saturates() {
+        let r = Record::IoUring(IoUring { ts: u64::MAX - 5, dur: 10, ..Default::default() });
+        assert_eq!(r.end_ts(), u64::MAX);
+        let b = Block { ts: u64::MAX - 1, queue: 5, device: 5, ..Default::default() };
+        assert_eq!(Record::Block(b).end_ts(), u64::MAX);
     }
 }
