@@ -39,11 +39,12 @@ fn uring_flags(f: u16) -> u8 {
     MAP.iter().filter(|(from, _)| f & from != 0).fold(0, |acc, (_, to)| acc | to)
 }
 
-/// Where an io_uring request's offset came from.
-fn uring_offset_src(f: u16, kind: FileKind) -> OffsetSrc {
-    if f & URF_NO_OFFSET != 0 {
+/// Where a call's or request's offset came from: none, its own argument,
+/// or the file position (which only a seekable file has).
+fn offset_src(no_offset: bool, filepos: bool, kind: FileKind) -> OffsetSrc {
+    if no_offset {
         OffsetSrc::None
-    } else if f & URF_FILEPOS == 0 {
+    } else if !filepos {
         OffsetSrc::Explicit
     } else if matches!(kind, FileKind::Regular | FileKind::BlockDev) {
         OffsetSrc::FilePos
@@ -411,15 +412,7 @@ impl KernelDecoder {
             ev_kind::EV_IO => {
                 let e: ev_io = read(data);
                 let (path, kind) = self.file(e.file, enc);
-                let offset_src = if h.flags & IOF_NO_OFFSET != 0 {
-                    OffsetSrc::None
-                } else if h.flags & IOF_FILEPOS == 0 {
-                    OffsetSrc::Explicit
-                } else if matches!(kind, FileKind::Regular | FileKind::BlockDev) {
-                    OffsetSrc::FilePos
-                } else {
-                    OffsetSrc::None
-                };
+                let offset_src = offset_src(h.flags & IOF_NO_OFFSET != 0, h.flags & IOF_FILEPOS != 0, kind);
                 enc.push(&Record::Io(Io {
                     ts: h.ts,
                     dur: e.dur,
@@ -629,7 +622,7 @@ impl KernelDecoder {
                     self.name_sqpoll(&h, enc);
                 }
                 let (path, kind) = self.file(e.file, enc);
-                let offset_src = uring_offset_src(h.flags, kind);
+                let offset_src = offset_src(h.flags & URF_NO_OFFSET != 0, h.flags & URF_FILEPOS != 0, kind);
                 enc.push(&Record::IoUring(IoUring {
                     ts: h.ts,
                     dur: e.dur,
