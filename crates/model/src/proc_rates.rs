@@ -45,6 +45,9 @@ pub struct RateSample {
 
 #[derive(Default)]
 struct Series {
+    /// The bin records are coming into, kept out of `bins` so that a run
+    /// of records in one bin (the usual case) costs no tree lookup each.
+    cur: (u64, u64),
     bins: BTreeMap<u64, u64>,
     /// The bin after the last one written.
     next_bin: Option<u64>,
@@ -53,7 +56,24 @@ struct Series {
 
 impl Series {
     /// Writes the bins that end by `upto`; an idle stretch is one 0.
+    fn add(&mut self, bin: u64, bytes: u64) {
+        if self.cur.0 != bin {
+            self.settle();
+            self.cur.0 = bin;
+        }
+        self.cur.1 += bytes;
+    }
+
+    /// Moves the current bin's bytes into `bins`.
+    fn settle(&mut self) {
+        if self.cur.1 > 0 {
+            *self.bins.entry(self.cur.0).or_default() += self.cur.1;
+            self.cur.1 = 0;
+        }
+    }
+
     fn flush(&mut self, idx: ProcIdx, rate: Rate, upto: u64, out: &mut Vec<RateSample>) {
+        self.settle();
         loop {
             let first = self.bins.keys().next().copied();
             let start = match (self.next_bin, first) {
@@ -77,7 +97,7 @@ impl Series {
     }
 
     fn idle(&self) -> bool {
-        self.bins.is_empty() && self.next_bin.is_none()
+        self.cur.1 == 0 && self.bins.is_empty() && self.next_bin.is_none()
     }
 }
 
@@ -101,7 +121,7 @@ impl ProcRates {
             self.late += 1;
             bin = self.watermark;
         }
-        *self.series.entry((idx, rate)).or_default().bins.entry(bin).or_default() += bytes;
+        self.series.entry((idx, rate)).or_default().add(bin, bytes);
         if ts > self.latest {
             self.latest = ts;
             let wm = ts.saturating_sub(HORIZON_NS) / BIN_NS * BIN_NS;
