@@ -5,9 +5,10 @@
  * - count: programs on the same raw tracepoints as mltrace's syscall
  *   capture that only count. What any BPF tracer pays before doing any work.
  * - latency: the least a tracer must do to record each syscall of one
- *   process with its duration: per-thread state in task storage, a
- *   timestamp at entry and at exit, one 32-byte ring record. No file
- *   lookup, no arguments.
+ *   process tree with its duration: per-thread state in task storage
+ *   (its presence marks a traced thread; forks pass it on), a timestamp
+ *   at entry and at exit, one 32-byte ring record. No file lookup, no
+ *   arguments.
  */
 #include "kernel.h"
 #include <bpf/bpf_helpers.h>
@@ -44,7 +45,8 @@ int floor_exit(void *ctx)
 	return 0;
 }
 
-/* The process whose syscalls the latency floor records (set once it runs). */
+/* The process whose syscalls the latency floor records (set once it runs),
+ * with its threads and descendants. */
 u32 target_tgid = 0;
 
 struct start {
@@ -76,11 +78,21 @@ int BPF_PROG(latency_enter, struct pt_regs *regs, long nr)
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct start *s;
 
-	if (t->tgid != target_tgid)
-		return 0;
-	s = bpf_task_storage_get(&starts, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	s = bpf_task_storage_get(&starts, t, 0, 0);
+	if (!s && t->tgid == target_tgid)
+		s = bpf_task_storage_get(&starts, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (s)
 		s->ts = bpf_ktime_get_boot_ns();
+	return 0;
+}
+
+/* A traced task's children and threads are traced from their first syscall
+ * (the workers of a data loader are forked children). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(latency_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (bpf_task_storage_get(&starts, parent, 0, 0))
+		bpf_task_storage_get(&starts, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	return 0;
 }
 
@@ -91,8 +103,6 @@ int BPF_PROG(latency_exit, struct pt_regs *regs, long ret)
 	struct start *s;
 	struct record *r;
 
-	if (t->tgid != target_tgid)
-		return 0;
 	s = bpf_task_storage_get(&starts, t, 0, 0);
 	if (!s || !s->ts)
 		return 0;

@@ -226,6 +226,7 @@ impl Bench {
                 let mut open = floor::FloorSkelBuilder::default().open(&mut storage)?;
                 open.progs.latency_enter.set_autoload(false);
                 open.progs.latency_exit.set_autoload(false);
+                open.progs.latency_fork.set_autoload(false);
                 let mut skel = open.load()?;
                 skel.attach()?;
                 let s = run_measured(Command::new(&w.bin).args(&w.args))?;
