@@ -209,19 +209,6 @@ static __always_inline void fill_hdr(struct ev_hdr *h, u8 kind, u8 op, u64 id, u
 	h->ts = ts;
 }
 
-static __always_inline struct file *fd_file(s64 fd)
-{
-	struct task_struct *task = (void *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds;
-	struct file *f = NULL;
-
-	if (fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
-}
 
 /* The same through BTF pointers: plain loads instead of helper calls
  * (tp_btf programs only). */
@@ -288,6 +275,22 @@ static __always_inline u64 load_word(const void *ptr, u64 off)
 		return bpf_core_cast((void *)ptr + off, struct rb_node)->__rb_parent_color;
 	bpf_probe_read_kernel(&v, sizeof(v), (void *)ptr + off);
 	return v;
+}
+
+/* The file behind `fd` in the current task: plain loads where the kernel
+ * can cast (a few probe reads less per open, close and mmap). */
+static __always_inline struct file *fd_file(s64 fd)
+{
+	u64 task = bpf_get_current_task();
+	u64 files = load_word((void *)task, bpf_core_field_offset(struct task_struct, files));
+	u64 fdt = load_word((void *)files, bpf_core_field_offset(struct files_struct, fdt));
+	u32 max = load_word((void *)fdt, bpf_core_field_offset(struct fdtable, max_fds));
+	u64 fds;
+
+	if (fd < 0 || fd >= max)
+		return NULL;
+	fds = load_word((void *)fdt, bpf_core_field_offset(struct fdtable, fd));
+	return (void *)load_word((void *)fds, fd * sizeof(void *));
 }
 
 static __always_inline void walk_path(struct dentry *dentry, struct vfsmount *vfsmnt, struct heap *hp)
@@ -396,6 +399,7 @@ __noinline int name_in_open(u64 file_ptr, u32 len)
 {
 	struct file *f = (void *)file_ptr;
 	struct inode *inode;
+	u64 sb;
 	u32 zero = 0;
 	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
 	struct ev_open *e;
@@ -404,14 +408,17 @@ __noinline int name_in_open(u64 file_ptr, u32 len)
 	if (!hp || !f)
 		return 0;
 	e = &hp->open;
-	inode = BPF_CORE_READ(f, f_inode);
-	e->ino = BPF_CORE_READ(inode, i_ino);
-	e->fmode = BPF_CORE_READ(inode, i_mode);
-	e->rdev = BPF_CORE_READ(inode, i_rdev);
-	e->magic = BPF_CORE_READ(inode, i_sb, s_magic);
-	e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	/* Plain loads where the kernel can cast: this runs at every open. */
+	inode = (void *)load_word(f, bpf_core_field_offset(struct file, f_inode));
+	sb = load_word(inode, bpf_core_field_offset(struct inode, i_sb));
+	e->ino = load_word(inode, bpf_core_field_offset(struct inode, i_ino));
+	e->fmode = (u16)load_word(inode, bpf_core_field_offset(struct inode, i_mode));
+	e->rdev = (u32)load_word(inode, bpf_core_field_offset(struct inode, i_rdev));
+	e->magic = load_word((void *)sb, bpf_core_field_offset(struct super_block, s_magic));
+	e->dev = (u32)load_word((void *)sb, bpf_core_field_offset(struct super_block, s_dev));
 	hp->flags = 0;
-	walk_path(BPF_CORE_READ(f, f_path.dentry), BPF_CORE_READ(f, f_path.mnt), hp);
+	walk_path((void *)load_word(f, bpf_core_field_offset(struct file, f_path.dentry)),
+		  (void *)load_word(f, bpf_core_field_offset(struct file, f_path.mnt)), hp);
 	off = hp->off;
 	if (off > PATHBUF - 1)
 		off = PATHBUF - 1;
@@ -717,7 +724,7 @@ static __always_inline void emit_anon(u32 tgid, u64 id)
 	bpf_map_delete_elem(&anon_maps, &tgid);
 }
 
-static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
+static __noinline int on_open(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
 {
 	u32 zero = 0;
 	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
@@ -732,7 +739,7 @@ static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret
 	u64 start = v->ts;
 
 	if (!hp)
-		return;
+		return 0;
 	e = &hp->open;
 	switch (op) {
 	case OP_OPEN:
@@ -799,13 +806,9 @@ static __noinline void on_open(struct inflight *v, struct pt_regs *regs, s64 ret
 	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)) + (alen & (PATHBUF - 1)),
 			       wake_flags())) {
 		count_lost(LOST_RING);
-		return;
+		return 0;
 	}
-	if (e->named) {
-		u64 key = e->file, ino = e->ino;
-
-		bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
-	}
+	return e->named;
 }
 
 /* libaio: the iocbs summed per io_submit, the events per io_getevents. */
@@ -941,6 +944,30 @@ static __always_inline void on_aio(struct inflight *v, struct pt_regs *regs, s64
 	bpf_ringbuf_submit(e, wake_flags());
 }
 
+/* An open named its file in its own record: remember so. On the fast route
+ * the thread remembers it as its last file (no map update per open; its
+ * reads find it there); another thread's first use names it once more. */
+static __always_inline void opened_named(struct inflight *st)
+{
+	u32 zero = 0;
+	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
+	u64 key, ino;
+
+	if (!hp)
+		return;
+	key = hp->open.file;
+	ino = hp->open.ino;
+	if (st) {
+		u64 *epoch = bpf_map_lookup_elem(&files_epoch, &zero);
+
+		st->last_file = key;
+		st->last_ino = ino;
+		st->last_epoch = epoch ? *epoch : 0;
+		return;
+	}
+	bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
+}
+
 /* Syscall exit: `v` is a copy of the entry state; on the fast route `st`
  * is the thread's own state (it outlives the call) and `t` the thread. */
 static __always_inline void leave(struct inflight *v, struct inflight *st, struct task_struct *t,
@@ -954,7 +981,8 @@ static __always_inline void leave(struct inflight *v, struct inflight *st, struc
 		on_io(v, st, t, regs, ret, now, id, fast);
 		break;
 	case OP_OPEN ... OP_CREAT:
-		on_open(v, regs, ret, now, id);
+		if (on_open(v, regs, ret, now, id))
+			opened_named(st);
 		break;
 	case OP_CLOSE:
 		on_close(v, regs, ret, now, id, fast);
