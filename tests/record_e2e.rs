@@ -623,3 +623,39 @@ fn file_names_stay_right_when_the_recorder_forgets_them() {
         }
     }
 }
+
+#[test]
+fn files_used_by_other_tasks_and_in_turns_keep_their_names() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = compile_workload("shared_fds", tmp.path());
+    let files: Vec<std::path::PathBuf> = ["a.bin", "b.bin", "c.bin"].iter().map(|n| tmp.path().join(n)).collect();
+    for (i, f) in files.iter().enumerate() {
+        std::fs::write(f, vec![b'a' + i as u8; 8192]).unwrap();
+    }
+    for route in ["fast", "compat"] {
+        let log = tmp.path().join(format!("{route}.bin"));
+        let out = Command::new(mltrace_bin())
+            .args(["record", "-q", "--gpu", "off", "--syscall-probes", route, "-o", log.to_str().unwrap(), "--"])
+            .arg(&bin)
+            .args(&files)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{route}: {}", String::from_utf8_lossy(&out.stderr));
+        let kv = key_values(&String::from_utf8_lossy(&out.stdout));
+        let recs = read_log(&log);
+        let reads: Vec<&Rec> = recs
+            .iter()
+            .filter(|r| matches!(r.rec, Record::Io(x) if !x.op.is_write() && x.ret == 1024 && x.fd >= 3))
+            .collect();
+        assert_eq!(reads.len() as i64, kv["reads"], "{route}: {reads:?}");
+        let count = |f: &Path| reads.iter().filter(|r| r.strs[0] == f.to_str().unwrap()).count();
+        // The thread's 4, the child's 4, then 4 of each in turns.
+        assert_eq!([count(&files[0]), count(&files[1]), count(&files[2])], [8, 4, 4], "{route}: {reads:?}");
+        let pids: std::collections::HashSet<u32> =
+            reads.iter().filter(|r| r.strs[0] == files[0].to_str().unwrap()).map(|r| pid_of(&r.rec)).collect();
+        assert_eq!(pids.len(), 2, "{route}: the child's reads are its own");
+    }
+}
