@@ -118,6 +118,7 @@ struct {
 struct heap {
 	u32 off;
 	u32 flags;
+	u64 args[4];  /* an open's arguments, read by its (inlined) caller */
 	char walk[2 * PATHBUF];
 	struct ev_file file;
 	struct ev_open open;
@@ -724,7 +725,7 @@ static __always_inline void emit_anon(u32 tgid, u64 id)
 	bpf_map_delete_elem(&anon_maps, &tgid);
 }
 
-static __noinline int on_open(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id)
+static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 {
 	u32 zero = 0;
 	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
@@ -743,30 +744,30 @@ static __noinline int on_open(struct inflight *v, struct pt_regs *regs, s64 ret,
 	e = &hp->open;
 	switch (op) {
 	case OP_OPEN:
-		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
-		flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		mode = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		upath = (const char *)hp->args[0];
+		flags = hp->args[1];
+		mode = hp->args[2];
 		break;
 	case OP_OPENAT2: {
 		struct open_how how = {};
 
-		dirfd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		bpf_probe_read_user(&how, sizeof(how), (void *)PT_REGS_PARM3_CORE_SYSCALL(regs));
+		dirfd = hp->args[0];
+		upath = (const char *)hp->args[1];
+		bpf_probe_read_user(&how, sizeof(how), (void *)hp->args[2]);
 		flags = how.flags;
 		mode = how.mode;
 		break;
 	}
 	case OP_CREAT:
-		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
-		mode = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		upath = (const char *)hp->args[0];
+		mode = hp->args[1];
 		flags = 01 | 0100 | 01000; /* O_WRONLY|O_CREAT|O_TRUNC */
 		break;
 	default:
-		dirfd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
-		mode = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		dirfd = hp->args[0];
+		upath = (const char *)hp->args[1];
+		flags = hp->args[2];
+		mode = hp->args[3];
 	}
 	n = bpf_probe_read_user_str(e->path, PATHBUF, upath);
 	if (n <= 0) {
@@ -783,10 +784,18 @@ static __noinline int on_open(struct inflight *v, struct pt_regs *regs, s64 ret,
 		 * (a slot reused for the same inode: a file reopened in a loop). */
 		struct file *f = fd_file(ret);
 		u64 key = (u64)f;
-		u64 *seen = bpf_map_lookup_elem(&files_seen, &key);
+		u64 ino = 0, *seen, *epoch = bpf_map_lookup_elem(&files_epoch, &zero);
 
 		e->file = key;
-		if (!(seen && f && *seen == BPF_CORE_READ(f, f_inode, i_ino))) {
+		if (f)
+			ino = load_word((void *)load_word(f, bpf_core_field_offset(struct file, f_inode)),
+					bpf_core_field_offset(struct inode, i_ino));
+		/* The thread's last file (fast route), else files_seen. */
+		if (f && v->last_file == key && v->last_ino == ino && epoch && v->last_epoch == *epoch)
+			seen = &ino;
+		else
+			seen = bpf_map_lookup_elem(&files_seen, &key);
+		if (!(seen && f && *seen == ino)) {
 			alen = name_in_open(key, len);
 			e->named = alen != 0;
 		}
@@ -944,6 +953,22 @@ static __always_inline void on_aio(struct inflight *v, struct pt_regs *regs, s64
 	bpf_ringbuf_submit(e, wake_flags());
 }
 
+/* An open's arguments for on_open, read here where `fast` is known: plain
+ * loads from tp_btf's typed registers instead of four probe reads. */
+static __always_inline bool open_args(struct pt_regs *regs, bool fast)
+{
+	u32 zero = 0;
+	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
+
+	if (!hp)
+		return false;
+	hp->args[0] = ARG(1);
+	hp->args[1] = ARG(2);
+	hp->args[2] = ARG(3);
+	hp->args[3] = ARG(4);
+	return true;
+}
+
 /* An open named its file in its own record: remember so. On the fast route
  * the thread remembers it as its last file (no map update per open; its
  * reads find it there); another thread's first use names it once more. */
@@ -981,7 +1006,7 @@ static __always_inline void leave(struct inflight *v, struct inflight *st, struc
 		on_io(v, st, t, regs, ret, now, id, fast);
 		break;
 	case OP_OPEN ... OP_CREAT:
-		if (on_open(v, regs, ret, now, id))
+		if (open_args(regs, fast) && on_open(v, ret, now, id))
 			opened_named(st);
 		break;
 	case OP_CLOSE:
