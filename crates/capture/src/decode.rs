@@ -73,6 +73,34 @@ fn read<T: Copy>(data: &[u8]) -> T {
     }
 }
 
+/// A record struct with room for its strings (ev_open carries 8 KiB of
+/// them), kept between records: [`read`] would zero all of it for every
+/// open, where only the sent prefix is copied here. What lies past that
+/// prefix is a previous record's bytes; strings are read from the record.
+struct Reused<T>(Option<Box<T>>);
+
+impl<T> Default for Reused<T> {
+    fn default() -> Self {
+        Reused(None)
+    }
+}
+
+impl<T: Copy> Reused<T> {
+    fn read(&mut self, data: &[u8]) -> Box<T> {
+        // SAFETY: T is a repr(C) struct of integers and integer arrays, so
+        // all-zero bytes are a valid value.
+        let mut b = self.0.take().unwrap_or_else(|| unsafe { Box::<T>::new_zeroed().assume_init() });
+        let n = data.len().min(size_of::<T>());
+        // SAFETY: `n` bytes fit both; any byte pattern is a valid T.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), (&mut *b as *mut T).cast::<u8>(), n) };
+        b
+    }
+
+    fn give_back(&mut self, b: Box<T>) {
+        self.0 = Some(b);
+    }
+}
+
 fn tail(data: &[u8], offset: usize, len: usize) -> &[u8] {
     data.get(offset..).map(|d| &d[..len.min(d.len())]).unwrap_or(&[])
 }
@@ -222,6 +250,8 @@ pub struct KernelDecoder {
     /// The command's pid until it has exec'd: its syscalls before that are
     /// mltrace's own launch handshake, not the command's.
     pre_exec: Option<u32>,
+    open_buf: Reused<ev_open>,
+    file_buf: Reused<ev_file>,
     pub stats: DecodeStats,
 }
 
@@ -467,7 +497,7 @@ impl KernelDecoder {
                 }));
             }
             ev_kind::EV_FILE => {
-                let e: ev_file = read(data);
+                let e = self.file_buf.read(data);
                 let raw = tail(data, offset_of!(ev_file, path), e.path_len as usize);
                 let facts = FileFacts {
                     mode: e.mode,
@@ -478,9 +508,10 @@ impl KernelDecoder {
                     disconnected: e.flags & F_DISCONNECTED != 0,
                 };
                 self.name(e.key, &facts, e.flags, e.dev);
+                self.file_buf.give_back(e);
             }
             ev_kind::EV_OPEN => {
-                let e: ev_open = read(data);
+                let e = self.open_buf.read(data);
                 let passed = tail(data, offset_of!(ev_open, path), e.path_len as usize);
                 if e.named != 0 {
                     let at = offset_of!(ev_open, path) + e.path_len as usize;
@@ -543,6 +574,7 @@ impl KernelDecoder {
                     trunc,
                     block_reqs: e.nblk,
                 }));
+                self.open_buf.give_back(e);
             }
             ev_kind::EV_FORK => {
                 let e: ev_fork = read(data);
