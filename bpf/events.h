@@ -63,6 +63,7 @@ enum lost {
 #define TR_UNREADABLE 4   /* string could not be read */
 #define F_DISCONNECTED 8  /* path is a lone dentry name (pipe, socket, memfd...) */
 #define F_BASE 16         /* ev_file describes a directory used as a base */
+#define F_PASSED 32       /* ev_open: the passed absolute path names the file (no walk) */
 
 /* ev_hdr.flags */
 #define IOF_FILEPOS 1      /* offset is the file position, not an argument */

@@ -66,6 +66,8 @@ struct inflight {
 	u64 last_file;  /* the last file identity this thread named, and its */
 	u64 last_ino;   /* inode: repeated I/O on it skips the files_seen lookup */
 	u64 last_epoch; /* ... unless user space forgot files since (files_epoch) */
+	u64 prev_file;  /* the one before (same epoch): a read-then-write loop */
+	u64 prev_ino;   /* alternates between two files */
 	u32 nblk;       /* block requests started during the call so far */
 	u8 op;          /* OP_NONE outside recorded syscalls */
 	u8 _pad[3];
@@ -396,7 +398,7 @@ __noinline int emit_path(u64 key, u64 path_ptr, u64 inode_ptr, u64 flags, u64 id
  * one (`len` bytes). Returns the resolved path's length, 0 if not named.
  * Global, like emit_path, so the verifier checks the walk once.
  */
-__noinline int name_in_open(u64 file_ptr, u32 len)
+__noinline int name_in_open(u64 file_ptr, u32 len, u32 passed_names_it)
 {
 	struct file *f = (void *)file_ptr;
 	struct inode *inode;
@@ -417,6 +419,11 @@ __noinline int name_in_open(u64 file_ptr, u32 len)
 	e->rdev = (u32)load_word(inode, bpf_core_field_offset(struct inode, i_rdev));
 	e->magic = load_word((void *)sb, bpf_core_field_offset(struct super_block, s_magic));
 	e->dev = (u32)load_word((void *)sb, bpf_core_field_offset(struct super_block, s_dev));
+	if (passed_names_it) {
+		e->abs_len = 0;
+		e->fflags = F_PASSED;
+		return 1;
+	}
 	hp->flags = 0;
 	walk_path((void *)load_word(f, bpf_core_field_offset(struct file, f_path.dentry)),
 		  (void *)load_word(f, bpf_core_field_offset(struct file, f_path.mnt)), hp);
@@ -427,7 +434,35 @@ __noinline int name_in_open(u64 file_ptr, u32 len)
 	bpf_probe_read_kernel(&e->path[len & (PATHBUF - 1)], alen & (PATHBUF - 1), &hp->walk[off & (PATHBUF - 1)]);
 	e->abs_len = alen;
 	e->fflags = hp->flags;
-	return alen;
+	return alen != 0;
+}
+
+/* Whether an open's passed path can name its file without a walk: an
+ * absolute path, read whole, outside /proc and /dev (their magic links
+ * name other files). User space normalises it lexically. */
+static __always_inline u32 passed_names_it(const char *p, u32 len)
+{
+	if (len == 0 || len >= PATHBUF - 1 || p[0] != '/')
+		return 0;
+	if (len >= 5 && p[1] == 'p' && p[2] == 'r' && p[3] == 'o' && p[4] == 'c' && (len == 5 || p[5] == '/'))
+		return 0;
+	if (len >= 4 && p[1] == 'd' && p[2] == 'e' && p[3] == 'v' && (len == 4 || p[4] == '/'))
+		return 0;
+	return 1;
+}
+
+/* The thread's two last files (see struct inflight). */
+static __always_inline void remember_file(struct inflight *st, u64 key, u64 ino, u64 epoch)
+{
+	if (st->last_epoch == epoch) {
+		st->prev_file = st->last_file;
+		st->prev_ino = st->last_ino;
+	} else {
+		st->prev_file = 0;
+	}
+	st->last_file = key;
+	st->last_ino = ino;
+	st->last_epoch = epoch;
 }
 
 /*
@@ -450,8 +485,17 @@ static __always_inline u64 file_key(struct file *f, u64 id, struct inflight *st)
 		u64 *e = bpf_map_lookup_elem(&files_epoch, &zero);
 		if (e)
 			epoch = *e;
-		if (st->last_file == key && st->last_ino == ino && st->last_epoch == epoch)
-			return key;
+		if (st->last_epoch == epoch) {
+			if (st->last_file == key && st->last_ino == ino)
+				return key;
+			if (st->prev_file == key && st->prev_ino == ino) {
+				st->prev_file = st->last_file;
+				st->prev_ino = st->last_ino;
+				st->last_file = key;
+				st->last_ino = ino;
+				return key;
+			}
+		}
 	}
 	seen = bpf_map_lookup_elem(&files_seen, &key);
 	if (!(seen && *seen == ino)) {
@@ -459,11 +503,8 @@ static __always_inline u64 file_key(struct file *f, u64 id, struct inflight *st)
 			return key;
 		bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
 	}
-	if (st) {
-		st->last_file = key;
-		st->last_ino = ino;
-		st->last_epoch = epoch;
-	}
+	if (st)
+		remember_file(st, key, ino, epoch);
 	return key;
 }
 
@@ -791,13 +832,14 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 			ino = load_word((void *)load_word(f, bpf_core_field_offset(struct file, f_inode)),
 					bpf_core_field_offset(struct inode, i_ino));
 		/* The thread's last file (fast route), else files_seen. */
-		if (f && v->last_file == key && v->last_ino == ino && epoch && v->last_epoch == *epoch)
+		if (f && epoch && v->last_epoch == *epoch &&
+		    ((v->last_file == key && v->last_ino == ino) || (v->prev_file == key && v->prev_ino == ino)))
 			seen = &ino;
 		else
 			seen = bpf_map_lookup_elem(&files_seen, &key);
 		if (!(seen && f && *seen == ino)) {
-			alen = name_in_open(key, len);
-			e->named = alen != 0;
+			e->named = name_in_open(key, len, passed_names_it(e->path, len));
+			alen = e->named ? e->abs_len : 0;
 		}
 	} else if (len == 0 || e->path[0] != '/') {
 		/* Failed relative open: name the directory it was relative to. */
@@ -985,9 +1027,7 @@ static __always_inline void opened_named(struct inflight *st)
 	if (st) {
 		u64 *epoch = bpf_map_lookup_elem(&files_epoch, &zero);
 
-		st->last_file = key;
-		st->last_ino = ino;
-		st->last_epoch = epoch ? *epoch : 0;
+		remember_file(st, key, ino, epoch ? *epoch : 0);
 		return;
 	}
 	bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);

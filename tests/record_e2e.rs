@@ -659,3 +659,60 @@ fn files_used_by_other_tasks_and_in_turns_keep_their_names() {
         assert_eq!(pids.len(), 2, "{route}: the child's reads are its own");
     }
 }
+
+#[test]
+fn absolute_paths_are_named_as_passed_and_others_as_the_kernel_resolves_them() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let real = root.join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::write(real.join("a.bin"), b"a").unwrap();
+    std::fs::write(real.join("b.bin"), b"b").unwrap();
+    std::fs::write(real.join("c.bin"), b"c").unwrap();
+    std::os::unix::fs::symlink(&real, root.join("link")).unwrap();
+    for route in ["fast", "compat"] {
+        let log = root.join(format!("{route}.bin"));
+        // a.bin through the symlinked directory with a "..", b.bin relative
+        // to a cwd reached through the link, c.bin through /proc/self/fd.
+        let script = format!(
+            "cat {l}/../link/./a.bin; cd {l} && cat b.bin; exec 3<{r}/c.bin; cat /proc/self/fd/3",
+            l = root.join("link").display(),
+            r = real.display()
+        );
+        let out = Command::new(mltrace_bin())
+            .args(["record", "-q", "--gpu", "off", "--syscall-probes", route, "-o", log.to_str().unwrap(), "--"])
+            .args(["sh", "-c", &script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{route}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.stdout, b"abc");
+        let recs = read_log(&log);
+        let named = |passed: &str| -> Vec<String> {
+            recs.iter()
+                .filter(|r| matches!(r.rec, Record::Open(o) if o.ret >= 0) && r.strs[0] == passed)
+                .map(|r| r.strs[1].clone())
+                .collect()
+        };
+        let link = root.join("link");
+        let a = format!("{}/../link/./a.bin", link.display());
+        assert_eq!(named(&a), [link.join("a.bin").display().to_string()], "{route}: as passed, normalised");
+        assert_eq!(named("b.bin"), [real.join("b.bin").display().to_string()], "{route}: resolved");
+        assert_eq!(named("/proc/self/fd/3"), [real.join("c.bin").display().to_string()], "{route}: resolved");
+        // cat writes each chunk to stdout between its reads: the file keeps
+        // the name its open gave it (2 reads each: the byte, then EOF).
+        for (name, want) in [(link.join("a.bin"), "a"), (real.join("b.bin"), "b")] {
+            let reads: Vec<&Rec> = recs
+                .iter()
+                .filter(|r| {
+                    matches!(r.rec, Record::Io(x) if !x.op.is_write() && x.fd >= 3)
+                        && r.strs[0].ends_with(&format!("/{want}.bin"))
+                })
+                .collect();
+            assert_eq!(reads.len(), 2, "{route}: {reads:?}");
+            assert!(reads.iter().all(|r| r.strs[0] == name.display().to_string()), "{route}: {reads:?}");
+        }
+    }
+}

@@ -18,6 +18,7 @@ const TR_ARG: u8 = 1;
 const TR_ABS: u8 = 2;
 const TR_UNREADABLE: u8 = 4;
 const F_DISCONNECTED: u8 = 8;
+const F_PASSED: u8 = 32;
 const IOF_FILEPOS: u16 = 1;
 const IOF_REQ_PARTIAL: u16 = 2;
 const IOF_NO_OFFSET: u16 = 4;
@@ -348,6 +349,9 @@ impl KernelDecoder {
     /// Remembers what file identity `key` is (from an ev_file, or an open
     /// that names its file).
     fn name(&mut self, key: u64, facts: &FileFacts<'_>, flags: u8, dev: u32) {
+        if flags & F_PASSED == 0 && self.files.passed_name(key, facts.ino) {
+            return;
+        }
         let (kind, mut path) = classify(facts);
         if flags & TR_ABS != 0 {
             // Only the end of the path fit: say so in the name itself.
@@ -355,7 +359,11 @@ impl KernelDecoder {
         } else if kind == FileKind::Regular {
             self.inodes.named(dev, facts.ino, &path);
         }
-        self.files.insert(key, kind, path);
+        if flags & F_PASSED != 0 {
+            self.files.insert_passed(key, kind, path, facts.ino);
+        } else {
+            self.files.insert(key, kind, path);
+        }
     }
 
     /// Names a ring's SQPOLL thread (`iou-sqp-PID`), whose requests go on
@@ -515,12 +523,21 @@ impl KernelDecoder {
                 let passed = tail(data, offset_of!(ev_open, path), e.path_len as usize);
                 if e.named != 0 {
                     let at = offset_of!(ev_open, path) + e.path_len as usize;
+                    // An absolute passed path names the file itself (the
+                    // kernel side did not walk the dentries).
+                    let normalized;
+                    let path = if e.fflags & F_PASSED != 0 {
+                        normalized = join_normalize(b"/", passed);
+                        &normalized[..]
+                    } else {
+                        tail(data, at, e.abs_len as usize)
+                    };
                     let facts = FileFacts {
                         mode: e.fmode,
                         magic: e.magic,
                         rdev: e.rdev,
                         ino: e.ino,
-                        path: tail(data, at, e.abs_len as usize),
+                        path,
                         disconnected: e.fflags & F_DISCONNECTED != 0,
                     };
                     self.name(e.file, &facts, e.fflags, e.dev);

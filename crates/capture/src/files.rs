@@ -125,6 +125,8 @@ struct Entry {
     path: Box<[u8]>,
     kind: FileKind,
     cached: Cached,
+    /// The inode, when an open's absolute passed path named it (0 otherwise).
+    passed_ino: u64,
 }
 
 impl Entry {
@@ -200,11 +202,29 @@ impl FileTable {
     }
 
     pub fn insert(&mut self, key: u64, kind: FileKind, path: Vec<u8>) {
+        self.insert_entry(key, kind, path, 0);
+    }
+
+    /// Names `key` by the absolute path an open passed (inode `ino`): a
+    /// later walk of the same file keeps this name (see [`FileTable::passed_name`]).
+    pub fn insert_passed(&mut self, key: u64, kind: FileKind, path: Vec<u8>, ino: u64) {
+        self.insert_entry(key, kind, path, ino);
+    }
+
+    fn insert_entry(&mut self, key: u64, kind: FileKind, path: Vec<u8>, passed_ino: u64) {
         self.old.remove(&key);
         self.retired.remove(&key);
-        let e = Entry { path: path.into_boxed_slice(), kind, cached: Cached { generation: u64::MAX, id: StrId(0) } };
-        self.live.insert(key, e);
+        let cached = Cached { generation: u64::MAX, id: StrId(0) };
+        self.live.insert(key, Entry { path: path.into_boxed_slice(), kind, cached, passed_ino });
         self.maybe_rotate();
+    }
+
+    /// Whether `key` is still the file (inode `ino`) an open named by its
+    /// passed path. The kernel side names a file again when a task other
+    /// than the opener uses it first; that walk resolves symlinks, and one
+    /// file should not change its name halfway through a run.
+    pub fn passed_name(&self, key: u64, ino: u64) -> bool {
+        ino != 0 && self.get(key).is_some_and(|e| e.passed_ino == ino)
     }
 
     fn get(&self, key: u64) -> Option<&Entry> {
