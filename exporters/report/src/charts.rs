@@ -4,6 +4,7 @@
 
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// A chart that could not be drawn (plotters' error, as text).
 #[derive(Debug, thiserror::Error)]
@@ -99,7 +100,9 @@ pub fn lines(
         draw_bands(&mut chart, bands, top).map_err(&e)?;
         chart
             .configure_mesh()
-            .x_desc("seconds from the start")
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 13))
+            .x_desc("time from the start")
             .y_label_formatter(&|v| y_fmt(*v))
             .x_label_formatter(&|v| seconds(*v))
             .light_line_style(TRANSPARENT)
@@ -110,8 +113,11 @@ pub fn lines(
         // hides a line.
         for (k, l) in lines.iter().enumerate() {
             let c = PALETTE[k % PALETTE.len()];
+            // Few points (sparse samples over a long run): dots too, or
+            // a lone sample would draw nothing.
+            let dots = if l.points.len() <= 40 { 3 } else { 0 };
             chart
-                .draw_series(LineSeries::new(l.points.iter().copied(), c.stroke_width(2)))
+                .draw_series(LineSeries::new(l.points.iter().copied(), c.stroke_width(2)).point_size(dots))
                 .map_err(|x| e(x.to_string()))?;
         }
         root.present().map_err(|x| e(x.to_string()))?;
@@ -147,12 +153,19 @@ fn draw_bands(chart: &mut Chart2d<'_, '_>, bands: &[Band], top: f64) -> Result<(
     Ok(())
 }
 
-/// `90 s`, `12m30s`, `1h05m`.
+/// `0`, `4.5 ms`, `250 ms`, `2.5 s`, `90 s`, `12m30s`, `1h05m`.
 pub fn seconds(v: f64) -> String {
-    if v < 120.0 {
-        let digits = if v != 0.0 && v.abs() < 10.0 { 1 } else { 0 };
-        format!("{v:.digits$} s")
-    } else if v < 7200.0 {
+    if v <= 0.0 {
+        "0".into()
+    } else if v < 0.1 {
+        format!("{:.1} ms", v * 1e3)
+    } else if v < 1.0 {
+        format!("{:.0} ms", v * 1e3)
+    } else if v < 10.0 {
+        format!("{v:.1} s")
+    } else if v < 120.0 {
+        format!("{v:.0} s")
+    } else if v < 3600.0 {
         format!("{}m{:02}s", (v / 60.0) as u64, (v % 60.0) as u64)
     } else {
         format!("{}h{:02}m", (v / 3600.0) as u64, (v / 60.0 % 60.0) as u64)
@@ -174,28 +187,24 @@ pub fn heat(
     let max = rows.iter().flat_map(|r| r.1.iter().copied()).fold(0.0, f64::max);
     let mut svg = String::new();
     {
-        let h = 70 + 26 * n as u32;
+        let h = (70 + 26 * n as u32).max(170);
         let root = SVGBackend::with_string(&mut svg, (900, h)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let label_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(4).clamp(6, 34) as u32 * 7 + 10;
+        // One width for every heat map, so that their time axes line up.
+        let label_w = 270;
         let mut chart = ChartBuilder::on(&root)
             .margin(8)
             .caption(title, ("sans-serif", 18))
             .x_label_area_size(30)
             .y_label_area_size(label_w)
-            .build_cartesian_2d(0f64..span.max(1e-9), (0..n).into_segmented())
+            .build_cartesian_2d(0f64..span.max(1e-9), 0f64..f64::from(n))
             .map_err(|x| e(x.to_string()))?;
         chart
             .configure_mesh()
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 13))
             .disable_mesh()
-            .y_labels(n as usize)
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i < n => {
-                    rows.get((n - 1 - *i) as usize).map(|r| r.0.clone()).unwrap_or_default()
-                }
-                SegmentValue::CenterOf(_) | SegmentValue::Exact(_) => String::new(),
-                SegmentValue::Last => String::new(),
-            })
+            .y_labels(0)
             .x_label_formatter(&|v| seconds(*v))
             .draw()
             .map_err(|x| e(x.to_string()))?;
@@ -205,16 +214,22 @@ pub fn heat(
                 let x0 = c as f64 * width;
                 let x1 = (x0 + width).min(span.max(x0 + width * 0.5));
                 let shade = shade((v / max).sqrt());
-                Rectangle::new([(x0, SegmentValue::Exact(r)), (x1, SegmentValue::Exact(r + 1))], shade.filled())
+                Rectangle::new([(x0, f64::from(r)), (x1, f64::from(r + 1))], shade.filled())
             })
         });
         chart.draw_series(cells).map_err(|x| e(x.to_string()))?;
+        // Row k from the top spans [n-1-k, n-k): its name at its middle,
+        // right-aligned against the axis (placed by hand: plotters picks
+        // its own tick positions).
+        let style = TextStyle::from(("sans-serif", 13)).pos(Pos::new(HPos::Right, VPos::Center)).color(&BLACK);
+        for (k, (name, _)) in rows.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(0.0, f64::from(n - 1 - k as i32) + 0.5));
+            root.draw(&Text::new(name.clone(), (x - 6, y), style.clone())).map_err(|x| e(x.to_string()))?;
+        }
         // Phase starts as thin lines over the cells.
         let edge = RGBColor(214, 39, 40).mix(0.6);
         chart
-            .draw_series(bands.iter().map(|b| {
-                PathElement::new(vec![(b.from, SegmentValue::Exact(0)), (b.from, SegmentValue::Exact(n))], edge)
-            }))
+            .draw_series(bands.iter().map(|b| PathElement::new(vec![(b.from, 0.0), (b.from, f64::from(n))], edge)))
             .map_err(|x| e(x.to_string()))?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
@@ -254,10 +269,13 @@ pub fn bars(title: &str, x_desc: &str, labels: &[String], counts: &[u64], colour
         let every = labels.len().div_ceil(8).max(1) as i32;
         chart
             .configure_mesh()
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 13))
             .disable_x_mesh()
             .x_labels(labels.len())
             .x_desc(x_desc)
             .y_desc("calls")
+            .y_labels(((top as usize) + 1).clamp(2, 10))
             .x_label_formatter(&|v| match v {
                 SegmentValue::CenterOf(i) if i % every == 0 => labels.get(*i as usize).cloned().unwrap_or_default(),
                 _ => String::new(),
@@ -279,6 +297,17 @@ pub fn bars(title: &str, x_desc: &str, labels: &[String], counts: &[u64], colour
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(responsive(svg))
+}
+
+/// A plain number with the digits its size needs: `0`, `0.025`, `1.5`, `12`.
+pub fn number(v: f64) -> String {
+    match v.abs() {
+        0.0 => "0".into(),
+        a if a < 0.01 => format!("{v:.4}"),
+        a if a < 1.0 => format!("{v:.2}"),
+        a if a < 10.0 => format!("{v:.1}"),
+        _ => format!("{v:.0}"),
+    }
 }
 
 /// `950`, `12k`, `3.4M`.
@@ -313,5 +342,9 @@ mod tests {
         assert!(s.contains("0 KiB") && s.contains("sizes"));
         assert_eq!(seconds(75.0), "75 s");
         assert_eq!(seconds(750.0), "12m30s");
+        assert_eq!(
+            (seconds(0.0), seconds(0.0045), seconds(0.25), seconds(2.5)),
+            ("0".into(), "4.5 ms".into(), "250 ms".into(), "2.5 s".into())
+        );
     }
 }

@@ -32,7 +32,8 @@ p.note { color: #555; font-size: 0.9em; margin: 0.2em 0 0.6em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.4em 0; }
 th, td { padding: 2px 8px; border-bottom: 1px solid #e4e4e4; text-align: right; vertical-align: top; }
 th { background: #f3f5f8; } td:first-child, th:first-child { text-align: left; }
-table.facts td:first-child { font-weight: 600; color: #444; } table.facts td { text-align: left; }
+table.facts td:first-child { font-weight: 600; color: #444; }
+table.facts td { text-align: left; white-space: normal; } table.facts code { word-break: break-all; }
 td.path { font-family: ui-monospace, Menlo, monospace; word-break: break-all; max-width: 520px; }
 code { font-family: ui-monospace, Menlo, monospace; background: #f3f5f8; padding: 0 3px; }
 .verdict { font-size: 1.1em; padding: 8px 12px; background: #fff7e6; border-left: 4px solid #ff7f0e; }
@@ -63,9 +64,31 @@ fn esc(s: &str) -> String {
     o
 }
 
-/// `12.3 MiB/s`.
-fn rate(v: f64) -> String {
-    format!("{}/s", bytes(v.max(0.0) as u64))
+/// Scales byte rates to one unit (`MiB/s`) so that the axis has round
+/// ticks; returns the unit.
+fn scale_rates(lines: &mut [Line]) -> &'static str {
+    let max = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(0.0, f64::max);
+    let (div, unit) = match max {
+        m if m >= 1024.0 * 1024.0 * 1024.0 => (1024.0 * 1024.0 * 1024.0, "GiB/s"),
+        m if m >= 1024.0 * 1024.0 => (1024.0 * 1024.0, "MiB/s"),
+        m if m >= 1024.0 => (1024.0, "KiB/s"),
+        _ => (1.0, "B/s"),
+    };
+    for l in lines.iter_mut() {
+        for p in &mut l.points {
+            p.1 /= div;
+        }
+    }
+    unit
+}
+
+/// An axis value in `unit`: `250 MiB/s`, `1.5 GiB/s`.
+fn in_unit(v: f64, unit: &str) -> String {
+    if v == v.trunc() {
+        format!("{v:.0} {unit}")
+    } else {
+        format!("{v:.1} {unit}")
+    }
 }
 
 /// A short duration for an axis: `512 ns`, `16 µs`, `3 ms`, `2 s`.
@@ -112,8 +135,10 @@ impl Axis {
     fn new(r: &Report, max: usize) -> Axis {
         let g = r.survey.overview.grid;
         let k = g.n.div_ceil(max).max(1);
+        // From the recording's start to the last record (not to when the
+        // recorder stopped: nothing is drawn after the last record).
         let origin = r.survey.start().min(g.start);
-        let span = (r.survey.end().max(g.end().min(r.survey.end())).saturating_sub(origin)) as f64 / 1e9;
+        let span = r.survey.last_ts.max(origin).saturating_sub(origin) as f64 / 1e9;
         Axis { origin, step: g.step, grid_start: g.start, k, cols: g.n.div_ceil(k), span: span.max(1e-3) }
     }
 
@@ -184,8 +209,8 @@ fn bands(r: &Report, axis: &Axis) -> Vec<Band> {
 fn proc_label(r: &Report, idx: ProcIdx) -> String {
     let p = r.survey.procs.get(idx);
     let mut name = p.name.clone();
-    if name.chars().count() > 34 {
-        name = name.chars().take(33).collect::<String>() + "…";
+    if name.chars().count() > 30 {
+        name = name.chars().take(29).collect::<String>() + "…";
     }
     format!("{name} [{}]", p.pid)
 }
@@ -210,10 +235,6 @@ fn machine_series<'a>(r: &'a Report, group: &str, name: &str) -> Option<&'a Seri
     r.survey.overview.series.iter().find(|s| s.proc.is_none() && s.core.is_none() && s.group == group && s.name == name)
 }
 
-fn figure(o: &mut String, svg: &str) {
-    let _ = write!(o, "<figure>{svg}</figure>");
-}
-
 /// A histogram's figure, its bins also as data (`low:count` of each
 /// non-empty power-of-two bin) for scripts and tests.
 fn bins_figure(o: &mut String, what: &str, op: &str, bins: &[u64], svg: &str) {
@@ -229,6 +250,17 @@ fn line_figure(o: &mut String, svg: &str, lines: &[Line]) {
         let _ = write!(o, "<span><i style=\"background:{}\"></i>{}</span>", charts::colour_hex(k), esc(&l.name));
     }
     o.push_str("</figcaption></figure>");
+}
+
+/// A heat map with what its darkest cell holds.
+fn heat_figure(o: &mut String, svg: &str, rows: &[(String, Vec<f64>)], axis: &Axis) {
+    let max = rows.iter().flat_map(|r| r.1.iter().copied()).fold(0.0, f64::max);
+    let _ = write!(
+        o,
+        "<figure>{svg}<figcaption class=\"legend\">darkest cell: {} in {}</figcaption></figure>",
+        bytes(max as u64),
+        mltrace_model::grid::describe_step(axis.k as u64 * axis.step)
+    );
 }
 
 /// Rows ordered by when they first have something (earliest first).
@@ -271,11 +303,13 @@ fn facts(r: &Report, o: &mut String) {
     let mut row = |k: &str, v: String| {
         let _ = write!(o, "<tr><td>{k}</td><td>{v}</td></tr>");
     };
-    row("command", format!("<code>{}</code>", esc(&h.command.join(" "))));
+    let imported = h.source == "import";
+    // An import's header lists the files it converted where a recording has its command.
+    row(if imported { "imported from" } else { "command" }, format!("<code>{}</code>", esc(&h.command.join(" "))));
     if !h.cwd.is_empty() {
         row("directory", esc(&h.cwd));
     }
-    let source = if h.source == "import" { "imported from older traces (mltrace import)" } else { "mltrace record" };
+    let source = if imported { "imported from older traces (mltrace import)" } else { "mltrace record" };
     row("log", format!("{} ({source})", esc(&r.log.display().to_string())));
     if !h.host.is_empty() {
         row("host", format!("{} (kernel {}, {} CPUs)", esc(&h.host), esc(&h.kernel), h.cpu_count));
@@ -308,7 +342,14 @@ fn facts(r: &Report, o: &mut String) {
         format!("<span class=\"warn\">{} ({})</span>", s.total_lost(), esc(&kinds.join(", ")))
     };
     row("lost events", lost);
-    let probes: Vec<&str> = h.probes.iter().map(|p| p.subsystem.as_str()).collect();
+    let mut probes: Vec<&str> = Vec::new();
+    for p in &h.probes {
+        // An import's probes are the formats it read (bpftrace's, mpstat...).
+        let what = if imported { p.mechanism.as_str() } else { p.subsystem.as_str() };
+        if !probes.contains(&what) {
+            probes.push(what);
+        }
+    }
     if !probes.is_empty() {
         row("recorded", esc(&probes.join(", ")));
     }
@@ -372,14 +413,16 @@ fn throughput(r: &Report, axis: &Axis, bands: &[Band], o: &mut String) -> Result
             continue;
         }
         any = true;
-        let lines: Vec<Line> = top
+        let mut lines: Vec<Line> = top
             .iter()
             .map(|&(i, _)| Line {
                 name: proc_label(r, i as ProcIdx),
                 points: axis.rates(&axis.merge(proc_values(r, i, f))),
             })
             .collect();
-        line_figure(o, &charts::lines(title, axis.span, &lines, bands, &rate, None)?, &lines);
+        let unit = scale_rates(&mut lines);
+        let svg = charts::lines(title, axis.span, &lines, bands, &|v| in_unit(v, unit), None)?;
+        line_figure(o, &svg, &lines);
     }
     if !any {
         o.push_str("<p>No bytes were read or written by traced calls.</p>");
@@ -403,7 +446,8 @@ fn heat_maps(r: &Report, bands: &[Band], o: &mut String) -> Result<(), ChartErro
             .map(|&(i, _)| (proc_label(r, i as ProcIdx), axis.merge(proc_values(r, i, |a| a.read_bytes as f64))))
             .collect();
         by_first_activity(&mut rows);
-        figure(o, &charts::heat("Bytes read: time x process", axis.span, axis.col_secs(), &rows, bands)?);
+        let svg = charts::heat("Bytes read: time x process", axis.span, axis.col_secs(), &rows, bands)?;
+        heat_figure(o, &svg, &rows, &axis);
     }
     let mut files: Vec<(String, Vec<f64>)> = r
         .heat
@@ -422,16 +466,9 @@ fn heat_maps(r: &Report, bands: &[Band], o: &mut String) -> Result<(), ChartErro
         .collect();
     by_first_activity(&mut files);
     if !files.is_empty() {
-        figure(
-            o,
-            &charts::heat(
-                &format!("Bytes read: time x file (top {})", files.len()),
-                axis.span,
-                axis.col_secs(),
-                &files,
-                bands,
-            )?,
-        );
+        let title = format!("Bytes read: time x file (top {})", files.len());
+        let svg = charts::heat(&title, axis.span, axis.col_secs(), &files, bands)?;
+        heat_figure(o, &svg, &files, &axis);
     }
     if procs.is_empty() && files.is_empty() {
         o.push_str("<p>Nothing was read by traced calls.</p>");
@@ -441,10 +478,11 @@ fn heat_maps(r: &Report, bands: &[Band], o: &mut String) -> Result<(), ChartErro
 }
 
 /// The bins from the first to the last non-empty one.
+/// and an empty one on each side, for scale.
 fn trimmed(bins: &[u64]) -> Option<(usize, usize)> {
     let a = bins.iter().position(|&c| c > 0)?;
     let b = bins.iter().rposition(|&c| c > 0)?;
-    Some((a, b))
+    Some((a.saturating_sub(1), (b + 1).min(bins.len() - 1)))
 }
 
 fn calls(r: &Report, o: &mut String) -> Result<(), ChartError> {
@@ -624,7 +662,7 @@ fn disks(r: &Report, axis: &Axis, bands: &[Band], o: &mut String) -> Result<(), 
                 Line { name: name.trim_start_matches("Disk ").to_string(), points }
             })
             .collect();
-        let svg = charts::lines("Disk queue depth", axis.span, &depth, bands, &|v| format!("{v:.1}"), None)?;
+        let svg = charts::lines("Disk queue depth", axis.span, &depth, bands, &charts::number, None)?;
         line_figure(o, &svg, &depth);
         let mut tput = Vec::new();
         for (name, d) in &agg.disks {
@@ -634,7 +672,9 @@ fn disks(r: &Report, axis: &Axis, bands: &[Band], o: &mut String) -> Result<(), 
             tput.push(Line { name: format!("{name} read"), points: axis.rates(&read) });
             tput.push(Line { name: format!("{name} write"), points: axis.rates(&write) });
         }
-        let svg = charts::lines("Disk throughput (block requests)", axis.span, &tput, bands, &rate, None)?;
+        let unit = scale_rates(&mut tput);
+        let svg =
+            charts::lines("Disk throughput (block requests)", axis.span, &tput, bands, &|v| in_unit(v, unit), None)?;
         line_figure(o, &svg, &tput);
     }
     o.push_str("</section>\n");
