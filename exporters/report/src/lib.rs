@@ -59,13 +59,23 @@ pub fn default_trace(log: &Path) -> PathBuf {
 impl Report {
     /// Reads the log (twice) at `log`.
     pub fn gather<R: Read + Seek>(reader: &mut LogReader<R>, log: &Path) -> Result<Report, ReportError> {
+        Self::gather_with_budget(reader, log, plan::PERFETTO_BUDGET)
+    }
+
+    /// The same, planning the Perfetto files for `budget` events per file
+    /// (what `mltrace export --budget` would use).
+    pub fn gather_with_budget<R: Read + Seek>(
+        reader: &mut LogReader<R>,
+        log: &Path,
+        budget: u64,
+    ) -> Result<Report, ReportError> {
         let survey = Survey::of(reader)?;
         let mut heat = FileHeat::top(&survey, HEAT_FILES);
         let stats = Stats::from_reader_with(reader, |f, rec| heat.add(f, rec))?;
         reader.rewind();
         let win = window::resolve(&survey, &WindowRequest::default())?;
         let trace = default_trace(log);
-        let plan = plan::plan(&survey, &win, &trace, ".perfetto-trace", Split::Auto, plan::PERFETTO_BUDGET);
+        let plan = plan::plan(&survey, &win, &trace, ".perfetto-trace", Split::Auto, budget);
         Ok(Report { survey, stats, heat, plan, log: log.to_path_buf(), trace })
     }
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use mltrace_log::PhaseKind;
 use mltrace_model::overview::{Agg, Series};
 use mltrace_model::plan::FileRole;
-use mltrace_model::procs::ProcIdx;
+use mltrace_model::procs::{ProcIdx, Role};
 use mltrace_model::window;
 use mltrace_stats::calls::pow2_low;
 use mltrace_stats::{bytes, duration, Histogram};
@@ -39,7 +39,7 @@ code { font-family: ui-monospace, Menlo, monospace; background: #f3f5f8; padding
 .verdict { font-size: 1.1em; padding: 8px 12px; background: #fff7e6; border-left: 4px solid #ff7f0e; }
 .grid { display: flex; flex-wrap: wrap; gap: 8px; } .grid > figure { flex: 1 1 420px; max-width: 540px; }
 figure { margin: 0 0 6px; } svg.chart { width: 100%; height: auto; display: block; }
-.warn { color: #a33; } td { white-space: nowrap; } td.path { white-space: normal; }
+.warn { color: #a33; } td { white-space: nowrap; } td.path { white-space: normal; } td.l { text-align: left; }
 .legend { font-size: 0.8em; margin: -4px 0 0 80px; } .legend span { margin-right: 14px; white-space: nowrap; }
 .legend i { display: inline-block; width: 14px; height: 4px; margin: 0 4px 3px 0; vertical-align: middle; }
 @media print {
@@ -217,18 +217,57 @@ fn proc_label(r: &Report, idx: ProcIdx) -> String {
 
 /// A process's per-interval values of `f`.
 fn proc_values(r: &Report, idx: usize, f: fn(&Agg) -> f64) -> impl Iterator<Item = (usize, f64)> + '_ {
-    r.survey.overview.procs[idx].iter().map(move |(i, a)| (i, f(a)))
+    r.survey.overview.procs.get(idx).into_iter().flat_map(move |p| p.iter().map(move |(i, a)| (i, f(a))))
 }
 
-/// Processes by the total of `f`, largest first, those above 0.
-fn top_procs(r: &Report, f: fn(&Agg) -> f64, n: usize) -> Vec<(usize, f64)> {
-    let mut v: Vec<(usize, f64)> = (0..r.survey.overview.procs.len())
-        .map(|i| (i, proc_values(r, i, f).map(|x| x.1).sum::<f64>()))
+/// A line or row of the charts: one process, or the workers that held
+/// one DataLoader slot of a parent over the run (respawned each epoch,
+/// each a process of its own: apart, the later epochs' would not fit).
+struct Group {
+    label: String,
+    members: Vec<usize>,
+}
+
+impl Group {
+    fn values<'a>(&'a self, r: &'a Report, f: fn(&Agg) -> f64) -> impl Iterator<Item = (usize, f64)> + 'a {
+        self.members.iter().flat_map(move |&m| proc_values(r, m, f))
+    }
+}
+
+fn groups(r: &Report) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    let mut slots: std::collections::HashMap<(Option<ProcIdx>, u32), usize> = Default::default();
+    for (i, p) in r.survey.procs.list.iter().enumerate() {
+        if let Role::Worker { slot, .. } = p.role {
+            if let Some(&g) = slots.get(&(p.parent, slot)) {
+                out[g].members.push(i);
+                continue;
+            }
+            slots.insert((p.parent, slot), out.len());
+        }
+        out.push(Group { label: proc_label(r, i as ProcIdx), members: vec![i] });
+    }
+    for g in out.iter_mut().filter(|g| g.members.len() > 1) {
+        let first = &r.survey.procs.list[g.members[0]].name;
+        let base = first.split(" (epoch ").next().unwrap_or(first);
+        g.label = format!("{base} ({} processes)", g.members.len());
+    }
+    out
+}
+
+/// Groups by the total of `f`, largest first, those above 0.
+fn top_groups(r: &Report, f: fn(&Agg) -> f64, n: usize) -> Vec<Group> {
+    let mut v: Vec<(Group, f64)> = groups(r)
+        .into_iter()
+        .map(|g| {
+            let total = g.values(r, f).map(|x| x.1).sum::<f64>();
+            (g, total)
+        })
         .filter(|x| x.1 > 0.0)
         .collect();
-    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.members[0].cmp(&b.0.members[0])));
     v.truncate(n);
-    v
+    v.into_iter().map(|x| x.0).collect()
 }
 
 fn machine_series<'a>(r: &'a Report, group: &str, name: &str) -> Option<&'a Series> {
@@ -408,17 +447,14 @@ fn throughput(r: &Report, axis: &Axis, bands: &[Band], o: &mut String) -> Result
         [("Read per process", |a| a.read_bytes as f64), ("Written per process", |a| a.write_bytes as f64)];
     let mut any = false;
     for (title, f) in charts {
-        let top = top_procs(r, f, TOP_PROCS);
+        let top = top_groups(r, f, TOP_PROCS);
         if top.is_empty() {
             continue;
         }
         any = true;
         let mut lines: Vec<Line> = top
             .iter()
-            .map(|&(i, _)| Line {
-                name: proc_label(r, i as ProcIdx),
-                points: axis.rates(&axis.merge(proc_values(r, i, f))),
-            })
+            .map(|g| Line { name: g.label.clone(), points: axis.rates(&axis.merge(g.values(r, f))) })
             .collect();
         let unit = scale_rates(&mut lines);
         let svg = charts::lines(title, axis.span, &lines, bands, &|v| in_unit(v, unit), None)?;
@@ -439,12 +475,10 @@ fn heat_maps(r: &Report, bands: &[Band], o: &mut String) -> Result<(), ChartErro
          (darker: more; the darkest cell is the busiest), by process and by file; red lines: phase starts.</p>",
         mltrace_model::grid::describe_step(axis.k as u64 * axis.step)
     );
-    let procs = top_procs(r, |a| a.read_bytes as f64, 12);
+    let procs = top_groups(r, |a| a.read_bytes as f64, 12);
     if !procs.is_empty() {
-        let mut rows: Vec<(String, Vec<f64>)> = procs
-            .iter()
-            .map(|&(i, _)| (proc_label(r, i as ProcIdx), axis.merge(proc_values(r, i, |a| a.read_bytes as f64))))
-            .collect();
+        let mut rows: Vec<(String, Vec<f64>)> =
+            procs.iter().map(|g| (g.label.clone(), axis.merge(g.values(r, |a| a.read_bytes as f64)))).collect();
         by_first_activity(&mut rows);
         let svg = charts::heat("Bytes read: time x process", axis.span, axis.col_secs(), &rows, bands)?;
         heat_figure(o, &svg, &rows, &axis);
@@ -758,7 +792,7 @@ fn perfetto(r: &Report, o: &mut String) {
                 };
                 let _ = write!(
                     o,
-                    "<tr><td class=\"path\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><td class=\"path\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
                     esc(&name(&f.path)),
                     esc(&holds),
                     rel(f.from),
