@@ -45,7 +45,7 @@ figure { margin: 0 0 6px; } svg.chart { width: 100%; height: auto; display: bloc
 @media print {
   body { max-width: none; padding: 0; font-size: 10pt; }
   h2 { break-after: avoid; } figure, table, .verdict { break-inside: avoid; }
-  .grid > figure { flex: 1 1 45%; }
+  .grid > figure { flex: 0 0 48%; max-width: 48%; }
 }
 "#;
 
@@ -236,21 +236,27 @@ impl Group {
 
 fn groups(r: &Report) -> Vec<Group> {
     let mut out: Vec<Group> = Vec::new();
-    let mut slots: std::collections::HashMap<(Option<ProcIdx>, u32), usize> = Default::default();
+    let mut slots: std::collections::HashMap<(Option<ProcIdx>, &str), usize> = Default::default();
     for (i, p) in r.survey.procs.list.iter().enumerate() {
-        if let Role::Worker { slot, .. } = p.role {
-            if let Some(&g) = slots.get(&(p.parent, slot)) {
+        // The model names a slot's worker in each epoch `DataLoader worker
+        // 0 (epoch 2)`: those of one parent and slot are one group.
+        let respawned = match p.role {
+            Role::Worker { .. } => p.name.split_once(" (epoch ").map(|(base, _)| base),
+            _ => None,
+        };
+        if let Some(base) = respawned {
+            if let Some(&g) = slots.get(&(p.parent, base)) {
                 out[g].members.push(i);
                 continue;
             }
-            slots.insert((p.parent, slot), out.len());
+            slots.insert((p.parent, base), out.len());
         }
         out.push(Group { label: proc_label(r, i as ProcIdx), members: vec![i] });
     }
     for g in out.iter_mut().filter(|g| g.members.len() > 1) {
         let first = &r.survey.procs.list[g.members[0]].name;
         let base = first.split(" (epoch ").next().unwrap_or(first);
-        g.label = format!("{base} ({} processes)", g.members.len());
+        g.label = format!("{base} ({} processes, one per epoch)", g.members.len());
     }
     out
 }

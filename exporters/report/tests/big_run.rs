@@ -73,3 +73,17 @@ fn a_big_run_names_its_parts_in_bounded_memory() {
         std::fs::write(Path::new(&dir).join("big.html"), &html).unwrap();
     }
 }
+
+#[test]
+fn an_empty_log_still_reports() {
+    use mltrace_log::{Header, RecordWriter, Trailer};
+    let w = RecordWriter::new(Vec::new(), &Header::default()).unwrap();
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let mut reader = LogReader::new(Path::new("empty.bin"), std::io::Cursor::new(bytes)).unwrap();
+    let report = Report::gather(&mut reader, Path::new("empty.bin")).unwrap();
+    let html = report.html().unwrap();
+    for what in ["No bytes were read or written", "No file was read or written", "no CPU or GPU samples"] {
+        assert!(html.contains(what), "{what}");
+    }
+    assert!(html.contains("<code>empty.perfetto-trace</code> holds all of it"));
+}
