@@ -165,3 +165,40 @@ fn an_imported_log_reports_too() {
     assert_self_contained(&html);
     check_render(&html_path, &tmp.path().join("old.png"));
 }
+
+#[test]
+fn gpu_and_cpu_utilisation_come_from_the_samples() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // The stand-in libnvidia-ml (tests/workloads/fake_nvml.c): GPU 0 at 87% SM.
+    let lib = tmp.path().join("libnvidia-ml.so.1");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/fake_nvml.c");
+    let st = Command::new("cc").args(["-O2", "-shared", "-fPIC", "-o"]).arg(&lib).arg(&src).status().unwrap();
+    assert!(st.success());
+    let log = tmp.path().join("gpu.bin");
+    let pidfile = tmp.path().join("pid");
+    let script = format!("echo $$ > {}; sleep 0.6", pidfile.display());
+    let out = Command::new(mltrace_bin())
+        .args(["record", "-q", "--sample-interval", "50ms", "--gpu", "required", "--nvml-library"])
+        .arg(&lib)
+        .arg("-o")
+        .arg(&log)
+        .args(["--", "sh", "-c", &script])
+        .env("FAKE_NVML_PID_FILE", &pidfile)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html_path = tmp.path().join("gpu.html");
+    let html = report(&log, &html_path, tmp.path());
+    let util = &html[html.find("<section id=\"utilisation\">").expect("utilisation")..];
+    let util = &util[..util.find("</section>").unwrap()];
+    for line in ["GPU 0 (Fake H100) SM", "GPU 1 (Fake A100) SM", "busy", "iowait"] {
+        assert!(util.contains(&format!("</i>{line}</span>")), "{line} missing from the legend");
+    }
+    // A percent axis, fixed to 0-100%.
+    assert!(util.contains("100%") && util.contains("80%"));
+    assert_self_contained(&html);
+    check_render(&html_path, &tmp.path().join("gpu.png"));
+}

@@ -814,7 +814,12 @@ fn perfetto(r: &Report, o: &mut String) {
         .iter()
         .find(|p| p.kind == PhaseKind::Epoch)
         .map(|p| format!("--from \"{0}\" --to \"{0}\"", p.name))
-        .unwrap_or_else(|| "--from 60 --to 90".into());
+        .unwrap_or_else(|| {
+            // The middle fifth of the run, in seconds from its start.
+            let span = r.survey.end().saturating_sub(r.survey.start()) as f64 / 1e9;
+            let digits = if span >= 50.0 { 0 } else { 2 };
+            format!("--from {:.digits$} --to {:.digits$}", span * 0.4, span * 0.6)
+        });
     let _ = writeln!(
         o,
         "<p>Or export just a window in full detail: <code>mltrace export {} {log}</code> (also \
