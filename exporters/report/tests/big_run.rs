@@ -87,3 +87,40 @@ fn an_empty_log_still_reports() {
     }
     assert!(html.contains("<code>empty.perfetto-trace</code> holds all of it"));
 }
+
+#[test]
+fn names_are_escaped_in_tables_and_charts() {
+    use mltrace_log::*;
+    let header = Header { root_pid: 10, command: vec!["run".into(), "<b>&".into()], ..Default::default() };
+    let mut w = RecordWriter::new(Vec::new(), &header).unwrap();
+    w.push(&Record::Fork(Fork { ts: 1, pid: 10, tid: 10, parent_pid: 1, parent_tid: 1, thread: false })).unwrap();
+    w.push_with(|e| Record::Comm(Comm { ts: 2, pid: 11, tid: 11, comm: e.intern(b"<u>w&") })).unwrap();
+    for (i, pid) in [10u32, 11].into_iter().enumerate() {
+        w.push_with(|e| {
+            Record::Io(Io {
+                ts: 10 + i as u64,
+                dur: 1000,
+                pid,
+                tid: pid,
+                op: IoOp::Pread64,
+                fd: 3,
+                path: e.intern(b"/data/<script>x&y\".bin"),
+                kind: FileKind::Regular,
+                requested: 4096,
+                ret: 4096,
+                ..Default::default()
+            })
+        })
+        .unwrap();
+    }
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let mut reader = LogReader::new(Path::new("odd.bin"), std::io::Cursor::new(bytes)).unwrap();
+    let html = Report::gather(&mut reader, Path::new("odd.bin")).unwrap().html().unwrap();
+    for raw in ["<script>", "<b>", "<u>"] {
+        assert!(!html.contains(raw), "{raw} unescaped");
+    }
+    assert!(html.contains("/data/&lt;script&gt;x&amp;y&quot;.bin"), "the path in the files table");
+    assert!(html.contains("&lt;script&gt;x&amp;y"), "the path in the heat map");
+    assert!(html.contains("<code>run &lt;b&gt;&amp;</code>"), "the command");
+    assert!(html.contains("&lt;u&gt;w&amp;"), "the process name");
+}
