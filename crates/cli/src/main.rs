@@ -6,6 +6,7 @@ mod import;
 // Wired to `export --open` in a later change.
 mod open;
 mod record;
+mod report;
 mod verdict;
 
 use std::path::PathBuf;
@@ -26,6 +27,8 @@ enum Cmd {
     Record(record::Args),
     /// Convert a log to a Perfetto trace (or Chrome JSON)
     Export(export::Args),
+    /// Write a one-page HTML summary of a log (charts, top files, verdict; opens offline)
+    Report(report::Args),
     /// Convert old traces (bpftrace outputs, mpstat, nvidia-smi pmon/dmon, MLPerf logs) into a log
     Import(import::Args),
     /// Summarise a log: per-process I/O, latencies, top files, losses
@@ -94,6 +97,7 @@ fn main() -> ExitCode {
         Cmd::Record(a) => record::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Import(a) => import::run(a),
+        Cmd::Report(a) => report::run(a),
         Cmd::Stats { log, top, json } => stats(&log, top, json),
         Cmd::Doctor => doctor(),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),

@@ -15,6 +15,7 @@ pub mod encoder;
 pub mod event;
 pub mod export;
 pub mod grid;
+pub mod heat;
 pub mod maps;
 pub mod overview;
 pub mod plan;

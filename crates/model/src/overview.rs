@@ -156,6 +156,9 @@ pub struct DiskAgg {
     pub write_bytes: u64,
     pub requests: u32,
     pub lat_max: u64,
+    /// Request time in flight within the interval (queue + device, summed
+    /// over requests): divided by the interval, the mean queue depth.
+    pub in_flight_ns: u64,
 }
 
 /// A counter averaged per interval.
@@ -167,6 +170,18 @@ pub struct Series {
     pub core: Option<u32>,
     pub unit: Unit,
     sums: Vec<(f64, u32)>,
+}
+
+impl Series {
+    /// The mean of interval `i`, where it has samples.
+    pub fn value(&self, i: usize) -> Option<f64> {
+        self.sums.get(i).and_then(|&(sum, n)| (n > 0).then(|| sum / f64::from(n)))
+    }
+
+    /// (interval, mean) of every interval with samples.
+    pub fn values(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.sums.iter().enumerate().filter(|(_, &(_, n))| n > 0).map(|(i, &(sum, n))| (i, sum / f64::from(n)))
+    }
 }
 
 /// Everything the overview needs, gathered in one pass.
@@ -273,6 +288,15 @@ impl OverviewAgg {
         let (d, new) = self.disk_ids.id(b.dev, name);
         if new {
             self.disks.push((labels::disk(name, b.dev), vec![DiskAgg::default(); self.grid.n]));
+        }
+        // In flight from its start to its completion, split exactly
+        // across the intervals it covers.
+        let (start, end) = (b.ts, b.end_ts());
+        let grid = self.grid;
+        let (a, z) = (grid.index(start), grid.index(end.saturating_sub(1).max(start)));
+        for i in a..=z {
+            let (s, e) = (start.max(grid.time(i)), if i == z { end } else { end.min(grid.time(i + 1)) });
+            self.disks[d].1[i].in_flight_ns += e.saturating_sub(s);
         }
         let g = &mut self.disks[d].1[self.grid.index(b.end_ts())];
         g.requests += 1;

@@ -38,6 +38,15 @@ fn value(b: usize) -> u64 {
     lo + (1u64 << (exp - 4)) / 2
 }
 
+/// The smallest value of a bucket.
+fn low(b: usize) -> u64 {
+    if b < SUB as usize {
+        return b as u64;
+    }
+    let exp = (b / SUB as usize) as u32 + 3;
+    (u64::from(SUB) | (b % SUB as usize) as u64) << (exp - 4)
+}
+
 impl Histogram {
     pub fn add(&mut self, v: u64) {
         self.counts[bucket(v)] += 1;
@@ -70,6 +79,18 @@ impl Histogram {
             }
         }
         Some(self.max)
+    }
+
+    /// Counts by power of two (see [`crate::calls::pow2_bin`]): bin k
+    /// holds [2^(k-1), 2^k). Exact, as every bucket lies within one.
+    pub fn pow2(&self) -> [u64; crate::calls::POW2_BINS] {
+        let mut out = [0; crate::calls::POW2_BINS];
+        for (b, &c) in self.counts.iter().enumerate() {
+            if c > 0 {
+                out[crate::calls::pow2_bin(low(b))] += c;
+            }
+        }
+        out
     }
 
     pub fn merge(&mut self, o: &Histogram) {
@@ -115,5 +136,20 @@ mod tests {
             assert!((r - v as f64).abs() / (v as f64) < 0.04, "{v} -> {r}");
         }
         assert!(Histogram::default().quantile(0.5).is_none());
+    }
+
+    #[test]
+    fn pow2_bins_are_exact() {
+        let mut h = Histogram::default();
+        for v in [0u64, 1, 3, 15, 16, 31, 32, 4095, 4096, 1 << 40, u64::MAX] {
+            h.add(v);
+        }
+        let p = h.pow2();
+        let want = |v: u64| crate::calls::pow2_bin(v);
+        let mut expect = [0u64; crate::calls::POW2_BINS];
+        for v in [0u64, 1, 3, 15, 16, 31, 32, 4095, 4096, 1 << 40, u64::MAX] {
+            expect[want(v)] += 1;
+        }
+        assert_eq!(p, expect);
     }
 }

@@ -2,6 +2,7 @@
 //! memory grows with processes and distinct files, not with events.
 
 mod async_io;
+pub mod calls;
 mod glob;
 pub mod gpu_idle;
 mod hist;
@@ -21,6 +22,7 @@ use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek};
 
 pub use async_io::{AioStats, UringStats};
+pub use calls::{CallDist, Calls};
 pub use hist::Histogram;
 use kernel::{Check, KernelIo, TracedIo};
 use mapped::{FileMaps, ProcMaps};
@@ -159,6 +161,9 @@ pub struct FileStats {
     pub uring_write_bytes: u64,
     /// Its mappings for data, and faults on them.
     pub maps: FileMaps,
+    /// Time in its read and write calls (summed; for the mean latency).
+    pub read_ns: u64,
+    pub write_ns: u64,
 }
 
 impl FileStats {
@@ -255,6 +260,8 @@ pub struct Stats {
     pub worker_files: HashMap<String, u64>,
     /// Epoch phases: (start, end, name), in the order they ended.
     pub epochs: Vec<(u64, u64, String)>,
+    /// Per operation over all processes: sizes asked for and latency.
+    pub calls: Calls,
 }
 
 /// The counters `stats` summarises: the ones that answer "was the GPU
@@ -417,6 +424,8 @@ impl Stats {
                 if !r.op.is_write() {
                     self.worker_read(r.pid, f.str(r.path), r.kind, r.ret);
                 }
+                let data = !matches!(r.op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncFileRange);
+                self.calls.add("", r.op.name(), data.then_some(r.requested), r.dur);
                 let p = self.proc(r.pid);
                 p.traced_io.io(r.op, r.ret);
                 if r.op.is_write() {
@@ -433,13 +442,16 @@ impl Stats {
                     if r.op.is_write() {
                         fs.writes += 1;
                         fs.write_bytes += moved;
+                        fs.write_ns += r.dur;
                     } else {
                         fs.reads += 1;
                         fs.read_bytes += moved;
+                        fs.read_ns += r.dur;
                     }
                 }
             }
             Record::Transfer(r) => {
+                self.calls.add("", r.op.name(), Some(r.requested), r.dur);
                 let p = self.proc(r.pid);
                 p.traced_io.transfer(r.ret);
                 p.reads.add(r.ret, r.dur);
@@ -455,6 +467,7 @@ impl Stats {
                 }
             }
             Record::Open(r) => {
+                self.calls.add("", r.op.name(), None, r.dur);
                 self.proc(r.pid).opens.add(if r.ret < 0 { r.ret } else { 0 }, r.dur);
                 // A result an import did not have still counts for the file
                 // when the importer saw it found (`file` skips kind Unknown).
@@ -468,6 +481,7 @@ impl Stats {
                 if r.op.is_read() {
                     self.worker_read(r.pid, f.str(r.path), r.kind, r.ret);
                 }
+                self.calls.add("io_uring", r.op.name(), Some(r.requested), r.dur);
                 self.proc(r.pid).uring.add(&r);
                 if let Some(fs) = self.file(r.pid, f.str(r.path), r.kind) {
                     let moved = r.ret.max(0) as u64;
@@ -599,6 +613,15 @@ impl Stats {
 
     /// Reads a whole log.
     pub fn from_reader<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Stats, LogError> {
+        Self::from_reader_with(reader, |_, _| {})
+    }
+
+    /// Reads a whole log, handing each record to `also` too (another
+    /// aggregate gathered in the same pass).
+    pub fn from_reader_with<R: Read + Seek>(
+        reader: &mut LogReader<R>,
+        mut also: impl FnMut(&Frame<'_>, &Record),
+    ) -> Result<Stats, LogError> {
         let mut s = Stats::new(reader.header().clone());
         // The trainer's main thread over time (for epochs) needs the span first.
         let span = reader.scan_span()?;
@@ -608,6 +631,7 @@ impl Stats {
         while let Some(mut f) = reader.next_frame()? {
             while let Some(rec) = f.next_record() {
                 s.add(&f, &rec);
+                also(&f, &rec);
             }
         }
         if let Some(end) = s.last_ts {

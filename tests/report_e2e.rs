@@ -1,0 +1,204 @@
+//! `mltrace report` of a real recording and of an imported log: the page
+//! says what the workload did (the known file with its bytes, the access
+//! sizes, its sections), fetches nothing, and renders in headless
+//! Chromium without a page error.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mltrace_tests::*;
+
+/// Sections every report has, by id.
+const SECTIONS: [&str; 9] =
+    ["facts", "throughput", "heatmap", "operations", "sizes", "latency", "files", "processes", "perfetto"];
+
+/// Where ui-screenshot's playwright-core is (it installs it there).
+fn playwright() -> Option<PathBuf> {
+    let cache = std::env::var_os("PERFETTO_TOOLS_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/perfetto-ui-tools")))?;
+    let nm = cache.join("node_modules");
+    nm.join("playwright-core").is_dir().then_some(nm)
+}
+
+/// Chromium as ui-screenshot finds it: $CHROMIUM, else /usr/bin/chromium.
+fn chromium() -> Option<PathBuf> {
+    let p = std::env::var_os("CHROMIUM").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    p.exists().then_some(p)
+}
+
+/// Renders `html` offline; returns the renderer's JSON line, or None (with
+/// a message) when this machine has no Chromium or playwright-core.
+fn render(html: &Path, png: &Path) -> Option<serde_json::Value> {
+    let (Some(nm), Some(chrome)) = (playwright(), chromium()) else {
+        eprintln!(
+            "SKIPPED rendering {}: no Chromium (/usr/bin/chromium or $CHROMIUM) or no playwright-core \
+             (~/.cache/perfetto-ui-tools; ../shared/tools/perfetto/ui-screenshot installs both on first use)",
+            html.display()
+        );
+        return None;
+    };
+    let out = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("report_render.js"))
+        .arg(html)
+        .arg(png)
+        .env("NODE_PATH", nm)
+        .env("CHROMIUM", chrome)
+        .output()
+        .expect("running node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "rendering failed: {}{stdout}", String::from_utf8_lossy(&out.stderr));
+    Some(serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}")))
+}
+
+/// Nothing in the page would be fetched: no script, stylesheet, image,
+/// frame or font from anywhere (the SVG namespace is a name, not a fetch).
+fn assert_self_contained(html: &str) {
+    let lower = html.to_ascii_lowercase();
+    for bad in ["<script src", "<link", "<img", "<iframe", "@import", "url(", "src=\"http", "href=\"//"] {
+        assert!(!lower.contains(bad), "the page has {bad:?}");
+    }
+    // The one link is to the Perfetto UI, for the reader to click.
+    let links = lower.matches("href=\"http").count();
+    assert_eq!(links, lower.matches("href=\"https://ui.perfetto.dev\"").count(), "unexpected links");
+}
+
+fn report(log: &Path, html: &Path, cwd: &Path) -> String {
+    let out = mltrace(&["report", log.to_str().unwrap(), "-o", html.to_str().unwrap()], cwd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    std::fs::read_to_string(html).unwrap()
+}
+
+fn check_render(html: &Path, png: &Path) {
+    if let Some(r) = render(html, png) {
+        assert_eq!(r["errors"], serde_json::json!([]), "page errors: {r}");
+        assert_eq!(r["requests"], serde_json::json!([]), "the page fetched: {r}");
+        assert!(r["svgs"].as_u64().unwrap() >= 5, "{r}");
+        assert!(std::fs::metadata(png).unwrap().len() > 10_000, "an empty screenshot");
+    }
+}
+
+#[test]
+fn a_recording_reports_its_known_file_and_sizes() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = compile_workload("preads", tmp.path());
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let log = tmp.path().join("run.bin");
+    let out = mltrace(&["record", "-q", "-o", log.to_str().unwrap(), "--", bin.to_str().unwrap()], &work);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let kv = key_values(&String::from_utf8_lossy(&out.stdout));
+    let html_path = tmp.path().join("run.html");
+    let html = report(&log, &html_path, &work);
+
+    for id in SECTIONS.iter().chain(&["verdict", "disks", "utilisation"]) {
+        assert!(html.contains(&format!("<section id=\"{id}\">")), "section {id} missing");
+    }
+    assert!(html.contains(&format!("<code>{}</code>", bin.display())), "the command");
+    // The known file is the top file, with its exact bytes: 5,000 preads
+    // of 4 KiB, and 64 writes of 4 KiB.
+    let path = std::fs::canonicalize(work.join("data.bin")).unwrap();
+    let files = &html[html.find("<section id=\"files\">").unwrap()..];
+    let first_row = &files[files.find("<td class=\"path\">").unwrap()..];
+    let first_row = &first_row[..first_row.find("</tr>").unwrap()];
+    assert!(first_row.contains(&format!(">{}<", path.display())), "{first_row}");
+    assert!(first_row.contains("data-bytes=\"20480000\""), "{first_row}");
+    assert!(first_row.contains("data-bytes=\"262144\""), "{first_row}");
+    assert!(first_row.contains("<td>5000</td>") && first_row.contains("<td>64</td>"), "{first_row}");
+    // Access sizes: the workload's 5,000 preads and 64 writes all asked
+    // for 4 KiB (the dynamic loader's own preads of 512 B are beside them).
+    let data = |what: &str, op: &str| -> Vec<(u64, u64)> {
+        let key = format!("data-op=\"{op}\" data-{what}=\"");
+        let at = html.find(&key).unwrap_or_else(|| panic!("{key} missing")) + key.len();
+        let v = &html[at..at + html[at..].find('"').unwrap()];
+        v.split(',')
+            .map(|b| b.split_once(':').map(|(l, c)| (l.parse().unwrap(), c.parse().unwrap())).unwrap())
+            .collect()
+    };
+    assert!(data("sizes", "pread64").contains(&(4096, 5000)), "{:?}", data("sizes", "pread64"));
+    assert!(data("sizes", "write").contains(&(4096, 64)), "{:?}", data("sizes", "write"));
+    let total = |v: Vec<(u64, u64)>| v.iter().map(|b| b.1).sum::<u64>();
+    assert_eq!(total(data("latency", "pread64")), total(data("sizes", "pread64")), "every pread has its latency");
+    assert!(html.contains("pread64: bytes asked for") && html.contains(">4 KiB<"), "the drawn histogram");
+    // The worker is in the process heat map under its role's name.
+    assert!(html.contains(&format!("[{}]", kv["worker"])), "the worker's row");
+    // One file holds the whole run: export names it.
+    assert!(html.contains("<code>run.perfetto-trace</code> holds all of it"), "the Perfetto part");
+    assert_self_contained(&html);
+    let png = tmp.path().join("run.png");
+    check_render(&html_path, &png);
+    if let Some(dir) = std::env::var_os("MLTRACE_REPORT_KEEP") {
+        let _ = std::fs::copy(&html_path, Path::new(&dir).join("recorded.html"));
+        let _ = std::fs::copy(&png, Path::new(&dir).join("recorded.png"));
+    }
+}
+
+#[test]
+fn an_imported_log_reports_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/import/tests/fixtures/study");
+    let mut inputs: Vec<PathBuf> = std::fs::read_dir(&study).unwrap().map(|e| e.unwrap().path()).collect();
+    inputs.sort();
+    let log = tmp.path().join("old.bin");
+    let mut args = vec!["import".to_string(), "-o".into(), log.display().to_string()];
+    args.extend(inputs.iter().map(|p| p.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = mltrace(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let html_path = tmp.path().join("old.html");
+    let html = report(&log, &html_path, tmp.path());
+    for id in SECTIONS.iter().chain(&["disks", "utilisation"]) {
+        assert!(html.contains(&format!("<section id=\"{id}\">")), "section {id} missing");
+    }
+    // No scheduling in old traces: no verdict is made up.
+    assert!(!html.contains("<section id=\"verdict\">"));
+    assert!(html.contains("imported from older traces"));
+    // bpftrace's reads: img_0001.npy, 131072 bytes in one read.
+    assert!(html.contains("img_0001.npy"), "the imported file");
+    assert!(html.contains("data-bytes=\"131072\""), "its bytes");
+    // mpstat's CPU and pmon's GPU over time.
+    assert!(html.contains("CPU (all cores)") && html.contains("GPU 0 SM"));
+    assert_self_contained(&html);
+    check_render(&html_path, &tmp.path().join("old.png"));
+}
+
+#[test]
+fn gpu_and_cpu_utilisation_come_from_the_samples() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // The stand-in libnvidia-ml (tests/workloads/fake_nvml.c): GPU 0 at 87% SM.
+    let lib = tmp.path().join("libnvidia-ml.so.1");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/fake_nvml.c");
+    let st = Command::new("cc").args(["-O2", "-shared", "-fPIC", "-o"]).arg(&lib).arg(&src).status().unwrap();
+    assert!(st.success());
+    let log = tmp.path().join("gpu.bin");
+    let pidfile = tmp.path().join("pid");
+    let script = format!("echo $$ > {}; sleep 0.6", pidfile.display());
+    let out = Command::new(mltrace_bin())
+        .args(["record", "-q", "--sample-interval", "50ms", "--gpu", "required", "--nvml-library"])
+        .arg(&lib)
+        .arg("-o")
+        .arg(&log)
+        .args(["--", "sh", "-c", &script])
+        .env("FAKE_NVML_PID_FILE", &pidfile)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html_path = tmp.path().join("gpu.html");
+    let html = report(&log, &html_path, tmp.path());
+    let util = &html[html.find("<section id=\"utilisation\">").expect("utilisation")..];
+    let util = &util[..util.find("</section>").unwrap()];
+    for line in ["GPU 0 (Fake H100) SM", "GPU 1 (Fake A100) SM", "busy", "iowait"] {
+        assert!(util.contains(&format!("</i>{line}</span>")), "{line} missing from the legend");
+    }
+    // A percent axis, fixed to 0-100%.
+    assert!(util.contains("100%") && util.contains("80%"));
+    assert_self_contained(&html);
+    check_render(&html_path, &tmp.path().join("gpu.png"));
+}
