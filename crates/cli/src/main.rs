@@ -6,6 +6,7 @@ mod import;
 // Wired to `export --open` in a later change.
 mod open;
 mod record;
+mod template;
 mod verdict;
 
 use std::path::PathBuf;
