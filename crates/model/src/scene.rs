@@ -49,7 +49,7 @@ pub const LOST_GROUP: &str = "mltrace: lost events";
 pub const LOST_TRACK: &str = "mltrace: lost events (total)";
 pub const PER_CORE: &str = "per core (busy %)";
 
-/// Top-level order: phases, GPUs, CPU, disks, memory, other machine
+/// Top-level order: phases, GPUs, CPU, disks, network, memory, other machine
 /// groups, then processes (main first), lost events last.
 pub fn group_rank(name: &str) -> i32 {
     match name {
@@ -58,6 +58,7 @@ pub fn group_rank(name: &str) -> i32 {
         n if n.starts_with("GPU") => 10,
         "CPU" => 20,
         n if n.starts_with("Disk") => 30,
+        n if n.starts_with("Network ") || n.starts_with("InfiniBand ") => 35,
         "Memory" => 40,
         LOST_GROUP => 1_000_000,
         _ => 50,
@@ -1342,6 +1343,7 @@ fn child_rank(group: &str, name: &str) -> i32 {
         "CPU" => &["usr", "sys", "iowait"],
         g if g.starts_with("Disk ") => &["read", "write", "read IOPS", "write IOPS", "utilisation"],
         g if g.starts_with("GPU ") => &["memory", "framebuffer used", "power"],
+        g if g.starts_with("Network ") || g.starts_with("InfiniBand ") => &["rx", "tx", "rx packets", "tx packets"],
         "Memory" => &["page cache", "dirty", "writeback", "io pressure"],
         _ => &[],
     };

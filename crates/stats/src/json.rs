@@ -221,6 +221,7 @@ impl Stats {
             "processes": processes,
             "files": files,
             "disks": disks,
+            "network": self.network.iter().map(|n| n.to_json()).collect::<Vec<_>>(),
             "lost": self.total_lost(),
             "lost_by_kind": self.lost.iter().map(|(k, n)| (k.name().to_string(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),
             "warnings": warnings,

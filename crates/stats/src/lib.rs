@@ -8,6 +8,7 @@ mod hist;
 mod json;
 pub mod kernel;
 pub mod mapped;
+pub mod network;
 mod render_maps;
 pub mod sched;
 pub mod timeline;
@@ -242,6 +243,8 @@ pub struct Stats {
     disk_ids: DiskIds,
     /// Machine-wide counters worth summarising.
     pub utilisation: Vec<(CounterKey, Summary)>,
+    /// Each network interface's and RDMA port's traffic, from its counters.
+    pub network: Vec<network::NetStats>,
     /// Block requests started outside traced processes, by task name.
     pub block_others: Vec<(String, BlockStats)>,
     /// Problems the reader worked around, described.
@@ -495,6 +498,9 @@ impl Stats {
                 if c.pid == 0 && group.starts_with("GPU ") && name == "SM" {
                     self.sched.gpu_sample(&group, c.ts, c.value);
                 }
+                if c.pid == 0 {
+                    network::add(&mut self.network, &group, &name, c.ts, c.value);
+                }
                 if c.pid == 0 && summarised(&group, &name) {
                     let key = (group.into_owned(), name.into_owned(), c.unit);
                     match self.utilisation.iter_mut().find(|(k, _)| *k == key) {
@@ -617,6 +623,39 @@ impl Stats {
         s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&header)).collect();
         s.trailer = reader.trailer().cloned();
         Ok(s)
+    }
+
+    /// Traffic per interface and RDMA port (idle ones counted, not listed).
+    fn render_network(&self, o: &mut String) {
+        let busy: Vec<_> = self.network.iter().filter(|n| !n.idle()).collect();
+        if self.network.is_empty() {
+            return;
+        }
+        let idle = self.network.len() - busy.len();
+        let _ = writeln!(
+            o,
+            "\nnetwork (from the sampled counters{}):",
+            if idle > 0 { format!("; {idle} idle interfaces not listed") } else { String::new() }
+        );
+        let mut rows = vec![["interface", "received", "sent", "rx packets", "tx packets", "rx peak/s", "tx peak/s"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()];
+        for n in busy {
+            let label = if n.kind() == "infiniband" { format!("{} (InfiniBand)", n.label()) } else { n.label().into() };
+            rows.push(vec![
+                label,
+                bytes(n.totals[0] as u64),
+                bytes(n.totals[1] as u64),
+                format!("{:.0}", n.totals[2]),
+                format!("{:.0}", n.totals[3]),
+                bytes(n.peaks[0] as u64),
+                bytes(n.peaks[1] as u64),
+            ]);
+        }
+        if rows.len() > 1 {
+            o.push_str(&table(&rows));
+        }
     }
 
     pub fn total_lost(&self) -> u64 {
@@ -989,6 +1028,7 @@ impl Stats {
             }
             o.push_str(&table(&rows));
         }
+        self.render_network(&mut o);
         let files = self.top_files(top);
         if !files.is_empty() {
             let uring = files.iter().any(|(_, f)| f.uring_reads + f.uring_writes > 0);
