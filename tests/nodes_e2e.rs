@@ -110,3 +110,145 @@ fn loopback_transfer_shows_in_network_counters() {
     let names: Vec<&str> = r[0].iter().map(|row| row[0].as_str()).collect();
     assert!(names.contains(&"rx") && names.contains(&"tx"), "{r:?}");
 }
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Two hosts (UTS namespaces) recorded with `-o %h.bin`, merged: one trace
+/// with two machines, each with its own processes; stats per host; the
+/// same log twice, or one host's two boots, refused.
+#[test]
+fn merge_two_hosts_into_one_trace() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cmd = "-o %h.bin -- sh -c 'head -c 65536 /dev/zero > data; cat data > /dev/null; sleep 0.3'";
+    ok(&record_as("nodeA", d, &[], cmd));
+    ok(&record_as("nodeB", d, &[], cmd));
+    let o = ok(&mltrace(&["merge", "nodeA.bin", "nodeB.bin", "-o", "job.bin", "--offset", "nodeB=+2ms"], d)).clone();
+    let e = stderr(&o);
+    // The estimated offsets are printed: one boot, so equal clocks, plus the 2 ms given.
+    assert!(e.contains("nodeA: nodeA.bin clock offset +0."), "{e}");
+    assert!(e.contains("nodeB: nodeB.bin clock offset +2.0") && e.contains("+2.000 ms by hand"), "{e}");
+
+    // The log: hosts in the header, every record's pid in its host's space.
+    let r = mltrace_log::LogReader::open(&d.join("job.bin")).unwrap();
+    let h = r.header().clone();
+    assert_eq!(h.host_names(), ["nodeA", "nodeB"]);
+    assert_eq!(h.hosts[1].manual_offset_ns, 2_000_000);
+    let recs = read_log(&d.join("job.bin"));
+    let a = read_log(&d.join("nodeA.bin"));
+    let b = read_log(&d.join("nodeB.bin"));
+    assert_eq!(recs.len(), a.len() + b.len());
+    let execs = |rs: &[Rec]| -> Vec<(usize, u32)> {
+        rs.iter()
+            .filter_map(|r| match r.rec {
+                mltrace_log::Record::Exec(x) => Some((mltrace_log::host_of(x.pid), mltrace_log::local_pid(x.pid))),
+                _ => None,
+            })
+            .collect()
+    };
+    let m = execs(&recs);
+    let want: Vec<(usize, u32)> = execs(&a).into_iter().chain(execs(&b).into_iter().map(|(_, p)| (1, p))).collect();
+    assert_eq!(m.len(), want.len());
+    for x in &want {
+        assert!(m.contains(x), "{x:?} missing from {m:?}");
+    }
+    // nodeB's records moved by exactly the 2 ms given (one boot: no other offset).
+    let first = |rs: &[Rec], host: usize| {
+        rs.iter()
+            .filter_map(|r| match r.rec {
+                mltrace_log::Record::Exec(x) if mltrace_log::host_of(x.pid) == host => Some(x.ts),
+                _ => None,
+            })
+            .min()
+            .unwrap()
+    };
+    let shift = first(&recs, 1) as i64 - first(&b, 0) as i64;
+    assert!((shift - 2_000_000).abs() < 1_000, "nodeB moved by {shift} ns");
+
+    // Perfetto: two machines, each with its own processes and their slices.
+    let Some(tp) = perfetto_tp() else { return };
+    ok(&mltrace(&["export", "job.bin", "-o", "job.perfetto-trace"], d));
+    let q = tp_query(
+        &tp,
+        &d.join("job.perfetto-trace"),
+        &[
+            "select id, sysname, release, num_cpus from machine order by id",
+            "select coalesce(p.machine_id, 0), p.name, count(s.id) from process p \
+             join thread t using(upid) join thread_track tt using(utid) join slice s on s.track_id = tt.id \
+             group by p.upid order by 1, 2",
+            "select t.name, coalesce(t.machine_id, 0) from track t where t.parent_id is null and t.name like '%CPU · busy'",
+        ],
+    );
+    assert_eq!(q[0].len(), 2, "machines: {:?}", q[0]);
+    assert_eq!(q[0][0][1], "Linux");
+    let procs = &q[1];
+    for (machine, host) in [("0", "nodeA"), ("1", "nodeB")] {
+        let mine: Vec<_> = procs.iter().filter(|r| r[0] == machine).collect();
+        assert!(mine.len() >= 2, "machine {machine}: {procs:?}");
+        assert!(mine.iter().all(|r| r[1].starts_with(&format!("{host} · "))), "{procs:?}");
+        assert!(mine.iter().any(|r| r[1].contains("cat") && r[2].parse::<u32>().unwrap() > 3), "{procs:?}");
+    }
+    let mut cpu = q[2].clone();
+    cpu.sort();
+    assert_eq!(cpu, [["nodeA · CPU · busy", "0"], ["nodeB · CPU · busy", "1"]]);
+
+    // Chrome JSON: pids labelled by host.
+    ok(&mltrace(&["export", "--chrome", "job.bin", "-o", "job.json"], d));
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("job.json")).unwrap()).unwrap();
+    let names: Vec<String> = j["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.iter().any(|n| n.starts_with("nodeA · cat")) && names.iter().any(|n| n.starts_with("nodeB · cat")));
+
+    // Stats: per host and for the job.
+    let s: serde_json::Value =
+        serde_json::from_slice(&ok(&mltrace(&["stats", "--json", "job.bin"], d)).stdout).unwrap();
+    let hosts = s["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2);
+    let one: serde_json::Value =
+        serde_json::from_slice(&ok(&mltrace(&["stats", "--json", "nodeB.bin"], d)).stdout).unwrap();
+    let sum = |v: &serde_json::Value, k: &str| -> u64 {
+        v["processes"].as_array().unwrap().iter().map(|p| p[k].as_u64().unwrap()).sum()
+    };
+    assert_eq!(hosts[1]["name"], "nodeB");
+    assert_eq!(hosts[1]["read_bytes"].as_u64().unwrap(), sum(&one, "read_bytes"));
+    assert_eq!(hosts[1]["clock_offset_ns"].as_i64().unwrap(), h.hosts[1].clock_offset_ns);
+    assert_eq!(
+        sum(&s, "read_bytes"),
+        hosts[0]["read_bytes"].as_u64().unwrap() + hosts[1]["read_bytes"].as_u64().unwrap()
+    );
+    assert!(s["processes"].as_array().unwrap().iter().any(|p| p["host"] == "nodeB"));
+    let text = String::from_utf8_lossy(&ok(&mltrace(&["stats", "job.bin"], d)).stdout).into_owned();
+    assert!(text.contains("hosts (2;") && text.contains("nodeB:"), "{text}");
+
+    // Refusals, and no log left behind.
+    let o = mltrace(&["merge", "nodeA.bin", "nodeA.bin", "-o", "twice.bin"], d);
+    assert!(!o.status.success() && stderr(&o).contains("are the same recording"), "{}", stderr(&o));
+    std::fs::copy(d.join("nodeA.bin"), d.join("copy.bin")).unwrap();
+    let o = mltrace(&["merge", "nodeA.bin", "copy.bin", "-o", "twice.bin"], d);
+    assert!(!o.status.success() && stderr(&o).contains("are the same recording"), "{}", stderr(&o));
+    assert!(!d.join("twice.bin").exists());
+    // nodeA after a reboot: another boot id, another clock.
+    let mut rebooted = mltrace_log::LogReader::open(&d.join("nodeA.bin")).unwrap().header().clone();
+    rebooted.boot_id = "00000000-0000-0000-0000-000000000042".into();
+    rebooted.start.boottime_ns += 1;
+    let w = mltrace_log::RecordWriter::new(std::fs::File::create(d.join("reboot.bin")).unwrap(), &rebooted).unwrap();
+    w.finish(&mltrace_log::Trailer::default()).unwrap();
+    let o = mltrace(&["merge", "nodeA.bin", "reboot.bin", "-o", "twice.bin"], d);
+    let e = stderr(&o);
+    assert!(!o.status.success() && e.contains("both from host nodeA but from two boots"), "{e}");
+    let o = mltrace(&["merge", "job.bin", "nodeB.bin", "-o", "twice.bin"], d);
+    assert!(!o.status.success() && stderr(&o).contains("already a merged log"), "{}", stderr(&o));
+    let o = mltrace(&["merge", "nodeA.bin", "nodeB.bin", "-o", "twice.bin", "--offset", "nodeZ=1ms"], d);
+    assert!(!o.status.success() && stderr(&o).contains("no host nodeZ"), "{}", stderr(&o));
+    assert!(!d.join("twice.bin").exists());
+}

@@ -3,6 +3,7 @@
 mod dump;
 mod export;
 mod import;
+mod merge;
 // Wired to `export --open` in a later change.
 mod open;
 mod record;
@@ -29,6 +30,8 @@ enum Cmd {
     Export(export::Args),
     /// Convert old traces (bpftrace outputs, mpstat, nvidia-smi pmon/dmon, MLPerf logs) into a log
     Import(import::Args),
+    /// Merge the logs of several hosts (one recorder per node) into one log
+    Merge(merge::Args),
     /// Summarise a log: per-process I/O, latencies, top files, losses
     Stats {
         log: PathBuf,
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
         Cmd::Record(a) => record::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Import(a) => import::run(a),
+        Cmd::Merge(a) => merge::run(a),
         Cmd::Stats { log, top, json } => stats(&log, top, json),
         Cmd::Doctor => doctor(),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),

@@ -224,6 +224,8 @@ const PENDING_NS: u64 = 30_000_000_000;
 const MAX_STARTED: usize = 65_536;
 
 struct Disk {
+    /// Its host (a merged log has each host's disks).
+    host: usize,
     dev: u32,
     name: Vec<u8>,
     counters: DiskCounters,
@@ -286,6 +288,9 @@ pub struct Scene<'s> {
     /// By CPU, in this file: the task the last switch put on it (tid,
     /// comm, prio), to join the chain where untraced tasks ran between.
     on_cpu: Vec<Option<(u32, Vec<u8>, i32)>>,
+    /// The host whose machine groups are being drawn (0 but in a merged
+    /// log): set from the record before its groups are looked up.
+    pub(crate) host: usize,
     pub stats: SceneStats,
 }
 
@@ -317,6 +322,7 @@ impl<'s> Scene<'s> {
             flags: String::new(),
             key: String::new(),
             on_cpu: Vec::new(),
+            host: 0,
             stats: SceneStats::default(),
         }
     }
@@ -332,6 +338,9 @@ impl<'s> Scene<'s> {
         self.range = range;
         let zero = self.run.zero_counters();
         enc.begin(&FileMeta { header: &self.run.header, anchor: self.run.header.start, title, zero_counters: &zero })?;
+        // Run-wide tracks (verdict, phases, losses) are the first host's.
+        enc.machine(0);
+        self.host = 0;
         let rank = group_rank(crate::annotate::VERDICT_TRACK);
         let out = &mut self.out;
         self.stats.slices += crate::annotate::draw(enc, &self.run.annotations, range, rank, &mut || out.id())?;
@@ -383,8 +392,15 @@ impl<'s> Scene<'s> {
     /// A machine group (CPU, a disk, Memory...), declared on first use.
     /// Groups with a [`header`] are that counter themselves, so that the
     /// row a viewer shows collapsed says something.
+    /// In a merged log, a machine group is the current [`Scene::host`]'s,
+    /// and named for it (`nodeA · CPU · busy`).
     pub(crate) fn group<E: Encoder>(&mut self, enc: &mut E, name: &str) -> io::Result<TrackId> {
-        if let Some(&t) = self.out.groups.get(name) {
+        let host_label = if name == LOST_GROUP { None } else { self.run.host_label(self.host) };
+        let key: std::borrow::Cow<'_, str> = match host_label {
+            Some(_) => format!("{}\u{1}{name}", self.host).into(),
+            None => name.into(),
+        };
+        if let Some(&t) = self.out.groups.get(key.as_ref()) {
             return Ok(t);
         }
         let id = self.out.id();
@@ -392,14 +408,19 @@ impl<'s> Scene<'s> {
             Some((what, unit)) => (format!("{name} · {what}"), TrackKind::Counter(unit)),
             None => (name.to_string(), TrackKind::Group),
         };
+        let shown = match host_label {
+            Some(h) => format!("{h} · {shown}"),
+            None => shown,
+        };
+        enc.machine(if host_label.is_some() { self.host as u32 } else { 0 });
         enc.track(&Track { id, parent: None, name: &shown, rank: group_rank(name), kind })?;
-        self.out.groups.insert(name.to_string(), id);
+        self.out.groups.insert(key.into_owned(), id);
         Ok(id)
     }
 
     /// A sub-group `name` of `parent` (rank `rank`), declared on first use.
     fn sub_group<E: Encoder>(&mut self, enc: &mut E, parent: &str, name: &str, rank: i32) -> io::Result<TrackId> {
-        let key = format!("{parent}\0{name}");
+        let key = format!("{}\0{parent}\0{name}", self.host);
         if let Some(&t) = self.out.groups.get(&key) {
             return Ok(t);
         }
@@ -419,10 +440,15 @@ impl<'s> Scene<'s> {
         let info = self.run.procs.get(idx);
         // The parent when it is in the trace (not mltrace, which started the command).
         let parent_pid = info.parent.map(|q| self.run.procs.get(q)).filter(|q| q.seen).map(|q| q.pid);
+        // In a merged log, processes say their host.
+        let name: std::borrow::Cow<'_, str> = match self.run.host_label(host_of(info.pid)) {
+            Some(h) => format!("{h} · {}", info.name).into(),
+            None => info.name.as_str().into(),
+        };
         enc.track(&Track {
             id,
             parent: None,
-            name: &info.name,
+            name: &name,
             rank: PROCESS_RANK + self.run.order_of(idx),
             kind: TrackKind::Process(ProcessDesc {
                 pid: info.pid,
@@ -675,7 +701,7 @@ impl<'s> Scene<'s> {
             }
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
-                if let (Some(i), true) = (idx, r.pid != 0) {
+                if let (Some(i), true) = (idx, local_pid(r.pid) != 0) {
                     let (name, value) = (f.str_lossy(r.name), f.str_lossy(r.value));
                     let label = labels::mark(&name, &value);
                     let args = event::MarkArgs { rank: r.rank, value: &value };
@@ -843,9 +869,17 @@ impl<'s> Scene<'s> {
     /// The disk's index in `disks`, made on first sight.
     fn disk_index(&mut self, f: &Frame<'_>, b: &Block) -> usize {
         let name = f.str(b.disk);
-        let (d, new) = self.disk_ids.id(b.dev, name);
+        let host = host_of(b.pid);
+        let (d, new) = if host == 0 {
+            self.disk_ids.id(b.dev, name)
+        } else {
+            // Another host's disk of the same name and number is another disk.
+            let mut key = format!("{host}\u{1}").into_bytes();
+            key.extend_from_slice(name);
+            self.disk_ids.id(b.dev, &key)
+        };
         if new {
-            self.disks.push(Disk { dev: b.dev, name: name.to_vec(), counters: DiskCounters::default() });
+            self.disks.push(Disk { host, dev: b.dev, name: name.to_vec(), counters: DiskCounters::default() });
         }
         d
     }
@@ -860,6 +894,7 @@ impl<'s> Scene<'s> {
             return Ok(o.group);
         }
         let group_name = labels::disk(&self.disks[d].name, self.disks[d].dev);
+        self.host = self.disks[d].host;
         let group = self.group(enc, &group_name)?;
         self.out.disks[d] =
             Some(DiskOut { group, lanes: LaneSet::default(), tracks: [None; 3], first_zero: [None; 3] });
@@ -1116,7 +1151,7 @@ impl<'s> Scene<'s> {
         // Every sample of every core comes here: the key's buffer is reused.
         let mut key = std::mem::take(&mut self.key);
         key.clear();
-        let _ = write!(key, "CPU\0per core\0{core}");
+        let _ = write!(key, "CPU\0per core\0{core}\0{}", self.host);
         let found = self.out.counters.get(&key).copied();
         self.key = key;
         if let Some(t) = found {
@@ -1171,7 +1206,8 @@ impl<'s> Scene<'s> {
 
     fn counter<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: Option<ProcIdx>, c: &Counter) -> io::Result<()> {
         let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
-        if c.pid == 0 {
+        if local_pid(c.pid) == 0 {
+            self.host = host_of(c.pid);
             if let Some(core) = group.strip_prefix("CPU ").and_then(|n| n.parse::<u32>().ok()) {
                 return self.core_counter(enc, c, core, &name);
             }
@@ -1233,10 +1269,11 @@ impl<'s> Scene<'s> {
         }
         let mut key = std::mem::take(&mut self.key);
         key.clear();
-        let _ = write!(key, "{group}\0{name}\00");
+        let machine_pid = global_pid(self.host, 0);
+        let _ = write!(key, "{group}\0{name}\0{machine_pid}");
         let t = match self.out.counters.get(&key) {
             Some(&t) => Some(t),
-            None if !self.run.counter_nonzero(group.as_bytes(), name.as_bytes(), 0) => None,
+            None if !self.run.counter_nonzero(group.as_bytes(), name.as_bytes(), machine_pid) => None,
             None => {
                 let (parent, rank) = if group == "CPU" && !matches!(name, "usr" | "sys" | "iowait") {
                     (self.sub_group(enc, "CPU", CPU_DETAILS, 100)?, 10)

@@ -5,6 +5,7 @@ mod async_io;
 mod glob;
 pub mod gpu_idle;
 mod hist;
+pub mod hosts;
 mod json;
 pub mod kernel;
 pub mod mapped;
@@ -495,14 +496,20 @@ impl Stats {
             },
             Record::Counter(c) => {
                 let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
+                let machine = local_pid(c.pid) == 0;
                 if c.pid == 0 && group.starts_with("GPU ") && name == "SM" {
                     self.sched.gpu_sample(&group, c.ts, c.value);
                 }
-                if c.pid == 0 {
-                    network::add(&mut self.network, &group, &name, c.ts, c.value);
+                if machine {
+                    network::add(&mut self.network, host_of(c.pid), &group, &name, c.ts, c.value);
                 }
-                if c.pid == 0 && summarised(&group, &name) {
-                    let key = (group.into_owned(), name.into_owned(), c.unit);
+                if machine && summarised(&group, &name) {
+                    // A merged log's hosts each have their CPU, memory, GPUs.
+                    let group = match self.header.hosts.get(host_of(c.pid)) {
+                        Some(h) => format!("{} · {group}", h.name),
+                        None => group.into_owned(),
+                    };
+                    let key = (group, name.into_owned(), c.unit);
                     match self.utilisation.iter_mut().find(|(k, _)| *k == key) {
                         Some((_, (sum, n, max))) => {
                             *sum += c.value;
@@ -643,6 +650,10 @@ impl Stats {
             .collect::<Vec<_>>()];
         for n in busy {
             let label = if n.kind() == "infiniband" { format!("{} (InfiniBand)", n.label()) } else { n.label().into() };
+            let label = match self.header.hosts.get(n.host) {
+                Some(h) => format!("{}:{label}", h.name),
+                None => label,
+            };
             rows.push(vec![
                 label,
                 bytes(n.totals[0] as u64),
@@ -889,7 +900,7 @@ fn block_row(label: String, b: &BlockStats) -> Vec<String> {
 }
 
 /// Left-aligns the first column and right-aligns the others.
-fn table(rows: &[Vec<String>]) -> String {
+pub(crate) fn table(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> =
         (0..cols).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
@@ -919,7 +930,9 @@ impl Stats {
         let verdict = self.verdict();
         let _ = writeln!(o, "verdict:  {}", verdict.text);
         let _ = writeln!(o, "command:  {}", h.command.join(" "));
-        if !h.host.is_empty() {
+        if h.is_merged() {
+            let _ = writeln!(o, "hosts:    {} (merged; pids below are host:pid)", h.host_names().join(", "));
+        } else if !h.host.is_empty() {
             let _ = writeln!(o, "host:     {} (kernel {}, {} CPUs)", h.host, h.kernel, h.cpu_count);
         }
         if let (Some(a), Some(b)) = (self.first_ts, self.last_ts) {
@@ -972,7 +985,7 @@ impl Stats {
         for p in &self.processes {
             rows.push(vec![
                 p.name.clone(),
-                p.pid.to_string(),
+                self.pid_label(p.pid),
                 p.reads.count.to_string(),
                 bytes(p.reads.bytes),
                 q(&p.reads.latency, 0.5),
@@ -1029,6 +1042,7 @@ impl Stats {
             o.push_str(&table(&rows));
         }
         self.render_network(&mut o);
+        self.render_hosts(&mut o);
         let files = self.top_files(top);
         if !files.is_empty() {
             let uring = files.iter().any(|(_, f)| f.uring_reads + f.uring_writes > 0);

@@ -7,6 +7,8 @@ use serde_json::{json, Value};
 /// One interface's or RDMA port's traffic over the run.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NetStats {
+    /// Its host's number (see `mltrace_log::hosts`; 0 for a log of one host).
+    pub host: usize,
     /// The counters' group: `Network eth0`, `InfiniBand mlx5_0 port 1`.
     pub group: String,
     /// Bytes and packets: rx, tx, rx packets, tx packets.
@@ -29,12 +31,12 @@ fn slot(group: &str, name: &str) -> Option<usize> {
 }
 
 /// Adds a machine counter sample if it is a network one.
-pub fn add(all: &mut Vec<NetStats>, group: &str, name: &str, ts: u64, value: f64) {
+pub fn add(all: &mut Vec<NetStats>, host: usize, group: &str, name: &str, ts: u64, value: f64) {
     let Some(i) = slot(group, name) else { return };
-    let n = match all.iter().position(|n| n.group == group) {
+    let n = match all.iter().position(|n| n.host == host && n.group == group) {
         Some(p) => &mut all[p],
         None => {
-            all.push(NetStats { group: group.to_string(), ..Default::default() });
+            all.push(NetStats { host, group: group.to_string(), ..Default::default() });
             all.last_mut().unwrap()
         }
     };
@@ -102,10 +104,12 @@ mod tests {
         let s = 1_000_000_000u64;
         // 1000 B/s for the first 0.1 s period, then 3000 and 0.
         for (ts, v) in [(s, 1000.0), (s + s / 10, 3000.0), (s + s / 5, 0.0)] {
-            add(&mut all, "Network lo", "rx", ts, v);
+            add(&mut all, 0, "Network lo", "rx", ts, v);
         }
-        add(&mut all, "CPU", "rx", s, 5.0);
-        add(&mut all, "Network lo", "bogus", s, 5.0);
+        add(&mut all, 0, "CPU", "rx", s, 5.0);
+        add(&mut all, 0, "Network lo", "bogus", s, 5.0);
+        add(&mut all, 1, "Network lo", "rx", s, 5.0);
+        assert_eq!(all.pop().map(|n| (n.host, n.samples)), Some((1, 1)));
         assert_eq!(all.len(), 1);
         assert!((all[0].totals[0] - 400.0).abs() < 1e-6, "{:?}", all[0].totals);
         assert_eq!(all[0].peaks[0], 3000.0);

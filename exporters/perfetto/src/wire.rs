@@ -185,6 +185,12 @@ pub fn packet(out: &mut Vec<u8>, p: &TracePacket, event: Option<(&TrackEvent, &[
     if let Some(b) = &p.ftrace_events {
         message(out, 1, b);
     }
+    if let Some(i) = &p.system_info {
+        message(out, 45, i);
+    }
+    if let Some(m) = p.machine_id {
+        uint(out, 98, u64::from(m));
+    }
     let event = match (&p.track_event, event) {
         (Some(ev), _) => Some((ev, &[][..])),
         (None, e) => e,
@@ -217,8 +223,12 @@ fn is_plain(p: &TracePacket, ev: &TrackEvent) -> bool {
         process_tree,
         chrome_events,
         ftrace_events,
+        system_info,
+        machine_id,
     } = p;
     timestamp_clock_id.is_none()
+        && system_info.is_none()
+        && machine_id.is_none()
         && ftrace_events.is_none()
         && process_tree.is_none()
         && chrome_events.is_none()
