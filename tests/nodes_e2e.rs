@@ -139,6 +139,8 @@ fn merge_two_hosts_into_one_trace() {
     let h = r.header().clone();
     assert_eq!(h.host_names(), ["nodeA", "nodeB"]);
     assert_eq!(h.hosts[1].manual_offset_ns, 2_000_000);
+    // Each host's own trailer, read ahead of its records.
+    assert!(h.hosts.iter().all(|x| x.trailer.as_ref().is_some_and(|t| t.exit_status == Some(0) && t.records > 0)));
     let recs = read_log(&d.join("job.bin"));
     let a = read_log(&d.join("nodeA.bin"));
     let b = read_log(&d.join("nodeB.bin"));
@@ -182,8 +184,12 @@ fn merge_two_hosts_into_one_trace() {
              join thread t using(upid) join thread_track tt using(utid) join slice s on s.track_id = tt.id \
              group by p.upid order by 1, 2",
             "select t.name, coalesce(t.machine_id, 0) from track t where t.parent_id is null and t.name like '%CPU · busy'",
+            "select coalesce(t.machine_id, 0), count(*) from thread_state s join thread t using(utid) \
+             where t.tid != 0 group by 1 order by 1",
         ],
     );
+    // Scheduling: each host's threads have their states, on their machine.
+    assert_eq!(q[3].len(), 2, "thread states by machine: {:?}", q[3]);
     assert_eq!(q[0].len(), 2, "machines: {:?}", q[0]);
     assert_eq!(q[0][0][1], "Linux");
     let procs = &q[1];
@@ -220,6 +226,7 @@ fn merge_two_hosts_into_one_trace() {
         v["processes"].as_array().unwrap().iter().map(|p| p[k].as_u64().unwrap()).sum()
     };
     assert_eq!(hosts[1]["name"], "nodeB");
+    assert_eq!(hosts[1]["exit_status"], 0);
     assert_eq!(hosts[1]["read_bytes"].as_u64().unwrap(), sum(&one, "read_bytes"));
     assert_eq!(hosts[1]["clock_offset_ns"].as_i64().unwrap(), h.hosts[1].clock_offset_ns);
     assert_eq!(

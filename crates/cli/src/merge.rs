@@ -64,13 +64,15 @@ fn show_ns(ns: i64) -> String {
 /// One input: its reader and what it says about its host.
 struct Input {
     path: PathBuf,
+    /// Read ahead: the merged header holds it.
+    trailer: Option<Trailer>,
     reader: LogReader<std::io::BufReader<std::fs::File>>,
     header: Header,
 }
 
 /// Checks the inputs can be one log, names the hosts, and computes each
 /// one's clock offset; returns the hosts and the merged log's anchor.
-fn plan(inputs: &[Input], manual: &HashMap<String, i64>) -> anyhow::Result<(Vec<HostInfo>, ClockAnchor)> {
+fn plan(inputs: &[Input], manual: &HashMap<String, i64>) -> anyhow::Result<(Vec<HostInfo>, usize)> {
     if inputs.len() > MAX_HOSTS {
         bail!("{} logs: at most {MAX_HOSTS} can be merged into one", inputs.len());
     }
@@ -140,10 +142,7 @@ fn plan(inputs: &[Input], manual: &HashMap<String, i64>) -> anyhow::Result<(Vec<
     // corrections and no timestamp has to go below 0.
     let diff = |a: &ClockAnchor| (a.realtime_ns != 0).then(|| a.realtime_ns as i128 - a.boottime_ns as i128);
     let reference = inputs.iter().filter_map(|i| diff(&i.header.start)).min();
-    let anchor = inputs
-        .iter()
-        .find(|i| diff(&i.header.start) == reference && reference.is_some())
-        .map_or(inputs[0].header.start, |i| i.header.start);
+    let clock_of = inputs.iter().position(|i| reference.is_some() && diff(&i.header.start) == reference).unwrap_or(0);
     let hosts = inputs
         .iter()
         .zip(names)
@@ -163,11 +162,11 @@ fn plan(inputs: &[Input], manual: &HashMap<String, i64>) -> anyhow::Result<(Vec<
                 manual_offset_ns: manual_ns,
                 file: i.path.display().to_string(),
                 header: h.clone(),
-                trailer: i.reader.trailer().cloned(),
+                trailer: i.trailer.clone(),
             }
         })
         .collect();
-    Ok((hosts, anchor))
+    Ok((hosts, clock_of))
 }
 
 fn name_or(h: &str) -> &str {
@@ -238,11 +237,13 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     }
     let mut inputs = Vec::new();
     for p in &a.logs {
-        let reader = crate::open_log(p)?;
+        let mut reader = crate::open_log(p)?;
         let header = reader.header().clone();
-        inputs.push(Input { path: p.clone(), reader, header });
+        let trailer = reader.peek_trailer().with_context(|| format!("reading {}", p.display()))?;
+        inputs.push(Input { path: p.clone(), reader, header, trailer });
     }
-    let (hosts, anchor) = plan(&inputs, &manual)?;
+    let (hosts, clock_of) = plan(&inputs, &manual)?;
+    let anchor = inputs[clock_of].header.start;
     let out_path = &a.output;
     if inputs.iter().any(|i| std::fs::canonicalize(&i.path).ok() == std::fs::canonicalize(out_path).ok()) {
         bail!("{}: the output is one of the inputs", out_path.display());
@@ -257,7 +258,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     }
 
     let mut header = inputs[0].header.clone();
+    // The log's clock is that host's (BOOTTIME, or an import's REALTIME).
     header.start = anchor;
+    header.clock = inputs[clock_of].header.clock.clone();
     header.source = "merge".into();
     header.mltrace_version = mltrace_log::VERSION.into();
     header.command = inputs.iter().flat_map(|i| i.header.command.first().cloned()).collect();

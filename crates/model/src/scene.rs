@@ -223,6 +223,9 @@ const PENDING_NS: u64 = 30_000_000_000;
 /// Calls remembered per file for their later requests.
 const MAX_STARTED: usize = 65_536;
 
+/// The task a CPU's last switch put on: tid, comm, prio.
+type OnCpu = Option<(u32, Vec<u8>, i32)>;
+
 struct Disk {
     /// Its host (a merged log has each host's disks).
     host: usize,
@@ -243,7 +246,8 @@ struct Out {
     disks: Vec<Option<DiskOut>>,
     /// Per-core busy tracks are made at their first value other than 0
     /// (an idle core's says nothing); until then, each core's first 0.
-    busy_zero: HashMap<u32, Option<u64>>,
+    /// By (host, core).
+    busy_zero: HashMap<(usize, u32), Option<u64>>,
     /// Lanes of other slice tracks, by parent and name.
     lanes: HashMap<(TrackId, &'static str), LaneSet>,
 }
@@ -287,7 +291,8 @@ pub struct Scene<'s> {
     key: String,
     /// By CPU, in this file: the task the last switch put on it (tid,
     /// comm, prio), to join the chain where untraced tasks ran between.
-    on_cpu: Vec<Option<(u32, Vec<u8>, i32)>>,
+    /// By host (a merged log's hosts have their own CPUs), then CPU.
+    on_cpu: Vec<Vec<OnCpu>>,
     /// The host whose machine groups are being drawn (0 but in a merged
     /// log): set from the record before its groups are looked up.
     pub(crate) host: usize,
@@ -720,10 +725,16 @@ impl<'s> Scene<'s> {
     /// running from there: the untraced time is given to the first task).
     fn join_cpu_chain<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, r: &SchedSwitch) -> io::Result<()> {
         let i = r.cpu as usize;
-        if self.on_cpu.len() <= i {
-            self.on_cpu.resize_with(i + 1, || None);
+        // Both sides are on the CPU's host, the idle task (pid 0) too.
+        let host = host_of(r.prev_tid);
+        if self.on_cpu.len() <= host {
+            self.on_cpu.resize_with(host + 1, Vec::new);
         }
-        if let Some((tid, comm, prio)) = &self.on_cpu[i] {
+        let on_cpu = &mut self.on_cpu[host];
+        if on_cpu.len() <= i {
+            on_cpu.resize_with(i + 1, || None);
+        }
+        if let Some((tid, comm, prio)) = &on_cpu[i] {
             if *tid != r.prev_tid {
                 enc.sched_switch(&SwitchEvent {
                     ts: r.ts,
@@ -738,7 +749,7 @@ impl<'s> Scene<'s> {
                 })?;
             }
         }
-        let slot = self.on_cpu[i].get_or_insert_with(|| (0, Vec::new(), 0));
+        let slot = self.on_cpu[host][i].get_or_insert_with(|| (0, Vec::new(), 0));
         slot.0 = r.next_tid;
         slot.1.clear();
         slot.1.extend_from_slice(f.str(r.next_comm));
@@ -1180,15 +1191,16 @@ impl<'s> Scene<'s> {
                     _ => 0.0,
                 };
                 let busy = (100.0 - c.value - iowait).max(0.0);
-                match self.out.busy_zero.get(&core) {
+                let key = (self.host, core);
+                match self.out.busy_zero.get(&key) {
                     Some(None) => {}
                     Some(Some(_)) | None if busy == 0.0 => {
-                        self.out.busy_zero.entry(core).or_insert(Some(c.ts));
+                        self.out.busy_zero.entry(key).or_insert(Some(c.ts));
                         return Ok(());
                     }
                     pending => {
                         let first_zero = pending.copied().flatten();
-                        self.out.busy_zero.insert(core, None);
+                        self.out.busy_zero.insert(key, None);
                         let t = self.core_track(enc, core)?;
                         if let Some(z) = first_zero {
                             self.stats.counters += 1;
