@@ -203,6 +203,21 @@ fn merge_two_hosts_into_one_trace() {
     cpu.sort();
     assert_eq!(cpu, [["nodeA · CPU · busy", "0"], ["nodeB · CPU · busy", "1"]]);
 
+    // Split into an overview and parts: each file has both machines.
+    let o = ok(&mltrace(&["export", "--budget", "300", "job.bin", "-o", "split.perfetto-trace"], d)).clone();
+    let mut files: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("split"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "an overview and parts: {files:?}\n{}", stderr(&o));
+    // The first part and the overview (last by name); tp takes seconds a file.
+    for f in [&files[0], files.last().unwrap()] {
+        let q = tp_query(&tp, &d.join(f), &["select count(*) from machine"]);
+        assert_eq!(q[0][0][0], "2", "{f}");
+    }
+
     // Chrome JSON: pids labelled by host.
     ok(&mltrace(&["export", "--chrome", "job.bin", "-o", "job.json"], d));
     let j: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("job.json")).unwrap()).unwrap();
@@ -214,6 +229,7 @@ fn merge_two_hosts_into_one_trace() {
         .map(|e| e["args"]["name"].as_str().unwrap().to_string())
         .collect();
     assert!(names.iter().any(|n| n.starts_with("nodeA · cat")) && names.iter().any(|n| n.starts_with("nodeB · cat")));
+    tp_query(&tp, &d.join("job.json"), &["select count(*) from slice"]);
 
     // Stats: per host and for the job.
     let s: serde_json::Value =
