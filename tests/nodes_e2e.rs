@@ -275,3 +275,56 @@ fn merge_two_hosts_into_one_trace() {
     assert!(!o.status.success() && stderr(&o).contains("no host nodeZ"), "{}", stderr(&o));
     assert!(!d.join("twice.bin").exists());
 }
+
+/// Clocks: two hosts booted at different times, their records put on one
+/// timeline through the REALTIME anchors (made-up logs: no root needed).
+#[test]
+fn merge_aligns_clocks_through_realtime_anchors() {
+    use mltrace_log::*;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    const S: u64 = 1_000_000_000;
+    const WALL: u64 = 1_800_000_000 * S;
+    // A booted 1000 s before the anchor, B 10 s before: the same wall
+    // instant is BOOTTIME 1000 s on A and 10 s on B.
+    let write = |name: &str, host: &str, boot: &str, boottime: u64, event_at: u64| {
+        let header = Header {
+            host: host.into(),
+            boot_id: boot.into(),
+            source: "record".into(),
+            clock: "boottime".into(),
+            start: ClockAnchor { boottime_ns: boottime, realtime_ns: WALL, monotonic_ns: 0 },
+            ..Default::default()
+        };
+        let mut w = RecordWriter::new(std::fs::File::create(d.join(name)).unwrap(), &header).unwrap();
+        w.push(&Record::Fork(Fork { ts: event_at, pid: 7, tid: 7, parent_pid: 1, parent_tid: 1, thread: false }))
+            .unwrap();
+        w.finish(&Trailer { exit_status: Some(0), ..Default::default() }).unwrap();
+    };
+    // Each forks pid 7 one second after its anchor.
+    write("a.bin", "hostA", "boot-a", 1000 * S, 1001 * S);
+    write("b.bin", "hostB", "boot-b", 10 * S, 11 * S);
+    let o = ok(&mltrace(&["merge", "a.bin", "b.bin", "-o", "m.bin"], d)).clone();
+    let e = stderr(&o);
+    // A booted first: its clock is the log's; B's stamps move up by 990 s.
+    assert!(e.contains("hostA: a.bin clock offset +0.0 µs"), "{e}");
+    assert!(e.contains("hostB: b.bin clock offset +990.000000 s"), "{e}");
+    let recs = read_log(&d.join("m.bin"));
+    let forks: Vec<(usize, u32, u64)> = recs
+        .iter()
+        .filter_map(|r| match r.rec {
+            Record::Fork(f) => Some((host_of(f.pid), local_pid(f.pid), f.ts)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(forks.len(), 2);
+    // Both forks happened at the same wall instant: one time in the merged log.
+    assert_eq!(forks[0].2, forks[1].2, "{forks:?}");
+    let h = LogReader::open(&d.join("m.bin")).unwrap().header().clone();
+    assert_eq!(h.start.realtime_ns - h.start.boottime_ns, WALL - 1000 * S);
+    assert_eq!(forks[0].2, 1001 * S);
+    let offsets: Vec<i64> = h.hosts.iter().map(|x| x.clock_offset_ns).collect();
+    assert_eq!(offsets, [0, 990 * S as i64]);
+    assert_eq!((forks[0].0, forks[0].1), (0, 7));
+    assert!(forks.iter().any(|f| f.0 == 1 && f.1 == 7));
+}

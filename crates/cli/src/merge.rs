@@ -136,10 +136,10 @@ fn plan(inputs: &[Input], manual: &HashMap<String, i64>) -> anyhow::Result<(Vec<
             bail!("--offset {h}=...: no host {h} among the logs (hosts: {})", names.join(", "));
         }
     }
-    // REALTIME - BOOTTIME of each host: where its boot clock sits on the
-    // wall clock. The log's clock is the BOOTTIME of the host that booted
-    // last (the smallest difference), so every offset is >= 0 before
-    // corrections and no timestamp has to go below 0.
+    // REALTIME - BOOTTIME of each host: the wall time it booted. The
+    // log's clock is the BOOTTIME of the host that booted first (the
+    // smallest difference), so every offset is >= 0 before corrections
+    // and no timestamp has to go below 0.
     let diff = |a: &ClockAnchor| (a.realtime_ns != 0).then(|| a.realtime_ns as i128 - a.boottime_ns as i128);
     let reference = inputs.iter().filter_map(|i| diff(&i.header.start)).min();
     let clock_of = inputs.iter().position(|i| reference.is_some() && diff(&i.header.start) == reference).unwrap_or(0);
