@@ -625,5 +625,23 @@ mod tests {
             compressed_packets: Some(vec![1, 2, 3]),
             ..Default::default()
         });
+        // Another machine's packets: the id, and its SystemInfo.
+        let m = TracePacket {
+            trusted_packet_sequence_id: Some(1),
+            machine_id: Some(3),
+            system_info: Some(crate::proto::SystemInfo {
+                utsname: Some(crate::proto::Utsname {
+                    sysname: Some("Linux".into()),
+                    release: Some("6.18".into()),
+                    ..Default::default()
+                }),
+                num_cpus: Some(96),
+            }),
+            ..Default::default()
+        };
+        both(&m);
+        let ev = TrackEvent { r#type: Some(Type::SliceEnd as i32), ..Default::default() };
+        let p = TracePacket { machine_id: Some(3), sequence_flags: Some(2), ..m };
+        assert!(!is_plain(&TracePacket { system_info: None, ..p }, &ev), "the plain path has no machine id");
     }
 }
