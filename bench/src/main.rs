@@ -521,7 +521,8 @@ fn main() -> Result<()> {
             let _ = writeln!(table, "  (b) mltrace vs the latency floor: not measurable (an added time <= 0: noise)");
         } else {
             let r = m / f;
-            let _ = writeln!(table, "  (b) mltrace's added time <= 2x the latency floor's: {r:.2}x  {}", verdict(r <= 2.0));
+            let _ =
+                writeln!(table, "  (b) mltrace's added time <= 2x the latency floor's: {r:.2}x  {}", verdict(r <= 2.0));
         }
     }
     for (wi, key) in [(0, "a"), (1, "b")] {

@@ -427,7 +427,7 @@ fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnc
                     subsystem: "counters".into(),
                     mechanism: "/proc".into(),
                     detail: format!(
-                        "every {} ms: /proc/stat, /proc/meminfo, /proc/pressure, /proc/diskstats, /proc/PID/stat+statm",
+                        "every {} ms: /proc/stat, /proc/meminfo, /proc/pressure, /proc/diskstats, /proc/net/dev, /sys/class/infiniband, /proc/PID/stat+statm",
                         iv.as_millis()
                     ),
                 });
@@ -445,6 +445,8 @@ fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnc
         clock: "boottime".into(),
         start,
         diskstats: if plan.block.is_some() { system::disk_snapshot() } else { None },
+        // One host: `mltrace merge` fills this in.
+        hosts: Vec::new(),
     }
 }
 

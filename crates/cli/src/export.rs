@@ -145,6 +145,12 @@ impl mltrace_model::Encoder for Enc {
             Enc::Chrome(e) => e.begin(m),
         }
     }
+    fn machine(&mut self, host: u32) {
+        match self {
+            Enc::Perfetto(e) => e.machine(host),
+            Enc::Chrome(e) => e.machine(host),
+        }
+    }
     fn track(&mut self, t: &mltrace_model::Track<'_>) -> io::Result<()> {
         match self {
             Enc::Perfetto(e) => e.track(t),

@@ -98,7 +98,7 @@ fn parse_shift(s: &str) -> Option<i64> {
 }
 
 /// The output's temporary name, beside it so the final rename is atomic.
-fn temp_path(out: &Path) -> PathBuf {
+pub(crate) fn temp_path(out: &Path) -> PathBuf {
     let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "import".into());
     name.push(format!(".tmp{}", std::process::id()));
     out.with_file_name(name)

@@ -3,10 +3,12 @@
 mod dump;
 mod export;
 mod import;
+mod merge;
 // Wired to `export --open` in a later change.
 mod open;
 mod record;
 mod report;
+mod template;
 mod verdict;
 
 use std::path::PathBuf;
@@ -31,6 +33,8 @@ enum Cmd {
     Report(report::Args),
     /// Convert old traces (bpftrace outputs, mpstat, nvidia-smi pmon/dmon, MLPerf logs) into a log
     Import(import::Args),
+    /// Merge the logs of several hosts (one recorder per node) into one log
+    Merge(merge::Args),
     /// Summarise a log: per-process I/O, latencies, top files, losses
     Stats {
         log: PathBuf,
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
         Cmd::Export(a) => export::run(a),
         Cmd::Import(a) => import::run(a),
         Cmd::Report(a) => report::run(a),
+        Cmd::Merge(a) => merge::run(a),
         Cmd::Stats { log, top, json } => stats(&log, top, json),
         Cmd::Doctor => doctor(),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),

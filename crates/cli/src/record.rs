@@ -12,7 +12,9 @@ use mltrace_sample::gpu::{self, GpuConfig, GpuMode};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where to write the log
+    /// Where to write the log; %h (host name), %r (rank from SLURM_PROCID,
+    /// RANK, OMPI_COMM_WORLD_RANK or PMI_RANK), %p (recorder pid), %t (start
+    /// time, UTC) and %% are filled in: `-o runs/%h.bin` on every node
     #[arg(short, long, default_value = "mltrace.bin")]
     output: PathBuf,
     /// Overwrite the output file if it exists
@@ -129,7 +131,8 @@ fn parse_period(s: &str) -> Result<std::time::Duration, String> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
-    let mut opts = RecordOptions::new(a.command, a.output);
+    let output = crate::template::expand(&a.output, &crate::template::Values::current())?;
+    let mut opts = RecordOptions::new(a.command, output);
     opts.force = a.force;
     opts.bpf.ring_bytes = a.ring_size;
     if let Some(n) = a.frame_records {

@@ -74,6 +74,10 @@ pub struct Header {
     pub start: ClockAnchor,
     /// The kernel's disk counters once the probes were attached.
     pub diskstats: Option<DiskSnapshot>,
+    /// A merged log's hosts, by host number (see [`crate::hosts`]); empty
+    /// for a log of one host. The fields above are then host 0's, and
+    /// `start` is the anchor of the log's clock.
+    pub hosts: Vec<crate::hosts::HostInfo>,
 }
 
 /// Per-kind loss totals, as in [`crate::LostKind`].

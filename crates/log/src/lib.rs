@@ -15,6 +15,7 @@ mod codec;
 mod error;
 pub mod frame;
 mod header;
+pub mod hosts;
 pub mod labels;
 pub mod names;
 mod reader;
@@ -24,6 +25,7 @@ mod writer;
 
 pub use error::LogError;
 pub use header::{ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount};
+pub use hosts::{global_pid, host_of, local_pid, HostInfo};
 pub use reader::{describe_ts, Diagnostic, Frame, FrameSpan, LogReader};
 pub use record::*;
 pub use writer::{EncodedFrame, FrameEncoder, LogWriter, RecordWriter, DEFAULT_FRAME_RECORDS};

@@ -337,6 +337,31 @@ impl<R: Read + Seek> LogReader<R> {
         Ok(span)
     }
 
+    /// The trailer read ahead, from the frame headers alone (nothing is
+    /// decompressed), without moving the reader: `None` for a cut log or
+    /// one whose frame headers are damaged before the trailer.
+    pub fn peek_trailer(&mut self) -> Result<Option<Trailer>, LogError> {
+        let mut at = self.data_start;
+        loop {
+            self.src.seek(SeekFrom::Start(at)).map_err(|e| self.io(e))?;
+            let mut hb = [0u8; FRAME_HEADER_LEN];
+            if read_full(&mut self.src, &mut hb).map_err(|e| self.io(e))? < FRAME_HEADER_LEN {
+                return Ok(None);
+            }
+            let Some(h) = FrameHeader::decode(&hb).filter(|h| h.payload_len <= MAX_PAYLOAD) else { return Ok(None) };
+            if h.kind == FrameKind::Trailer as u8 {
+                let mut buf = vec![0u8; h.payload_len as usize];
+                if read_full(&mut self.src, &mut buf).map_err(|e| self.io(e))? < buf.len()
+                    || crc32fast::hash(&buf) != h.payload_crc
+                {
+                    return Ok(None);
+                }
+                return Ok(serde_json::from_slice(&buf).ok());
+            }
+            at += (FRAME_HEADER_LEN + h.payload_len as usize) as u64;
+        }
+    }
+
     fn io(&self, e: io::Error) -> LogError {
         LogError::Io { path: self.name.clone(), source: e }
     }

@@ -161,6 +161,11 @@ pub struct WakingEvent<'a> {
 /// then [`Encoder::end`].
 pub trait Encoder {
     fn begin(&mut self, meta: &FileMeta<'_>) -> io::Result<()>;
+    /// In a log of several hosts: the host (its number, see
+    /// `mltrace_log::hosts`) of the top-level tracks declared from now on
+    /// that are not processes (a process's host is in its pid). Writers
+    /// without machines ignore it; a wrapper must pass it on.
+    fn machine(&mut self, _host: u32) {}
     fn track(&mut self, t: &Track<'_>) -> io::Result<()>;
     fn slice<A: Args>(&mut self, s: &Slice<'_>, args: &A) -> io::Result<()>;
     fn instant<A: Args>(&mut self, track: TrackId, ts: u64, name: Name<'_>, args: &A) -> io::Result<()>;

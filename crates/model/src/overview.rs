@@ -168,6 +168,8 @@ pub struct Series {
     pub proc: Option<ProcIdx>,
     /// A per-core busy series (group `CPU`, sub-group per core).
     pub core: Option<u32>,
+    /// Its host, for a machine series of a merged log.
+    pub host: usize,
     pub unit: Unit,
     sums: Vec<(f64, u32)>,
 }
@@ -188,7 +190,8 @@ impl Series {
 pub struct OverviewAgg {
     pub grid: Grid,
     pub procs: Vec<ProcAggs>,
-    pub disks: Vec<(String, Vec<DiskAgg>)>,
+    /// Each disk's group name, host and intervals.
+    pub disks: Vec<(String, usize, Vec<DiskAgg>)>,
     disk_ids: labels::DiskIds,
     pub series: Vec<Series>,
     series_ids: HashMap<String, usize>,
@@ -285,9 +288,16 @@ impl OverviewAgg {
             }
         }
         let name = f.str(b.disk);
-        let (d, new) = self.disk_ids.id(b.dev, name);
+        let host = host_of(b.pid);
+        let (d, new) = if host == 0 {
+            self.disk_ids.id(b.dev, name)
+        } else {
+            let mut key = format!("{host}\u{1}").into_bytes();
+            key.extend_from_slice(name);
+            self.disk_ids.id(b.dev, &key)
+        };
         if new {
-            self.disks.push((labels::disk(name, b.dev), vec![DiskAgg::default(); self.grid.n]));
+            self.disks.push((labels::disk(name, b.dev), host, vec![DiskAgg::default(); self.grid.n]));
         }
         // In flight from its start to its completion, split exactly
         // across the intervals it covers.
@@ -296,9 +306,9 @@ impl OverviewAgg {
         let (a, z) = (grid.index(start), grid.index(end.saturating_sub(1).max(start)));
         for i in a..=z {
             let (s, e) = (start.max(grid.time(i)), if i == z { end } else { end.min(grid.time(i + 1)) });
-            self.disks[d].1[i].in_flight_ns += e.saturating_sub(s);
+            self.disks[d].2[i].in_flight_ns += e.saturating_sub(s);
         }
-        let g = &mut self.disks[d].1[self.grid.index(b.end_ts())];
+        let g = &mut self.disks[d].2[self.grid.index(b.end_ts())];
         g.requests += 1;
         g.lat_max = g.lat_max.max(b.queue + b.device);
         if read {
@@ -314,7 +324,8 @@ impl OverviewAgg {
         let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
         let mut core = None;
         let mut value = c.value;
-        if c.pid == 0 {
+        let host = if local_pid(c.pid) == 0 { host_of(c.pid) } else { 0 };
+        if local_pid(c.pid) == 0 {
             if let Some(n) = group.strip_prefix("CPU ").and_then(|n| n.parse::<u32>().ok()) {
                 match &*name {
                     "iowait" => {
@@ -336,8 +347,8 @@ impl OverviewAgg {
         let mut key = std::mem::take(&mut self.key);
         key.clear();
         let _ = match core {
-            Some(n) => write!(key, "CPU\0per core\0{n}"),
-            None => write!(key, "{group}\0{name}\0{}", idx.map_or(-1, i64::from)),
+            Some(n) => write!(key, "CPU\0per core\0{n}\0{host}"),
+            None => write!(key, "{group}\0{name}\0{}\0{host}", idx.map_or(-1, i64::from)),
         };
         let s = match self.series_ids.get(&key) {
             Some(&s) => s,
@@ -347,6 +358,7 @@ impl OverviewAgg {
                     name: name.into_owned(),
                     proc: idx,
                     core,
+                    host,
                     unit: if core.is_some() { Unit::Named("%") } else { Unit::from_log(c.unit) },
                     sums: vec![(0.0, 0); self.grid.n],
                 });
@@ -400,11 +412,15 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
         let (sum, n) = s.sums[i];
         (n > 0).then(|| sum / f64::from(n))
     };
-    let cpu = |name: &str| {
-        agg.series.iter().find(|s| s.proc.is_none() && s.core.is_none() && s.group == "CPU" && s.name == name)
+    let cpu = |host: usize, name: &str| {
+        agg.series
+            .iter()
+            .find(|s| s.proc.is_none() && s.core.is_none() && s.host == host && s.group == "CPU" && s.name == name)
     };
-    if let Some(idle) = cpu("idle") {
-        let iowait = cpu("iowait");
+    for host in 0..run.header.hosts.len().max(1) {
+        let Some(idle) = cpu(host, "idle") else { continue };
+        let iowait = cpu(host, "iowait");
+        scene.host = host;
         let g = scene.group(enc, "CPU")?;
         let busy = (0..idle.sums.len()).filter_map(|i| {
             avg(idle, i).map(|v| (i, (100.0 - v - iowait.and_then(|w| avg(w, i)).unwrap_or(0.0)).max(0.0)))
@@ -412,6 +428,7 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
         steps(enc, &mut scene.stats, g, &grid, busy)?;
     }
     for s in &agg.series {
+        scene.host = s.host;
         let track = match (s.proc, s.core) {
             (_, Some(core)) => scene.core_track(enc, core)?,
             (None, None) => match scene.machine_track(enc, &s.group, &s.name, s.unit)? {
@@ -429,7 +446,8 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
         steps(enc, &mut scene.stats, track, &grid, vals)?;
     }
     // Disks, from their requests.
-    for (name, aggs) in &agg.disks {
+    for (name, host, aggs) in &agg.disks {
+        scene.host = *host;
         let g = scene.group(enc, name)?;
         type Get = fn(&DiskAgg, f64) -> f64;
         let tracks: [(&str, Unit, Get); 4] = [
@@ -439,7 +457,7 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
             ("request latency max", Unit::TimeNs, |d, _| d.lat_max as f64),
         ];
         for (tname, unit, f) in tracks {
-            let key = format!("{name}\0{tname}\0");
+            let key = format!("{name}\0{tname}\0{host}");
             let t = scene.counter_track(enc, &key, g, tname, unit)?;
             steps(enc, &mut scene.stats, t, &grid, aggs.iter().enumerate().map(|(i, d)| (i, f(d, secs))))?;
         }

@@ -5,6 +5,7 @@
 //! every record's [`ProcIdx`].
 
 use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashSet as HashSet;
 
 use mltrace_log::labels;
 use mltrace_log::names;
@@ -40,7 +41,7 @@ impl ProcTracker {
     pub fn observe(&mut self, rec: &Record) -> Option<ProcIdx> {
         match rec {
             Record::Fork(f) if !f.thread => {
-                let parent = (f.parent_pid != 0 && f.parent_pid != f.pid).then(|| self.of(f.parent_pid));
+                let parent = (local_pid(f.parent_pid) != 0 && f.parent_pid != f.pid).then(|| self.of(f.parent_pid));
                 let idx = match self.current.get(&f.pid) {
                     Some(&(i, false)) => i,
                     _ => self.fresh(f.pid),
@@ -95,8 +96,9 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
         Record::SchedSwitch(x) if x.traced & sched::NEXT != 0 => x.next_pid,
         Record::Block(x) if x.flags & blk::TRACED != 0 => x.pid,
-        Record::Counter(x) if x.pid != 0 => x.pid,
-        Record::Mark(x) if x.pid != 0 => x.pid,
+        // pid 0 of any host: the machine's, or the run's.
+        Record::Counter(x) if local_pid(x.pid) != 0 => x.pid,
+        Record::Mark(x) if local_pid(x.pid) != 0 => x.pid,
         _ => return None,
     })
 }
@@ -250,11 +252,15 @@ impl Procs {
                 p.first_ts = p.last_ts;
             }
         }
-        let mut root_done = false;
+        // One command per host (a merged log has several).
+        let mut root_done: HashSet<usize> = HashSet::default();
         for i in 0..self.list.len() {
             let p = &self.list[i];
-            let is_root = !root_done && p.pid == header.root_pid && header.root_pid != 0 && !p.forked_by_seen(self);
-            root_done |= is_root;
+            let host = mltrace_log::host_of(p.pid);
+            let is_root = !root_done.contains(&host) && header.is_root_pid(p.pid) && !p.forked_by_seen(self);
+            if is_root {
+                root_done.insert(host);
+            }
             let role = if is_root {
                 Role::Main
             } else if self.is_worker(i) {

@@ -49,7 +49,7 @@ pub const LOST_GROUP: &str = "mltrace: lost events";
 pub const LOST_TRACK: &str = "mltrace: lost events (total)";
 pub const PER_CORE: &str = "per core (busy %)";
 
-/// Top-level order: phases, GPUs, CPU, disks, memory, other machine
+/// Top-level order: phases, GPUs, CPU, disks, network, memory, other machine
 /// groups, then processes (main first), lost events last.
 pub fn group_rank(name: &str) -> i32 {
     match name {
@@ -58,6 +58,7 @@ pub fn group_rank(name: &str) -> i32 {
         n if n.starts_with("GPU") => 10,
         "CPU" => 20,
         n if n.starts_with("Disk") => 30,
+        n if n.starts_with("Network ") || n.starts_with("InfiniBand ") => 35,
         "Memory" => 40,
         LOST_GROUP => 1_000_000,
         _ => 50,
@@ -222,7 +223,12 @@ const PENDING_NS: u64 = 30_000_000_000;
 /// Calls remembered per file for their later requests.
 const MAX_STARTED: usize = 65_536;
 
+/// The task a CPU's last switch put on: tid, comm, prio.
+type OnCpu = Option<(u32, Vec<u8>, i32)>;
+
 struct Disk {
+    /// Its host (a merged log has each host's disks).
+    host: usize,
     dev: u32,
     name: Vec<u8>,
     counters: DiskCounters,
@@ -240,7 +246,8 @@ struct Out {
     disks: Vec<Option<DiskOut>>,
     /// Per-core busy tracks are made at their first value other than 0
     /// (an idle core's says nothing); until then, each core's first 0.
-    busy_zero: HashMap<u32, Option<u64>>,
+    /// By (host, core).
+    busy_zero: HashMap<(usize, u32), Option<u64>>,
     /// Lanes of other slice tracks, by parent and name.
     lanes: HashMap<(TrackId, &'static str), LaneSet>,
 }
@@ -284,7 +291,11 @@ pub struct Scene<'s> {
     key: String,
     /// By CPU, in this file: the task the last switch put on it (tid,
     /// comm, prio), to join the chain where untraced tasks ran between.
-    on_cpu: Vec<Option<(u32, Vec<u8>, i32)>>,
+    /// By host (a merged log's hosts have their own CPUs), then CPU.
+    on_cpu: Vec<Vec<OnCpu>>,
+    /// The host whose machine groups are being drawn (0 but in a merged
+    /// log): set from the record before its groups are looked up.
+    pub(crate) host: usize,
     pub stats: SceneStats,
 }
 
@@ -316,6 +327,7 @@ impl<'s> Scene<'s> {
             flags: String::new(),
             key: String::new(),
             on_cpu: Vec::new(),
+            host: 0,
             stats: SceneStats::default(),
         }
     }
@@ -331,6 +343,9 @@ impl<'s> Scene<'s> {
         self.range = range;
         let zero = self.run.zero_counters();
         enc.begin(&FileMeta { header: &self.run.header, anchor: self.run.header.start, title, zero_counters: &zero })?;
+        // Run-wide tracks (verdict, phases, losses) are the first host's.
+        enc.machine(0);
+        self.host = 0;
         let rank = group_rank(crate::annotate::VERDICT_TRACK);
         let out = &mut self.out;
         self.stats.slices += crate::annotate::draw(enc, &self.run.annotations, range, rank, &mut || out.id())?;
@@ -382,8 +397,15 @@ impl<'s> Scene<'s> {
     /// A machine group (CPU, a disk, Memory...), declared on first use.
     /// Groups with a [`header`] are that counter themselves, so that the
     /// row a viewer shows collapsed says something.
+    /// In a merged log, a machine group is the current [`Scene::host`]'s,
+    /// and named for it (`nodeA · CPU · busy`).
     pub(crate) fn group<E: Encoder>(&mut self, enc: &mut E, name: &str) -> io::Result<TrackId> {
-        if let Some(&t) = self.out.groups.get(name) {
+        let host_label = if name == LOST_GROUP { None } else { self.run.host_label(self.host) };
+        let key: std::borrow::Cow<'_, str> = match host_label {
+            Some(_) => format!("{}\u{1}{name}", self.host).into(),
+            None => name.into(),
+        };
+        if let Some(&t) = self.out.groups.get(key.as_ref()) {
             return Ok(t);
         }
         let id = self.out.id();
@@ -391,14 +413,19 @@ impl<'s> Scene<'s> {
             Some((what, unit)) => (format!("{name} · {what}"), TrackKind::Counter(unit)),
             None => (name.to_string(), TrackKind::Group),
         };
+        let shown = match host_label {
+            Some(h) => format!("{h} · {shown}"),
+            None => shown,
+        };
+        enc.machine(if host_label.is_some() { self.host as u32 } else { 0 });
         enc.track(&Track { id, parent: None, name: &shown, rank: group_rank(name), kind })?;
-        self.out.groups.insert(name.to_string(), id);
+        self.out.groups.insert(key.into_owned(), id);
         Ok(id)
     }
 
     /// A sub-group `name` of `parent` (rank `rank`), declared on first use.
     fn sub_group<E: Encoder>(&mut self, enc: &mut E, parent: &str, name: &str, rank: i32) -> io::Result<TrackId> {
-        let key = format!("{parent}\0{name}");
+        let key = format!("{}\0{parent}\0{name}", self.host);
         if let Some(&t) = self.out.groups.get(&key) {
             return Ok(t);
         }
@@ -418,10 +445,15 @@ impl<'s> Scene<'s> {
         let info = self.run.procs.get(idx);
         // The parent when it is in the trace (not mltrace, which started the command).
         let parent_pid = info.parent.map(|q| self.run.procs.get(q)).filter(|q| q.seen).map(|q| q.pid);
+        // In a merged log, processes say their host.
+        let name: std::borrow::Cow<'_, str> = match self.run.host_label(host_of(info.pid)) {
+            Some(h) => format!("{h} · {}", info.name).into(),
+            None => info.name.as_str().into(),
+        };
         enc.track(&Track {
             id,
             parent: None,
-            name: &info.name,
+            name: &name,
             rank: PROCESS_RANK + self.run.order_of(idx),
             kind: TrackKind::Process(ProcessDesc {
                 pid: info.pid,
@@ -674,7 +706,7 @@ impl<'s> Scene<'s> {
             }
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
-                if let (Some(i), true) = (idx, r.pid != 0) {
+                if let (Some(i), true) = (idx, local_pid(r.pid) != 0) {
                     let (name, value) = (f.str_lossy(r.name), f.str_lossy(r.value));
                     let label = labels::mark(&name, &value);
                     let args = event::MarkArgs { rank: r.rank, value: &value };
@@ -693,10 +725,16 @@ impl<'s> Scene<'s> {
     /// running from there: the untraced time is given to the first task).
     fn join_cpu_chain<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, r: &SchedSwitch) -> io::Result<()> {
         let i = r.cpu as usize;
-        if self.on_cpu.len() <= i {
-            self.on_cpu.resize_with(i + 1, || None);
+        // Both sides are on the CPU's host, the idle task (pid 0) too.
+        let host = host_of(r.prev_tid);
+        if self.on_cpu.len() <= host {
+            self.on_cpu.resize_with(host + 1, Vec::new);
         }
-        if let Some((tid, comm, prio)) = &self.on_cpu[i] {
+        let on_cpu = &mut self.on_cpu[host];
+        if on_cpu.len() <= i {
+            on_cpu.resize_with(i + 1, || None);
+        }
+        if let Some((tid, comm, prio)) = &on_cpu[i] {
             if *tid != r.prev_tid {
                 enc.sched_switch(&SwitchEvent {
                     ts: r.ts,
@@ -711,7 +749,7 @@ impl<'s> Scene<'s> {
                 })?;
             }
         }
-        let slot = self.on_cpu[i].get_or_insert_with(|| (0, Vec::new(), 0));
+        let slot = self.on_cpu[host][i].get_or_insert_with(|| (0, Vec::new(), 0));
         slot.0 = r.next_tid;
         slot.1.clear();
         slot.1.extend_from_slice(f.str(r.next_comm));
@@ -842,9 +880,17 @@ impl<'s> Scene<'s> {
     /// The disk's index in `disks`, made on first sight.
     fn disk_index(&mut self, f: &Frame<'_>, b: &Block) -> usize {
         let name = f.str(b.disk);
-        let (d, new) = self.disk_ids.id(b.dev, name);
+        let host = host_of(b.pid);
+        let (d, new) = if host == 0 {
+            self.disk_ids.id(b.dev, name)
+        } else {
+            // Another host's disk of the same name and number is another disk.
+            let mut key = format!("{host}\u{1}").into_bytes();
+            key.extend_from_slice(name);
+            self.disk_ids.id(b.dev, &key)
+        };
         if new {
-            self.disks.push(Disk { dev: b.dev, name: name.to_vec(), counters: DiskCounters::default() });
+            self.disks.push(Disk { host, dev: b.dev, name: name.to_vec(), counters: DiskCounters::default() });
         }
         d
     }
@@ -859,6 +905,7 @@ impl<'s> Scene<'s> {
             return Ok(o.group);
         }
         let group_name = labels::disk(&self.disks[d].name, self.disks[d].dev);
+        self.host = self.disks[d].host;
         let group = self.group(enc, &group_name)?;
         self.out.disks[d] =
             Some(DiskOut { group, lanes: LaneSet::default(), tracks: [None; 3], first_zero: [None; 3] });
@@ -1115,7 +1162,7 @@ impl<'s> Scene<'s> {
         // Every sample of every core comes here: the key's buffer is reused.
         let mut key = std::mem::take(&mut self.key);
         key.clear();
-        let _ = write!(key, "CPU\0per core\0{core}");
+        let _ = write!(key, "CPU\0per core\0{core}\0{}", self.host);
         let found = self.out.counters.get(&key).copied();
         self.key = key;
         if let Some(t) = found {
@@ -1144,15 +1191,16 @@ impl<'s> Scene<'s> {
                     _ => 0.0,
                 };
                 let busy = (100.0 - c.value - iowait).max(0.0);
-                match self.out.busy_zero.get(&core) {
+                let key = (self.host, core);
+                match self.out.busy_zero.get(&key) {
                     Some(None) => {}
                     Some(Some(_)) | None if busy == 0.0 => {
-                        self.out.busy_zero.entry(core).or_insert(Some(c.ts));
+                        self.out.busy_zero.entry(key).or_insert(Some(c.ts));
                         return Ok(());
                     }
                     pending => {
                         let first_zero = pending.copied().flatten();
-                        self.out.busy_zero.insert(core, None);
+                        self.out.busy_zero.insert(key, None);
                         let t = self.core_track(enc, core)?;
                         if let Some(z) = first_zero {
                             self.stats.counters += 1;
@@ -1170,7 +1218,8 @@ impl<'s> Scene<'s> {
 
     fn counter<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: Option<ProcIdx>, c: &Counter) -> io::Result<()> {
         let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
-        if c.pid == 0 {
+        if local_pid(c.pid) == 0 {
+            self.host = host_of(c.pid);
             if let Some(core) = group.strip_prefix("CPU ").and_then(|n| n.parse::<u32>().ok()) {
                 return self.core_counter(enc, c, core, &name);
             }
@@ -1232,10 +1281,11 @@ impl<'s> Scene<'s> {
         }
         let mut key = std::mem::take(&mut self.key);
         key.clear();
-        let _ = write!(key, "{group}\0{name}\00");
+        let machine_pid = global_pid(self.host, 0);
+        let _ = write!(key, "{group}\0{name}\0{machine_pid}");
         let t = match self.out.counters.get(&key) {
             Some(&t) => Some(t),
-            None if !self.run.counter_nonzero(group.as_bytes(), name.as_bytes(), 0) => None,
+            None if !self.run.counter_nonzero(group.as_bytes(), name.as_bytes(), machine_pid) => None,
             None => {
                 let (parent, rank) = if group == "CPU" && !matches!(name, "usr" | "sys" | "iowait") {
                     (self.sub_group(enc, "CPU", CPU_DETAILS, 100)?, 10)
@@ -1342,6 +1392,7 @@ fn child_rank(group: &str, name: &str) -> i32 {
         "CPU" => &["usr", "sys", "iowait"],
         g if g.starts_with("Disk ") => &["read", "write", "read IOPS", "write IOPS", "utilisation"],
         g if g.starts_with("GPU ") => &["memory", "framebuffer used", "power"],
+        g if g.starts_with("Network ") || g.starts_with("InfiniBand ") => &["rx", "tx", "rx packets", "tx packets"],
         "Memory" => &["page cache", "dirty", "writeback", "io pressure"],
         _ => &[],
     };

@@ -247,7 +247,7 @@ impl Survey {
                 rank: p.rank,
                 flags: p.flags,
             }),
-            Record::Mark(m) if m.pid == 0 => self.marks.push(MarkInfo {
+            Record::Mark(m) if local_pid(m.pid) == 0 => self.marks.push(MarkInfo {
                 ts: m.ts,
                 name: f.str_lossy(m.name).into_owned(),
                 value: f.str_lossy(m.value).into_owned(),
@@ -265,6 +265,12 @@ impl Survey {
     }
 
     /// Where process `idx` goes among the process groups (0 first).
+    /// In a log of several hosts, the name of host `host` (for labels);
+    /// `None` for a log of one host, whose labels say nothing of it.
+    pub fn host_label(&self, host: usize) -> Option<&str> {
+        self.header.hosts.get(host).map(|h| h.name.as_str())
+    }
+
     pub fn order_of(&self, idx: ProcIdx) -> i32 {
         self.procs.get(idx).order
     }
@@ -290,7 +296,7 @@ impl Survey {
         let mut v: Vec<String> = self
             .counter_seen
             .values()
-            .filter(|(k, nz)| !nz && k.2 == 0 && !k.0.starts_with("CPU "))
+            .filter(|(k, nz)| !nz && local_pid(k.2) == 0 && !k.0.starts_with("CPU "))
             .map(|(k, _)| format!("{} {}", k.0, k.1))
             .collect();
         v.sort();

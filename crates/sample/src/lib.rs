@@ -1,6 +1,7 @@
 //! Samplers for `mltrace record`: counters on the trace's own clock.
 //!
-//! - [`cpu`], [`memory`], [`disks`]: machine-wide, from /proc.
+//! - [`cpu`], [`memory`], [`disks`], [`network`]: machine-wide, from /proc
+//!   (and /sys/class/infiniband).
 //! - [`procs`]: each traced process.
 //! - [`gpu`]: NVML devices and the processes on them.
 //!
@@ -11,6 +12,7 @@ pub mod cpu;
 pub mod disks;
 pub mod gpu;
 pub mod memory;
+pub mod network;
 pub mod procs;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,11 +85,13 @@ pub fn run_proc_samplers(
 ) -> u64 {
     let (mut cpu, mut mem, mut disks, mut procs) =
         (cpu::CpuSampler::new(), memory::MemorySampler::new(), disks::DiskSampler::new(), procs::ProcSampler::new());
+    let mut net = network::NetworkSampler::new();
     every(interval, stop, |ts| {
         let mut out = Vec::with_capacity(64);
         cpu.sample(ts, &mut out);
         mem.sample(ts, &mut out);
         disks.sample(ts, &mut out);
+        net.sample(ts, &mut out);
         procs.sample(ts, &pids(), &mut out);
         out.is_empty() || tx.send(out).is_ok()
     })

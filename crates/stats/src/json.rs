@@ -157,6 +157,10 @@ impl Stats {
                     v["io_wait_fraction"] = t.fraction(t.io_wait).into();
                     v["sleep_fraction"] = t.fraction(t.sleep).into();
                 }
+                if let Some(h) = self.header.hosts.get(mltrace_log::host_of(p.pid)) {
+                    v["host"] = h.name.clone().into();
+                    v["host_pid"] = mltrace_log::local_pid(p.pid).into();
+                }
                 if trainer == Some(p.pid) && std::ptr::eq(p, self.trainer().unwrap()) {
                     v["data_wait_fraction"] = self.data_wait_fraction(p).into();
                 }
@@ -221,6 +225,12 @@ impl Stats {
             "processes": processes,
             "files": files,
             "disks": disks,
+            "network": self.network.iter().map(|n| {
+                let mut v = n.to_json();
+                v["host"] = self.header.hosts.get(n.host).map_or(Value::Null, |h| h.name.clone().into());
+                v
+            }).collect::<Vec<_>>(),
+            "hosts": self.hosts_json(),
             "lost": self.total_lost(),
             "lost_by_kind": self.lost.iter().map(|(k, n)| (k.name().to_string(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),
             "warnings": warnings,

@@ -6,9 +6,11 @@ pub mod calls;
 mod glob;
 pub mod gpu_idle;
 mod hist;
+pub mod hosts;
 mod json;
 pub mod kernel;
 pub mod mapped;
+pub mod network;
 mod render_maps;
 pub mod sched;
 pub mod timeline;
@@ -247,6 +249,8 @@ pub struct Stats {
     disk_ids: DiskIds,
     /// Machine-wide counters worth summarising.
     pub utilisation: Vec<(CounterKey, Summary)>,
+    /// Each network interface's and RDMA port's traffic, from its counters.
+    pub network: Vec<network::NetStats>,
     /// Block requests started outside traced processes, by task name.
     pub block_others: Vec<(String, BlockStats)>,
     /// Problems the reader worked around, described.
@@ -506,11 +510,20 @@ impl Stats {
             },
             Record::Counter(c) => {
                 let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
+                let machine = local_pid(c.pid) == 0;
                 if c.pid == 0 && group.starts_with("GPU ") && name == "SM" {
                     self.sched.gpu_sample(&group, c.ts, c.value);
                 }
-                if c.pid == 0 && summarised(&group, &name) {
-                    let key = (group.into_owned(), name.into_owned(), c.unit);
+                if machine {
+                    network::add(&mut self.network, host_of(c.pid), &group, &name, c.ts, c.value);
+                }
+                if machine && summarised(&group, &name) {
+                    // A merged log's hosts each have their CPU, memory, GPUs.
+                    let group = match self.header.hosts.get(host_of(c.pid)) {
+                        Some(h) => format!("{} · {group}", h.name),
+                        None => group.into_owned(),
+                    };
+                    let key = (group, name.into_owned(), c.unit);
                     match self.utilisation.iter_mut().find(|(k, _)| *k == key) {
                         Some((_, (sum, n, max))) => {
                             *sum += c.value;
@@ -641,6 +654,43 @@ impl Stats {
         s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&header)).collect();
         s.trailer = reader.trailer().cloned();
         Ok(s)
+    }
+
+    /// Traffic per interface and RDMA port (idle ones counted, not listed).
+    fn render_network(&self, o: &mut String) {
+        let busy: Vec<_> = self.network.iter().filter(|n| !n.idle()).collect();
+        if self.network.is_empty() {
+            return;
+        }
+        let idle = self.network.len() - busy.len();
+        let _ = writeln!(
+            o,
+            "\nnetwork (from the sampled counters{}):",
+            if idle > 0 { format!("; {idle} idle interfaces not listed") } else { String::new() }
+        );
+        let mut rows = vec![["interface", "received", "sent", "rx packets", "tx packets", "rx peak/s", "tx peak/s"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()];
+        for n in busy {
+            let label = if n.kind() == "infiniband" { format!("{} (InfiniBand)", n.label()) } else { n.label().into() };
+            let label = match self.header.hosts.get(n.host) {
+                Some(h) => format!("{}:{label}", h.name),
+                None => label,
+            };
+            rows.push(vec![
+                label,
+                bytes(n.totals[0] as u64),
+                bytes(n.totals[1] as u64),
+                format!("{:.0}", n.totals[2]),
+                format!("{:.0}", n.totals[3]),
+                bytes(n.peaks[0] as u64),
+                bytes(n.peaks[1] as u64),
+            ]);
+        }
+        if rows.len() > 1 {
+            o.push_str(&table(&rows));
+        }
     }
 
     pub fn total_lost(&self) -> u64 {
@@ -874,7 +924,7 @@ fn block_row(label: String, b: &BlockStats) -> Vec<String> {
 }
 
 /// Left-aligns the first column and right-aligns the others.
-fn table(rows: &[Vec<String>]) -> String {
+pub(crate) fn table(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> =
         (0..cols).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
@@ -904,7 +954,9 @@ impl Stats {
         let verdict = self.verdict();
         let _ = writeln!(o, "verdict:  {}", verdict.text);
         let _ = writeln!(o, "command:  {}", h.command.join(" "));
-        if !h.host.is_empty() {
+        if h.is_merged() {
+            let _ = writeln!(o, "hosts:    {} (merged; pids below are host:pid)", h.host_names().join(", "));
+        } else if !h.host.is_empty() {
             let _ = writeln!(o, "host:     {} (kernel {}, {} CPUs)", h.host, h.kernel, h.cpu_count);
         }
         if let (Some(a), Some(b)) = (self.first_ts, self.last_ts) {
@@ -957,7 +1009,7 @@ impl Stats {
         for p in &self.processes {
             rows.push(vec![
                 p.name.clone(),
-                p.pid.to_string(),
+                self.pid_label(p.pid),
                 p.reads.count.to_string(),
                 bytes(p.reads.bytes),
                 q(&p.reads.latency, 0.5),
@@ -1013,6 +1065,8 @@ impl Stats {
             }
             o.push_str(&table(&rows));
         }
+        self.render_network(&mut o);
+        self.render_hosts(&mut o);
         let files = self.top_files(top);
         if !files.is_empty() {
             let uring = files.iter().any(|(_, f)| f.uring_reads + f.uring_writes > 0);

@@ -161,7 +161,8 @@ impl<W: Write> Encoder for ChromeEncoder<W> {
             (None, TrackKind::Counter(_) | TrackKind::Slices) => {
                 let pid = self.next_pid;
                 self.next_pid += 1;
-                let group = t.name.split(" · ").next().unwrap_or(t.name);
+                // `CPU · busy` -> `CPU`; `nodeA · CPU · busy` -> `nodeA · CPU`.
+                let group = t.name.rsplit_once(" · ").map_or(t.name, |(g, _)| g);
                 self.sink.meta_name(pid, pid, "process_name", group)?;
                 self.sink.meta_sort(pid, pid, "process_sort_index", i64::from(t.rank))?;
                 Some(pid)

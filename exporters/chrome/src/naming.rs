@@ -8,8 +8,9 @@
 /// single word cannot be split: its key is the unit (`busy %`, `read B/s`),
 /// which JSON has no other place for, or `value` as in Chrome's counters.
 pub fn counter_parts<'a>(track: &'a str, unit: &'a str) -> (&'a str, &'a str) {
-    // A group's own row: `CPU · busy`.
-    if let Some((group, what)) = track.split_once(" · ") {
+    // A group's own row: `CPU · busy`, or a host's in a merged log:
+    // `nodeA · CPU · busy`.
+    if let Some((group, what)) = track.rsplit_once(" · ") {
         return (group, what);
     }
     match track.rfind(' ') {
@@ -28,6 +29,7 @@ mod tests {
         assert_eq!(counter_parts("requests in flight", "count"), ("requests in", "flight"));
         assert_eq!(counter_parts("GPU 0 (NVIDIA H100) SM", "%"), ("GPU 0 (NVIDIA H100)", "SM"));
         assert_eq!(counter_parts("Disk vda (254:0) · in flight", "count"), ("Disk vda (254:0)", "in flight"));
+        assert_eq!(counter_parts("nodeB · CPU · busy", "%"), ("nodeB · CPU", "busy"));
         assert_eq!(counter_parts("iowait", "%"), ("iowait", "%"));
         assert_eq!(counter_parts("level", ""), ("level", "value"));
         assert_eq!(counter_parts("trailing ", ""), ("trailing ", "value"));

@@ -10,7 +10,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 
-use mltrace_log::{ClockAnchor, Trailer};
+use mltrace_log::{host_of, local_pid, ClockAnchor, Trailer};
 use mltrace_model::{
     ArgKey, ArgSink, Args, Encoder, FileMeta, Name, Slice, SwitchEvent, Track, TrackId, TrackKind, Unit, WakingEvent,
 };
@@ -20,8 +20,8 @@ use crate::proto::{
     clock_snapshot::Clock, counter_descriptor::Unit as PUnit, process_tree, trace_packet::SequenceFlags,
     track_descriptor::ChildTracksOrdering, track_descriptor::ProcessOrdering, track_event::Type, BuiltinClock,
     ChromeEventBundle, ChromeMetadata, ClockSnapshot, CounterDescriptor, FtraceEvent, FtraceEventBundle, InternedData,
-    ProcessDescriptor, ProcessTree, SchedSwitchFtraceEvent, SchedWakingFtraceEvent, ThreadDescriptor, TracePacket,
-    TrackDescriptor, TrackEvent,
+    ProcessDescriptor, ProcessTree, SchedSwitchFtraceEvent, SchedWakingFtraceEvent, SystemInfo, ThreadDescriptor,
+    TracePacket, TrackDescriptor, TrackEvent, Utsname,
 };
 use crate::wire;
 
@@ -131,6 +131,14 @@ struct TrackOut {
     /// Name iids by name key, so names are formatted once per sequence.
     name_keys: HashMap<u64, u64>,
     count_unit: bool,
+    /// Its host's machine (0: the first host, or the only one).
+    machine: u32,
+}
+
+/// `TracePacket.machine_id`: absent for machine 0, which the importer
+/// takes as the host machine.
+fn machine_id(m: u32) -> Option<u32> {
+    (m != 0).then_some(m)
 }
 
 /// A Perfetto trace file; see the module docs.
@@ -142,9 +150,12 @@ pub struct PerfettoEncoder<W: Write> {
     scratch: Scratch,
     /// The file's start, for packets that need a time and have none.
     start_ts: u64,
-    /// Scheduling events not yet written, by CPU: written as one ftrace
-    /// bundle per CPU when [`SCHED_BATCH`] are waiting, and at the end.
-    sched: Vec<Vec<FtraceEvent>>,
+    /// Scheduling events not yet written, by machine and CPU: written as
+    /// one ftrace bundle per CPU when [`SCHED_BATCH`] are waiting, and at
+    /// the end.
+    sched: HashMap<(u32, u32), Vec<FtraceEvent>>,
+    /// The machine of the top-level groups declared next.
+    machine: u32,
 }
 
 /// Scheduling events per ftrace bundle.
@@ -160,7 +171,8 @@ impl<W: Write> PerfettoEncoder<W> {
             tracks: Vec::new(),
             next_seq: 2,
             start_ts: 0,
-            sched: Vec::new(),
+            sched: HashMap::default(),
+            machine: 0,
             scratch: Scratch {
                 end: TrackEvent { r#type: Some(Type::SliceEnd as i32), ..Default::default() },
                 ..Default::default()
@@ -211,42 +223,42 @@ impl<W: Write> PerfettoEncoder<W> {
             cmdline.push(String::new());
         }
         let proc = process_tree::Process {
-            pid: Some(p.pid as i32),
-            ppid: Some(ppid as i32),
+            pid: Some(local_pid(p.pid) as i32),
+            ppid: Some(local_pid(ppid) as i32),
             cmdline,
             cmdline_is_comm: Some(true),
         };
         self.sink.write(&TracePacket {
             timestamp: Some(p.start_ts.unwrap_or(self.start_ts)),
             trusted_packet_sequence_id: Some(self.global.id),
+            machine_id: machine_id(host_of(p.pid) as u32),
             process_tree: Some(ProcessTree { processes: vec![proc], threads: vec![] }),
             ..Default::default()
         })
     }
 
     /// Queues a scheduling event of `cpu`, writing its bundle when full.
-    fn sched_event(&mut self, cpu: u32, ev: FtraceEvent) -> io::Result<()> {
-        let i = cpu as usize;
-        if self.sched.len() <= i {
-            self.sched.resize_with(i + 1, Vec::new);
-        }
-        self.sched[i].push(ev);
-        if self.sched[i].len() >= SCHED_BATCH {
-            self.flush_sched(i)?;
+    fn sched_event(&mut self, machine: u32, cpu: u32, ev: FtraceEvent) -> io::Result<()> {
+        let q = self.sched.entry((machine, cpu)).or_default();
+        q.push(ev);
+        if q.len() >= SCHED_BATCH {
+            self.flush_sched((machine, cpu))?;
         }
         Ok(())
     }
 
-    /// Writes CPU `i`'s waiting events as one bundle, in time order.
-    fn flush_sched(&mut self, i: usize) -> io::Result<()> {
-        let mut event = std::mem::take(&mut self.sched[i]);
+    /// Writes a CPU's waiting events as one bundle, in time order.
+    fn flush_sched(&mut self, (machine, cpu): (u32, u32)) -> io::Result<()> {
+        let Some(q) = self.sched.get_mut(&(machine, cpu)) else { return Ok(()) };
+        let mut event = std::mem::take(q);
         if event.is_empty() {
             return Ok(());
         }
         event.sort_by_key(|e| e.timestamp);
         let p = TracePacket {
             trusted_packet_sequence_id: Some(self.global.id),
-            ftrace_events: Some(FtraceEventBundle { cpu: Some(i as u32), event }),
+            machine_id: machine_id(machine),
+            ftrace_events: Some(FtraceEventBundle { cpu: Some(cpu), event }),
             ..Default::default()
         };
         self.sink.write(&p)
@@ -258,7 +270,9 @@ impl<W: Write> PerfettoEncoder<W> {
         let tr = &mut self.tracks[t as usize];
         if tr.seq.is_none() {
             self.next_seq += 1;
-            tr.seq = Some(Seq::new(self.next_seq, Some(tr.uuid)));
+            let mut seq = Seq::new(self.next_seq, Some(tr.uuid));
+            seq.machine = machine_id(tr.machine);
+            tr.seq = Some(seq);
         }
         tr
     }
@@ -293,11 +307,45 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
             trusted_packet_sequence_id: Some(self.global.id),
             chrome_events: Some(ChromeEventBundle { metadata }),
             ..Default::default()
-        })
+        })?;
+        // Each host of a merged log is a machine (table `machine`); v52
+        // has no field for its name, which labels its tracks instead.
+        for (h, host) in meta.header.hosts.iter().enumerate() {
+            let uts = Utsname {
+                sysname: Some("Linux".into()),
+                release: (!host.kernel.is_empty()).then(|| host.kernel.clone()),
+                ..Default::default()
+            };
+            self.sink.write(&TracePacket {
+                timestamp: Some(self.start_ts),
+                trusted_packet_sequence_id: Some(self.global.id),
+                machine_id: machine_id(h as u32),
+                system_info: Some(SystemInfo {
+                    utsname: Some(uts),
+                    num_cpus: (host.cpu_count > 0).then_some(host.cpu_count),
+                }),
+                ..Default::default()
+            })?;
+        }
+        Ok(())
+    }
+
+    fn machine(&mut self, host: u32) {
+        self.machine = host;
     }
 
     fn track(&mut self, t: &Track<'_>) -> io::Result<()> {
         let uuid = UUID_BASE + u64::from(t.id);
+        // Processes and threads by their pid's host; other tracks by their
+        // parent's, top-level groups by the host the model last named.
+        let machine = match t.kind {
+            TrackKind::Process(p) => host_of(p.pid) as u32,
+            TrackKind::Thread { pid, .. } => host_of(pid) as u32,
+            _ => match t.parent {
+                Some(p) => self.tracks.get(p as usize).map_or(0, |x| x.machine),
+                None => self.machine,
+            },
+        };
         let parent = t.parent.map(|p| UUID_BASE + u64::from(p));
         let mut d = TrackDescriptor {
             uuid: Some(uuid),
@@ -315,7 +363,7 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
             TrackKind::Process(p) => {
                 d.parent_uuid = None;
                 d.process = Some(ProcessDescriptor {
-                    pid: Some(p.pid as i32),
+                    pid: Some(local_pid(p.pid) as i32),
                     process_name: Some(t.name.to_string()),
                     cmdline: p.cmdline.to_vec(),
                     start_timestamp_ns: p.start_ts.map(|t| t as i64),
@@ -327,8 +375,8 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
             TrackKind::Thread { pid, tid } => {
                 d.parent_uuid = None;
                 d.thread = Some(ThreadDescriptor {
-                    pid: Some(pid as i32),
-                    tid: Some(i64::from(tid)),
+                    pid: Some(local_pid(pid) as i32),
+                    tid: Some(i64::from(local_pid(tid))),
                     thread_name: Some(t.name.to_string()),
                 });
             }
@@ -355,11 +403,13 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
                 seq: None,
                 name_keys: HashMap::default(),
                 count_unit: false,
+                machine: 0,
             });
         }
-        self.tracks[i] = TrackOut { uuid, seq: None, name_keys: HashMap::default(), count_unit };
+        self.tracks[i] = TrackOut { uuid, seq: None, name_keys: HashMap::default(), count_unit, machine };
         let p = TracePacket {
             trusted_packet_sequence_id: Some(self.global.id),
+            machine_id: machine_id(machine),
             track_descriptor: Some(d),
             ..Default::default()
         };
@@ -439,42 +489,47 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
     }
 
     fn sched_switch(&mut self, e: &SwitchEvent<'_>) -> io::Result<()> {
+        // Both sides ran on one CPU of one host: pid 0 (idle) has its host too.
+        let machine = host_of(e.prev_tid) as u32;
         let ev = FtraceEvent {
             timestamp: Some(e.ts),
-            pid: Some(e.prev_tid),
+            pid: Some(local_pid(e.prev_tid)),
             sched_switch: Some(SchedSwitchFtraceEvent {
                 prev_comm: Some(String::from_utf8_lossy(e.prev_comm).into_owned()),
-                prev_pid: Some(e.prev_tid as i32),
+                prev_pid: Some(local_pid(e.prev_tid) as i32),
                 prev_prio: Some(e.prev_prio),
                 prev_state: Some(e.prev_state),
                 next_comm: Some(String::from_utf8_lossy(e.next_comm).into_owned()),
-                next_pid: Some(e.next_tid as i32),
+                next_pid: Some(local_pid(e.next_tid) as i32),
                 next_prio: Some(e.next_prio),
             }),
             ..Default::default()
         };
-        self.sched_event(e.cpu, ev)
+        self.sched_event(machine, e.cpu, ev)
     }
 
     fn sched_waking(&mut self, w: &WakingEvent<'_>) -> io::Result<()> {
+        let machine = host_of(w.tid) as u32;
         let ev = FtraceEvent {
             timestamp: Some(w.ts),
-            pid: Some(w.waker_tid),
+            pid: Some(local_pid(w.waker_tid)),
             sched_waking: Some(SchedWakingFtraceEvent {
                 comm: Some(String::from_utf8_lossy(w.comm).into_owned()),
-                pid: Some(w.tid as i32),
+                pid: Some(local_pid(w.tid) as i32),
                 prio: Some(w.prio),
                 success: Some(1),
                 target_cpu: Some(w.target_cpu as i32),
             }),
             ..Default::default()
         };
-        self.sched_event(w.cpu, ev)
+        self.sched_event(machine, w.cpu, ev)
     }
 
     fn end(&mut self, end: Option<ClockAnchor>, _trailer: Option<&Trailer>) -> io::Result<u64> {
-        for i in 0..self.sched.len() {
-            self.flush_sched(i)?;
+        let mut queues: Vec<(u32, u32)> = self.sched.keys().copied().collect();
+        queues.sort_unstable();
+        for q in queues {
+            self.flush_sched(q)?;
         }
         if let Some(a) = end {
             self.clock_snapshot(a)?;

@@ -142,6 +142,8 @@ const MAX_INTERNED: usize = 20_000;
 pub struct Seq {
     pub id: u32,
     pub track: Option<u64>,
+    /// The machine of every packet (several hosts); `None`: the host.
+    pub machine: Option<u32>,
     started: bool,
     /// The incremental clock's value (the last delta-stamped packet's time);
     /// `None` until the clock is defined after a reset.
@@ -157,6 +159,7 @@ impl Seq {
         Seq {
             id,
             track,
+            machine: None,
             started: false,
             clock: None,
             names: HashMap::default(),
@@ -170,6 +173,7 @@ impl Seq {
     /// state, sets the defaults and interns the arg names into `interned`.
     pub fn begin_packet(&mut self, p: &mut TracePacket, interned: &mut InternedData) {
         p.trusted_packet_sequence_id = Some(self.id);
+        p.machine_id = self.machine;
         let mut flags = SequenceFlags::SeqNeedsIncrementalState as u32;
         if self.names.len() + self.strings.len() > MAX_INTERNED {
             self.started = false;
@@ -213,6 +217,7 @@ impl Seq {
             if p.sequence_flags.unwrap_or(0) & cleared != 0 {
                 sink.write(&TracePacket {
                     trusted_packet_sequence_id: Some(self.id),
+                    machine_id: self.machine,
                     sequence_flags: Some(cleared),
                     trace_packet_defaults: p.trace_packet_defaults.take(),
                     ..Default::default()
@@ -227,6 +232,7 @@ impl Seq {
             };
             sink.write(&TracePacket {
                 trusted_packet_sequence_id: Some(self.id),
+                machine_id: self.machine,
                 clock_snapshot: Some(ClockSnapshot {
                     clocks: vec![clock(INCREMENTAL_CLOCK, Some(true)), clock(BuiltinClock::Boottime as u32, None)],
                     primary_trace_clock: None,
@@ -252,7 +258,11 @@ impl Seq {
     /// [`TracePacket`] (slice ends, and most begins: the hot path).
     #[inline]
     pub fn plain_ready(&self, ts: u64) -> bool {
-        self.started && self.clock.is_some_and(|c| ts >= c) && self.names.len() + self.strings.len() <= MAX_INTERNED
+        // The plain path has no machine id: another machine's packets take the full one.
+        self.machine.is_none()
+            && self.started
+            && self.clock.is_some_and(|c| ts >= c)
+            && self.names.len() + self.strings.len() <= MAX_INTERNED
     }
 
     /// Writes `ev` with `args` at `ts`, which [`Seq::plain_ready`] allowed.

@@ -185,6 +185,12 @@ pub fn packet(out: &mut Vec<u8>, p: &TracePacket, event: Option<(&TrackEvent, &[
     if let Some(b) = &p.ftrace_events {
         message(out, 1, b);
     }
+    if let Some(i) = &p.system_info {
+        message(out, 45, i);
+    }
+    if let Some(m) = p.machine_id {
+        uint(out, 98, u64::from(m));
+    }
     let event = match (&p.track_event, event) {
         (Some(ev), _) => Some((ev, &[][..])),
         (None, e) => e,
@@ -217,8 +223,12 @@ fn is_plain(p: &TracePacket, ev: &TrackEvent) -> bool {
         process_tree,
         chrome_events,
         ftrace_events,
+        system_info,
+        machine_id,
     } = p;
     timestamp_clock_id.is_none()
+        && system_info.is_none()
+        && machine_id.is_none()
         && ftrace_events.is_none()
         && process_tree.is_none()
         && chrome_events.is_none()
@@ -615,5 +625,23 @@ mod tests {
             compressed_packets: Some(vec![1, 2, 3]),
             ..Default::default()
         });
+        // Another machine's packets: the id, and its SystemInfo.
+        let m = TracePacket {
+            trusted_packet_sequence_id: Some(1),
+            machine_id: Some(3),
+            system_info: Some(crate::proto::SystemInfo {
+                utsname: Some(crate::proto::Utsname {
+                    sysname: Some("Linux".into()),
+                    release: Some("6.18".into()),
+                    ..Default::default()
+                }),
+                num_cpus: Some(96),
+            }),
+            ..Default::default()
+        };
+        both(&m);
+        let ev = TrackEvent { r#type: Some(Type::SliceEnd as i32), ..Default::default() };
+        let p = TracePacket { machine_id: Some(3), sequence_flags: Some(2), ..m };
+        assert!(!is_plain(&TracePacket { system_info: None, ..p }, &ev), "the plain path has no machine id");
     }
 }

@@ -670,6 +670,15 @@ fn processes(r: &Report, o: &mut String) {
     o.push_str("</section>\n");
 }
 
+/// A disk's name in the legends; in a merged log, with its host's.
+fn disk_label(r: &Report, name: &str, host: usize) -> String {
+    let name = name.trim_start_matches("Disk ");
+    match r.survey.host_label(host) {
+        Some(h) if r.survey.header.hosts.len() > 1 => format!("{h} {name}"),
+        _ => name.to_string(),
+    }
+}
+
 fn disks(r: &Report, axis: &Axis, bands: &[Band], o: &mut String) -> Result<(), ChartError> {
     let agg = &r.survey.overview;
     let util: Vec<Line> = agg
@@ -696,17 +705,17 @@ fn disks(r: &Report, axis: &Axis, bands: &[Band], o: &mut String) -> Result<(), 
         let depth: Vec<Line> = agg
             .disks
             .iter()
-            .map(|(name, d)| {
+            .map(|(name, host, d)| {
                 let cols = axis.merge(d.iter().enumerate().map(|(i, x)| (i, x.in_flight_ns as f64)));
                 let points = cols.iter().enumerate().map(|(c, v)| (axis.x(c), v / secs)).collect();
-                Line { name: name.trim_start_matches("Disk ").to_string(), points }
+                Line { name: disk_label(r, name, *host), points }
             })
             .collect();
         let svg = charts::lines("Disk queue depth", axis.span, &depth, bands, &charts::number, None)?;
         line_figure(o, &svg, &depth);
         let mut tput = Vec::new();
-        for (name, d) in &agg.disks {
-            let name = name.trim_start_matches("Disk ");
+        for (name, host, d) in &agg.disks {
+            let name = disk_label(r, name, *host);
             let read = axis.merge(d.iter().enumerate().map(|(i, x)| (i, x.read_bytes as f64)));
             let write = axis.merge(d.iter().enumerate().map(|(i, x)| (i, x.write_bytes as f64)));
             tput.push(Line { name: format!("{name} read"), points: axis.rates(&read) });

@@ -1,0 +1,134 @@
+//! A merged log's hosts: each one's share of the job (`stats` per host).
+
+use std::fmt::Write as _;
+
+use mltrace_log::{host_of, local_pid};
+use serde_json::{json, Value};
+
+use crate::{bytes, table, Stats};
+
+/// One host's totals over its processes and interfaces.
+#[derive(Clone, Debug, Default)]
+pub struct HostTotals {
+    pub processes: u64,
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub opens: u64,
+    pub rx_bytes: f64,
+    pub tx_bytes: f64,
+    pub lost: u64,
+}
+
+impl Stats {
+    /// `nodeB:1234` in a merged log, `1234` otherwise.
+    pub fn pid_label(&self, pid: u32) -> String {
+        match self.header.hosts.get(host_of(pid)) {
+            Some(h) => format!("{}:{}", h.name, local_pid(pid)),
+            None => pid.to_string(),
+        }
+    }
+
+    /// Totals per host, by host number (empty for a log of one host).
+    pub fn host_totals(&self) -> Vec<HostTotals> {
+        let mut t = vec![HostTotals::default(); self.header.hosts.len()];
+        if t.is_empty() {
+            return t;
+        }
+        for p in &self.processes {
+            let Some(h) = t.get_mut(host_of(p.pid)) else { continue };
+            h.processes += 1;
+            h.reads += p.reads.count;
+            h.read_bytes += p.reads.bytes;
+            h.writes += p.writes.count;
+            h.write_bytes += p.writes.bytes;
+            h.opens += p.opens.count;
+        }
+        for n in &self.network {
+            // Loopback never leaves the host.
+            if let (Some(h), false) = (t.get_mut(n.host), n.label() == "lo") {
+                h.rx_bytes += n.totals[0];
+                h.tx_bytes += n.totals[1];
+            }
+        }
+        for (h, info) in t.iter_mut().zip(&self.header.hosts) {
+            h.lost = info.trailer.as_ref().map_or(0, |tr| tr.lost.iter().map(|l| l.count).sum());
+        }
+        t
+    }
+
+    pub(crate) fn render_hosts(&self, o: &mut String) {
+        let totals = self.host_totals();
+        if totals.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "\nhosts ({}; clocks aligned through each log's REALTIME anchor):", totals.len());
+        let mut rows = vec![[
+            "host",
+            "kernel",
+            "clock offset",
+            "processes",
+            "reads",
+            "read",
+            "writes",
+            "written",
+            "net rx",
+            "net tx",
+            "lost",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
+        for (t, h) in totals.iter().zip(&self.header.hosts) {
+            rows.push(vec![
+                h.name.clone(),
+                h.kernel.clone(),
+                format!("{:+.3} ms", h.clock_offset_ns as f64 / 1e6),
+                t.processes.to_string(),
+                t.reads.to_string(),
+                bytes(t.read_bytes),
+                t.writes.to_string(),
+                bytes(t.write_bytes),
+                bytes(t.rx_bytes as u64),
+                bytes(t.tx_bytes as u64),
+                t.lost.to_string(),
+            ]);
+        }
+        o.push_str(&table(&rows));
+    }
+
+    pub(crate) fn hosts_json(&self) -> Value {
+        let totals = self.host_totals();
+        Value::Array(
+            totals
+                .iter()
+                .zip(&self.header.hosts)
+                .enumerate()
+                .map(|(i, (t, h))| {
+                    json!({
+                        "index": i,
+                        "name": h.name,
+                        "boot_id": h.boot_id,
+                        "kernel": h.kernel,
+                        "cpus": h.cpu_count,
+                        "file": h.file,
+                        "command": h.header.command,
+                        "clock_offset_ns": h.clock_offset_ns,
+                        "manual_offset_ns": h.manual_offset_ns,
+                        "processes": t.processes,
+                        "reads": t.reads,
+                        "read_bytes": t.read_bytes,
+                        "writes": t.writes,
+                        "write_bytes": t.write_bytes,
+                        "opens": t.opens,
+                        "network_rx_bytes": t.rx_bytes.round() as u64,
+                        "network_tx_bytes": t.tx_bytes.round() as u64,
+                        "lost": t.lost,
+                        "exit_status": h.trailer.as_ref().and_then(|t| t.exit_status),
+                    })
+                })
+                .collect(),
+        )
+    }
+}
