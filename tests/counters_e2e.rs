@@ -9,6 +9,12 @@ use std::process::Command;
 use mltrace_log::*;
 use mltrace_tests::*;
 
+/// The metric sets `doctor` and the log's header name for the stand-in's GPUs.
+const GPM_SET: &str = "GPM metrics (SM active, SM occupancy, tensor active, DRAM bandwidth used, PCIe rx, PCIe tx, \
+                       NVLink rx, NVLink tx)";
+const FIELDS_SET: &str =
+    "NVML metrics, no GPM (utilisation (any kernel running), NVLink rx, NVLink tx from field values)";
+
 /// (group, name, pid) -> samples (ts, value).
 type Series = HashMap<(String, String, u32), Vec<(u64, f64)>>;
 
@@ -166,11 +172,24 @@ fn gpu_counters_equal_the_stand_in_values() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let lib = fake_nvml(tmp.path());
-    let (out, log) = record_with_gpu(tmp.path(), &["--gpu", "required", "--nvml-library", lib.to_str().unwrap()], &[]);
+    let live = tmp.path().join("gpm-live");
+    let (out, log) = record_with_gpu(
+        tmp.path(),
+        &["--gpu", "required", "--nvml-library", lib.to_str().unwrap()],
+        &[("FAKE_NVML_GPM_LIVE_FILE", live.to_str().unwrap())],
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&live).unwrap().trim(), "0", "every GPM sample freed before nvmlShutdown");
     let pid: u32 = std::fs::read_to_string(tmp.path().join("pid")).unwrap().trim().parse().unwrap();
     let h = LogReader::open(&log).unwrap().header().clone();
     assert!(h.probes.iter().any(|p| p.mechanism == "NVML" && p.detail.contains("GPU 1 (Fake A100)")), "{:?}", h.probes);
+    // Each GPU's metric set is in the log's header, as doctor says it.
+    assert!(
+        h.probes.iter().any(|p| p.detail.contains(&format!("GPU 0 (Fake H100): {GPM_SET}"))
+            && p.detail.contains(&format!("GPU 1 (Fake A100): {FIELDS_SET}"))),
+        "{:?}",
+        h.probes
+    );
 
     let Some(tp) = perfetto_tp() else { return };
     let trace = log.with_extension("perfetto-trace");
@@ -184,15 +203,18 @@ fn gpu_counters_equal_the_stand_in_values() {
              left join process_counter_track pt on pt.id = t.id left join process p on p.upid = pt.upid \
              where t.name like '%GPU%' or g.name like 'GPU%' group by 1 order by 1"],
     );
-    // A GPU's group is its SM counter (`GPU 0 (..) · SM`), top-level.
+    // A GPU's group is its utilisation counter (`GPU 0 (..) · utilisation
+    // (any kernel running)`), top-level.
     let key = |k: &str| match k.strip_prefix('/').and_then(|h| h.split_once(" · ")) {
         Some((group, what)) => format!("{group}/{what}"),
-        None => k.replace(" · SM/", "/"),
+        None => k.replace(&format!(" · {GPU_UTILISATION}/"), "/"),
     };
     let got: HashMap<String, String> = rows[0].iter().map(|r| (key(&r[0]), r[1].clone())).collect();
     let gib = |n: u64| (n << 30).to_string();
+    let u = GPU_UTILISATION;
+    let mib = |n: u64| (n << 20).to_string();
     let want: Vec<(String, String)> = vec![
-        ("GPU 0 (Fake H100)/SM".into(), "87.0".into()),
+        (format!("GPU 0 (Fake H100)/{u}"), "87.0".into()),
         ("GPU 0 (Fake H100)/memory".into(), "45.0".into()),
         ("GPU 0 (Fake H100)/framebuffer used".into(), format!("{}.0", gib(12))),
         ("GPU 0 (Fake H100)/framebuffer total".into(), format!("{}.0", gib(80))),
@@ -200,20 +222,45 @@ fn gpu_counters_equal_the_stand_in_values() {
         ("GPU 0 (Fake H100)/temperature".into(), "66.0".into()),
         ("GPU 0 (Fake H100)/SM clock".into(), "1755.0".into()),
         ("GPU 0 (Fake H100)/memory clock".into(), "2619.0".into()),
-        ("GPU 0 (Fake H100)/PCIe rx".into(), "1024000.0".into()),
-        ("GPU 0 (Fake H100)/PCIe tx".into(), "2048000.0".into()),
+        // GPU 0 has GPM: its profiling metrics, and PCIe from GPM (MiB/s).
+        ("GPU 0 (Fake H100)/SM active".into(), "71.5".into()),
+        ("GPU 0 (Fake H100)/SM occupancy".into(), "38.25".into()),
+        ("GPU 0 (Fake H100)/tensor active".into(), "54.0".into()),
+        ("GPU 0 (Fake H100)/DRAM bandwidth used".into(), "62.5".into()),
+        ("GPU 0 (Fake H100)/PCIe rx".into(), format!("{}.0", mib(2500))),
+        ("GPU 0 (Fake H100)/PCIe tx".into(), format!("{}.0", mib(1500))),
+        ("GPU 0 (Fake H100)/NVLink rx".into(), format!("{}.0", mib(12000))),
+        ("GPU 0 (Fake H100)/NVLink tx".into(), format!("{}.0", mib(11000))),
         ("GPU 0 (Fake H100)/encoder".into(), "3.0".into()),
         ("GPU 0 (Fake H100)/decoder".into(), "4.0".into()),
-        ("GPU 0 (Fake H100)/pid 4242 SM".into(), "26.0".into()),
+        (format!("GPU 0 (Fake H100)/pid 4242 {u}"), "26.0".into()),
+        ("GPU 0 (Fake H100)/pid 4242 memory".into(), "23.0".into()),
+        ("GPU 0 (Fake H100)/pid 4242 encoder".into(), "2.0".into()),
+        ("GPU 0 (Fake H100)/pid 4242 decoder".into(), "3.0".into()),
         ("GPU 0 (Fake H100)/pid 4242 framebuffer".into(), format!("{}.0", gib(4))),
-        ("GPU 1 (Fake A100)/SM".into(), "12.0".into()),
+        (format!("GPU 1 (Fake A100)/{u}"), "12.0".into()),
         ("GPU 1 (Fake A100)/power".into(), "65.0".into()),
-        ("GPU 1 (Fake A100)/pid 4343 SM".into(), "12.0".into()),
+        // GPU 1 has no GPM: NVML's PCIe (KiB/s) and NVLink from field
+        // counters (1 and 2 KiB per us of the field's own clock).
+        ("GPU 1 (Fake A100)/PCIe rx".into(), "10240.0".into()),
+        ("GPU 1 (Fake A100)/PCIe tx".into(), "20480.0".into()),
+        ("GPU 1 (Fake A100)/NVLink rx".into(), "1024000000.0".into()),
+        ("GPU 1 (Fake A100)/NVLink tx".into(), "2048000000.0".into()),
+        (format!("GPU 1 (Fake A100)/pid 4343 {u}"), "12.0".into()),
+        ("GPU 1 (Fake A100)/pid 4343 decoder".into(), "1.0".into()),
         // The traced command's own per-GPU counters are in its process group.
-        (format!("process {pid}/GPU 0 (Fake H100) SM"), "61.0".into()),
+        (format!("process {pid}/GPU 0 (Fake H100) {u}"), "61.0".into()),
         (format!("process {pid}/GPU 0 (Fake H100) memory"), "22.0".into()),
+        (format!("process {pid}/GPU 0 (Fake H100) encoder"), "7.0".into()),
+        (format!("process {pid}/GPU 0 (Fake H100) decoder"), "9.0".into()),
         (format!("process {pid}/GPU 0 (Fake H100) framebuffer"), format!("{}.0", gib(8))),
     ];
+    // Nothing the library did not report: no profiling metric on GPU 1
+    // (GPM not supported), and on GPU 0 one PCIe track holding only GPM's
+    // values (the distinct values compared below), not NVML's own beside.
+    for m in ["SM active", "SM occupancy", "tensor active", "DRAM bandwidth used"] {
+        assert!(!got.contains_key(&format!("GPU 1 (Fake A100)/{m}")), "{m}: {got:#?}");
+    }
     for (k, v) in want {
         assert_eq!(got.get(&k), Some(&v), "{k}: {got:#?}");
     }
@@ -244,19 +291,44 @@ fn gpu_modes_and_a_library_that_starts_failing() {
     assert!(!log.exists());
     // The library fails mid-run: GPU counters stop there, the rest goes on.
     let lib = fake_nvml(tmp.path());
-    let (out, log) =
-        record_with_gpu(tmp.path(), &["--nvml-library", lib.to_str().unwrap()], &[("FAKE_NVML_FAIL_AFTER", "6")]);
+    let live = tmp.path().join("gpm-live");
+    let (out, log) = record_with_gpu(
+        tmp.path(),
+        &["--nvml-library", lib.to_str().unwrap()],
+        &[("FAKE_NVML_FAIL_AFTER", "6"), ("FAKE_NVML_GPM_LIVE_FILE", live.to_str().unwrap())],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("warning: GPU 0 (Fake H100): sampling stopped"), "{err}");
     let (_, series) = read_counters(&log);
-    let sm0 = &series[&("GPU 0 (Fake H100)".to_string(), "SM".to_string(), 0)];
-    let sm1 = &series[&("GPU 1 (Fake A100)".to_string(), "SM".to_string(), 0)];
+    let get = |g: &str, n: &str| series.get(&(g.to_string(), n.to_string(), 0)).cloned().unwrap_or_default();
+    let sm0 = get("GPU 0 (Fake H100)", GPU_UTILISATION);
+    let sm1 = get("GPU 1 (Fake A100)", GPU_UTILISATION);
     // Six utilisation queries succeed (3 per GPU), then every call fails.
     assert_eq!((sm0.len(), sm1.len()), (3, 3));
+    // GPM needs two samples: values from the 2nd and 3rd ticks, then none;
+    // NVLink field rates likewise on GPU 1 (the 1st read has no rate).
+    let active = get("GPU 0 (Fake H100)", "SM active");
+    assert_eq!(active.iter().map(|s| s.0).collect::<Vec<_>>(), sm0[1..].iter().map(|s| s.0).collect::<Vec<_>>());
+    assert!(active.iter().all(|s| s.1 == 71.5), "{active:?}");
+    let nvlink = get("GPU 1 (Fake A100)", "NVLink rx");
+    assert_eq!(nvlink.iter().map(|s| s.0).collect::<Vec<_>>(), sm1[1..].iter().map(|s| s.0).collect::<Vec<_>>());
+    // The device that stopped gave its GPM sample back.
+    assert_eq!(std::fs::read_to_string(&live).unwrap().trim(), "0");
     let cpu = &series[&("CPU".to_string(), "idle".to_string(), 0)];
     assert!(cpu.len() >= 10 && cpu.last().unwrap().0 > sm0.last().unwrap().0 + 300_000_000, "CPU samples go on");
     let mut r = LogReader::open(&log).unwrap();
     while r.next_frame().unwrap().is_some() {}
     assert!(r.trailer().unwrap().warnings.iter().any(|w| w.contains("GPU 0 (Fake H100): sampling stopped")));
+}
+
+#[test]
+fn doctor_names_the_metric_set_per_gpu() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = fake_nvml(tmp.path());
+    let out = Command::new(mltrace_bin()).arg("doctor").env("MLTRACE_NVML_LIBRARY", &lib).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let nvml = text.lines().find(|l| l.starts_with("NVML ")).unwrap_or_else(|| panic!("no NVML line: {text}"));
+    let want = format!("GPU 0 (Fake H100): {GPM_SET}; GPU 1 (Fake A100): {FIELDS_SET}");
+    assert!(nvml.ends_with(&want), "{nvml}\nwant: {want}");
 }

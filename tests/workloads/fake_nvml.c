@@ -12,6 +12,14 @@
  *                        busy ("BUSY_NS BUSY SINCE_NS", monotonic clock:
  *                        busy time so far, busy now, since when), as
  *                        NVML's own figure is over its last sample period
+ *   FAKE_NVML_GPM_LIVE_FILE at nvmlShutdown, the number of GPM samples
+ *                        allocated and not freed is written here
+ *
+ * GPU 0 ("H100") has GPM: nvmlGpmMetricsGet answers fixed values for the
+ * metrics it knows between two samples of the device, in order. GPU 1
+ * ("A100") has none (NVML_ERROR_NOT_SUPPORTED) and counts NVLink traffic
+ * as field values: KiB since boot, growing by 1 KiB/us received and
+ * 2 KiB/us sent (half on link 0) on the field's own timestamp.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +28,7 @@
 
 typedef int nvmlReturn_t;
 typedef struct { int unused; } *nvmlDevice_t;
-enum { OK = 0, INVALID = 2, INSUFFICIENT = 7, GPU_LOST = 15 };
+enum { OK = 0, INVALID = 2, NOT_SUPPORTED = 3, INSUFFICIENT = 7, GPU_LOST = 15 };
 
 typedef struct { unsigned gpu, memory; } nvmlUtilization_t;
 typedef struct { unsigned version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
@@ -35,6 +43,9 @@ static const unsigned power_mw[2] = {301500, 65000}, temp[2] = {66, 41};
 static const unsigned sm_clock[2] = {1755, 1410}, mem_clock[2] = {2619, 1215};
 static const unsigned pcie_rx_kb[2] = {1000, 10}, pcie_tx_kb[2] = {2000, 20};
 static const unsigned enc[2] = {3, 0}, dec[2] = {4, 1};
+
+/* Per process encoder, decoder use: GPU 0 traced pid, pid 4242; GPU 1 pid 4343. */
+static const unsigned proc_enc[3] = {7, 2, 0}, proc_dec[3] = {9, 3, 1};
 
 static int queries;
 static unsigned long long tick;
@@ -64,7 +75,6 @@ static int idx(nvmlDevice_t d) {
 #define DEV(d) int i = idx(d); if (i < 0) return INVALID; if (failing()) return GPU_LOST
 
 nvmlReturn_t nvmlInit_v2(void) { return OK; }
-nvmlReturn_t nvmlShutdown(void) { return OK; }
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n) { *n = 2; return OK; }
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d) {
 	if (i >= 2)
@@ -172,7 +182,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizat
 	}
 	tick += 1000;
 	for (unsigned k = 0; k < n; k++)
-		s[k] = (nvmlProcessUtilizationSample_t){pids[k], tick, sm[k], mem[k], 0, 0};
+		s[k] = (nvmlProcessUtilizationSample_t){pids[k], tick, sm[k], mem[k], proc_enc[2 * i + k], proc_dec[2 * i + k]};
 	*count = n;
 	return OK;
 }
@@ -199,5 +209,119 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned *
 	(void)p;
 	DEV(d);
 	*c = 0;
+	return OK;
+}
+
+/* GPM: a sample is the device it was taken on and its order. */
+typedef struct { int dev; unsigned long long seq; } sample_t;
+typedef struct { unsigned version, isSupportedDevice; } nvmlGpmSupport_t;
+typedef struct {
+	unsigned metricId;
+	nvmlReturn_t nvmlReturn;
+	double value;
+	struct { char *shortName, *longName, *unit; } metricInfo;
+} nvmlGpmMetric_t;
+typedef struct {
+	unsigned version, numMetrics;
+	sample_t *sample1, *sample2;
+	nvmlGpmMetric_t metrics[210];
+} nvmlGpmMetricsGet_t;
+
+static int gpm_live;
+static unsigned long long gpm_seq;
+
+/* NVML_GPM_METRIC_* ids and GPU 0's values (percent; PCIe, NVLink MiB/s). */
+static const struct { unsigned id; double value; } gpm_values[] = {
+	{2, 71.5},     /* SM_UTIL */
+	{3, 38.25},    /* SM_OCCUPANCY */
+	{5, 54.0},     /* ANY_TENSOR_UTIL */
+	{10, 62.5},    /* DRAM_BW_UTIL */
+	{20, 1500.0},  /* PCIE_TX_PER_SEC */
+	{21, 2500.0},  /* PCIE_RX_PER_SEC */
+	{60, 12000.0}, /* NVLINK_TOTAL_RX_PER_SEC */
+	{61, 11000.0}, /* NVLINK_TOTAL_TX_PER_SEC */
+};
+
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t d, nvmlGpmSupport_t *s) {
+	DEV(d);
+	if (s->version != 1)
+		return INVALID;
+	if (i != 0)
+		return NOT_SUPPORTED;
+	s->isSupportedDevice = 1;
+	return OK;
+}
+nvmlReturn_t nvmlGpmSampleAlloc(sample_t **s) {
+	*s = calloc(1, sizeof **s);
+	gpm_live++;
+	return *s ? OK : INVALID;
+}
+nvmlReturn_t nvmlGpmSampleFree(sample_t *s) {
+	free(s);
+	gpm_live--;
+	return OK;
+}
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, sample_t *s) {
+	DEV(d);
+	if (i != 0)
+		return NOT_SUPPORTED;
+	s->dev = i + 1;
+	s->seq = ++gpm_seq;
+	return OK;
+}
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m) {
+	if (failing())
+		return GPU_LOST;
+	/* Two samples of one device, the older first, as NVML requires. */
+	if (m->version != 1 || m->numMetrics > 210 || !m->sample1 || !m->sample2 || !m->sample1->dev ||
+	    m->sample1->dev != m->sample2->dev || m->sample1->seq >= m->sample2->seq)
+		return INVALID;
+	for (unsigned k = 0; k < m->numMetrics; k++) {
+		nvmlGpmMetric_t *x = &m->metrics[k];
+		x->nvmlReturn = NOT_SUPPORTED;
+		for (unsigned j = 0; j < sizeof gpm_values / sizeof gpm_values[0]; j++)
+			if (gpm_values[j].id == x->metricId)
+				x->nvmlReturn = OK, x->value = gpm_values[j].value;
+	}
+	return OK;
+}
+
+/* Field values: GPU 1's NVLink data counters. */
+typedef struct {
+	unsigned fieldId, scopeId;
+	long long timestamp, latencyUsec;
+	int valueType;
+	nvmlReturn_t nvmlReturn;
+	union { double d; unsigned long long ull; } value;
+} nvmlFieldValue_t;
+
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_t *v) {
+	DEV(d);
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	long long us = t.tv_sec * 1000000LL + t.tv_nsec / 1000;
+	for (int k = 0; k < n; k++) {
+		/* 138: NVLINK_THROUGHPUT_DATA_TX, 139: _RX; scope: a link, or all. */
+		unsigned per_us = v[k].fieldId == 139 ? 1 : v[k].fieldId == 138 ? 2 : 0;
+		v[k].timestamp = us;
+		v[k].latencyUsec = 1;
+		if (i != 1 || !per_us) {
+			v[k].nvmlReturn = NOT_SUPPORTED;
+			continue;
+		}
+		v[k].nvmlReturn = OK;
+		v[k].valueType = 3; /* unsigned long long */
+		v[k].value.ull = (unsigned long long)us * per_us / (v[k].scopeId == 0xffffffffu ? 1 : 2);
+	}
+	return OK;
+}
+
+nvmlReturn_t nvmlShutdown(void) {
+	const char *f = getenv("FAKE_NVML_GPM_LIVE_FILE");
+	FILE *fp = f ? fopen(f, "w") : NULL;
+	if (fp) {
+		fprintf(fp, "%d\n", gpm_live);
+		fclose(fp);
+	}
 	return OK;
 }

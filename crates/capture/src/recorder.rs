@@ -436,7 +436,7 @@ fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnc
                 p.push(Probe {
                     subsystem: "gpu".into(),
                     mechanism: "NVML".into(),
-                    detail: opts.gpu_devices.join(", "),
+                    detail: opts.gpu_devices.join("; "),
                 });
             }
             p.extend(phases);

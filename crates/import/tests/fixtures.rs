@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use mltrace_import::{ClockSpec, Format, ImportError, Options, Plan, RankMode, UNKNOWN_RET};
-use mltrace_log::{blk, phase, BlockOp, CounterUnit, FileKind, IoOp, OpenOp, PhaseKind, Record};
+use mltrace_log::{blk, phase, BlockOp, CounterUnit, FileKind, IoOp, OpenOp, PhaseKind, Record, GPU_UTILISATION};
 
 const S: u64 = 1_000_000_000;
 /// nsecs 5000 s of the study's bpftrace traces is 2022-08-27 23:59:58.250 EDT.
@@ -182,10 +182,10 @@ fn study_run_lines_up_on_one_clock() {
     // pmon: two processes on GPU 0; one moves to GPU 1 and its GPU 0 use
     // drops to 0; GPU 1 goes idle and it drops there too.
     assert_eq!(
-        counters(&im, "GPU 0", "SM", 4242),
+        counters(&im, "GPU 0", GPU_UTILISATION, 4242),
         [(t(1_661_659_199), 35.0), (t(1_661_659_200), 40.0), (t(1_661_659_201), 38.0)]
     );
-    assert_eq!(counters(&im, "GPU 0", "SM", 4250), [(t(1_661_659_199), 5.0), (t(1_661_659_200), 0.0)]);
+    assert_eq!(counters(&im, "GPU 0", GPU_UTILISATION, 4250), [(t(1_661_659_199), 5.0), (t(1_661_659_200), 0.0)]);
     assert_eq!(
         counters(&im, "GPU 0", "framebuffer", 4250),
         [(t(1_661_659_199), 300.0 * 1048576.0), (t(1_661_659_200), 0.0)]
@@ -194,7 +194,7 @@ fn study_run_lines_up_on_one_clock() {
         counters(&im, "GPU 1", "framebuffer", 4250),
         [(t(1_661_659_200), 300.0 * 1048576.0), (t(1_661_659_201), 0.0)]
     );
-    assert_eq!(counters(&im, "GPU 1", "SM", 4250), [], "'-' is no value");
+    assert_eq!(counters(&im, "GPU 1", GPU_UTILISATION, 4250), [], "'-' is no value");
     assert_eq!(counters(&im, "GPU 0", "encoder", 4242), [(t(1_661_659_201), 0.0)]);
 
     // MLLOG: ranks merged, phases paired, unfinished ones kept.
@@ -240,7 +240,7 @@ fn study_run_lines_up_on_one_clock() {
                 "select count(*) from slice where name glob '* (unfinished)'",
                 "select count(*) from slice where name glob 'read *' or name glob 'write *'",
                 "select count(*) from slice where name glob 'openat *'",
-                "select count(*) from counter_track where name glob '*SM'",
+                "select count(*) from counter_track where name glob '*utilisation (any kernel running)'",
                 "select count(*) from slice where dur < 0",
             ],
         );
@@ -387,7 +387,7 @@ fn nvidia_smi_pmon_time_only_and_dmon() {
     let im = import(&[fixture("formats/pmon_time_only.txt")], &opts);
     let t = |s: u64| s * S;
     let day = 1_678_492_800; // 2023-03-11 00:00 UTC
-    assert_eq!(counters(&im, "GPU 0", "SM", 7001), [(t(day + 86399), 80.0), (t(day + 86400), 85.0)]);
+    assert_eq!(counters(&im, "GPU 0", GPU_UTILISATION, 7001), [(t(day + 86399), 80.0), (t(day + 86400), 85.0)]);
     assert_eq!(counters(&im, "GPU 1", "memory", 7001), [(t(day + 86399), 30.0), (t(day + 86400), 0.0)]);
     let comm = im.of(|r| if let Record::Comm(c) = r.rec { Some((c.pid, r.strs[0].clone())) } else { None });
     assert_eq!(comm, [(7001, "train worker".into())], "a command name with a space");
@@ -403,7 +403,7 @@ fn nvidia_smi_pmon_time_only_and_dmon() {
     };
     assert_eq!(find("GPU 1", "power"), [(CounterUnit::Watts, 0, 250.0), (CounterUnit::Watts, 1, 248.0)]);
     assert_eq!(find("GPU 0", "temperature")[0], (CounterUnit::Celsius, 0, 34.0));
-    assert_eq!(find("GPU 1", "SM")[0], (CounterUnit::Percent, 0, 97.0));
+    assert_eq!(find("GPU 1", GPU_UTILISATION)[0], (CounterUnit::Percent, 0, 97.0));
     assert_eq!(find("GPU 1", "processor clock")[0], (CounterUnit::Megahertz, 0, 1410.0));
     assert_eq!(find("GPU 1", "framebuffer used")[0], (CounterUnit::Bytes, 0, 30000.0 * 1048576.0));
     assert_eq!(find("GPU 1", "PCIe rx"), [(CounterUnit::BytesPerSec, 0, 1200.0 * 1048576.0)], "N/A is no value");

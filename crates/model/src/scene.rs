@@ -1227,7 +1227,7 @@ impl<'s> Scene<'s> {
         name: &str,
         unit: Unit,
     ) -> io::Result<Option<TrackId>> {
-        if header(group).is_some_and(|(what, _)| what == name) {
+        if header(group).is_some_and(|(what, _)| what == name) || is_old_gpu_header(group, name) {
             return self.group(enc, group).map(Some);
         }
         let mut key = std::mem::take(&mut self.key);
@@ -1330,10 +1330,15 @@ pub fn header(group: &str) -> Option<(&'static str, Unit)> {
         "CPU" => Some(("busy", Unit::Named("%"))),
         "Memory" => Some(("used", Unit::Bytes)),
         LOST_GROUP => Some(("total", Unit::Count)),
-        g if g.starts_with("GPU ") => Some(("SM", Unit::Named("%"))),
+        g if g.starts_with("GPU ") => Some((mltrace_log::GPU_UTILISATION, Unit::Named("%"))),
         g if g.starts_with("Disk ") => Some(("in flight", Unit::Count)),
         _ => None,
     }
+}
+
+/// A GPU's utilisation under the name logs had before it said what it is.
+fn is_old_gpu_header(group: &str, name: &str) -> bool {
+    group.starts_with("GPU ") && name == mltrace_log::GPU_UTILISATION_OLD
 }
 
 /// Order of a machine counter in its group: the useful ones first.
@@ -1341,7 +1346,15 @@ fn child_rank(group: &str, name: &str) -> i32 {
     let order: &[&str] = match group {
         "CPU" => &["usr", "sys", "iowait"],
         g if g.starts_with("Disk ") => &["read", "write", "read IOPS", "write IOPS", "utilisation"],
-        g if g.starts_with("GPU ") => &["memory", "framebuffer used", "power"],
+        g if g.starts_with("GPU ") => &[
+            "SM active",
+            "SM occupancy",
+            "tensor active",
+            "DRAM bandwidth used",
+            "memory",
+            "framebuffer used",
+            "power",
+        ],
         "Memory" => &["page cache", "dirty", "writeback", "io pressure"],
         _ => &[],
     };

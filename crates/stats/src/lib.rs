@@ -263,9 +263,20 @@ fn summarised(group: &str, name: &str) -> bool {
     match group {
         "CPU" => matches!(name, "usr" | "sys" | "iowait" | "idle"),
         "Memory" => matches!(name, "used" | "dirty" | "io pressure"),
-        g if g.starts_with("GPU ") => matches!(name, "SM" | "memory" | "framebuffer used" | "power"),
+        g if g.starts_with("GPU ") => {
+            is_gpu_utilisation(name)
+                || matches!(
+                    name,
+                    "SM active" | "tensor active" | "DRAM bandwidth used" | "memory" | "framebuffer used" | "power"
+                )
+        }
         _ => false,
     }
+}
+
+/// NVML's device utilisation, by its name or the one older logs use.
+fn is_gpu_utilisation(name: &str) -> bool {
+    name == mltrace_log::GPU_UTILISATION || name == mltrace_log::GPU_UTILISATION_OLD
 }
 
 fn value(v: f64, unit: CounterUnit) -> String {
@@ -492,7 +503,7 @@ impl Stats {
             },
             Record::Counter(c) => {
                 let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
-                if c.pid == 0 && group.starts_with("GPU ") && name == "SM" {
+                if c.pid == 0 && group.starts_with("GPU ") && is_gpu_utilisation(&name) {
                     self.sched.gpu_sample(&group, c.ts, c.value);
                 }
                 if c.pid == 0 && summarised(&group, &name) {
