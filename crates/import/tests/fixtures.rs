@@ -456,6 +456,7 @@ fn every_fixture_exports_to_perfetto() {
         tz: Some("America/Toronto".into()),
         date: chrono::NaiveDate::from_ymd_opt(2022, 12, 31),
         clock: Some(ClockSpec::Offset(1_600_000_000_000_000_000)),
+        dcgmi_start: chrono::NaiveDate::from_ymd_opt(2022, 12, 31).and_then(|d| d.and_hms_opt(10, 0, 0)),
         ..Default::default()
     };
     for f in &files {
@@ -610,4 +611,56 @@ fn garbage_is_reported_never_a_panic() {
     }
     let _ = std::fs::remove_file(&path);
     assert!(ran >= 10, "only {ran} formats read the garbage");
+}
+
+#[test]
+fn dcgmi_dmon_bare_with_a_start_and_prefixed_by_ts() {
+    let f = [fixture("formats/dcgmi_dmon.txt")];
+    let utc = || Options { tz: Some("UTC".into()), ..Default::default() };
+    // dcgmi prints no time: without a start, a clear error up front.
+    let e = Plan::new(&f, &utc()).err().expect("no start").to_string();
+    assert!(e.contains("dcgmi_dmon.txt") && e.contains("--dcgmi-start"), "{e}");
+
+    let start = chrono::NaiveDate::from_ymd_opt(2023, 3, 11).unwrap().and_hms_opt(10, 0, 0).unwrap();
+    let opts = Options { dcgmi_start: Some(start), dcgmi_interval_ms: 500, ..utc() };
+    let plan = Plan::new(&f, &opts).unwrap();
+    assert_eq!(plan.files()[0].format, Format::Dcgmi);
+    let im = import(&f, &opts);
+    let t0 = 1_678_528_800 * S; // 2023-03-11 10:00 UTC
+    let ms = 1_000_000;
+    let all = im.of(|r| match r.rec {
+        Record::Counter(c) if c.pid == 0 => Some((r.strs[0].clone(), r.strs[1].clone(), c.unit, c.ts, c.value)),
+        _ => None,
+    });
+    let find = |g: &str, n: &str| {
+        all.iter().filter(|c| c.0 == g && c.1 == n).map(|c| (c.2, (c.3 - t0) / ms, c.4)).collect::<Vec<_>>()
+    };
+    // One sample is a pass over the entities: GPU 0's rows 500 ms apart.
+    let pct = CounterUnit::Percent;
+    assert_eq!(find("GPU 0", "SM active"), [(pct, 0, 51.2), (pct, 500, 53.0), (pct, 1000, 53.0)]);
+    assert_eq!(find("GPU 1", "SM active"), [(pct, 0, 0.0), (pct, 500, 0.1)]);
+    assert_eq!(find("GPU 0", "SM occupancy"), [(pct, 0, 30.1), (pct, 500, 31.0)], "'bad' is no value");
+    assert_eq!(find("GPU 0", "tensor active"), [(pct, 0, 24.5), (pct, 1000, 25.0)], "N/A is no value");
+    assert_eq!(find("GPU 0", "DRAM active")[0], (pct, 0, 43.3));
+    let bps = CounterUnit::BytesPerSec;
+    assert_eq!(find("GPU 0", "PCIe tx")[0], (bps, 0, 1_234_567.0));
+    assert_eq!(find("GPU 0", "PCIe rx")[0], (bps, 0, 7_654_321.0));
+    assert_eq!(find("GPU 0", "NVLink rx")[0], (bps, 0, 0.0));
+    assert_eq!(find("GPU 0", GPU_UTILISATION)[0], (pct, 0, 98.0));
+    assert_eq!(find("GPU 0", "framebuffer used")[0], (CounterUnit::Bytes, 0, 30512.0 * 1048576.0));
+    assert_eq!(malformed_lines(&im, "dcgmi_dmon.txt"), [7, 8]);
+
+    // Rows prefixed by `ts '%F %.T'`: their own times; MIG instances are
+    // their own groups.
+    let f = [fixture("formats/dcgmi_dmon_ts.txt")];
+    let im = import(&f, &utc());
+    let all = im.of(|r| match r.rec {
+        Record::Counter(c) => Some((r.strs[0].clone(), r.strs[1].clone(), (c.ts - t0) / ms, c.value)),
+        _ => None,
+    });
+    let find = |g: &str, n: &str| all.iter().filter(|c| c.0 == g && c.1 == n).map(|c| (c.2, c.3)).collect::<Vec<_>>();
+    assert_eq!(find("GPU 0", "SM active"), [(251, 51.2), (1251, 53.0)]);
+    assert_eq!(find("GPU instance 1", "tensor active"), [(251, 10.0)]);
+    assert_eq!(find("GPU compute instance 2", "DRAM active"), [(1251, 10.0)]);
+    assert!(malformed_lines(&im, "dcgmi_dmon_ts.txt").is_empty());
 }
