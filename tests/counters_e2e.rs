@@ -264,6 +264,61 @@ fn gpu_counters_equal_the_stand_in_values() {
     for (k, v) in want {
         assert_eq!(got.get(&k), Some(&v), "{k}: {got:#?}");
     }
+
+    // Events, as the stand-in scripts them (see fake_nvml.c), in the log
+    // and as instants on each GPU's `events` track, in order.
+    let mut events: Vec<(String, GpuEventKind, u64)> = Vec::new();
+    let (recs, _) = read_counters(&log);
+    for r in &recs {
+        if let Record::GpuEvent(e) = r.rec {
+            events.push((r.strs[0].clone(), e.kind, e.code));
+        }
+    }
+    let (g0, g1) = ("GPU 0 (Fake H100)".to_string(), "GPU 1 (Fake A100)".to_string());
+    let of = |g: &String| events.iter().filter(|e| e.0 == *g).map(|e| (e.1, e.2)).collect::<Vec<_>>();
+    assert_eq!(
+        of(&g0),
+        [
+            (GpuEventKind::Throttle, 0x4),
+            (GpuEventKind::EccCorrected, 2),
+            (GpuEventKind::Xid, 79),
+            (GpuEventKind::Throttle, 0x14),
+            (GpuEventKind::Throttle, 0),
+            (GpuEventKind::EccCorrected, 3),
+        ]
+    );
+    assert_eq!(of(&g1), [(GpuEventKind::EccUncorrected, 1)]);
+    let rows = tp_query(
+        &tp,
+        &trace,
+        &["select g.name, s.name, s.dur from slice s join track t on s.track_id = t.id \
+             join track g on g.id = t.parent_id where t.name = 'events' and g.name like 'GPU%' order by g.name, s.ts, s.id"],
+    );
+    let shown: Vec<(String, String, String)> =
+        rows[0].iter().map(|r| (r[0].split(" · ").next().unwrap().to_string(), r[1].clone(), r[2].clone())).collect();
+    let inst = |g: &String, n: &str| (g.clone(), n.to_string(), "0".to_string());
+    assert_eq!(
+        shown,
+        [
+            inst(&g0, "clocks held back: power cap"),
+            inst(&g0, "2 corrected ECC errors"),
+            inst(&g0, "XID 79"),
+            inst(&g0, "clocks held back: power cap, sync boost"),
+            inst(&g0, "clocks no longer held back"),
+            inst(&g0, "3 corrected ECC errors"),
+            inst(&g1, "1 uncorrected ECC error"),
+        ]
+    );
+    // stats counts them by GPU and kind.
+    let out = mltrace(&["stats", "--json", log.to_str().unwrap()], tmp.path());
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let count = |g: &str, k: &str| {
+        j["gpu_events"].as_array().unwrap().iter().find(|e| e["gpu"] == g && e["kind"] == k).map(|e| e["count"].clone())
+    };
+    assert_eq!(count(&g0, "clocks"), Some(3.into()));
+    assert_eq!(count(&g0, "XID"), Some(1.into()));
+    assert_eq!(count(&g0, "ECC corrected"), Some(2.into()));
+    assert_eq!(count(&g1, "ECC uncorrected"), Some(1.into()));
 }
 
 #[test]

@@ -12,14 +12,22 @@
  *                        busy ("BUSY_NS BUSY SINCE_NS", monotonic clock:
  *                        busy time so far, busy now, since when), as
  *                        NVML's own figure is over its last sample period
- *   FAKE_NVML_GPM_LIVE_FILE at nvmlShutdown, the number of GPM samples
- *                        allocated and not freed is written here
+ *   FAKE_NVML_GPM_LIVE_FILE at nvmlShutdown, the number of GPM samples and
+ *                        event sets allocated and not freed is written here
  *
  * GPU 0 ("H100") has GPM: nvmlGpmMetricsGet answers fixed values for the
  * metrics it knows between two samples of the device, in order. GPU 1
  * ("A100") has none (NVML_ERROR_NOT_SUPPORTED) and counts NVLink traffic
  * as field values: KiB since boot, growing by 1 KiB/us received and
  * 2 KiB/us sent (half on link 0) on the field's own timestamp.
+ *
+ * Events, scripted by each device's count of calls (one per sample):
+ * GPU 0's clock event reasons are idle (0x1) at its 1st query, power cap
+ * (0x4) at the 2nd and 3rd, power cap + sync boost (0x14) at the 4th,
+ * none after; its volatile corrected ECC total is 0, then 2 from the 3rd
+ * query, 5 from the 6th; XID 79 is waiting in its event set from its 3rd
+ * sample. GPU 1 has no clock reasons or XID events (NOT_SUPPORTED); its
+ * uncorrected ECC total is 0, then 1 from the 2nd query.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,5 +331,66 @@ nvmlReturn_t nvmlShutdown(void) {
 		fprintf(fp, "%d\n", gpm_live);
 		fclose(fp);
 	}
+	return OK;
+}
+
+/* Clock event reasons, ECC counters, XID event sets. */
+static int reason_calls[2], ecc_calls[2][2];
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long *r) {
+	DEV(d);
+	if (i != 0)
+		return NOT_SUPPORTED;
+	int c = ++reason_calls[0];
+	*r = c == 1 ? 0x1 : c <= 3 ? 0x4 : c == 4 ? 0x14 : 0;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter, unsigned long long *n) {
+	DEV(d);
+	if (counter != 0 || type < 0 || type > 1) /* only the volatile counters */
+		return INVALID;
+	int c = ++ecc_calls[i][type];
+	if (i == 0)
+		*n = type != 0 ? 0 : c >= 6 ? 5 : c >= 3 ? 2 : 0;
+	else
+		*n = type != 1 ? 0 : c >= 2 ? 1 : 0;
+	return OK;
+}
+
+typedef struct { int dev, delivered; } event_set_t;
+typedef struct {
+	nvmlDevice_t device;
+	unsigned long long eventType, eventData;
+	unsigned gpuInstanceId, computeInstanceId;
+} nvmlEventData_t;
+
+nvmlReturn_t nvmlEventSetCreate(event_set_t **set) {
+	*set = calloc(1, sizeof **set);
+	gpm_live++;
+	return *set ? OK : INVALID;
+}
+nvmlReturn_t nvmlEventSetFree(event_set_t *set) {
+	free(set);
+	gpm_live--;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, event_set_t *set) {
+	DEV(d);
+	if (i != 0)
+		return NOT_SUPPORTED;
+	if (types != 8) /* nvmlEventTypeXidCriticalError only */
+		return INVALID;
+	set->dev = i + 1;
+	return OK;
+}
+nvmlReturn_t nvmlEventSetWait_v2(event_set_t *set, nvmlEventData_t *data, unsigned timeout_ms) {
+	enum { TIMEOUT = 10 };
+	(void)timeout_ms;
+	if (failing())
+		return GPU_LOST;
+	if (set->dev != 1 || set->delivered || reason_calls[0] < 3)
+		return TIMEOUT;
+	set->delivered = 1;
+	*data = (nvmlEventData_t){(nvmlDevice_t)(long)set->dev, 8, 79, 0xffffffff, 0xffffffff};
 	return OK;
 }

@@ -672,6 +672,7 @@ impl<'s> Scene<'s> {
                     self.major_fault(enc, i, &r)?;
                 }
             }
+            Record::GpuEvent(r) => self.gpu_event(enc, f, &r)?,
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
                 if let (Some(i), true) = (idx, r.pid != 0) {
@@ -1166,6 +1167,35 @@ impl<'s> Scene<'s> {
             }
             _ => Ok(()),
         }
+    }
+
+    /// A GPU's event (throttling, XID, ECC) as an instant on an `events`
+    /// track first in its GPU's group: a throttled GPU explains a slow step.
+    fn gpu_event<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, r: &GpuEvent) -> io::Result<()> {
+        let group = f.str_lossy(r.group);
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        let _ = write!(key, "{group}\0events");
+        let t = match self.out.counters.get(&key) {
+            Some(&t) => t,
+            None => {
+                let parent = self.group(enc, &group)?;
+                let id = self.out.id();
+                enc.track(&Track { id, parent: Some(parent), name: "events", rank: -1, kind: TrackKind::Slices })?;
+                self.out.counters.insert(key.clone(), id);
+                id
+            }
+        };
+        self.key = key;
+        let label = labels::gpu_event(r.kind, r.code);
+        let args = FnArgs(|a: &mut dyn crate::ArgSink| {
+            a.str(ArgKey::GpuEvent, r.kind.name().as_bytes());
+            a.uint(ArgKey::GpuEventCode, r.code);
+        });
+        enc.instant(t, r.ts, Name::Str(&label), &args)?;
+        self.stats.instants += 1;
+        self.stats.saw(r.ts);
+        Ok(())
     }
 
     fn counter<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: Option<ProcIdx>, c: &Counter) -> io::Result<()> {

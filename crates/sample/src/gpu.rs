@@ -2,7 +2,8 @@
 //! power, temperature, clocks, PCIe and codec use; per process the samples
 //! `nvidia-smi pmon` shows, and framebuffer used. On GPUs with GPM (Hopper
 //! and later) DCGM's profiling metrics too ([`gpm`]); on older ones the
-//! NVLink counters NVML keeps as field values ([`fields`]).
+//! NVLink counters NVML keeps as field values ([`fields`]). Clock
+//! throttling, XID and ECC errors are events ([`events`]).
 //!
 //! NVML is loaded at run time from a path that can be set
 //! (`--nvml-library`, `MLTRACE_NVML_LIBRARY`): machines keep it in odd
@@ -22,8 +23,11 @@ use nvml_wrapper::Nvml;
 
 use crate::{Sample, SampleSink};
 
+mod events;
 mod fields;
 mod gpm;
+
+pub use events::{GpuEventSample, THROTTLE_REASONS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuMode {
@@ -103,6 +107,7 @@ struct Device {
     /// Metrics this device or library does not support (left out).
     unsupported: [bool; 12],
     set: MetricSet,
+    events: events::Events,
 }
 
 pub struct GpuSampler {
@@ -159,6 +164,7 @@ pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
     for index in 0..count {
         let dev = nvml.device_by_index(index);
         let name = dev.as_ref().ok().and_then(|d| d.name().ok()).unwrap_or_else(|| "unknown".into());
+        let events = dev.as_ref().map(|d| events::Events::open(&nvml, d)).unwrap_or_default();
         // GPM answers NotSupported (or is missing from an old library)
         // before Hopper.
         let set = match dev.and_then(|d| d.gpm_support()) {
@@ -172,6 +178,7 @@ pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
             stopped: false,
             unsupported: [false; 12],
             set,
+            events,
         });
     }
     let names = devices.iter().map(|d| format!("{}: {}", d.group, d.set.describe())).collect();
@@ -207,7 +214,8 @@ fn fail(e: NvmlError) -> Fail {
 impl GpuSampler {
     /// Samples every device; `traced` are the pids being recorded (their
     /// per-GPU counters go to their process, others stay with the GPU).
-    pub fn sample(&mut self, ts: u64, traced: &[u32], out: &mut SampleSink) {
+    /// Events (throttling, XID, ECC) go to `events`.
+    pub fn sample(&mut self, ts: u64, traced: &[u32], out: &mut SampleSink, events: &mut Vec<GpuEventSample>) {
         for d in self.devices.iter_mut().filter(|d| !d.stopped) {
             let dev = match self.nvml.device_by_index(d.index) {
                 Ok(dev) => dev,
@@ -295,6 +303,9 @@ impl GpuSampler {
                     }
                 },
             }
+            if let Some(e) = d.events.sample(&self.nvml, &dev, ts, &d.group, events) {
+                failure = failure.or(Some(e.to_string()));
+            }
             if lost_gpm {
                 if let MetricSet::Gpm(g) = &mut d.set {
                     g.free(&self.nvml);
@@ -365,6 +376,7 @@ fn stop(d: &mut Device, nvml: &Nvml, warnings: &mut Vec<String>, why: &str) {
     if let MetricSet::Gpm(g) = &mut d.set {
         g.free(nvml);
     }
+    d.events.free(nvml);
     warnings.push(format!("{}: sampling stopped: {why}", d.group));
 }
 
@@ -376,6 +388,7 @@ impl Drop for GpuSampler {
             if let MetricSet::Gpm(g) = &mut d.set {
                 g.free(&self.nvml);
             }
+            d.events.free(&self.nvml);
         }
     }
 }

@@ -242,6 +242,8 @@ pub struct Stats {
     disk_ids: DiskIds,
     /// Machine-wide counters worth summarising.
     pub utilisation: Vec<(CounterKey, Summary)>,
+    /// GPU events (throttling, XID, ECC) by GPU and kind: how many.
+    pub gpu_events: Vec<(String, GpuEventKind, u64)>,
     /// Block requests started outside traced processes, by task name.
     pub block_others: Vec<(String, BlockStats)>,
     /// Problems the reader worked around, described.
@@ -523,6 +525,13 @@ impl Stats {
                 self.epochs.push((p.ts, p.ts.saturating_add(p.dur), name));
             }
             Record::Phase(_) | Record::Mark(_) => {}
+            Record::GpuEvent(e) => {
+                let gpu = f.str_lossy(e.group);
+                match self.gpu_events.iter_mut().find(|(g, k, _)| *g == gpu && *k == e.kind) {
+                    Some((_, _, n)) => *n += 1,
+                    None => self.gpu_events.push((gpu.into_owned(), e.kind, 1)),
+                }
+            }
             Record::SchedSwitch(r) => {
                 // A traced process has its row even if it only ran.
                 for (bit, pid) in [(mltrace_log::sched::PREV, r.prev_pid), (mltrace_log::sched::NEXT, r.next_pid)] {
@@ -979,6 +988,14 @@ impl Stats {
             u.sort_by_key(|((g, _, _), _)| rank(g));
             for ((g, n, unit), (sum, count, max)) in u {
                 rows.push(vec![format!("{g} {n}"), value(sum / *count as f64, *unit), value(*max, *unit)]);
+            }
+            o.push_str(&table(&rows));
+        }
+        if !self.gpu_events.is_empty() {
+            let _ = writeln!(o, "\nGPU events:");
+            let mut rows = vec![["gpu", "event", "count"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+            for (g, k, n) in &self.gpu_events {
+                rows.push(vec![g.clone(), k.name().to_string(), n.to_string()]);
             }
             o.push_str(&table(&rows));
         }
