@@ -387,3 +387,75 @@ fn doctor_names_the_metric_set_per_gpu() {
     let want = format!("GPU 0 (Fake H100): {GPM_SET}; GPU 1 (Fake A100): {FIELDS_SET}");
     assert!(nvml.ends_with(&want), "{nvml}\nwant: {want}");
 }
+
+#[test]
+fn mig_devices_are_gpus_of_their_own() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = fake_nvml(tmp.path());
+    let live = tmp.path().join("gpm-live");
+    let (out, log) = record_with_gpu(
+        tmp.path(),
+        &["--gpu", "required", "--nvml-library", lib.to_str().unwrap()],
+        &[("FAKE_NVML_MIG", "1"), ("FAKE_NVML_GPM_LIVE_FILE", live.to_str().unwrap())],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("warning"), "MIG devices answer what they have, NOT_SUPPORTED for the rest: {err}");
+    assert_eq!(std::fs::read_to_string(&live).unwrap().trim(), "0");
+    let (mig0, mig1) = ("GPU 0 MIG 0 (Fake H100 MIG 1g.10gb)", "GPU 0 MIG 1 (Fake H100 MIG 3g.40gb)");
+
+    let doctor = Command::new(mltrace_bin())
+        .arg("doctor")
+        .env("MLTRACE_NVML_LIBRARY", &lib)
+        .env("FAKE_NVML_MIG", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    let nvml = text.lines().find(|l| l.starts_with("NVML ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(nvml.contains(&format!("{mig0}: {GPM_SET}; {mig1}: {GPM_SET}")), "{nvml}");
+
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = log.with_extension("perfetto-trace");
+    assert!(mltrace(&["export", log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path()).status.success());
+    // "group/track" (a group's own row is `group · what`) = distinct values.
+    let rows = tp_query(
+        &tp,
+        &trace,
+        &["select coalesce(g.name || '/' || t.name, replace(t.name, ' · ', '/')), group_concat(distinct c.value) \
+             from counter c join track t on c.track_id = t.id left join track g on g.id = t.parent_id \
+             where t.name like 'GPU%' or g.name like 'GPU%' group by 1 order by 1"],
+    );
+    let got: HashMap<String, String> = rows[0]
+        .iter()
+        .map(|r| match r[0].split_once(" · ") {
+            Some((g, rest)) => (format!("{g}/{}", rest.split_once('/').map_or(rest, |x| x.1)), r[1].clone()),
+            None => (r[0].clone(), r[1].clone()),
+        })
+        .collect();
+    let gib = |n: u64| format!("{}.0", n << 30);
+    let want = [
+        // GPM of each MIG device's GPU instance (the stand-in: GPU 0's / 2^N).
+        (format!("{mig0}/SM active"), "35.75".to_string()),
+        (format!("{mig0}/tensor active"), "27.0".into()),
+        (format!("{mig0}/PCIe rx"), format!("{}.0", 1250u64 << 20)),
+        (format!("{mig0}/framebuffer used"), gib(2)),
+        (format!("{mig0}/framebuffer total"), gib(10)),
+        (format!("{mig0}/pid 5151 framebuffer"), gib(1)),
+        (format!("{mig1}/SM active"), "17.875".into()),
+        (format!("{mig1}/DRAM bandwidth used"), "15.625".into()),
+        (format!("{mig1}/framebuffer used"), gib(6)),
+        (format!("{mig1}/framebuffer total"), gib(40)),
+        (format!("{mig1}/pid 5252 framebuffer"), gib(3)),
+        // The GPU itself keeps its own metrics.
+        ("GPU 0 (Fake H100)/SM active".into(), "71.5".into()),
+        ("GPU 0 (Fake H100)/power".into(), "301.5".into()),
+    ];
+    for (k, v) in want {
+        assert_eq!(got.get(&k), Some(&v), "{k}: {got:#?}");
+    }
+    // A GPU in MIG mode has no utilisation of its own: nothing drawn.
+    assert!(!got.contains_key(&format!("GPU 0 (Fake H100)/{GPU_UTILISATION}")), "{got:#?}");
+}

@@ -12,6 +12,12 @@
  *                        busy ("BUSY_NS BUSY SINCE_NS", monotonic clock:
  *                        busy time so far, busy now, since when), as
  *                        NVML's own figure is over its last sample period
+ *   FAKE_NVML_MIG        set: GPU 0 is in MIG mode with two MIG devices
+ *                        (1g.10gb, GPU instance 1: 2 of 10 GiB used, pid 5151;
+ *                        3g.40gb, instance 2: 6 of 40 GiB, pid 5252); its own
+ *                        utilisation is then not supported, as on a real
+ *                        MIG GPU, and GPM of instance N reads GPU 0's values
+ *                        divided by 2^N
  *   FAKE_NVML_GPM_LIVE_FILE at nvmlShutdown, the number of GPM samples and
  *                        event sets allocated and not freed is written here
  *
@@ -80,7 +86,15 @@ static int idx(nvmlDevice_t d) {
 	return i >= 0 && i < 2 ? (int)i : -1;
 }
 
-#define DEV(d) int i = idx(d); if (i < 0) return INVALID; if (failing()) return GPU_LOST
+/* MIG devices (handles 101, 102): their index, or -1. */
+static int mig_on(void) { return getenv("FAKE_NVML_MIG") != NULL; }
+static int mig(nvmlDevice_t d) {
+	long m = (long)d - 101;
+	return mig_on() && m >= 0 && m < 2 ? (int)m : -1;
+}
+
+/* What a MIG device does not answer is NOT_SUPPORTED, as on real ones. */
+#define DEV(d) int i = idx(d); if (i < 0) return mig(d) >= 0 ? NOT_SUPPORTED : INVALID; if (failing()) return GPU_LOST
 
 nvmlReturn_t nvmlInit_v2(void) { return OK; }
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n) { *n = 2; return OK; }
@@ -91,6 +105,10 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d) {
 	return OK;
 }
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned len) {
+	if (mig(d) >= 0) {
+		snprintf(name, len, "%s", mig(d) ? "Fake H100 MIG 3g.40gb" : "Fake H100 MIG 1g.10gb");
+		return OK;
+	}
 	DEV(d);
 	snprintf(name, len, "%s", names[i]);
 	return OK;
@@ -127,6 +145,8 @@ static unsigned scripted_sm(const char *f) {
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
 	queries++;
 	DEV(d);
+	if (i == 0 && mig_on())
+		return NOT_SUPPORTED;
 	*u = util[i];
 	const char *f = getenv("FAKE_NVML_BUSY_FILE");
 	if (i == 0 && f)
@@ -134,6 +154,13 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
 	return OK;
 }
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m) {
+	if (mig(d) >= 0) {
+		m->total = mig(d) ? 40 * GiB : 10 * GiB;
+		m->used = mig(d) ? 6 * GiB : 2 * GiB;
+		m->free = m->total - m->used;
+		m->reserved = 0;
+		return OK;
+	}
 	DEV(d);
 	m->total = fb_total[i];
 	m->used = fb_used[i];
@@ -198,6 +225,15 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizat
 static nvmlReturn_t running(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_t *infos) {
 	unsigned pids[2], sm[2], mem[2];
 	unsigned long long fb[2];
+	if (mig(d) >= 0) {
+		if (!infos || *count < 1) {
+			*count = 1;
+			return INSUFFICIENT;
+		}
+		infos[0] = (nvmlProcessInfo_t){mig(d) ? 5252 : 5151, mig(d) ? 3 * GiB : 1 * GiB, mig(d) + 1, 0};
+		*count = 1;
+		return OK;
+	}
 	DEV(d);
 	unsigned n = procs(i, pids, sm, mem, fb);
 	if (!infos || *count < n) {
@@ -215,6 +251,10 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *c
 }
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned *c, nvmlProcessInfo_t *p) {
 	(void)p;
+	if (mig(d) >= 0) {
+		*c = 0;
+		return OK;
+	}
 	DEV(d);
 	*c = 0;
 	return OK;
@@ -284,12 +324,14 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m) {
 	if (m->version != 1 || m->numMetrics > 210 || !m->sample1 || !m->sample2 || !m->sample1->dev ||
 	    m->sample1->dev != m->sample2->dev || m->sample1->seq >= m->sample2->seq)
 		return INVALID;
+	/* A GPU instance's samples (dev 10 + instance) read GPU 0's / 2^N. */
+	double div = m->sample1->dev >= 10 ? (double)(1 << (m->sample1->dev - 10)) : 1.0;
 	for (unsigned k = 0; k < m->numMetrics; k++) {
 		nvmlGpmMetric_t *x = &m->metrics[k];
 		x->nvmlReturn = NOT_SUPPORTED;
 		for (unsigned j = 0; j < sizeof gpm_values / sizeof gpm_values[0]; j++)
 			if (gpm_values[j].id == x->metricId)
-				x->nvmlReturn = OK, x->value = gpm_values[j].value;
+				x->nvmlReturn = OK, x->value = gpm_values[j].value / div;
 	}
 	return OK;
 }
@@ -392,5 +434,41 @@ nvmlReturn_t nvmlEventSetWait_v2(event_set_t *set, nvmlEventData_t *data, unsign
 		return TIMEOUT;
 	set->delivered = 1;
 	*data = (nvmlEventData_t){(nvmlDevice_t)(long)set->dev, 8, 79, 0xffffffff, 0xffffffff};
+	return OK;
+}
+
+/* MIG: GPU 0 in MIG mode with FAKE_NVML_MIG. */
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned *current, unsigned *pending) {
+	DEV(d);
+	*current = *pending = i == 0 && mig_on();
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned *n) {
+	DEV(d);
+	*n = i == 0 && mig_on() ? 7 : 0;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned k, nvmlDevice_t *m) {
+	enum { NOT_FOUND = 6 };
+	DEV(d);
+	if (i != 0 || !mig_on() || k >= 7)
+		return INVALID;
+	if (k >= 2)
+		return NOT_FOUND;
+	*m = (nvmlDevice_t)(long)(101 + k);
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned *id) {
+	if (mig(d) < 0)
+		return INVALID;
+	*id = (unsigned)mig(d) + 1;
+	return OK;
+}
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t d, unsigned gi, sample_t *s) {
+	DEV(d);
+	if (i != 0 || !mig_on() || gi < 1 || gi > 2)
+		return INVALID;
+	s->dev = 10 + (int)gi;
+	s->seq = ++gpm_seq;
 	return OK;
 }

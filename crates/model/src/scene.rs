@@ -1360,6 +1360,9 @@ pub fn header(group: &str) -> Option<(&'static str, Unit)> {
         "CPU" => Some(("busy", Unit::Named("%"))),
         "Memory" => Some(("used", Unit::Bytes)),
         LOST_GROUP => Some(("total", Unit::Count)),
+        // NVML has no utilisation for a MIG device: its GPU instance's SM
+        // activity (GPM) says whether it is busy.
+        g if g.starts_with("GPU ") && g.contains(" MIG ") => Some(("SM active", Unit::Named("%"))),
         g if g.starts_with("GPU ") => Some((mltrace_log::GPU_UTILISATION, Unit::Named("%"))),
         g if g.starts_with("Disk ") => Some(("in flight", Unit::Count)),
         _ => None,

@@ -26,6 +26,7 @@ use crate::{Sample, SampleSink};
 mod events;
 mod fields;
 mod gpm;
+mod mig;
 
 pub use events::{GpuEventSample, THROTTLE_REASONS};
 
@@ -108,6 +109,8 @@ struct Device {
     unsupported: [bool; 12],
     set: MetricSet,
     events: events::Events,
+    /// A MIG device: where it is (`index` is then its parent's).
+    mig: Option<mig::Mig>,
 }
 
 pub struct GpuSampler {
@@ -179,7 +182,31 @@ pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
             unsupported: [false; 12],
             set,
             events,
+            mig: None,
         });
+    }
+    // MIG devices after the GPUs, each a device of its own.
+    for p in 0..count {
+        let Ok(parent) = nvml.device_by_index(p) else { continue };
+        let parent_gpm = parent.gpm_support().unwrap_or(false);
+        for (m, dev) in mig::devices(&nvml, &parent, p) {
+            let name = dev.name().unwrap_or_else(|_| "unknown".into());
+            let set = if parent_gpm && m.gpu_instance.is_some() {
+                MetricSet::Gpm(gpm::Gpm::default())
+            } else {
+                MetricSet::Fields(fields::Fields::default())
+            };
+            devices.push(Device {
+                index: p,
+                group: Arc::from(format!("GPU {p} MIG {} ({name})", m.index)),
+                last_seen: 0,
+                stopped: false,
+                unsupported: [false; 12],
+                set,
+                events: events::Events::default(),
+                mig: Some(m),
+            });
+        }
     }
     let names = devices.iter().map(|d| format!("{}: {}", d.group, d.set.describe())).collect();
     Ok(GpuOpen {
@@ -217,7 +244,12 @@ impl GpuSampler {
     /// Events (throttling, XID, ECC) go to `events`.
     pub fn sample(&mut self, ts: u64, traced: &[u32], out: &mut SampleSink, events: &mut Vec<GpuEventSample>) {
         for d in self.devices.iter_mut().filter(|d| !d.stopped) {
-            let dev = match self.nvml.device_by_index(d.index) {
+            let (parent, dev) = match &d.mig {
+                None => self.nvml.device_by_index(d.index).map(|dev| (None, dev)),
+                Some(m) => mig::handle(&self.nvml, m).map(|(p, dev)| (Some(p), dev)),
+            }
+            .map_or_else(|e| (None, Err(e)), |(p, dev)| (p, Ok(dev)));
+            let dev = match dev {
                 Ok(dev) => dev,
                 Err(e) => {
                     stop(d, &self.nvml, &mut self.warnings, &e.to_string());
@@ -270,7 +302,10 @@ impl GpuSampler {
             // library gave it, in the unit the counter says.
             let mut lost_gpm = false;
             match &mut d.set {
-                MetricSet::Gpm(g) => match g.sample(&self.nvml, &dev) {
+                MetricSet::Gpm(g) => match match (&parent, &d.mig) {
+                    (Some(p), Some(m)) => g.sample_from(&self.nvml, mig::gpm_sample(p, m)),
+                    _ => g.sample(&self.nvml, &dev),
+                } {
                     Ok(vals) => {
                         for (v, m) in vals.into_iter().zip(gpm::METRICS.iter()) {
                             match v.map_err(fail) {

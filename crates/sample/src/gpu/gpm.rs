@@ -43,7 +43,17 @@ impl Gpm {
     /// Takes a sample; returns each metric of [`METRICS`] since the previous
     /// one (none on the first tick), each with its own outcome.
     pub fn sample(&mut self, nvml: &Nvml, dev: &Device) -> Result<Vec<Result<f64, NvmlError>>, NvmlError> {
-        let now = dev.gpm_sample()?;
+        self.sample_from(nvml, dev.gpm_sample())
+    }
+
+    /// As [`Gpm::sample`], with the new sample taken by the caller (a MIG
+    /// device's GPU instance is sampled on its parent).
+    pub fn sample_from<'n>(
+        &mut self,
+        nvml: &'n Nvml,
+        now: Result<GpmSample<'n>, NvmlError>,
+    ) -> Result<Vec<Result<f64, NvmlError>>, NvmlError> {
+        let now = now?;
         let Some(prev) = self.prev.take() else {
             self.prev = Some(Raw(now.into_handle()));
             return Ok(Vec::new());
