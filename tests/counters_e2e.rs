@@ -319,6 +319,30 @@ fn gpu_counters_equal_the_stand_in_values() {
     assert_eq!(count(&g0, "XID"), Some(1.into()));
     assert_eq!(count(&g0, "ECC corrected"), Some(2.into()));
     assert_eq!(count(&g1, "ECC uncorrected"), Some(1.into()));
+
+    // Parquet's gpu_events table holds the same, read back with pyarrow.
+    let pq_dir = tmp.path().join("gpu.parquet");
+    let out = mltrace(&["export", "--parquet", log.to_str().unwrap(), "-o", pq_dir.to_str().unwrap()], tmp.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let script = "import sys, pyarrow.parquet as pq\n\
+                  t = pq.read_table(sys.argv[1] + '/gpu_events.parquet').to_pylist()\n\
+                  for r in sorted(t, key=lambda r: (r['gpu'], r['ts'])): print(r['gpu'], '|', r['kind'], '|', r['code'], '|', r['name'])";
+    let py = Command::new("python3").args(["-c", script]).arg(&pq_dir).output().unwrap();
+    assert!(py.status.success(), "pyarrow: {}", String::from_utf8_lossy(&py.stderr));
+    let text = String::from_utf8_lossy(&py.stdout);
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        rows,
+        [
+            "GPU 0 (Fake H100) | clocks | 4 | clocks held back: power cap",
+            "GPU 0 (Fake H100) | ECC corrected | 2 | 2 corrected ECC errors",
+            "GPU 0 (Fake H100) | XID | 79 | XID 79",
+            "GPU 0 (Fake H100) | clocks | 20 | clocks held back: power cap, sync boost",
+            "GPU 0 (Fake H100) | clocks | 0 | clocks no longer held back",
+            "GPU 0 (Fake H100) | ECC corrected | 3 | 3 corrected ECC errors",
+            "GPU 1 (Fake A100) | ECC uncorrected | 1 | 1 uncorrected ECC error",
+        ]
+    );
 }
 
 #[test]
