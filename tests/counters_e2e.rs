@@ -309,6 +309,22 @@ fn gpu_counters_equal_the_stand_in_values() {
             inst(&g1, "1 uncorrected ECC error"),
         ]
     );
+    // A big run's overview shows them too.
+    let ov = tmp.path().join("overview.perfetto-trace");
+    assert!(mltrace(&["export", "--overview", log.to_str().unwrap(), "-o", ov.to_str().unwrap()], tmp.path())
+        .status
+        .success());
+    let q = tp_query(
+        &tp,
+        &ov,
+        &["select s.name from slice s join track t on s.track_id = t.id \
+             join track g on g.id = t.parent_id where t.name = 'events' and g.name like 'GPU%' order by s.ts, s.id"],
+    );
+    let mut names: Vec<&str> = q[0].iter().map(|r| r[0].as_str()).collect();
+    names.sort();
+    let mut want: Vec<&str> = shown.iter().map(|s| s.1.as_str()).collect();
+    want.sort();
+    assert_eq!(names, want);
     // stats counts them by GPU and kind.
     let out = mltrace(&["stats", "--json", log.to_str().unwrap()], tmp.path());
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

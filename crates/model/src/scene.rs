@@ -1172,14 +1172,25 @@ impl<'s> Scene<'s> {
     /// A GPU's event (throttling, XID, ECC) as an instant on an `events`
     /// track first in its GPU's group: a throttled GPU explains a slow step.
     fn gpu_event<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, r: &GpuEvent) -> io::Result<()> {
-        let group = f.str_lossy(r.group);
+        self.gpu_instant(enc, &f.str_lossy(r.group), r.ts, r.kind, r.code)
+    }
+
+    /// A GPU event of `group` (a GPU's counter group) at `ts`.
+    pub(crate) fn gpu_instant<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        group: &str,
+        ts: u64,
+        kind: GpuEventKind,
+        code: u64,
+    ) -> io::Result<()> {
         let mut key = std::mem::take(&mut self.key);
         key.clear();
         let _ = write!(key, "{group}\0events");
         let t = match self.out.counters.get(&key) {
             Some(&t) => t,
             None => {
-                let parent = self.group(enc, &group)?;
+                let parent = self.group(enc, group)?;
                 let id = self.out.id();
                 enc.track(&Track { id, parent: Some(parent), name: "events", rank: -1, kind: TrackKind::Slices })?;
                 self.out.counters.insert(key.clone(), id);
@@ -1187,14 +1198,14 @@ impl<'s> Scene<'s> {
             }
         };
         self.key = key;
-        let label = labels::gpu_event(r.kind, r.code);
+        let label = labels::gpu_event(kind, code);
         let args = FnArgs(|a: &mut dyn crate::ArgSink| {
-            a.str(ArgKey::GpuEvent, r.kind.name().as_bytes());
-            a.uint(ArgKey::GpuEventCode, r.code);
+            a.str(ArgKey::GpuEvent, kind.name().as_bytes());
+            a.uint(ArgKey::GpuEventCode, code);
         });
-        enc.instant(t, r.ts, Name::Str(&label), &args)?;
+        enc.instant(t, ts, Name::Str(&label), &args)?;
         self.stats.instants += 1;
-        self.stats.saw(r.ts);
+        self.stats.saw(ts);
         Ok(())
     }
 
