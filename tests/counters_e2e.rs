@@ -410,11 +410,33 @@ fn gpu_modes_and_a_library_that_starts_failing() {
     assert_eq!(nvlink.iter().map(|s| s.0).collect::<Vec<_>>(), sm1[1..].iter().map(|s| s.0).collect::<Vec<_>>());
     // The device that stopped gave its GPM sample back.
     assert_eq!(std::fs::read_to_string(&live).unwrap().trim(), "0");
+
     let cpu = &series[&("CPU".to_string(), "idle".to_string(), 0)];
     assert!(cpu.len() >= 10 && cpu.last().unwrap().0 > sm0.last().unwrap().0 + 300_000_000, "CPU samples go on");
     let mut r = LogReader::open(&log).unwrap();
     while r.next_frame().unwrap().is_some() {}
     assert!(r.trailer().unwrap().warnings.iter().any(|w| w.contains("GPU 0 (Fake H100): sampling stopped")));
+
+    // GPM stops answering mid-run (NOT_SUPPORTED after 3 samples): GPU 0
+    // says so once, keeps its NVML metrics, and NVML's PCIe takes over.
+    let (out, log) = record_with_gpu(
+        tmp.path(),
+        &["--nvml-library", lib.to_str().unwrap()],
+        &[("FAKE_NVML_GPM_LOST_AFTER", "3"), ("FAKE_NVML_GPM_LIVE_FILE", live.to_str().unwrap())],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches("GPU 0 (Fake H100): GPM stopped answering").count(), 1, "{err}");
+    let (_, series) = read_counters(&log);
+    let get = |n: &str| series.get(&("GPU 0 (Fake H100)".to_string(), n.to_string(), 0)).cloned().unwrap_or_default();
+    let (active, util, rx) = (get("SM active"), get(GPU_UTILISATION), get("PCIe rx"));
+    assert_eq!(active.len(), 2, "metrics between samples 1-2 and 2-3: {active:?}");
+    assert!(util.len() >= 10, "{}", util.len());
+    // PCIe: GPM's rate (2500 MiB/s) while it answered, NVML's (1000 KiB/s) after.
+    assert_eq!(rx.iter().filter(|s| s.1 == 2500.0 * 1048576.0).count(), 2, "{rx:?}");
+    assert!(rx.iter().filter(|s| s.1 == 1024000.0).all(|s| s.0 > active[1].0), "{rx:?}");
+    assert!(rx.iter().filter(|s| s.1 == 1024000.0).count() >= 5, "{rx:?}");
+    assert_eq!(std::fs::read_to_string(&live).unwrap().trim(), "0");
 }
 
 #[test]

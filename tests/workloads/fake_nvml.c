@@ -18,6 +18,8 @@
  *                        utilisation is then not supported, as on a real
  *                        MIG GPU, and GPM of instance N reads GPU 0's values
  *                        divided by 2^N
+ *   FAKE_NVML_GPM_LOST_AFTER after this many GPM samples of GPU 0, GPM answers
+ *                        NOT_SUPPORTED (as when MIG mode is turned on)
  *   FAKE_NVML_GPM_LIVE_FILE at nvmlShutdown, the number of GPM samples and
  *                        event sets allocated and not freed is written here
  *
@@ -310,9 +312,12 @@ nvmlReturn_t nvmlGpmSampleFree(sample_t *s) {
 	return OK;
 }
 nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, sample_t *s) {
+	static int taken;
+	const char *lost = getenv("FAKE_NVML_GPM_LOST_AFTER");
 	DEV(d);
-	if (i != 0)
+	if (i != 0 || (lost && taken >= atoi(lost)))
 		return NOT_SUPPORTED;
+	taken++;
 	s->dev = i + 1;
 	s->seq = ++gpm_seq;
 	return OK;
