@@ -9,6 +9,12 @@ use std::process::Command;
 use mltrace_log::*;
 use mltrace_tests::*;
 
+/// The metric sets `doctor` and the log's header name for the stand-in's GPUs.
+const GPM_SET: &str = "GPM metrics (SM active, SM occupancy, tensor active, DRAM bandwidth used, PCIe rx, PCIe tx, \
+                       NVLink rx, NVLink tx)";
+const FIELDS_SET: &str =
+    "NVML metrics, no GPM (utilisation (any kernel running), NVLink rx, NVLink tx from field values)";
+
 /// (group, name, pid) -> samples (ts, value).
 type Series = HashMap<(String, String, u32), Vec<(u64, f64)>>;
 
@@ -166,11 +172,24 @@ fn gpu_counters_equal_the_stand_in_values() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let lib = fake_nvml(tmp.path());
-    let (out, log) = record_with_gpu(tmp.path(), &["--gpu", "required", "--nvml-library", lib.to_str().unwrap()], &[]);
+    let live = tmp.path().join("gpm-live");
+    let (out, log) = record_with_gpu(
+        tmp.path(),
+        &["--gpu", "required", "--nvml-library", lib.to_str().unwrap()],
+        &[("FAKE_NVML_GPM_LIVE_FILE", live.to_str().unwrap())],
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&live).unwrap().trim(), "0", "every GPM sample freed before nvmlShutdown");
     let pid: u32 = std::fs::read_to_string(tmp.path().join("pid")).unwrap().trim().parse().unwrap();
     let h = LogReader::open(&log).unwrap().header().clone();
     assert!(h.probes.iter().any(|p| p.mechanism == "NVML" && p.detail.contains("GPU 1 (Fake A100)")), "{:?}", h.probes);
+    // Each GPU's metric set is in the log's header, as doctor says it.
+    assert!(
+        h.probes.iter().any(|p| p.detail.contains(&format!("GPU 0 (Fake H100): {GPM_SET}"))
+            && p.detail.contains(&format!("GPU 1 (Fake A100): {FIELDS_SET}"))),
+        "{:?}",
+        h.probes
+    );
 
     let Some(tp) = perfetto_tp() else { return };
     let trace = log.with_extension("perfetto-trace");
@@ -184,15 +203,18 @@ fn gpu_counters_equal_the_stand_in_values() {
              left join process_counter_track pt on pt.id = t.id left join process p on p.upid = pt.upid \
              where t.name like '%GPU%' or g.name like 'GPU%' group by 1 order by 1"],
     );
-    // A GPU's group is its SM counter (`GPU 0 (..) · SM`), top-level.
+    // A GPU's group is its utilisation counter (`GPU 0 (..) · utilisation
+    // (any kernel running)`), top-level.
     let key = |k: &str| match k.strip_prefix('/').and_then(|h| h.split_once(" · ")) {
         Some((group, what)) => format!("{group}/{what}"),
-        None => k.replace(" · SM/", "/"),
+        None => k.replace(&format!(" · {GPU_UTILISATION}/"), "/"),
     };
     let got: HashMap<String, String> = rows[0].iter().map(|r| (key(&r[0]), r[1].clone())).collect();
     let gib = |n: u64| (n << 30).to_string();
+    let u = GPU_UTILISATION;
+    let mib = |n: u64| (n << 20).to_string();
     let want: Vec<(String, String)> = vec![
-        ("GPU 0 (Fake H100)/SM".into(), "87.0".into()),
+        (format!("GPU 0 (Fake H100)/{u}"), "87.0".into()),
         ("GPU 0 (Fake H100)/memory".into(), "45.0".into()),
         ("GPU 0 (Fake H100)/framebuffer used".into(), format!("{}.0", gib(12))),
         ("GPU 0 (Fake H100)/framebuffer total".into(), format!("{}.0", gib(80))),
@@ -200,23 +222,143 @@ fn gpu_counters_equal_the_stand_in_values() {
         ("GPU 0 (Fake H100)/temperature".into(), "66.0".into()),
         ("GPU 0 (Fake H100)/SM clock".into(), "1755.0".into()),
         ("GPU 0 (Fake H100)/memory clock".into(), "2619.0".into()),
-        ("GPU 0 (Fake H100)/PCIe rx".into(), "1024000.0".into()),
-        ("GPU 0 (Fake H100)/PCIe tx".into(), "2048000.0".into()),
+        // GPU 0 has GPM: its profiling metrics, and PCIe from GPM (MiB/s).
+        ("GPU 0 (Fake H100)/SM active".into(), "71.5".into()),
+        ("GPU 0 (Fake H100)/SM occupancy".into(), "38.25".into()),
+        ("GPU 0 (Fake H100)/tensor active".into(), "54.0".into()),
+        ("GPU 0 (Fake H100)/DRAM bandwidth used".into(), "62.5".into()),
+        ("GPU 0 (Fake H100)/PCIe rx".into(), format!("{}.0", mib(2500))),
+        ("GPU 0 (Fake H100)/PCIe tx".into(), format!("{}.0", mib(1500))),
+        ("GPU 0 (Fake H100)/NVLink rx".into(), format!("{}.0", mib(12000))),
+        ("GPU 0 (Fake H100)/NVLink tx".into(), format!("{}.0", mib(11000))),
         ("GPU 0 (Fake H100)/encoder".into(), "3.0".into()),
         ("GPU 0 (Fake H100)/decoder".into(), "4.0".into()),
-        ("GPU 0 (Fake H100)/pid 4242 SM".into(), "26.0".into()),
+        (format!("GPU 0 (Fake H100)/pid 4242 {u}"), "26.0".into()),
+        ("GPU 0 (Fake H100)/pid 4242 memory".into(), "23.0".into()),
+        ("GPU 0 (Fake H100)/pid 4242 encoder".into(), "2.0".into()),
+        ("GPU 0 (Fake H100)/pid 4242 decoder".into(), "3.0".into()),
         ("GPU 0 (Fake H100)/pid 4242 framebuffer".into(), format!("{}.0", gib(4))),
-        ("GPU 1 (Fake A100)/SM".into(), "12.0".into()),
+        (format!("GPU 1 (Fake A100)/{u}"), "12.0".into()),
         ("GPU 1 (Fake A100)/power".into(), "65.0".into()),
-        ("GPU 1 (Fake A100)/pid 4343 SM".into(), "12.0".into()),
+        // GPU 1 has no GPM: NVML's PCIe (KiB/s) and NVLink from field
+        // counters (1 and 2 KiB per us of the field's own clock).
+        ("GPU 1 (Fake A100)/PCIe rx".into(), "10240.0".into()),
+        ("GPU 1 (Fake A100)/PCIe tx".into(), "20480.0".into()),
+        ("GPU 1 (Fake A100)/NVLink rx".into(), "1024000000.0".into()),
+        ("GPU 1 (Fake A100)/NVLink tx".into(), "2048000000.0".into()),
+        (format!("GPU 1 (Fake A100)/pid 4343 {u}"), "12.0".into()),
+        ("GPU 1 (Fake A100)/pid 4343 decoder".into(), "1.0".into()),
         // The traced command's own per-GPU counters are in its process group.
-        (format!("process {pid}/GPU 0 (Fake H100) SM"), "61.0".into()),
+        (format!("process {pid}/GPU 0 (Fake H100) {u}"), "61.0".into()),
         (format!("process {pid}/GPU 0 (Fake H100) memory"), "22.0".into()),
+        (format!("process {pid}/GPU 0 (Fake H100) encoder"), "7.0".into()),
+        (format!("process {pid}/GPU 0 (Fake H100) decoder"), "9.0".into()),
         (format!("process {pid}/GPU 0 (Fake H100) framebuffer"), format!("{}.0", gib(8))),
     ];
+    // Nothing the library did not report: no profiling metric on GPU 1
+    // (GPM not supported), and on GPU 0 one PCIe track holding only GPM's
+    // values (the distinct values compared below), not NVML's own beside.
+    for m in ["SM active", "SM occupancy", "tensor active", "DRAM bandwidth used"] {
+        assert!(!got.contains_key(&format!("GPU 1 (Fake A100)/{m}")), "{m}: {got:#?}");
+    }
     for (k, v) in want {
         assert_eq!(got.get(&k), Some(&v), "{k}: {got:#?}");
     }
+
+    // Events, as the stand-in scripts them (see fake_nvml.c), in the log
+    // and as instants on each GPU's `events` track, in order.
+    let mut events: Vec<(String, GpuEventKind, u64)> = Vec::new();
+    let (recs, _) = read_counters(&log);
+    for r in &recs {
+        if let Record::GpuEvent(e) = r.rec {
+            events.push((r.strs[0].clone(), e.kind, e.code));
+        }
+    }
+    let (g0, g1) = ("GPU 0 (Fake H100)".to_string(), "GPU 1 (Fake A100)".to_string());
+    let of = |g: &String| events.iter().filter(|e| e.0 == *g).map(|e| (e.1, e.2)).collect::<Vec<_>>();
+    assert_eq!(
+        of(&g0),
+        [
+            (GpuEventKind::Throttle, 0x4),
+            (GpuEventKind::EccCorrected, 2),
+            (GpuEventKind::Xid, 79),
+            (GpuEventKind::Throttle, 0x14),
+            (GpuEventKind::Throttle, 0),
+            (GpuEventKind::EccCorrected, 3),
+        ]
+    );
+    assert_eq!(of(&g1), [(GpuEventKind::EccUncorrected, 1)]);
+    let rows = tp_query(
+        &tp,
+        &trace,
+        &["select g.name, s.name, s.dur from slice s join track t on s.track_id = t.id \
+             join track g on g.id = t.parent_id where t.name = 'events' and g.name like 'GPU%' order by g.name, s.ts, s.id"],
+    );
+    let shown: Vec<(String, String, String)> =
+        rows[0].iter().map(|r| (r[0].split(" · ").next().unwrap().to_string(), r[1].clone(), r[2].clone())).collect();
+    let inst = |g: &String, n: &str| (g.clone(), n.to_string(), "0".to_string());
+    assert_eq!(
+        shown,
+        [
+            inst(&g0, "clocks held back: power cap"),
+            inst(&g0, "2 corrected ECC errors"),
+            inst(&g0, "XID 79"),
+            inst(&g0, "clocks held back: power cap, sync boost"),
+            inst(&g0, "clocks no longer held back"),
+            inst(&g0, "3 corrected ECC errors"),
+            inst(&g1, "1 uncorrected ECC error"),
+        ]
+    );
+    // A big run's overview shows them too.
+    let ov = tmp.path().join("overview.perfetto-trace");
+    assert!(mltrace(&["export", "--overview", log.to_str().unwrap(), "-o", ov.to_str().unwrap()], tmp.path())
+        .status
+        .success());
+    let q = tp_query(
+        &tp,
+        &ov,
+        &["select s.name from slice s join track t on s.track_id = t.id \
+             join track g on g.id = t.parent_id where t.name = 'events' and g.name like 'GPU%' order by s.ts, s.id"],
+    );
+    let mut names: Vec<&str> = q[0].iter().map(|r| r[0].as_str()).collect();
+    names.sort();
+    let mut want: Vec<&str> = shown.iter().map(|s| s.1.as_str()).collect();
+    want.sort();
+    assert_eq!(names, want);
+    // stats counts them by GPU and kind.
+    let out = mltrace(&["stats", "--json", log.to_str().unwrap()], tmp.path());
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let count = |g: &str, k: &str| {
+        j["gpu_events"].as_array().unwrap().iter().find(|e| e["gpu"] == g && e["kind"] == k).map(|e| e["count"].clone())
+    };
+    assert_eq!(count(&g0, "clocks"), Some(3.into()));
+    assert_eq!(count(&g0, "XID"), Some(1.into()));
+    assert_eq!(count(&g0, "ECC corrected"), Some(2.into()));
+    assert_eq!(count(&g1, "ECC uncorrected"), Some(1.into()));
+
+    // Parquet's gpu_events table holds the same, read back with pyarrow.
+    let pq_dir = tmp.path().join("gpu.parquet");
+    let out = mltrace(&["export", "--parquet", log.to_str().unwrap(), "-o", pq_dir.to_str().unwrap()], tmp.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let script = "import sys, pyarrow.parquet as pq\n\
+                  t = pq.read_table(sys.argv[1] + '/gpu_events.parquet').to_pylist()\n\
+                  for r in sorted(t, key=lambda r: (r['gpu'], r['ts'])): print(r['gpu'], '|', r['kind'], '|', r['code'], '|', r['name'])";
+    let py = Command::new("python3").args(["-c", script]).arg(&pq_dir).output().unwrap();
+    assert!(py.status.success(), "pyarrow: {}", String::from_utf8_lossy(&py.stderr));
+    let text = String::from_utf8_lossy(&py.stdout);
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        rows,
+        [
+            "GPU 0 (Fake H100) | clocks | 4 | clocks held back: power cap",
+            "GPU 0 (Fake H100) | ECC corrected | 2 | 2 corrected ECC errors",
+            "GPU 0 (Fake H100) | XID | 79 | XID 79",
+            "GPU 0 (Fake H100) | clocks | 20 | clocks held back: power cap, sync boost",
+            "GPU 0 (Fake H100) | clocks | 0 | clocks no longer held back",
+            "GPU 0 (Fake H100) | ECC corrected | 3 | 3 corrected ECC errors",
+            "GPU 1 (Fake A100) | ECC uncorrected | 1 | 1 uncorrected ECC error",
+        ]
+    );
 }
 
 #[test]
@@ -244,19 +386,138 @@ fn gpu_modes_and_a_library_that_starts_failing() {
     assert!(!log.exists());
     // The library fails mid-run: GPU counters stop there, the rest goes on.
     let lib = fake_nvml(tmp.path());
-    let (out, log) =
-        record_with_gpu(tmp.path(), &["--nvml-library", lib.to_str().unwrap()], &[("FAKE_NVML_FAIL_AFTER", "6")]);
+    let live = tmp.path().join("gpm-live");
+    let (out, log) = record_with_gpu(
+        tmp.path(),
+        &["--nvml-library", lib.to_str().unwrap()],
+        &[("FAKE_NVML_FAIL_AFTER", "6"), ("FAKE_NVML_GPM_LIVE_FILE", live.to_str().unwrap())],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("warning: GPU 0 (Fake H100): sampling stopped"), "{err}");
     let (_, series) = read_counters(&log);
-    let sm0 = &series[&("GPU 0 (Fake H100)".to_string(), "SM".to_string(), 0)];
-    let sm1 = &series[&("GPU 1 (Fake A100)".to_string(), "SM".to_string(), 0)];
+    let get = |g: &str, n: &str| series.get(&(g.to_string(), n.to_string(), 0)).cloned().unwrap_or_default();
+    let sm0 = get("GPU 0 (Fake H100)", GPU_UTILISATION);
+    let sm1 = get("GPU 1 (Fake A100)", GPU_UTILISATION);
     // Six utilisation queries succeed (3 per GPU), then every call fails.
     assert_eq!((sm0.len(), sm1.len()), (3, 3));
+    // GPM needs two samples: values from the 2nd and 3rd ticks, then none;
+    // NVLink field rates likewise on GPU 1 (the 1st read has no rate).
+    let active = get("GPU 0 (Fake H100)", "SM active");
+    assert_eq!(active.iter().map(|s| s.0).collect::<Vec<_>>(), sm0[1..].iter().map(|s| s.0).collect::<Vec<_>>());
+    assert!(active.iter().all(|s| s.1 == 71.5), "{active:?}");
+    let nvlink = get("GPU 1 (Fake A100)", "NVLink rx");
+    assert_eq!(nvlink.iter().map(|s| s.0).collect::<Vec<_>>(), sm1[1..].iter().map(|s| s.0).collect::<Vec<_>>());
+    // The device that stopped gave its GPM sample back.
+    assert_eq!(std::fs::read_to_string(&live).unwrap().trim(), "0");
+
     let cpu = &series[&("CPU".to_string(), "idle".to_string(), 0)];
     assert!(cpu.len() >= 10 && cpu.last().unwrap().0 > sm0.last().unwrap().0 + 300_000_000, "CPU samples go on");
     let mut r = LogReader::open(&log).unwrap();
     while r.next_frame().unwrap().is_some() {}
     assert!(r.trailer().unwrap().warnings.iter().any(|w| w.contains("GPU 0 (Fake H100): sampling stopped")));
+
+    // GPM stops answering mid-run (NOT_SUPPORTED after 3 samples): GPU 0
+    // says so once, keeps its NVML metrics, and NVML's PCIe takes over.
+    let (out, log) = record_with_gpu(
+        tmp.path(),
+        &["--nvml-library", lib.to_str().unwrap()],
+        &[("FAKE_NVML_GPM_LOST_AFTER", "3"), ("FAKE_NVML_GPM_LIVE_FILE", live.to_str().unwrap())],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches("GPU 0 (Fake H100): GPM stopped answering").count(), 1, "{err}");
+    let (_, series) = read_counters(&log);
+    let get = |n: &str| series.get(&("GPU 0 (Fake H100)".to_string(), n.to_string(), 0)).cloned().unwrap_or_default();
+    let (active, util, rx) = (get("SM active"), get(GPU_UTILISATION), get("PCIe rx"));
+    assert_eq!(active.len(), 2, "metrics between samples 1-2 and 2-3: {active:?}");
+    assert!(util.len() >= 10, "{}", util.len());
+    // PCIe: GPM's rate (2500 MiB/s) while it answered, NVML's (1000 KiB/s) after.
+    assert_eq!(rx.iter().filter(|s| s.1 == 2500.0 * 1048576.0).count(), 2, "{rx:?}");
+    assert!(rx.iter().filter(|s| s.1 == 1024000.0).all(|s| s.0 > active[1].0), "{rx:?}");
+    assert!(rx.iter().filter(|s| s.1 == 1024000.0).count() >= 5, "{rx:?}");
+    assert_eq!(std::fs::read_to_string(&live).unwrap().trim(), "0");
+}
+
+#[test]
+fn doctor_names_the_metric_set_per_gpu() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = fake_nvml(tmp.path());
+    let out = Command::new(mltrace_bin()).arg("doctor").env("MLTRACE_NVML_LIBRARY", &lib).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let nvml = text.lines().find(|l| l.starts_with("NVML ")).unwrap_or_else(|| panic!("no NVML line: {text}"));
+    let want = format!("GPU 0 (Fake H100): {GPM_SET}; GPU 1 (Fake A100): {FIELDS_SET}");
+    assert!(nvml.ends_with(&want), "{nvml}\nwant: {want}");
+}
+
+#[test]
+fn mig_devices_are_gpus_of_their_own() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = fake_nvml(tmp.path());
+    let live = tmp.path().join("gpm-live");
+    let (out, log) = record_with_gpu(
+        tmp.path(),
+        &["--gpu", "required", "--nvml-library", lib.to_str().unwrap()],
+        &[("FAKE_NVML_MIG", "1"), ("FAKE_NVML_GPM_LIVE_FILE", live.to_str().unwrap())],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("warning"), "MIG devices answer what they have, NOT_SUPPORTED for the rest: {err}");
+    assert_eq!(std::fs::read_to_string(&live).unwrap().trim(), "0");
+    let (mig0, mig1) = ("GPU 0 MIG 0 (Fake H100 MIG 1g.10gb)", "GPU 0 MIG 1 (Fake H100 MIG 3g.40gb)");
+
+    let doctor = Command::new(mltrace_bin())
+        .arg("doctor")
+        .env("MLTRACE_NVML_LIBRARY", &lib)
+        .env("FAKE_NVML_MIG", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    let nvml = text.lines().find(|l| l.starts_with("NVML ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(nvml.contains(&format!("{mig0}: {GPM_SET}; {mig1}: {GPM_SET}")), "{nvml}");
+
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = log.with_extension("perfetto-trace");
+    assert!(mltrace(&["export", log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path()).status.success());
+    // "group/track" (a group's own row is `group · what`) = distinct values.
+    let rows = tp_query(
+        &tp,
+        &trace,
+        &["select coalesce(g.name || '/' || t.name, replace(t.name, ' · ', '/')), group_concat(distinct c.value) \
+             from counter c join track t on c.track_id = t.id left join track g on g.id = t.parent_id \
+             where t.name like 'GPU%' or g.name like 'GPU%' group by 1 order by 1"],
+    );
+    let got: HashMap<String, String> = rows[0]
+        .iter()
+        .map(|r| match r[0].split_once(" · ") {
+            Some((g, rest)) => (format!("{g}/{}", rest.split_once('/').map_or(rest, |x| x.1)), r[1].clone()),
+            None => (r[0].clone(), r[1].clone()),
+        })
+        .collect();
+    let gib = |n: u64| format!("{}.0", n << 30);
+    let want = [
+        // GPM of each MIG device's GPU instance (the stand-in: GPU 0's / 2^N).
+        (format!("{mig0}/SM active"), "35.75".to_string()),
+        (format!("{mig0}/tensor active"), "27.0".into()),
+        (format!("{mig0}/PCIe rx"), format!("{}.0", 1250u64 << 20)),
+        (format!("{mig0}/framebuffer used"), gib(2)),
+        (format!("{mig0}/framebuffer total"), gib(10)),
+        (format!("{mig0}/pid 5151 framebuffer"), gib(1)),
+        (format!("{mig1}/SM active"), "17.875".into()),
+        (format!("{mig1}/DRAM bandwidth used"), "15.625".into()),
+        (format!("{mig1}/framebuffer used"), gib(6)),
+        (format!("{mig1}/framebuffer total"), gib(40)),
+        (format!("{mig1}/pid 5252 framebuffer"), gib(3)),
+        // The GPU itself keeps its own metrics.
+        ("GPU 0 (Fake H100)/SM active".into(), "71.5".into()),
+        ("GPU 0 (Fake H100)/power".into(), "301.5".into()),
+    ];
+    for (k, v) in want {
+        assert_eq!(got.get(&k), Some(&v), "{k}: {got:#?}");
+    }
+    // A GPU in MIG mode has no utilisation of its own: nothing drawn.
+    assert!(!got.contains_key(&format!("GPU 0 (Fake H100)/{GPU_UTILISATION}")), "{got:#?}");
 }

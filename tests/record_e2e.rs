@@ -65,7 +65,7 @@ fn pid_of(r: &Record) -> u32 {
         Record::Exec(x) => x.pid,
         Record::Exit(x) => x.pid,
         Record::Comm(x) => x.pid,
-        Record::Lost(_) => 0,
+        Record::Lost(_) | Record::GpuEvent(_) => 0,
         Record::Block(x) => x.pid,
         Record::Counter(x) => x.pid,
         Record::Phase(x) => x.pid,

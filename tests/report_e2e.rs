@@ -161,7 +161,7 @@ fn an_imported_log_reports_too() {
     assert!(html.contains("img_0001.npy"), "the imported file");
     assert!(html.contains("data-bytes=\"131072\""), "its bytes");
     // mpstat's CPU and pmon's GPU over time.
-    assert!(html.contains("CPU (all cores)") && html.contains("GPU 0 SM"));
+    assert!(html.contains("CPU (all cores)") && html.contains("GPU 0 busy"));
     assert_self_contained(&html);
     check_render(&html_path, &tmp.path().join("old.png"));
 }
@@ -194,7 +194,7 @@ fn gpu_and_cpu_utilisation_come_from_the_samples() {
     let html = report(&log, &html_path, tmp.path());
     let util = &html[html.find("<section id=\"utilisation\">").expect("utilisation")..];
     let util = &util[..util.find("</section>").unwrap()];
-    for line in ["GPU 0 (Fake H100) SM", "GPU 1 (Fake A100) SM", "busy", "iowait"] {
+    for line in ["GPU 0 (Fake H100) busy", "GPU 0 (Fake H100) SM active", "GPU 1 (Fake A100) busy", "busy", "iowait"] {
         assert!(util.contains(&format!("</i>{line}</span>")), "{line} missing from the legend");
     }
     // A percent axis, fixed to 0-100%.

@@ -85,6 +85,7 @@ pub fn read_log(path: &Path) -> Vec<Rec> {
                 Record::Transfer(x) => vec![s(x.in_path), s(x.out_path)],
                 Record::Phase(x) => vec![s(x.name)],
                 Record::Mark(x) => vec![s(x.name), s(x.value)],
+                Record::GpuEvent(x) => vec![s(x.group)],
                 Record::PageCache(x) => vec![s(x.path)],
                 Record::IoUring(x) => vec![s(x.path)],
                 Record::Aio(x) => vec![s(x.path)],

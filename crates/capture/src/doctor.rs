@@ -215,7 +215,7 @@ pub fn run() -> Vec<Check> {
     });
     let gpu = mltrace_sample::gpu::open(&mltrace_sample::gpu::GpuConfig::default());
     out.push(match gpu {
-        Ok(g) if g.sampler.is_some() => check("NVML", Status::Ok, format!("{}: {}", g.library, g.devices.join(", "))),
+        Ok(g) if g.sampler.is_some() => check("NVML", Status::Ok, format!("{}: {}", g.library, g.devices.join("; "))),
         Ok(g) => check("NVML", Status::Absent, g.note.unwrap_or_default().replace("no GPU metrics: ", "")),
         Err(e) => check("NVML", Status::Absent, e.to_string()),
     });

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, Sender};
 use libbpf_rs::RingBufferBuilder;
 use mltrace_log::*;
+use mltrace_sample::gpu::GpuEventSample;
 use mltrace_sample::gpu::GpuSampler;
 use mltrace_sample::SampleSink;
 
@@ -220,6 +221,7 @@ struct Consumer<'s> {
     lost_seen: [u64; 8],
     shared: &'s Shared,
     samples: Receiver<SampleSink>,
+    gpu_events: Receiver<Vec<GpuEventSample>>,
     mllog: Receiver<MllogMsg>,
     /// The last counts of the threads still alive when the command ended.
     accounting: Receiver<Vec<IoAccounting>>,
@@ -241,6 +243,12 @@ impl Consumer<'_> {
                     pid: s.pid,
                     value: s.value,
                 }));
+            }
+        }
+        while let Ok(batch) = self.gpu_events.try_recv() {
+            for e in batch {
+                let group = self.enc.intern(e.group.as_bytes());
+                self.enc.push(&Record::GpuEvent(GpuEvent { ts: e.ts, group, kind: e.kind, code: e.code, pid: 0 }));
             }
         }
     }
@@ -436,7 +444,7 @@ fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnc
                 p.push(Probe {
                     subsystem: "gpu".into(),
                     mechanism: "NVML".into(),
-                    detail: opts.gpu_devices.join(", "),
+                    detail: opts.gpu_devices.join("; "),
                 });
             }
             p.extend(phases);
@@ -607,6 +615,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
 
     let shared = Shared::default();
     let (samples_tx, samples_rx) = bounded::<SampleSink>(256);
+    let (gpu_events_tx, gpu_events_rx) = bounded::<Vec<GpuEventSample>>(256);
     let (mllog_tx, mllog_rx) = bounded::<MllogMsg>(4096);
     let (acct_tx, acct_rx) = bounded::<Vec<IoAccounting>>(1);
     let (frames_tx, frames_rx) = bounded::<EncodedFrame>(4);
@@ -621,6 +630,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         lost_seen: [0; 8],
         shared: &shared,
         samples: samples_rx,
+        gpu_events: gpu_events_rx,
         mllog: mllog_rx,
         accounting: acct_rx,
         phases: PhaseRecorder::default(),
@@ -650,7 +660,8 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         let gpu_h = gpu.map(|g| {
             let tx = samples_tx.clone();
             let iv = interval.unwrap_or(Duration::from_millis(100));
-            s.spawn(move || mltrace_sample::run_gpu_sampler(g, iv, &traced_pids, &tx, stop_samplers))
+            let events_tx = gpu_events_tx;
+            s.spawn(move || mltrace_sample::run_gpu_sampler(g, iv, &traced_pids, &tx, &events_tx, stop_samplers))
         });
         drop(samples_tx);
         let relay_stop = &shared_ref.stop_relay;

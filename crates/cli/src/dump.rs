@@ -50,6 +50,9 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
                     x.flags
                 )?,
                 Record::Mark(x) => writeln!(out, "{} mark {:?} = {} rank={} pid={}", x.ts, s(x.name), s(x.value), x.rank, x.pid)?,
+                Record::GpuEvent(x) => {
+                    writeln!(out, "{} gpu_event {:?} {} code={:#x}", x.ts, s(x.group), x.kind.name(), x.code)?
+                }
                 Record::PageCache(x) => writeln!(
                     out,
                     "{} pagecache pid={} tid={} dev={}:{} ino={} path={:?} off={} bytes={} during={}",

@@ -12,7 +12,7 @@ use mltrace_import::{clock, ClockSpec, Format, Options, Plan, RankMode};
 pub struct Args {
     /// Trace files: the DL I/O study's bpftrace outputs (trace_bio, trace_openat, trace_read, trace_write,
     /// trace_vfs_rw, trace_close, trace_create_del, trace_mmap, trace_time_align), mpstat, nvidia-smi pmon
-    /// or dmon output, MLPerf logs (MLLOG); or directories of them, such as a trace_visuals experiment
+    /// or dmon output, dcgmi dmon output, MLPerf logs (MLLOG); or directories of them, such as a trace_visuals experiment
     /// directory (read_data/, bio_data/, cpu_data/, mllog_data/timeline.csv, pids.json ...)
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -22,7 +22,7 @@ pub struct Args {
     /// Replace the output file if it exists
     #[arg(long)]
     force: bool,
-    /// Read every file as this format instead of recognising it: mllog, mpstat, pmon, dmon, time-align, bio,
+    /// Read every file as this format instead of recognising it: mllog, mpstat, pmon, dmon, dcgmi, time-align, bio,
     /// openat, read, write, vfs-rw, close, create-del, mmap, and trace_visuals' vis-read, vis-write, vis-open,
     /// vis-bio, timeline, cpu-csv, gpu-csv, vis-st-end, vis-comb, pids
     #[arg(long)]
@@ -52,6 +52,13 @@ pub struct Args {
     /// How many malformed lines to show per file (all are counted)
     #[arg(long, default_value_t = 20)]
     max_reports: usize,
+    /// dcgmi dmon output without times: when its first sample was, as YYYY-MM-DD HH:MM:SS[.f] (local, in
+    /// --tz)
+    #[arg(long)]
+    dcgmi_start: Option<String>,
+    /// dcgmi dmon output without times: its sampling interval in ms (dcgmi's -d)
+    #[arg(long, default_value_t = 1000)]
+    dcgmi_interval: u64,
 }
 
 fn options(a: &Args) -> anyhow::Result<Options> {
@@ -69,7 +76,18 @@ fn options(a: &Args) -> anyhow::Result<Options> {
         Some(s) => Some(parse_shift(s).with_context(|| format!("--shift {s}: expected e.g. -1h, +30m, -3600s"))?),
         None => None,
     };
+    let dcgmi_start = match &a.dcgmi_start {
+        Some(s) => Some(
+            s.trim()
+                .split_once([' ', 'T'])
+                .and_then(|(d, t)| Some(clock::parse_iso_date(d)?.and_time(clock::parse_tod(t, None)?)))
+                .with_context(|| format!("--dcgmi-start {s}: expected YYYY-MM-DD HH:MM:SS[.f]"))?,
+        ),
+        None => None,
+    };
     Ok(Options {
+        dcgmi_start,
+        dcgmi_interval_ms: a.dcgmi_interval,
         shift,
         format,
         tz: a.tz.clone(),

@@ -39,6 +39,8 @@ fn name_hint(path: &Path) -> Option<Format> {
         Format::CreateDel
     } else if has("mmap") {
         Format::Mmap
+    } else if has("dcgm") {
+        Format::Dcgmi
     } else if has("dmon") {
         Format::Dmon
     } else if has("pmon") || has("gpu") {
@@ -143,6 +145,9 @@ pub fn detect(path: &Path, head: &[String], forced: Option<Format>) -> Result<De
     }
     if is_mllog(head) {
         return Ok(simple(Format::Mllog));
+    }
+    if head.iter().any(|l| crate::dcgmi::is_header(l)) {
+        return Ok(simple(Format::Dcgmi));
     }
     if let Some(f) = nvsmi_kind(head) {
         return Ok(simple(f));

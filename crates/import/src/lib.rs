@@ -1,5 +1,5 @@
 //! Importers: the traces people already have (the DL I/O study's bpftrace
-//! outputs, `mpstat`, `nvidia-smi pmon`/`dmon`, MLPerf logs) converted into
+//! outputs, `mpstat`, `nvidia-smi pmon`/`dmon`, `dcgmi dmon`, MLPerf logs) converted into
 //! an mltrace log, so `mltrace export` shows them like a recording.
 //!
 //! ```no_run
@@ -20,6 +20,7 @@
 
 pub mod bpftrace;
 pub mod clock;
+pub mod dcgmi;
 mod detect;
 pub mod dmon;
 mod error;
@@ -55,6 +56,8 @@ pub enum Format {
     Mpstat,
     Pmon,
     Dmon,
+    /// `dcgmi dmon` (DCGM field values per entity).
+    Dcgmi,
     /// bpftrace outputs.
     TimeAlign,
     Bio,
@@ -81,11 +84,12 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 23] = [
+    pub const ALL: [Format; 24] = [
         Format::Mllog,
         Format::Mpstat,
         Format::Pmon,
         Format::Dmon,
+        Format::Dcgmi,
         Format::TimeAlign,
         Format::Bio,
         Format::Openat,
@@ -114,6 +118,7 @@ impl Format {
             Format::Mpstat => "mpstat",
             Format::Pmon => "pmon",
             Format::Dmon => "dmon",
+            Format::Dcgmi => "dcgmi",
             Format::TimeAlign => "time-align",
             Format::Bio => "bio",
             Format::Openat => "openat",
@@ -143,6 +148,7 @@ impl Format {
             Format::Mpstat => "mpstat CPU utilisation",
             Format::Pmon => "nvidia-smi pmon (per-process GPU use)",
             Format::Dmon => "nvidia-smi dmon (GPU metrics)",
+            Format::Dcgmi => "dcgmi dmon (DCGM GPU metrics)",
             Format::TimeAlign => "bpftrace trace_time_align (clock alignment)",
             Format::Bio => "bpftrace trace_bio (block I/O)",
             Format::Openat => "bpftrace trace_openat (opens)",
@@ -167,7 +173,8 @@ impl Format {
 
     /// bpftrace outputs: timestamps are `nsecs` since boot.
     pub fn is_bpftrace(self) -> bool {
-        !matches!(self, Format::Mllog | Format::Mpstat | Format::Pmon | Format::Dmon) && !self.is_processed()
+        !matches!(self, Format::Mllog | Format::Mpstat | Format::Pmon | Format::Dmon | Format::Dcgmi)
+            && !self.is_processed()
     }
 
     /// The trace_visuals scripts' files: times are ISO, read as UTC and shifted.
@@ -224,6 +231,10 @@ pub struct Options {
     pub shift: Option<i64>,
     /// Malformed lines described per file (the rest are counted).
     pub max_examples: usize,
+    /// `dcgmi dmon` rows without a time: the first sample's local time
+    /// (in `tz`), and dcgmi's `-d` interval.
+    pub dcgmi_start: Option<chrono::NaiveDateTime>,
+    pub dcgmi_interval_ms: u64,
 }
 
 impl Default for Options {
@@ -236,6 +247,8 @@ impl Default for Options {
             ranks: RankMode::Merge,
             shift: None,
             max_examples: 20,
+            dcgmi_start: None,
+            dcgmi_interval_ms: 1000,
         }
     }
 }

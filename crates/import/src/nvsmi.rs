@@ -101,7 +101,7 @@ pub fn value(s: &str) -> Option<f64> {
 /// a recorded one.
 pub fn counter_name(col: &str, per_process: bool) -> String {
     match (col.to_ascii_lowercase().as_str(), per_process) {
-        ("sm", _) => "SM".into(),
+        ("sm", _) => mltrace_log::GPU_UTILISATION.into(),
         ("mem", _) => "memory".into(),
         ("enc", _) => "encoder".into(),
         ("dec", _) => "decoder".into(),

@@ -13,6 +13,7 @@ use mltrace_log::{ClockAnchor, Header, LostKind, LostTotal, Probe, RecordWriter,
 use crate::bpftrace::layout::Variant;
 use crate::bpftrace::{self, is_data, BpftraceSource};
 use crate::clock::{self, date_near, describe, Alignment, LocalClock};
+use crate::dcgmi::{DcgmiSource, Schedule};
 use crate::detect::detect;
 use crate::dmon::DmonSource;
 use crate::error::ImportError;
@@ -333,6 +334,16 @@ impl Plan {
         if files.is_empty() {
             return Err(ImportError::Empty);
         }
+        if opts.dcgmi_start.is_none() {
+            if let Some(f) = files.iter().find(|f| f.format == Format::Dcgmi && crate::dcgmi::bare(&f.head)) {
+                return Err(ImportError::file(
+                    &f.path,
+                    "dcgmi dmon prints no time on its rows: give --dcgmi-start 'YYYY-MM-DD HH:MM:SS' (when the \
+                     first sample was, local in --tz) and --dcgmi-interval MS (dcgmi's -d, default 1000), or \
+                     record with `dcgmi dmon ... | ts '%F %.T'`",
+                ));
+            }
+        }
         let mut notes = Vec::new();
         let zone = Zone::new(opts)?;
         let (anchors, system) = anchors(&files, &zone, &mut notes)?;
@@ -370,7 +381,8 @@ impl Plan {
             });
         }
         let local = |f: &PlannedFile| {
-            f.date.is_some() || matches!(f.format, Format::Mpstat | Format::Pmon | Format::Dmon | Format::TimeAlign)
+            f.date.is_some()
+                || matches!(f.format, Format::Mpstat | Format::Pmon | Format::Dmon | Format::Dcgmi | Format::TimeAlign)
         };
         if zone.tz.is_some() && files.iter().any(local) {
             notes.insert(0, zone.note.clone());
@@ -430,6 +442,13 @@ impl Plan {
             Format::Mpstat => Box::new(MpstatSource::new(lines, report, tz()?, f.date)),
             Format::Pmon => Box::new(PmonSource::new(lines, report, tz()?, date)),
             Format::Dmon => Box::new(DmonSource::new(lines, report, tz()?, date)),
+            Format::Dcgmi => {
+                let schedule = self
+                    .opts
+                    .dcgmi_start
+                    .map(|start| Schedule { start, interval_ns: self.opts.dcgmi_interval_ms.max(1) * 1_000_000 });
+                Box::new(DcgmiSource::new(lines, report, tz()?, schedule))
+            }
             Format::TimeAlign => {
                 if let Some((n, bad, lines)) = f.aligned {
                     report.lines = lines;

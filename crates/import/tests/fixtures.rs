@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use mltrace_import::{ClockSpec, Format, ImportError, Options, Plan, RankMode, UNKNOWN_RET};
-use mltrace_log::{blk, phase, BlockOp, CounterUnit, FileKind, IoOp, OpenOp, PhaseKind, Record};
+use mltrace_log::{blk, phase, BlockOp, CounterUnit, FileKind, IoOp, OpenOp, PhaseKind, Record, GPU_UTILISATION};
 
 const S: u64 = 1_000_000_000;
 /// nsecs 5000 s of the study's bpftrace traces is 2022-08-27 23:59:58.250 EDT.
@@ -182,10 +182,10 @@ fn study_run_lines_up_on_one_clock() {
     // pmon: two processes on GPU 0; one moves to GPU 1 and its GPU 0 use
     // drops to 0; GPU 1 goes idle and it drops there too.
     assert_eq!(
-        counters(&im, "GPU 0", "SM", 4242),
+        counters(&im, "GPU 0", GPU_UTILISATION, 4242),
         [(t(1_661_659_199), 35.0), (t(1_661_659_200), 40.0), (t(1_661_659_201), 38.0)]
     );
-    assert_eq!(counters(&im, "GPU 0", "SM", 4250), [(t(1_661_659_199), 5.0), (t(1_661_659_200), 0.0)]);
+    assert_eq!(counters(&im, "GPU 0", GPU_UTILISATION, 4250), [(t(1_661_659_199), 5.0), (t(1_661_659_200), 0.0)]);
     assert_eq!(
         counters(&im, "GPU 0", "framebuffer", 4250),
         [(t(1_661_659_199), 300.0 * 1048576.0), (t(1_661_659_200), 0.0)]
@@ -194,7 +194,7 @@ fn study_run_lines_up_on_one_clock() {
         counters(&im, "GPU 1", "framebuffer", 4250),
         [(t(1_661_659_200), 300.0 * 1048576.0), (t(1_661_659_201), 0.0)]
     );
-    assert_eq!(counters(&im, "GPU 1", "SM", 4250), [], "'-' is no value");
+    assert_eq!(counters(&im, "GPU 1", GPU_UTILISATION, 4250), [], "'-' is no value");
     assert_eq!(counters(&im, "GPU 0", "encoder", 4242), [(t(1_661_659_201), 0.0)]);
 
     // MLLOG: ranks merged, phases paired, unfinished ones kept.
@@ -240,7 +240,7 @@ fn study_run_lines_up_on_one_clock() {
                 "select count(*) from slice where name glob '* (unfinished)'",
                 "select count(*) from slice where name glob 'read *' or name glob 'write *'",
                 "select count(*) from slice where name glob 'openat *'",
-                "select count(*) from counter_track where name glob '*SM'",
+                "select count(*) from counter_track where name glob '*utilisation (any kernel running)'",
                 "select count(*) from slice where dur < 0",
             ],
         );
@@ -387,7 +387,7 @@ fn nvidia_smi_pmon_time_only_and_dmon() {
     let im = import(&[fixture("formats/pmon_time_only.txt")], &opts);
     let t = |s: u64| s * S;
     let day = 1_678_492_800; // 2023-03-11 00:00 UTC
-    assert_eq!(counters(&im, "GPU 0", "SM", 7001), [(t(day + 86399), 80.0), (t(day + 86400), 85.0)]);
+    assert_eq!(counters(&im, "GPU 0", GPU_UTILISATION, 7001), [(t(day + 86399), 80.0), (t(day + 86400), 85.0)]);
     assert_eq!(counters(&im, "GPU 1", "memory", 7001), [(t(day + 86399), 30.0), (t(day + 86400), 0.0)]);
     let comm = im.of(|r| if let Record::Comm(c) = r.rec { Some((c.pid, r.strs[0].clone())) } else { None });
     assert_eq!(comm, [(7001, "train worker".into())], "a command name with a space");
@@ -403,7 +403,7 @@ fn nvidia_smi_pmon_time_only_and_dmon() {
     };
     assert_eq!(find("GPU 1", "power"), [(CounterUnit::Watts, 0, 250.0), (CounterUnit::Watts, 1, 248.0)]);
     assert_eq!(find("GPU 0", "temperature")[0], (CounterUnit::Celsius, 0, 34.0));
-    assert_eq!(find("GPU 1", "SM")[0], (CounterUnit::Percent, 0, 97.0));
+    assert_eq!(find("GPU 1", GPU_UTILISATION)[0], (CounterUnit::Percent, 0, 97.0));
     assert_eq!(find("GPU 1", "processor clock")[0], (CounterUnit::Megahertz, 0, 1410.0));
     assert_eq!(find("GPU 1", "framebuffer used")[0], (CounterUnit::Bytes, 0, 30000.0 * 1048576.0));
     assert_eq!(find("GPU 1", "PCIe rx"), [(CounterUnit::BytesPerSec, 0, 1200.0 * 1048576.0)], "N/A is no value");
@@ -456,6 +456,7 @@ fn every_fixture_exports_to_perfetto() {
         tz: Some("America/Toronto".into()),
         date: chrono::NaiveDate::from_ymd_opt(2022, 12, 31),
         clock: Some(ClockSpec::Offset(1_600_000_000_000_000_000)),
+        dcgmi_start: chrono::NaiveDate::from_ymd_opt(2022, 12, 31).and_then(|d| d.and_hms_opt(10, 0, 0)),
         ..Default::default()
     };
     for f in &files {
@@ -610,4 +611,56 @@ fn garbage_is_reported_never_a_panic() {
     }
     let _ = std::fs::remove_file(&path);
     assert!(ran >= 10, "only {ran} formats read the garbage");
+}
+
+#[test]
+fn dcgmi_dmon_bare_with_a_start_and_prefixed_by_ts() {
+    let f = [fixture("formats/dcgmi_dmon.txt")];
+    let utc = || Options { tz: Some("UTC".into()), ..Default::default() };
+    // dcgmi prints no time: without a start, a clear error up front.
+    let e = Plan::new(&f, &utc()).err().expect("no start").to_string();
+    assert!(e.contains("dcgmi_dmon.txt") && e.contains("--dcgmi-start"), "{e}");
+
+    let start = chrono::NaiveDate::from_ymd_opt(2023, 3, 11).unwrap().and_hms_opt(10, 0, 0).unwrap();
+    let opts = Options { dcgmi_start: Some(start), dcgmi_interval_ms: 500, ..utc() };
+    let plan = Plan::new(&f, &opts).unwrap();
+    assert_eq!(plan.files()[0].format, Format::Dcgmi);
+    let im = import(&f, &opts);
+    let t0 = 1_678_528_800 * S; // 2023-03-11 10:00 UTC
+    let ms = 1_000_000;
+    let all = im.of(|r| match r.rec {
+        Record::Counter(c) if c.pid == 0 => Some((r.strs[0].clone(), r.strs[1].clone(), c.unit, c.ts, c.value)),
+        _ => None,
+    });
+    let find = |g: &str, n: &str| {
+        all.iter().filter(|c| c.0 == g && c.1 == n).map(|c| (c.2, (c.3 - t0) / ms, c.4)).collect::<Vec<_>>()
+    };
+    // One sample is a pass over the entities: GPU 0's rows 500 ms apart.
+    let pct = CounterUnit::Percent;
+    assert_eq!(find("GPU 0", "SM active"), [(pct, 0, 51.2), (pct, 500, 53.0), (pct, 1000, 53.0)]);
+    assert_eq!(find("GPU 1", "SM active"), [(pct, 0, 0.0), (pct, 500, 0.1)]);
+    assert_eq!(find("GPU 0", "SM occupancy"), [(pct, 0, 30.1), (pct, 500, 31.0)], "'bad' is no value");
+    assert_eq!(find("GPU 0", "tensor active"), [(pct, 0, 24.5), (pct, 1000, 25.0)], "N/A is no value");
+    assert_eq!(find("GPU 0", "DRAM active")[0], (pct, 0, 43.3));
+    let bps = CounterUnit::BytesPerSec;
+    assert_eq!(find("GPU 0", "PCIe tx")[0], (bps, 0, 1_234_567.0));
+    assert_eq!(find("GPU 0", "PCIe rx")[0], (bps, 0, 7_654_321.0));
+    assert_eq!(find("GPU 0", "NVLink rx")[0], (bps, 0, 0.0));
+    assert_eq!(find("GPU 0", GPU_UTILISATION)[0], (pct, 0, 98.0));
+    assert_eq!(find("GPU 0", "framebuffer used")[0], (CounterUnit::Bytes, 0, 30512.0 * 1048576.0));
+    assert_eq!(malformed_lines(&im, "dcgmi_dmon.txt"), [7, 8]);
+
+    // Rows prefixed by `ts '%F %.T'`: their own times; MIG instances are
+    // their own groups.
+    let f = [fixture("formats/dcgmi_dmon_ts.txt")];
+    let im = import(&f, &utc());
+    let all = im.of(|r| match r.rec {
+        Record::Counter(c) => Some((r.strs[0].clone(), r.strs[1].clone(), (c.ts - t0) / ms, c.value)),
+        _ => None,
+    });
+    let find = |g: &str, n: &str| all.iter().filter(|c| c.0 == g && c.1 == n).map(|c| (c.2, c.3)).collect::<Vec<_>>();
+    assert_eq!(find("GPU 0", "SM active"), [(251, 51.2), (1251, 53.0)]);
+    assert_eq!(find("GPU instance 1", "tensor active"), [(251, 10.0)]);
+    assert_eq!(find("GPU compute instance 2", "DRAM active"), [(1251, 10.0)]);
+    assert!(malformed_lines(&im, "dcgmi_dmon_ts.txt").is_empty());
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use chrono::NaiveDateTime;
 use common::*;
 use mltrace_import::Options;
-use mltrace_log::{phase, PhaseKind, Record};
+use mltrace_log::{phase, PhaseKind, Record, GPU_UTILISATION};
 
 const TRACE2: &str = "discslab-dl-bench_trace_visuals/data/trace2_exp_results/ta_8gpu_Sharpening_20220827222401";
 
@@ -120,8 +120,8 @@ fn pmon_with_several_processes_on_one_gpu() {
         [(t(21), 13086.0 * mib), (t(22), 13086.0 * mib), (t(23), 13086.0 * mib), (t(24), 13086.0 * mib), (t(25), 0.0)],
         "the second process on GPU 0, gone at :25"
     );
-    assert_eq!(c[&key("GPU 0", "SM", 2_720_661)].len(), 8, ":19 to :25, then 0 when GPU 0 is idle at :26");
-    assert_eq!(c[&key("GPU 0", "SM", 2_720_661)][7], (t(26), 0.0));
+    assert_eq!(c[&key("GPU 0", GPU_UTILISATION, 2_720_661)].len(), 8, ":19 to :25, then 0 when GPU 0 is idle at :26");
+    assert_eq!(c[&key("GPU 0", GPU_UTILISATION, 2_720_661)][7], (t(26), 0.0));
     assert_eq!(c[&key("GPU 1", "framebuffer", 2_720_661)][0], (t(19), 16678.0 * mib));
     assert_eq!(c[&key("GPU 1", "memory", 2_720_662)], [(t(27), 0.0), (t(28), 0.0)]);
     assert!(!c.keys().any(|k| k.2 == 2_720_663), "a process row of '-' has no values");
@@ -194,7 +194,7 @@ fn pmon_without_header_matches_the_authors_averages() {
         }
         m
     };
-    let (sm, mem, fb) = (sum_at("SM"), sum_at("memory"), sum_at("framebuffer"));
+    let (sm, mem, fb) = (sum_at(GPU_UTILISATION), sum_at("memory"), sum_at("framebuffer"));
     let rows = csv(&dir.join("gpu_data/gpu_avg.csv"));
     assert_eq!((rows.len(), fb.len()), (381, 381));
     for row in rows {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use common::*;
 use mltrace_import::{Options, Plan};
-use mltrace_log::{PhaseKind, Record};
+use mltrace_log::{PhaseKind, Record, GPU_UTILISATION};
 
 const TRACE2: &str = "discslab-dl-bench_trace_visuals/data/trace2_exp_results/ta_8gpu_Sharpening_20220827222401";
 const NS: i64 = 1_000_000_000;
@@ -146,7 +146,7 @@ fn hand_made_directory() {
     assert_eq!((rep.malformed, rep.examples[0].0), (1, 3));
     // The CPU samples once (cpu.all), not again from cpu_all.csv.
     assert_eq!(counters(&im, "CPU", "usr"), [FIRST_CPU * NS, (FIRST_CPU + 1) * NS]);
-    assert!(counters(&im, "GPU (mean of all)", "SM").is_empty());
+    assert!(counters(&im, "GPU (mean of all)", GPU_UTILISATION).is_empty());
     let opens = im.of(|r| matches!(r.rec, Record::Open(_)).then(|| r.strs[0].clone()));
     assert_eq!(opens, ["/opt/conda/lib/python3.8/lib-dynload/grp.cpython-38-x86_64-linux-gnu.so"]);
     let blocks = im.of(|r| match r.rec {
@@ -179,7 +179,7 @@ fn processed_files_alone_take_tz_or_shift() {
     assert_eq!(first_read(&Options { shift: Some(-2 * 3600 * NS), ..toronto() }), written - 2 * 3600 * NS);
     // Without raw files the GPU CSV is the GPU data.
     let im = import(std::slice::from_ref(&d), &toronto());
-    assert_eq!(counters(&im, "GPU (mean of all)", "SM").len(), 1);
+    assert_eq!(counters(&im, "GPU (mean of all)", GPU_UTILISATION).len(), 1);
     assert_eq!(counters(&im, "CPU", "usr"), [FIRST_CPU * NS, (FIRST_CPU + 1) * NS]);
     std::fs::remove_dir_all(&d).unwrap();
 }

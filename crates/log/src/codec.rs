@@ -53,11 +53,12 @@ pub(crate) mod kind {
 
     pub const SCHED_SWITCH: u8 = 20;
     pub const SCHED_WAKE: u8 = 21;
+    pub const GPU_EVENT: u8 = 27;
 
     /// Whether this version reads kind `k` (codes are not contiguous:
     /// others are reserved for kinds this version does not know).
     pub fn known(k: u8) -> bool {
-        matches!(k, FORK..=MAJOR_FAULT | IO_URING | AIO | SCHED_SWITCH | SCHED_WAKE)
+        matches!(k, FORK..=MAJOR_FAULT | IO_URING | AIO | SCHED_SWITCH | SCHED_WAKE | GPU_EVENT)
     }
 }
 
@@ -279,6 +280,14 @@ impl Columns {
                 w.i(4, i64::from(r.rank));
                 w.u(5, u64::from(r.pid));
                 w.u(6, u64::from(r.flags));
+            }
+            Record::GpuEvent(r) => {
+                let mut w = self.w(kind::GPU_EVENT);
+                w.ts(0, r.ts);
+                w.s(1, r.group);
+                w.u(2, r.kind as u64);
+                w.u(3, r.code);
+                w.u(4, u64::from(r.pid));
             }
             Record::Mark(r) => {
                 let mut w = self.w(kind::MARK);
@@ -873,6 +882,11 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
                 pid: r.u32(5)?,
                 flags: r.u8(6)?,
             })
+        }
+        kind::GPU_EVENT => {
+            let ts = r.ts(0)?;
+            let (group, kind, code) = (r.s(1)?, GpuEventKind::from_u8(r.u8(2)?), r.u(3)?);
+            Record::GpuEvent(GpuEvent { ts, group, kind, code, pid: r.u32(4)? })
         }
         kind::MARK => {
             let ts = r.ts(0)?;

@@ -85,6 +85,7 @@ impl Record {
             Record::Aio(r) => all!(r, pid, tid),
             Record::SchedSwitch(r) => all!(r, prev_pid, prev_tid, next_pid, next_tid),
             Record::SchedWake(r) => all!(r, pid, tid, waker_pid, waker_tid),
+            Record::GpuEvent(r) => all!(r, pid),
         }
     }
 
@@ -110,6 +111,7 @@ impl Record {
             Record::Aio(r) => all!(r, path),
             Record::SchedSwitch(r) => all!(r, prev_comm, next_comm),
             Record::SchedWake(r) => all!(r, comm),
+            Record::GpuEvent(r) => all!(r, group),
         }
     }
 
@@ -144,6 +146,7 @@ impl Record {
             Record::Aio(r) => r.ts = s(r.ts),
             Record::SchedSwitch(r) => r.ts = s(r.ts),
             Record::SchedWake(r) => r.ts = s(r.ts),
+            Record::GpuEvent(r) => r.ts = s(r.ts),
         }
     }
 }

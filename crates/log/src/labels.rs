@@ -298,6 +298,27 @@ pub fn mark(name: &str, value: &str) -> String {
     }
 }
 
+/// A GPU event's instant: `clocks held back: power cap, sync boost`,
+/// `clocks no longer held back`, `XID 79`, `2 corrected ECC errors`.
+pub fn gpu_event(kind: GpuEventKind, code: u64) -> String {
+    let errors = |what: &str| format!("{code} {what} ECC error{}", if code == 1 { "" } else { "s" });
+    match kind {
+        GpuEventKind::Throttle if code == 0 => "clocks no longer held back".into(),
+        GpuEventKind::Throttle => {
+            let mut why: Vec<String> =
+                GPU_CLOCK_REASONS.iter().filter(|(b, _)| code & b != 0).map(|(_, n)| n.to_string()).collect();
+            let known = GPU_CLOCK_REASONS.iter().fold(0, |m, (b, _)| m | b);
+            if code & !known != 0 {
+                why.push(format!("{:#x}", code & !known));
+            }
+            format!("clocks held back: {}", why.join(", "))
+        }
+        GpuEventKind::Xid => format!("XID {code}"),
+        GpuEventKind::EccCorrected => errors("corrected"),
+        GpuEventKind::EccUncorrected => errors("uncorrected"),
+    }
+}
+
 /// The marker where events were lost: `12 events lost: ring buffer full`.
 pub fn lost(count: u64, kind: LostKind) -> String {
     format!("{count} events lost: {}", kind.name())
@@ -401,5 +422,20 @@ mod tests {
         assert_eq!(mark("eval_accuracy", "0.9"), "eval_accuracy = 0.9");
         assert_eq!(mark("run_start", "null"), "run_start");
         assert_eq!(mark("mmap", ""), "mmap");
+    }
+}
+
+#[cfg(test)]
+mod gpu_event_tests {
+    use super::*;
+
+    #[test]
+    fn gpu_events_say_what_happened() {
+        assert_eq!(gpu_event(GpuEventKind::Throttle, 0x14), "clocks held back: power cap, sync boost");
+        assert_eq!(gpu_event(GpuEventKind::Throttle, 0x40 | 0x1000), "clocks held back: thermal (hardware), 0x1000");
+        assert_eq!(gpu_event(GpuEventKind::Throttle, 0), "clocks no longer held back");
+        assert_eq!(gpu_event(GpuEventKind::Xid, 79), "XID 79");
+        assert_eq!(gpu_event(GpuEventKind::EccCorrected, 2), "2 corrected ECC errors");
+        assert_eq!(gpu_event(GpuEventKind::EccUncorrected, 1), "1 uncorrected ECC error");
     }
 }

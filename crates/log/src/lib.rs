@@ -32,3 +32,10 @@ pub use writer::{EncodedFrame, FrameEncoder, LogWriter, RecordWriter, DEFAULT_FR
 
 /// Version of this crate, written into headers.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// NVML's device utilisation (nvidia-smi's `sm` and GPU-Util): the share of
+/// time any kernel ran, however few SMs it used. Logs recorded or imported
+/// before it was named for what it is call it [`GPU_UTILISATION_OLD`].
+pub const GPU_UTILISATION: &str = "utilisation (any kernel running)";
+/// The old name of [`GPU_UTILISATION`], still read.
+pub const GPU_UTILISATION_OLD: &str = "SM";

@@ -428,6 +428,49 @@ pub struct Phase {
     pub flags: u8,
 }
 
+code_enum!(
+    /// What a [`GpuEvent`] says happened.
+    GpuEventKind, fallback Throttle, {
+        /// The clocks' event reasons changed: `code` is NVML's new reason
+        /// mask (`nvmlClocksEventReason*`, 0 when nothing holds them back).
+        Throttle = 0 => "clocks",
+        /// An XID error (critical driver-reported error): `code` is its number.
+        Xid = 1 => "XID",
+        /// Corrected (single-bit) ECC errors: `code` is how many since the
+        /// previous sample (volatile counter).
+        EccCorrected = 2 => "ECC corrected",
+        /// Uncorrected (double-bit) ECC errors, likewise.
+        EccUncorrected = 3 => "ECC uncorrected",
+    }
+);
+
+/// Something a GPU reported at one instant (clock throttling, an XID
+/// error, ECC errors): `group` is the GPU's counter group
+/// (`GPU 0 (NVIDIA H100)`), so it shows on that GPU's track. `pid` is 0,
+/// as for machine-wide counters (a merged log's host number rides in it).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct GpuEvent {
+    pub ts: u64,
+    pub group: StrId,
+    pub kind: GpuEventKind,
+    pub code: u64,
+    pub pid: u32,
+}
+
+/// NVML's clock event reason bits (`nvmlClocksEventReason*`) and what
+/// they mean, for labels.
+pub const GPU_CLOCK_REASONS: [(u64, &str); 9] = [
+    (0x1, "GPU idle"),
+    (0x2, "application clocks setting"),
+    (0x4, "power cap"),
+    (0x8, "hardware slowdown"),
+    (0x10, "sync boost"),
+    (0x20, "thermal (software)"),
+    (0x40, "thermal (hardware)"),
+    (0x80, "power brake"),
+    (0x100, "display clock setting"),
+];
+
 /// A point event with a value (MLLOG keys such as `eval_accuracy`):
 /// `value` is the JSON text of the value.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -882,6 +925,7 @@ pub enum Record {
     Aio(Aio),
     SchedSwitch(SchedSwitch),
     SchedWake(SchedWake),
+    GpuEvent(GpuEvent),
 }
 
 impl Record {
@@ -908,6 +952,7 @@ impl Record {
             Record::Aio(r) => r.ts,
             Record::SchedSwitch(r) => r.ts,
             Record::SchedWake(r) => r.ts,
+            Record::GpuEvent(r) => r.ts,
         }
     }
 

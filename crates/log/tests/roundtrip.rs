@@ -21,7 +21,7 @@ fn header() -> Header {
 /// test can compare after reading.
 fn sample(i: u64) -> (Record, Vec<&'static str>) {
     let ts = 1_000_000_000 + i * 1_337;
-    match i % 19 {
+    match i % 20 {
         0 => (
             Record::Fork(Fork {
                 ts,
@@ -222,6 +222,16 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
             }),
             vec!["/data/x.npy"],
         ),
+        19 => (
+            Record::GpuEvent(GpuEvent {
+                ts,
+                group: StrId(0),
+                kind: GpuEventKind::from_u8((i % 4) as u8),
+                code: if i.is_multiple_of(4) { 0x14 } else { u64::MAX - i },
+                pid: (i % 3) as u32 * 0x40_0000,
+            }),
+            vec!["GPU 0 (NVIDIA H100)"],
+        ),
         13 => (
             Record::IoAccounting(IoAccounting {
                 ts,
@@ -313,6 +323,10 @@ fn with_ids(rec: Record, ids: &[StrId]) -> Record {
             r.value = n();
             Record::Mark(r)
         }
+        Record::GpuEvent(mut r) => {
+            r.group = n();
+            Record::GpuEvent(r)
+        }
         Record::PageCache(mut r) => {
             r.path = n();
             Record::PageCache(r)
@@ -350,6 +364,7 @@ fn strings_of(frame: &Frame<'_>, rec: &Record) -> Vec<String> {
         Record::Counter(r) => vec![s(r.group), s(r.name)],
         Record::Phase(r) => vec![s(r.name)],
         Record::Mark(r) => vec![s(r.name), s(r.value)],
+        Record::GpuEvent(r) => vec![s(r.group)],
         Record::PageCache(r) => vec![s(r.path)],
         Record::IoUring(r) => vec![s(r.path)],
         Record::Aio(r) => vec![s(r.path)],

@@ -63,10 +63,12 @@ pub enum ArgKey {
     OnCpu,
     GpuIdle,
     GpuIdleInDataWait,
+    GpuEvent,
+    GpuEventCode,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 56] = [
+    pub const ALL: [ArgKey; 58] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -123,6 +125,8 @@ impl ArgKey {
         ArgKey::OnCpu,
         ArgKey::GpuIdle,
         ArgKey::GpuIdleInDataWait,
+        ArgKey::GpuEvent,
+        ArgKey::GpuEventCode,
     ];
 
     pub fn name(self) -> &'static str {
@@ -183,6 +187,9 @@ impl ArgKey {
             ArgKey::OnCpu => "trainer: on CPU",
             ArgKey::GpuIdle => "GPU idle",
             ArgKey::GpuIdleInDataWait => "GPU idle: in data waits",
+            ArgKey::GpuEvent => "GPU event",
+            // The clock reason mask, the XID number, or how many ECC errors.
+            ArgKey::GpuEventCode => "code",
         }
     }
 }

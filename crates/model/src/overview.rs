@@ -2,7 +2,7 @@
 //! bytes read and written per second, syscalls, opens and failed calls per
 //! second, latency (p50, p99, max) and block I/O; per disk the requests'
 //! throughput and latency; every machine and process counter averaged
-//! per interval; training phases, marks and lost events; and the slowest
+//! per interval; training phases, marks, GPU events and lost events; and the slowest
 //! call of each process in each interval (when it took at least
 //! [`SLOW_NS`]) as a real slice with all its args, so stragglers stay
 //! visible; and the first failed call of each process in each interval,
@@ -515,6 +515,10 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
             enc.slice(&sl, &args)?;
             scene.stats.slices += 1;
         }
+    }
+    // GPU events (throttling, XID, ECC): rare, and each may explain a slow step.
+    for e in &run.gpu_events {
+        scene.gpu_instant(enc, e.pid, &e.group, e.ts, e.kind, e.code)?;
     }
     // Lost events, where they happened.
     let mut total = 0;

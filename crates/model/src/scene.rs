@@ -704,6 +704,7 @@ impl<'s> Scene<'s> {
                     self.major_fault(enc, i, &r)?;
                 }
             }
+            Record::GpuEvent(r) => self.gpu_event(enc, f, &r)?,
             Record::Mark(r) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
                 if let (Some(i), true) = (idx, local_pid(r.pid) != 0) {
@@ -1216,6 +1217,49 @@ impl<'s> Scene<'s> {
         }
     }
 
+    /// A GPU's event (throttling, XID, ECC) as an instant on an `events`
+    /// track first in its GPU's group: a throttled GPU explains a slow step.
+    fn gpu_event<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, r: &GpuEvent) -> io::Result<()> {
+        self.gpu_instant(enc, r.pid, &f.str_lossy(r.group), r.ts, r.kind, r.code)
+    }
+
+    /// A GPU event of `group` (a GPU's counter group) at `ts`.
+    pub(crate) fn gpu_instant<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        pid: u32,
+        group: &str,
+        ts: u64,
+        kind: GpuEventKind,
+        code: u64,
+    ) -> io::Result<()> {
+        // The GPU's host, as for its counters (pid 0 but for merged logs).
+        self.host = host_of(pid);
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        let _ = write!(key, "{}\0{group}\0events", self.host);
+        let t = match self.out.counters.get(&key) {
+            Some(&t) => t,
+            None => {
+                let parent = self.group(enc, group)?;
+                let id = self.out.id();
+                enc.track(&Track { id, parent: Some(parent), name: "events", rank: -1, kind: TrackKind::Slices })?;
+                self.out.counters.insert(key.clone(), id);
+                id
+            }
+        };
+        self.key = key;
+        let label = labels::gpu_event(kind, code);
+        let args = FnArgs(|a: &mut dyn crate::ArgSink| {
+            a.str(ArgKey::GpuEvent, kind.name().as_bytes());
+            a.uint(ArgKey::GpuEventCode, code);
+        });
+        enc.instant(t, ts, Name::Str(&label), &args)?;
+        self.stats.instants += 1;
+        self.stats.saw(ts);
+        Ok(())
+    }
+
     fn counter<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: Option<ProcIdx>, c: &Counter) -> io::Result<()> {
         let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
         if local_pid(c.pid) == 0 {
@@ -1276,7 +1320,7 @@ impl<'s> Scene<'s> {
         name: &str,
         unit: Unit,
     ) -> io::Result<Option<TrackId>> {
-        if header(group).is_some_and(|(what, _)| what == name) {
+        if header(group).is_some_and(|(what, _)| what == name) || is_old_gpu_header(group, name) {
             return self.group(enc, group).map(Some);
         }
         let mut key = std::mem::take(&mut self.key);
@@ -1380,10 +1424,18 @@ pub fn header(group: &str) -> Option<(&'static str, Unit)> {
         "CPU" => Some(("busy", Unit::Named("%"))),
         "Memory" => Some(("used", Unit::Bytes)),
         LOST_GROUP => Some(("total", Unit::Count)),
-        g if g.starts_with("GPU ") => Some(("SM", Unit::Named("%"))),
+        // NVML has no utilisation for a MIG device: its GPU instance's SM
+        // activity (GPM) says whether it is busy.
+        g if g.starts_with("GPU ") && g.contains(" MIG ") => Some(("SM active", Unit::Named("%"))),
+        g if g.starts_with("GPU ") => Some((mltrace_log::GPU_UTILISATION, Unit::Named("%"))),
         g if g.starts_with("Disk ") => Some(("in flight", Unit::Count)),
         _ => None,
     }
+}
+
+/// A GPU's utilisation under the name logs had before it said what it is.
+fn is_old_gpu_header(group: &str, name: &str) -> bool {
+    group.starts_with("GPU ") && name == mltrace_log::GPU_UTILISATION_OLD
 }
 
 /// Order of a machine counter in its group: the useful ones first.
@@ -1391,7 +1443,15 @@ fn child_rank(group: &str, name: &str) -> i32 {
     let order: &[&str] = match group {
         "CPU" => &["usr", "sys", "iowait"],
         g if g.starts_with("Disk ") => &["read", "write", "read IOPS", "write IOPS", "utilisation"],
-        g if g.starts_with("GPU ") => &["memory", "framebuffer used", "power"],
+        g if g.starts_with("GPU ") => &[
+            "SM active",
+            "SM occupancy",
+            "tensor active",
+            "DRAM bandwidth used",
+            "memory",
+            "framebuffer used",
+            "power",
+        ],
         g if g.starts_with("Network ") || g.starts_with("InfiniBand ") => &["rx", "tx", "rx packets", "tx packets"],
         "Memory" => &["page cache", "dirty", "writeback", "io pressure"],
         _ => &[],

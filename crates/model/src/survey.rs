@@ -36,6 +36,16 @@ pub struct MarkInfo {
     pub rank: i32,
 }
 
+/// A GPU's event (throttling, XID, ECC), owned: the overview shows them all.
+#[derive(Clone, Debug)]
+pub struct GpuEventInfo {
+    pub ts: u64,
+    pub group: String,
+    pub kind: GpuEventKind,
+    pub code: u64,
+    pub pid: u32,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct LostInfo {
     pub ts: u64,
@@ -53,6 +63,7 @@ pub struct Survey {
     /// Sorted by start, longer first.
     pub phases: Vec<PhaseInfo>,
     pub marks: Vec<MarkInfo>,
+    pub gpu_events: Vec<GpuEventInfo>,
     pub lost: Vec<LostInfo>,
     /// Earliest start and latest end of any record.
     pub first_ts: u64,
@@ -161,6 +172,7 @@ impl Survey {
             procs: Procs::default(),
             phases: Vec::new(),
             marks: Vec::new(),
+            gpu_events: Vec::new(),
             lost: Vec::new(),
             first_ts: u64::MAX,
             last_ts: 0,
@@ -260,6 +272,13 @@ impl Survey {
                 }
             }
             Record::Lost(l) => self.lost.push(LostInfo { ts: l.ts, kind: l.kind, count: l.count }),
+            Record::GpuEvent(e) => self.gpu_events.push(GpuEventInfo {
+                ts: e.ts,
+                group: f.str_lossy(e.group).into_owned(),
+                kind: e.kind,
+                code: e.code,
+                pid: e.pid,
+            }),
             _ => {}
         }
     }

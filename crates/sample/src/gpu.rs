@@ -1,6 +1,9 @@
 //! GPUs through NVML (nvml-wrapper): per device utilisation, memory,
 //! power, temperature, clocks, PCIe and codec use; per process the samples
-//! `nvidia-smi pmon` shows, and framebuffer used.
+//! `nvidia-smi pmon` shows, and framebuffer used. On GPUs with GPM (Hopper
+//! and later) DCGM's profiling metrics too ([`gpm`]); on older ones the
+//! NVLink counters NVML keeps as field values ([`fields`]). Clock
+//! throttling, XID and ECC errors are events ([`events`]).
 //!
 //! NVML is loaded at run time from a path that can be set
 //! (`--nvml-library`, `MLTRACE_NVML_LIBRARY`): machines keep it in odd
@@ -12,13 +15,20 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mltrace_log::CounterUnit;
+use mltrace_log::{CounterUnit, GPU_UTILISATION};
 use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSensor};
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::Nvml;
 
 use crate::{Sample, SampleSink};
+
+mod events;
+mod fields;
+mod gpm;
+mod mig;
+
+pub use events::{GpuEventSample, THROTTLE_REASONS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuMode {
@@ -52,7 +62,7 @@ pub enum GpuError {
 
 /// Metrics of one device, in [`DEVICE_NAMES`] order.
 const DEVICE_NAMES: [&str; 12] = [
-    "SM",
+    GPU_UTILISATION,
     "memory",
     "framebuffer used",
     "framebuffer total",
@@ -65,8 +75,29 @@ const DEVICE_NAMES: [&str; 12] = [
     "encoder",
     "decoder",
 ];
+/// Indexes of NVML's own PCIe counters, which GPM's replace.
+const PCIE: [usize; 2] = [8, 9];
 /// Per-process metrics (pmon's sm, mem, enc, dec, and fb).
-const PROC_NAMES: [&str; 5] = ["SM", "memory", "encoder", "decoder", "framebuffer"];
+const PROC_NAMES: [&str; 5] = [GPU_UTILISATION, "memory", "encoder", "decoder", "framebuffer"];
+
+/// The metrics a GPU gets beyond NVML's basic ones, as `doctor` names them.
+enum MetricSet {
+    Gpm(gpm::Gpm),
+    Fields(fields::Fields),
+}
+
+impl MetricSet {
+    fn describe(&self) -> String {
+        let names = |n: &mut dyn Iterator<Item = &str>| n.collect::<Vec<_>>().join(", ");
+        match self {
+            MetricSet::Gpm(_) => format!("GPM metrics ({})", names(&mut gpm::METRICS.iter().map(|m| m.1))),
+            MetricSet::Fields(_) => format!(
+                "NVML metrics, no GPM ({GPU_UTILISATION}, {} from field values)",
+                names(&mut fields::FIELDS.iter().map(|f| f.1))
+            ),
+        }
+    }
+}
 
 struct Device {
     index: u32,
@@ -76,6 +107,10 @@ struct Device {
     stopped: bool,
     /// Metrics this device or library does not support (left out).
     unsupported: [bool; 12],
+    set: MetricSet,
+    events: events::Events,
+    /// A MIG device: where it is (`index` is then its parent's).
+    mig: Option<mig::Mig>,
 }
 
 pub struct GpuSampler {
@@ -92,7 +127,8 @@ pub struct GpuOpen {
     pub sampler: Option<GpuSampler>,
     /// One line for the user when GPUs will not be recorded (auto mode).
     pub note: Option<String>,
-    /// "GPU 0 (NVIDIA H100)", ...
+    /// "GPU 0 (NVIDIA H100): GPM metrics (...)", ...: each GPU and the
+    /// metric set it gets.
     pub devices: Vec<String>,
     pub library: String,
 }
@@ -129,16 +165,50 @@ pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
     }
     let mut devices = Vec::new();
     for index in 0..count {
-        let name = nvml.device_by_index(index).and_then(|d| d.name()).unwrap_or_else(|_| "unknown".into());
+        let dev = nvml.device_by_index(index);
+        let name = dev.as_ref().ok().and_then(|d| d.name().ok()).unwrap_or_else(|| "unknown".into());
+        let events = dev.as_ref().map(|d| events::Events::open(&nvml, d)).unwrap_or_default();
+        // GPM answers NotSupported (or is missing from an old library)
+        // before Hopper.
+        let set = match dev.and_then(|d| d.gpm_support()) {
+            Ok(true) => MetricSet::Gpm(gpm::Gpm::default()),
+            _ => MetricSet::Fields(fields::Fields::default()),
+        };
         devices.push(Device {
             index,
             group: Arc::from(format!("GPU {index} ({name})")),
             last_seen: 0,
             stopped: false,
             unsupported: [false; 12],
+            set,
+            events,
+            mig: None,
         });
     }
-    let names = devices.iter().map(|d| d.group.to_string()).collect();
+    // MIG devices after the GPUs, each a device of its own.
+    for p in 0..count {
+        let Ok(parent) = nvml.device_by_index(p) else { continue };
+        let parent_gpm = parent.gpm_support().unwrap_or(false);
+        for (m, dev) in mig::devices(&nvml, &parent, p) {
+            let name = dev.name().unwrap_or_else(|_| "unknown".into());
+            let set = if parent_gpm && m.gpu_instance.is_some() {
+                MetricSet::Gpm(gpm::Gpm::default())
+            } else {
+                MetricSet::Fields(fields::Fields::default())
+            };
+            devices.push(Device {
+                index: p,
+                group: Arc::from(format!("GPU {p} MIG {} ({name})", m.index)),
+                last_seen: 0,
+                stopped: false,
+                unsupported: [false; 12],
+                set,
+                events: events::Events::default(),
+                mig: Some(m),
+            });
+        }
+    }
+    let names = devices.iter().map(|d| format!("{}: {}", d.group, d.set.describe())).collect();
     Ok(GpuOpen {
         sampler: Some(GpuSampler {
             nvml,
@@ -171,19 +241,31 @@ fn fail(e: NvmlError) -> Fail {
 impl GpuSampler {
     /// Samples every device; `traced` are the pids being recorded (their
     /// per-GPU counters go to their process, others stay with the GPU).
-    pub fn sample(&mut self, ts: u64, traced: &[u32], out: &mut SampleSink) {
+    /// Events (throttling, XID, ECC) go to `events`.
+    pub fn sample(&mut self, ts: u64, traced: &[u32], out: &mut SampleSink, events: &mut Vec<GpuEventSample>) {
         for d in self.devices.iter_mut().filter(|d| !d.stopped) {
-            let dev = match self.nvml.device_by_index(d.index) {
+            let (parent, dev) = match &d.mig {
+                None => self.nvml.device_by_index(d.index).map(|dev| (None, dev)),
+                Some(m) => mig::handle(&self.nvml, m).map(|(p, dev)| (Some(p), dev)),
+            }
+            .map_or_else(|e| (None, Err(e)), |(p, dev)| (p, Ok(dev)));
+            let dev = match dev {
                 Ok(dev) => dev,
                 Err(e) => {
-                    d.stopped = true;
-                    self.warnings.push(format!("{}: sampling stopped: {e}", d.group));
+                    stop(d, &self.nvml, &mut self.warnings, &e.to_string());
                     continue;
                 }
             };
             let util = dev.utilization_rates().map_err(fail);
             let mem = dev.memory_info().map_err(fail);
             let pct = |v: u32| (f64::from(v), CounterUnit::Percent);
+            let gpm = matches!(d.set, MetricSet::Gpm(_));
+            let pcie = |c: PcieUtilCounter| -> Result<(f64, CounterUnit), Fail> {
+                if gpm {
+                    return Err(Fail::Unsupported); // GPM's own PCIe rates replace these
+                }
+                dev.pcie_throughput(c).map(|k| (f64::from(k) * 1024.0, CounterUnit::BytesPerSec)).map_err(fail)
+            };
             let vals: [Result<(f64, CounterUnit), Fail>; 12] = [
                 util.clone().map(|u| pct(u.gpu)),
                 util.clone().map(|u| pct(u.memory)),
@@ -193,26 +275,19 @@ impl GpuSampler {
                 dev.temperature(TemperatureSensor::Gpu).map(|c| (f64::from(c), CounterUnit::Celsius)).map_err(fail),
                 dev.clock_info(Clock::SM).map(|m| (f64::from(m), CounterUnit::Megahertz)).map_err(fail),
                 dev.clock_info(Clock::Memory).map(|m| (f64::from(m), CounterUnit::Megahertz)).map_err(fail),
-                dev.pcie_throughput(PcieUtilCounter::Receive)
-                    .map(|k| (f64::from(k) * 1024.0, CounterUnit::BytesPerSec))
-                    .map_err(fail),
-                dev.pcie_throughput(PcieUtilCounter::Send)
-                    .map(|k| (f64::from(k) * 1024.0, CounterUnit::BytesPerSec))
-                    .map_err(fail),
+                pcie(PcieUtilCounter::Receive),
+                pcie(PcieUtilCounter::Send),
                 dev.encoder_utilization().map(|u| pct(u.utilization)).map_err(fail),
                 dev.decoder_utilization().map(|u| pct(u.utilization)).map_err(fail),
             ];
+            debug_assert!(PCIE.iter().all(|&i| DEVICE_NAMES[i].starts_with("PCIe")));
             let mut failure = None;
+            let push = |out: &mut SampleSink, name: Arc<str>, value: f64, unit: CounterUnit| {
+                out.push(Sample { ts, group: d.group.clone(), name, unit, pid: 0, value })
+            };
             for (i, v) in vals.into_iter().enumerate() {
                 match v {
-                    Ok((value, unit)) => out.push(Sample {
-                        ts,
-                        group: d.group.clone(),
-                        name: self.names[i].clone(),
-                        unit,
-                        pid: 0,
-                        value,
-                    }),
+                    Ok((value, unit)) => push(out, self.names[i].clone(), value, unit),
                     Err(Fail::Unsupported) => d.unsupported[i] = true,
                     Err(Fail::Error(e)) => failure = failure.or(Some(e)),
                 }
@@ -220,9 +295,58 @@ impl GpuSampler {
             // The core metric failing for another reason means the GPU or
             // the library is gone: stop here rather than log garbage.
             if let Err(Fail::Error(e)) = &util {
-                d.stopped = true;
-                self.warnings.push(format!("{}: sampling stopped: {e}", d.group));
+                stop(d, &self.nvml, &mut self.warnings, e);
                 continue;
+            }
+            // Profiling metrics (GPM) or field counters: each value as the
+            // library gave it, in the unit the counter says.
+            let mut lost_gpm = false;
+            match &mut d.set {
+                MetricSet::Gpm(g) => match match (&parent, &d.mig) {
+                    (Some(p), Some(m)) => g.sample_from(&self.nvml, mig::gpm_sample(p, m)),
+                    _ => g.sample(&self.nvml, &dev),
+                } {
+                    Ok(vals) => {
+                        for (v, m) in vals.into_iter().zip(gpm::METRICS.iter()) {
+                            match v.map_err(fail) {
+                                Ok(value) => push(out, Arc::from(m.1), value, m.2),
+                                Err(Fail::Unsupported) => {}
+                                Err(Fail::Error(e)) => failure = failure.or(Some(e)),
+                            }
+                        }
+                    }
+                    Err(e) => match fail(e) {
+                        // GPM went away (MIG mode turned on): fall back.
+                        Fail::Unsupported => lost_gpm = true,
+                        Fail::Error(e) => failure = failure.or(Some(e)),
+                    },
+                },
+                MetricSet::Fields(f) => match f.sample(&self.nvml, &dev) {
+                    Ok(vals) => {
+                        for (v, fl) in vals.into_iter().zip(fields::FIELDS.iter()) {
+                            match v.map_err(fail) {
+                                Ok(Some(rate)) => push(out, Arc::from(fl.1), rate, CounterUnit::BytesPerSec),
+                                Ok(None) | Err(Fail::Unsupported) => {}
+                                Err(Fail::Error(e)) => failure = failure.or(Some(e)),
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        if let Fail::Error(e) = fail(e) {
+                            failure = failure.or(Some(e));
+                        }
+                    }
+                },
+            }
+            if let Some(e) = d.events.sample(&self.nvml, &dev, ts, &d.group, events) {
+                failure = failure.or(Some(e.to_string()));
+            }
+            if lost_gpm {
+                if let MetricSet::Gpm(g) = &mut d.set {
+                    g.free(&self.nvml);
+                }
+                d.set = MetricSet::Fields(fields::Fields::default());
+                self.warnings.push(format!("{}: GPM stopped answering: {}", d.group, d.set.describe()));
             }
             if let Some(e) = failure {
                 self.warnings.push(format!("{}: a metric failed: {e}", d.group));
@@ -234,6 +358,8 @@ impl GpuSampler {
                     (0, Arc::from(format!("pid {pid} {name}")))
                 }
             };
+            // pmon's columns: each process's share of the sample period in
+            // which its kernels ran, its memory reads and writes, its codec use.
             if let Ok(samples) = dev.process_utilization_stats(d.last_seen) {
                 for s in samples.iter().filter(|s| s.timestamp > d.last_seen || d.last_seen == 0) {
                     for (i, v) in [s.sm_util, s.mem_util, s.enc_util, s.dec_util].into_iter().enumerate() {
@@ -276,5 +402,28 @@ impl GpuSampler {
     /// True once no device is sampled any more.
     pub fn done(&self) -> bool {
         self.devices.iter().all(|d| d.stopped)
+    }
+}
+
+/// Stops sampling `d` for good, saying why.
+fn stop(d: &mut Device, nvml: &Nvml, warnings: &mut Vec<String>, why: &str) {
+    d.stopped = true;
+    if let MetricSet::Gpm(g) = &mut d.set {
+        g.free(nvml);
+    }
+    d.events.free(nvml);
+    warnings.push(format!("{}: sampling stopped: {why}", d.group));
+}
+
+impl Drop for GpuSampler {
+    /// GPM samples are the driver's memory: give them back before NVML
+    /// shuts down (the `nvml` field drops after this).
+    fn drop(&mut self) {
+        for d in &mut self.devices {
+            if let MetricSet::Gpm(g) = &mut d.set {
+                g.free(&self.nvml);
+            }
+            d.events.free(&self.nvml);
+        }
     }
 }

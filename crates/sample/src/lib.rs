@@ -98,18 +98,23 @@ pub fn run_proc_samplers(
 }
 
 /// The GPU sampler on its own thread (NVML calls can take milliseconds).
+/// Counters go to `tx`, events (throttling, XID, ECC) to `events_tx`.
 /// Returns its CPU time and the warnings of devices that stopped.
 pub fn run_gpu_sampler(
     mut gpu: gpu::GpuSampler,
     interval: Duration,
     pids: &dyn Fn() -> Vec<u32>,
     tx: &Sender<SampleSink>,
+    events_tx: &Sender<Vec<gpu::GpuEventSample>>,
     stop: &AtomicBool,
 ) -> (u64, Vec<String>) {
     let cpu = every(interval, stop, |ts| {
         let mut out = Vec::with_capacity(64);
-        gpu.sample(ts, &pids(), &mut out);
-        (out.is_empty() || tx.send(out).is_ok()) && !gpu.done()
+        let mut events = Vec::new();
+        gpu.sample(ts, &pids(), &mut out, &mut events);
+        // Events first: the recorder reads counters, then events, so a
+        // batch's events never wait behind the next batch's counters.
+        (events.is_empty() || events_tx.send(events).is_ok()) && (out.is_empty() || tx.send(out).is_ok()) && !gpu.done()
     });
     (cpu, std::mem::take(&mut gpu.warnings))
 }

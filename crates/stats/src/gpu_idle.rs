@@ -1,6 +1,6 @@
 //! How much of the GPUs' idle time fell while the trainer waited for
-//! data. A GPU is idle over a sample's period when its `SM` utilisation
-//! (NVML's share of the period in which a kernel ran) is below
+//! data. A GPU is idle over a sample's period when its utilisation (any
+//! kernel running: NVML's share of the period in which a kernel ran) is below
 //! [`IDLE_BELOW`]; the period is from the GPU's previous sample, at most
 //! [`MAX_PERIOD`]. Idle periods and data waits reach the log in about time
 //! order but from different sources, so each pair is matched when its
@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use crate::timeline::{Field, Timeline};
 
-/// SM utilisation (%) below which a GPU counts as idle.
+/// Utilisation (any kernel running, %) below which a GPU counts as idle.
 pub const IDLE_BELOW: f64 = 10.0;
 /// The longest period one sample describes (NVML averages over 1/6 to 1 s).
 pub const MAX_PERIOD: u64 = 1_000_000_000;
@@ -42,7 +42,7 @@ impl GpuIdle {
         !self.last.is_empty()
     }
 
-    /// A sample of `group`'s SM utilisation at `ts`.
+    /// A sample of `group`'s utilisation (any kernel running) at `ts`.
     pub fn sample(&mut self, group: &str, ts: u64, sm: f64, tl: Option<&mut Timeline>) {
         let prev = match self.last.iter_mut().find(|(g, _)| g == group) {
             Some((_, t)) => std::mem::replace(t, ts),

@@ -233,6 +233,7 @@ impl Stats {
             "hosts": self.hosts_json(),
             "lost": self.total_lost(),
             "lost_by_kind": self.lost.iter().map(|(k, n)| (k.name().to_string(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),
+            "gpu_events": self.gpu_events.iter().map(|(g, k, n)| json!({"gpu": g, "kind": k.name(), "count": n})).collect::<Vec<_>>(),
             "warnings": warnings,
             "uring_opcodes": self.trailer.as_ref().map(|t| {
                 t.uring_ops.iter().map(|o| (o.name.clone(), Value::from(o.count))).collect::<serde_json::Map<_, _>>()

@@ -251,6 +251,8 @@ pub struct Stats {
     pub utilisation: Vec<(CounterKey, Summary)>,
     /// Each network interface's and RDMA port's traffic, from its counters.
     pub network: Vec<network::NetStats>,
+    /// GPU events (throttling, XID, ECC) by GPU and kind: how many.
+    pub gpu_events: Vec<(String, GpuEventKind, u64)>,
     /// Block requests started outside traced processes, by task name.
     pub block_others: Vec<(String, BlockStats)>,
     /// Problems the reader worked around, described.
@@ -274,9 +276,20 @@ fn summarised(group: &str, name: &str) -> bool {
     match group {
         "CPU" => matches!(name, "usr" | "sys" | "iowait" | "idle"),
         "Memory" => matches!(name, "used" | "dirty" | "io pressure"),
-        g if g.starts_with("GPU ") => matches!(name, "SM" | "memory" | "framebuffer used" | "power"),
+        g if g.starts_with("GPU ") => {
+            is_gpu_utilisation(name)
+                || matches!(
+                    name,
+                    "SM active" | "tensor active" | "DRAM bandwidth used" | "memory" | "framebuffer used" | "power"
+                )
+        }
         _ => false,
     }
+}
+
+/// NVML's device utilisation, by its name or the one older logs use.
+fn is_gpu_utilisation(name: &str) -> bool {
+    name == mltrace_log::GPU_UTILISATION || name == mltrace_log::GPU_UTILISATION_OLD
 }
 
 fn value(v: f64, unit: CounterUnit) -> String {
@@ -511,7 +524,7 @@ impl Stats {
             Record::Counter(c) => {
                 let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
                 let machine = local_pid(c.pid) == 0;
-                if c.pid == 0 && group.starts_with("GPU ") && name == "SM" {
+                if c.pid == 0 && group.starts_with("GPU ") && is_gpu_utilisation(&name) {
                     self.sched.gpu_sample(&group, c.ts, c.value);
                 }
                 if machine {
@@ -539,6 +552,16 @@ impl Stats {
                 self.epochs.push((p.ts, p.ts.saturating_add(p.dur), name));
             }
             Record::Phase(_) | Record::Mark(_) => {}
+            Record::GpuEvent(e) => {
+                let gpu = match self.header.hosts.get(host_of(e.pid)) {
+                    Some(h) => format!("{} · {}", h.name, f.str_lossy(e.group)).into(),
+                    None => f.str_lossy(e.group),
+                };
+                match self.gpu_events.iter_mut().find(|(g, k, _)| *g == gpu && *k == e.kind) {
+                    Some((_, _, n)) => *n += 1,
+                    None => self.gpu_events.push((gpu.into_owned(), e.kind, 1)),
+                }
+            }
             Record::SchedSwitch(r) => {
                 // A traced process has its row even if it only ran.
                 for (bit, pid) in [(mltrace_log::sched::PREV, r.prev_pid), (mltrace_log::sched::NEXT, r.next_pid)] {
@@ -1044,6 +1067,14 @@ impl Stats {
             u.sort_by_key(|((g, _, _), _)| rank(g));
             for ((g, n, unit), (sum, count, max)) in u {
                 rows.push(vec![format!("{g} {n}"), value(sum / *count as f64, *unit), value(*max, *unit)]);
+            }
+            o.push_str(&table(&rows));
+        }
+        if !self.gpu_events.is_empty() {
+            let _ = writeln!(o, "\nGPU events:");
+            let mut rows = vec![["gpu", "event", "count"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+            for (g, k, n) in &self.gpu_events {
+                rows.push(vec![g.clone(), k.name().to_string(), n.to_string()]);
             }
             o.push_str(&table(&rows));
         }

@@ -165,8 +165,9 @@ fn odd_strings_survive() {
     let exec = ev.iter().find(|e| e["name"] == "exec python3").unwrap();
     assert_eq!(exec["args"]["command"], serde_json::json!(["/usr/bin/python3", "/home/u/train.py", "--epochs", "2"]));
     assert_eq!(exec["s"], "p");
-    // SM is the GPU group's own row.
-    let nan = ev.iter().find(|e| ph(e) == "C" && e["args"]["SM"] == "NaN");
+    // The GPU's utilisation is its group's own row, under its name even
+    // from a log that calls it "SM" (recorded before it was renamed).
+    let nan = ev.iter().find(|e| ph(e) == "C" && e["args"][mltrace_log::GPU_UTILISATION] == "NaN");
     assert!(nan.is_some_and(|e| e["name"].as_str().unwrap().starts_with("GPU ")), "{nan:?}");
 
     // trace_processor v52 reads `"` preceded by `\` as escaped, even when

@@ -261,6 +261,22 @@ pub fn marks() -> Vec<Col> {
     ]
 }
 
+/// GPU events: clocks held back, XID errors, ECC errors.
+pub fn gpu_events() -> Vec<Col> {
+    vec![
+        ("ts", I64, false),
+        ("wall", Wall, true),
+        // The GPU's counter group: `GPU 0 (NVIDIA H100)`.
+        ("gpu", Str, false),
+        // clocks, XID, ECC corrected, ECC uncorrected.
+        ("kind", Str, false),
+        // The clock reason mask, the XID number, or the count of errors.
+        ("code", I64, false),
+        // As the trace names it: `clocks held back: power cap`.
+        ("name", Str, false),
+    ]
+}
+
 /// Per-thread kernel I/O accounting readings.
 pub fn io_accounting() -> Vec<Col> {
     cat(&[

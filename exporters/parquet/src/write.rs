@@ -27,6 +27,7 @@ struct Tables {
     sched: Table,
     wakeups: Table,
     marks: Table,
+    gpu_events: Table,
     io_accounting: Table,
     lost: Table,
 }
@@ -45,6 +46,7 @@ impl Tables {
             sched: Table::create(dir, "sched", &schema::sched(), n)?,
             wakeups: Table::create(dir, "wakeups", &schema::wakeups(), n)?,
             marks: Table::create(dir, "marks", &schema::marks(), n)?,
+            gpu_events: Table::create(dir, "gpu_events", &schema::gpu_events(), n)?,
             io_accounting: Table::create(dir, "io_accounting", &schema::io_accounting(), n)?,
             lost: Table::create(dir, "lost", &schema::lost(), n)?,
         })
@@ -63,6 +65,7 @@ impl Tables {
             self.sched,
             self.wakeups,
             self.marks,
+            self.gpu_events,
             self.io_accounting,
             self.lost,
         ];
@@ -508,6 +511,16 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                 .bytes(f.str(m.value))?
                 .opt_i64((m.rank >= 0).then_some(i64::from(m.rank)))?
                 .i64(m.pid.into())?;
+            t.end_row()
+        }
+        Record::GpuEvent(e) => {
+            let t = &mut tb.gpu_events;
+            t.i64(i(e.ts))?
+                .wall(cx.wall(e.ts))?
+                .bytes(f.str(e.group))?
+                .str(e.kind.name())?
+                .i64(i(e.code))?
+                .str(&mltrace_log::labels::gpu_event(e.kind, e.code))?;
             t.end_row()
         }
         Record::IoAccounting(a) => {

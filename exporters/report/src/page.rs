@@ -746,12 +746,18 @@ fn utilisation(r: &Report, axis: &Axis, bands: &[Band], o: &mut String) -> Resul
         .overview
         .series
         .iter()
-        .filter(|s| s.core.is_none() && s.group.starts_with("GPU ") && s.name == "SM")
+        .filter(|s| {
+            let util = s.name == mltrace_log::GPU_UTILISATION || s.name == mltrace_log::GPU_UTILISATION_OLD;
+            s.core.is_none() && s.group.starts_with("GPU ") && (util || s.name == "SM active")
+        })
         .map(|s| {
+            // NVML's utilisation is "any kernel running"; GPM's SM active
+            // (Hopper on) says how busy the SMs were.
+            let what = if s.name == "SM active" { "SM active" } else { "busy" };
             // A process's share (nvidia-smi pmon, NVML per process) is named for it.
             let name = match s.proc {
-                None => format!("{} SM", s.group),
-                Some(p) => format!("{} SM, {}", s.group, proc_label(r, p)),
+                None => format!("{} {what}", s.group),
+                Some(p) => format!("{} {what}, {}", s.group, proc_label(r, p)),
             };
             Line { name, points: axis.mean(s.values()) }
         })
@@ -766,7 +772,14 @@ fn utilisation(r: &Report, axis: &Axis, bands: &[Band], o: &mut String) -> Resul
         line_figure(o, &charts::lines("CPU (all cores)", axis.span, &cpu, bands, &pc, Some(100.0))?, &cpu);
     }
     if !gpu.is_empty() {
-        let svg = charts::lines("GPU: share of time a kernel ran", axis.span, &gpu, bands, &pc, Some(100.0))?;
+        let svg = charts::lines(
+            "GPU: time any kernel ran (busy); SM active where GPM reports it",
+            axis.span,
+            &gpu,
+            bands,
+            &pc,
+            Some(100.0),
+        )?;
         line_figure(o, &svg, &gpu);
     }
     o.push_str("</section>\n");
