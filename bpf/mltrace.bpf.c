@@ -78,6 +78,32 @@ struct {
 	__type(value, struct inflight);
 } inflight SEC(".maps");
 
+/*
+ * Attaching (record -p, record -a). A thread that existed before user space
+ * added its process (or, under -a, any process passing the filters) gets its
+ * state at its first recorded syscall: `adopt` turns that on, and is
+ * constant, so the check costs nothing when a command is started.
+ */
+const volatile bool adopt = false;
+/* -a: every process passing the filters below, not only `traced` ones. */
+const volatile bool adopt_all = false;
+/* The recorder itself, never traced. */
+const volatile u32 self_tgid = 0;
+/* --comm: the process's name (its leader's comm), NUL-padded; "" = any. */
+const volatile char want_comm[16] = {};
+/* --cgroup: only tasks in cgroup_filter[0] or below it. */
+const volatile bool want_cgroup = false;
+/* Not root: a traced process that execs into another effective uid (a
+ * setuid program) stops being traced. (u32)-1: no such rule. */
+const volatile u32 only_uid = (u32)-1;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} cgroup_filter SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -1017,6 +1043,48 @@ static __always_inline bool record_map(u8 op, struct pt_regs *regs, bool fast)
 	return !fast || may_touch_file(ARG(1), ARG(2));
 }
 
+static __always_inline void on_rename(struct task_struct *task, const char *comm);
+
+/* Whether -a's filters take the current task's process. */
+static __always_inline bool wanted(struct task_struct *t, u32 tgid)
+{
+	char comm[16];
+	int i;
+
+	if (tgid == self_tgid)
+		return false;
+	if (want_comm[0]) {
+		if (BPF_CORE_READ_INTO(&comm, t, group_leader, comm))
+			return false;
+		for (i = 0; i < 16; i++) {
+			if (comm[i] != want_comm[i])
+				return false;
+			if (!comm[i])
+				break;
+		}
+	}
+	if (want_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+		return false;
+	return true;
+}
+
+/* -a: the current task's process passes the filters: add it to `traced`
+ * and name it (its comm; it has no exec in the log). Returns false when it
+ * is not wanted. */
+static __always_inline bool adopt_process(struct task_struct *t, u32 tgid)
+{
+	u32 live = TRACED_LIVE;
+	struct task_struct *leader;
+
+	if (!wanted(t, tgid))
+		return false;
+	if (bpf_map_update_elem(&traced, &tgid, &live, BPF_NOEXIST) == 0) {
+		leader = BPF_CORE_READ(t, group_leader);
+		on_rename(leader, leader->comm);
+	}
+	return true;
+}
+
 /* The compat route: raw_tp programs, state in hash maps. */
 SEC("raw_tp/sys_enter")
 int sys_enter(struct bpf_raw_tracepoint_args *ctx)
@@ -1035,7 +1103,8 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	id = bpf_get_current_pid_tgid();
 	tgid = id >> 32;
 	tid = (u32)id;
-	if (!bpf_map_lookup_elem(&traced, &tgid))
+	if (!bpf_map_lookup_elem(&traced, &tgid) &&
+	    !(adopt_all && adopt_process((void *)bpf_get_current_task(), tgid)))
 		return 0;
 	if (op >= OP_MMAP && op <= OP_MREMAP && !record_map(op, (void *)ctx->args[0], false))
 		return 0;
@@ -1067,6 +1136,26 @@ static __always_inline struct inflight *state_of(struct task_struct *t)
 	return bpf_task_storage_get(&tstore, t, 0, 0);
 }
 
+/* A thread without state whose process is traced (it existed before the
+ * attach), or under -a passes the filters: give it state. Names it, since
+ * its creation is not in the log. */
+static __always_inline struct inflight *adopt_task(struct task_struct *t)
+{
+	u32 tgid = t->tgid;
+	struct inflight *st;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid) && !(adopt_all && adopt_process(t, tgid)))
+		return 0;
+	st = bpf_task_storage_get(&tstore, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		count_lost(LOST_MAP);
+		return 0;
+	}
+	if (t->pid != tgid)
+		on_rename(t, t->comm);
+	return st;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
 {
@@ -1079,6 +1168,8 @@ int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
 	if (op == OP_NONE)
 		return 0;
 	st = state_of(bpf_get_current_task_btf());
+	if (!st && adopt)
+		st = adopt_task(bpf_get_current_task_btf());
 	if (!st)
 		return 0;
 	if (op >= OP_MMAP && op <= OP_MREMAP && !record_map(op, regs, true))
@@ -1220,21 +1311,39 @@ static __always_inline void on_exec(struct task_struct *task, struct linux_binpr
 		count_lost(LOST_RING);
 }
 
+/* A traced process that exec'd into another effective uid than the user
+ * who may watch it (a setuid program) leaves the traced set, unseen. */
+static __always_inline bool exec_escapes(struct task_struct *task, u32 tgid)
+{
+	if (only_uid == (u32)-1 || BPF_CORE_READ(task, cred, euid.val) == only_uid)
+		return false;
+	bpf_map_delete_elem(&traced, &tgid);
+	return true;
+}
+
 SEC("raw_tp/sched_process_exec")
 int sched_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (bpf_map_lookup_elem(&traced, &tgid))
-		on_exec((void *)ctx->args[0], (void *)ctx->args[2]);
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	if (exec_escapes((void *)ctx->args[0], tgid))
+		return 0;
+	on_exec((void *)ctx->args[0], (void *)ctx->args[2]);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(fast_sched_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (state_of(task))
-		on_exec(task, bprm);
+	if (!state_of(task))
+		return 0;
+	if (exec_escapes(task, task->tgid)) {
+		bpf_task_storage_delete(&tstore, task);
+		return 0;
+	}
+	on_exec(task, bprm);
 	return 0;
 }
 

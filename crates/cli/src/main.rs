@@ -23,7 +23,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a command and record its file I/O (needs root or CAP_BPF + CAP_PERFMON)
-    Record(record::Args),
+    Record(Box<record::Args>),
     /// Convert a log to a Perfetto trace (or Chrome JSON)
     Export(export::Args),
     /// Convert old traces (bpftrace outputs, mpstat, nvidia-smi pmon/dmon, MLPerf logs) into a log
@@ -91,7 +91,7 @@ fn main() -> ExitCode {
         libbpf_rs::set_print(None);
     }
     let r = match cli.cmd {
-        Cmd::Record(a) => record::run(a),
+        Cmd::Record(a) => record::run(*a),
         Cmd::Export(a) => export::run(a),
         Cmd::Import(a) => import::run(a),
         Cmd::Stats { log, top, json } => stats(&log, top, json),

@@ -23,7 +23,7 @@ mod varint;
 mod writer;
 
 pub use error::LogError;
-pub use header::{ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount};
+pub use header::{Attach, ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount};
 pub use reader::{describe_ts, Diagnostic, Frame, FrameSpan, LogReader};
 pub use record::*;
 pub use writer::{EncodedFrame, FrameEncoder, LogWriter, RecordWriter, DEFAULT_FRAME_RECORDS};

@@ -209,6 +209,14 @@ impl Stats {
         warnings.extend(self.kernel_warnings());
         json!({
             "command": self.header.command,
+            "attach": self.header.attach.as_ref().map(|a| json!({
+                "pids": a.pids,
+                "all": a.all,
+                "comm": a.comm,
+                "cgroup": a.cgroup,
+                "path": a.path,
+                "duration_ns": a.duration_ns,
+            })),
             "host": self.header.host,
             "kernel": self.header.kernel,
             "records": self.records,

@@ -627,7 +627,22 @@ impl Stats {
     /// recorded with them).
     pub fn kernel_checks(&self) -> impl Iterator<Item = (&ProcStats, &KernelIo, Check)> {
         let lossy = self.total_lost() > 0 || !self.diagnostics.is_empty();
-        self.processes.iter().filter_map(move |p| p.kernel.as_ref().map(|k| (p, k, k.check(&p.traced_io, lossy))))
+        let filtered = self.header.attach.as_ref().is_some_and(|a| a.path.is_some());
+        self.processes.iter().filter_map(move |p| {
+            p.kernel.as_ref().map(|k| {
+                // Attached: a process started before the recording has
+                // neither an exec nor a fork to count from; --path leaves
+                // calls out on purpose.
+                let check = if filtered {
+                    Check::Unchecked("path filter")
+                } else if p.started.is_none() && !k.since_exec {
+                    Check::Unchecked("started before")
+                } else {
+                    k.check(&p.traced_io, lossy)
+                };
+                (p, k, check)
+            })
+        })
     }
 
     /// One line per process whose trace and kernel counts disagree.
@@ -880,6 +895,9 @@ impl Stats {
         let verdict = self.verdict();
         let _ = writeln!(o, "verdict:  {}", verdict.text);
         let _ = writeln!(o, "command:  {}", h.command.join(" "));
+        if let Some(a) = &h.attach {
+            let _ = writeln!(o, "attached: record {}", a.describe());
+        }
         if !h.host.is_empty() {
             let _ = writeln!(o, "host:     {} (kernel {}, {} CPUs)", h.host, h.kernel, h.cpu_count);
         }
@@ -890,6 +908,7 @@ impl Stats {
             Some(s) if s & 0x7f == 0 => format!("exited with {}", (s >> 8) & 0xff),
             Some(s) => format!("killed by signal {}", s & 0x7f),
             None if self.trailer.is_none() => "unknown (the log was cut)".into(),
+            None if h.attach.is_some() => "left running (attached)".into(),
             None => "unknown (recording stopped first)".into(),
         };
         let _ = writeln!(o, "status:   {status}");
