@@ -627,22 +627,26 @@ impl Stats {
     /// recorded with them).
     pub fn kernel_checks(&self) -> impl Iterator<Item = (&ProcStats, &KernelIo, Check)> {
         let lossy = self.total_lost() > 0 || !self.diagnostics.is_empty();
-        let filtered = self.header.attach.as_ref().is_some_and(|a| a.path.is_some());
-        self.processes.iter().filter_map(move |p| {
-            p.kernel.as_ref().map(|k| {
-                // Attached: a process started before the recording has
-                // neither an exec nor a fork to count from; --path leaves
-                // calls out on purpose.
-                let check = if filtered {
-                    Check::Unchecked("path filter")
-                } else if p.started.is_none() && !k.since_exec {
-                    Check::Unchecked("started before")
-                } else {
-                    k.check(&p.traced_io, lossy)
-                };
-                (p, k, check)
-            })
-        })
+        self.processes.iter().filter_map(move |p| p.kernel.as_ref().map(|k| (p, k, self.check_of(p, k, lossy))))
+    }
+
+    /// One process's trace against the kernel's counts. Attached: a
+    /// process started before the recording has neither an exec nor a
+    /// fork to count from, and `--path` leaves calls out on purpose.
+    pub fn check_of(&self, p: &ProcStats, k: &KernelIo, lossy: bool) -> Check {
+        if self.header.attach.as_ref().is_some_and(|a| a.path.is_some()) {
+            Check::Unchecked("path filter")
+        } else if Self::started_before(p, k) {
+            Check::Unchecked("started before")
+        } else {
+            k.check(&p.traced_io, lossy)
+        }
+    }
+
+    /// A process that was running before the recording (attached): its
+    /// kernel counts have no baseline in the log.
+    pub fn started_before(p: &ProcStats, k: &KernelIo) -> bool {
+        p.started.is_none() && !k.since_exec
     }
 
     /// One line per process whose trace and kernel counts disagree.
