@@ -148,6 +148,21 @@ fn attaching_records_reads_of_files_opened_before_and_leaves_the_process_running
     assert_eq!(p["kernel"]["check"].as_str(), Some("started before"), "{p}");
     let text = String::from_utf8_lossy(&mltrace(&["stats", log.to_str().unwrap()], tmp.path()).stdout).into_owned();
     assert!(text.contains(&format!("attached: record -p {} --duration 2s", reader.pid)), "{text}");
+
+    // The trace: the attached process, named, with its reads on its threads.
+    let trace = tmp.path().join("attach.perfetto-trace");
+    let ex = mltrace(&["export", "-o", trace.to_str().unwrap(), log.to_str().unwrap()], tmp.path());
+    assert!(ex.status.success(), "{}", String::from_utf8_lossy(&ex.stderr));
+    if let Some(tp) = perfetto_tp() {
+        let q = format!(
+            "select count(distinct t.tid) from slice s join thread_track tt on s.track_id = tt.id \
+             join thread t using(utid) join process p using(upid) \
+             where p.pid = {} and p.name like '%attach_reader%' and s.name like 'pread64%'",
+            reader.pid
+        );
+        let rows = tp_query(&tp, &trace, &[&q]);
+        assert_eq!(rows[0][0][0], "2", "both threads' reads in the trace: {rows:?}");
+    }
 }
 
 #[test]
@@ -390,4 +405,69 @@ fn with_capabilities_a_user_may_watch_only_their_own_processes() {
     assert!(rd.iter().filter(|(p, _, f)| *p == own.pid && f == data.to_str().unwrap()).count() >= 20);
     assert!(!rd.iter().any(|(p, _, _)| *p == roots.pid));
     assert!(own.alive_and_reading());
+}
+
+/// A cgroup v2 made for a test, removed (its processes gone) on drop.
+struct TestCgroup(PathBuf);
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+#[test]
+fn all_with_cgroup_records_only_the_processes_in_it() {
+    if !require_root() {
+        return;
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let root = mounts
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
+        })
+        .expect("a cgroup v2 mount");
+    let name = format!("mltrace-test-{}", std::process::id());
+    let cg = TestCgroup(root.join(&name));
+    std::fs::create_dir(&cg.0).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = compile_workload("attach_reader", tmp.path());
+    let a = data_file(tmp.path(), "a.bin");
+    let b = data_file(tmp.path(), "b.bin");
+    let inside = Reader::start(&bin, &[&a], &[]);
+    let outside = Reader::start(&bin, &[&b], &[]);
+    std::fs::write(cg.0.join("cgroup.procs"), inside.pid.to_string()).unwrap();
+    let log = tmp.path().join("cg.bin");
+    // As /proc/PID/cgroup shows it: relative to the mount.
+    let out = record(&["-a", "--cgroup", &format!("/{name}"), "--duration", "1500ms", "--sample-interval", "0"], &log);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = read_log(&log);
+    let rd = reads(&recs);
+    let pids: HashSet<u32> = rd.iter().map(|r| r.0).collect();
+    let kids: HashSet<u32> = recs
+        .iter()
+        .filter_map(|r| match r.rec {
+            Record::Fork(f) if f.parent_pid == inside.pid => Some(f.pid),
+            _ => None,
+        })
+        .collect();
+    assert!(pids.iter().all(|p| *p == inside.pid || kids.contains(p)), "{pids:?}");
+    assert!(rd.iter().filter(|r| r.0 == inside.pid && r.2 == a.to_str().unwrap()).count() >= 30);
+    assert!(!pids.contains(&outside.pid));
+    assert_eq!(header(&log).attach.unwrap().cgroup, Some(format!("/{name}")));
+    // A cgroup that does not exist: one error, no log.
+    let log = tmp.path().join("none.bin");
+    let out = record(&["-a", "--cgroup", "/no-such-cgroup-here"], &log);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--cgroup /no-such-cgroup-here: no such cgroup"), "{err}");
+    assert!(!log.exists());
+    drop(inside);
 }
