@@ -405,6 +405,42 @@ fn with_capabilities_a_user_may_watch_only_their_own_processes() {
     assert!(rd.iter().filter(|(p, _, f)| *p == own.pid && f == data.to_str().unwrap()).count() >= 20);
     assert!(!rd.iter().any(|(p, _, _)| *p == roots.pid));
     assert!(own.alive_and_reading());
+
+    // Their process runs a setuid program (passwd, as root, reads
+    // /etc/shadow): traced up to its exec, not after. Root sees it all.
+    let script = format!(
+        "echo ready; while :; do cat {} >/dev/null; /usr/bin/passwd -S >/dev/null 2>&1; sleep 0.05; done",
+        data.display()
+    );
+    let mut sh = Command::new(as_user[0])
+        .args(&as_user[1..])
+        .args(["/bin/sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(sh.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let off = ["--page-cache", "off", "--io-uring", "off", "--mappings", "off"];
+    let execs = |log: &Path| -> (Vec<String>, bool) {
+        let recs = read_log(log);
+        let execs = recs.iter().filter(|r| matches!(r.rec, Record::Exec(_))).map(|r| r.strs[0].clone()).collect();
+        (execs, recs.iter().any(|r| r.strs.iter().any(|s| s.contains("shadow"))))
+    };
+    let log = outdir.join("setuid.bin");
+    let mut args = vec!["-p".to_string(), sh.id().to_string(), "--duration".into(), "1500ms".into()];
+    args.extend(off.iter().map(|s| s.to_string()));
+    let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (user_execs, user_shadow) = execs(&log);
+    let root_log = tmp.path().join("setuid-root.bin");
+    let out = record(&args.iter().map(String::as_str).collect::<Vec<_>>(), &root_log);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (root_execs, _) = execs(&root_log);
+    let _ = sh.kill();
+    let _ = sh.wait();
+    assert!(user_execs.iter().any(|e| e.ends_with("/cat")), "{user_execs:?}");
+    assert!(!user_execs.iter().any(|e| e.contains("passwd")) && !user_shadow, "{user_execs:?}");
+    assert!(root_execs.iter().any(|e| e == "/usr/bin/passwd"), "root's recording sees it: {root_execs:?}");
 }
 
 /// A cgroup v2 made for a test, removed (its processes gone) on drop.
