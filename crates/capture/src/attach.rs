@@ -189,6 +189,22 @@ pub fn snapshot(pid: u32, ts: u64, enc: &mut FrameEncoder) {
     }
 }
 
+/// What `record -p`/`-a` would let the calling user trace here, for
+/// `mltrace doctor`.
+pub fn who_may_trace() -> String {
+    let (uid, _) = real_ids();
+    let who = if uid == 0 {
+        "root: record -p any process, record -a (--comm, --cgroup)".to_string()
+    } else {
+        format!("uid {uid}: record -p your own processes only; record -a and --cgroup need root")
+    };
+    let cgroup = match cgroup2_mount() {
+        Some(m) => format!("--cgroup paths under {}", m.display()),
+        None => "no cgroup v2 mount: --cgroup cannot be used".to_string(),
+    };
+    format!("{who}; {cgroup}")
+}
+
 /// Whether `path` is under `prefix` (whole components: `/data` takes
 /// `/data/x`, not `/database`).
 pub fn under(path: &[u8], prefix: &[u8]) -> bool {
