@@ -912,7 +912,7 @@ impl Stats {
             Some(s) if s & 0x7f == 0 => format!("exited with {}", (s >> 8) & 0xff),
             Some(s) => format!("killed by signal {}", s & 0x7f),
             None if self.trailer.is_none() => "unknown (the log was cut)".into(),
-            None if h.attach.is_some() => "left running (attached)".into(),
+            None if h.attach.is_some() => "none (attached: mltrace did not start it)".into(),
             None => "unknown (recording stopped first)".into(),
         };
         let _ = writeln!(o, "status:   {status}");
