@@ -93,6 +93,22 @@ const volatile u32 self_tgid = 0;
 const volatile char want_comm[16] = {};
 /* --cgroup: only tasks in cgroup_filter[0] or below it. */
 const volatile bool want_cgroup = false;
+/* --path: the prefix (no trailing slash; "" for "/") and its length.
+ * want_path_on false: no filter. A read or write on a file not under it is
+ * dropped here; user space filters the other file events. */
+#define WANT_PATH 256
+const volatile char want_path[WANT_PATH] = {};
+const volatile u32 want_path_len = 0;
+const volatile bool want_path_on = false;
+
+/* file identity -> 1: named, and not under --path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u64);
+	__type(value, u8);
+} path_excluded SEC(".maps");
+
 /* Not root: a traced process that execs into another effective uid (a
  * setuid program) stops being traced. (u32)-1: no such rule. */
 const volatile u32 only_uid = (u32)-1;
@@ -372,6 +388,29 @@ static __always_inline void walk_path(struct dentry *dentry, struct vfsmount *vf
 	}
 }
 
+/* --path: whether the path just walked (hp->walk[off..off+len]) is under
+ * the prefix, whole components; remembers the files that are not. */
+static __always_inline void judge_path(u64 key, struct heap *hp, u32 off, u32 len)
+{
+	u32 n = want_path_len;
+	bool under = !(hp->flags & F_DISCONNECTED) && len >= n;
+	u8 one = 1;
+	int i;
+
+	for (i = 0; i < WANT_PATH && under; i++) {
+		if (i >= n)
+			break;
+		if (hp->walk[(off + i) & (2 * PATHBUF - 1)] != want_path[i])
+			under = false;
+	}
+	if (under && len > n && hp->walk[(off + n) & (2 * PATHBUF - 1)] != '/')
+		under = false;
+	if (under)
+		bpf_map_delete_elem(&path_excluded, &key);
+	else
+		bpf_map_update_elem(&path_excluded, &key, &one, BPF_ANY);
+}
+
 /*
  * Sends an EV_FILE naming `key`. Returns 0 when it reached the ring.
  * A global function, so the verifier checks it once, not at every caller;
@@ -405,6 +444,8 @@ __noinline int emit_path(u64 key, u64 path_ptr, u64 inode_ptr, u64 flags, u64 id
 	bpf_probe_read_kernel(e->path, len & (PATHBUF - 1), &hp->walk[off & (PATHBUF - 1)]);
 	e->path_len = len;
 	e->flags = hp->flags;
+	if (want_path_on)
+		judge_path(key, hp, off, len);
 	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_file, path) + (len & (PATHBUF - 1)), 0)) {
 		count_lost(LOST_RING);
 		return -1;
@@ -445,6 +486,8 @@ __noinline int name_in_open(u64 file_ptr, u32 len)
 	bpf_probe_read_kernel(&e->path[len & (PATHBUF - 1)], alen & (PATHBUF - 1), &hp->walk[off & (PATHBUF - 1)]);
 	e->abs_len = alen;
 	e->fflags = hp->flags;
+	if (want_path_on)
+		judge_path(file_ptr, hp, off, alen);
 	return alen;
 }
 
@@ -545,6 +588,9 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 	u16 flags = 0;
 	u64 pos;
 
+	/* --path: the bulk of the events, dropped before the ring. */
+	if (want_path_on && bpf_map_lookup_elem(&path_excluded, &key))
+		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);

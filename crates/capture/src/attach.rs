@@ -48,7 +48,7 @@ pub enum AttachError {
     Cgroup { path: PathBuf, why: String },
     #[error("--comm {0}: a process name is at most 15 bytes (the kernel's comm); got {1}")]
     CommTooLong(String, usize),
-    #[error("--path {0}: expected an absolute path prefix")]
+    #[error("--path {0}: expected an absolute path prefix of at most 255 bytes")]
     Path(String),
 }
 
@@ -121,7 +121,7 @@ pub fn check(opts: &AttachOptions) -> Result<Option<fs::File>, AttachError> {
         }
     }
     if let Some(p) = &opts.path {
-        if !p.starts_with('/') {
+        if !p.starts_with('/') || p.len() > 255 {
             return Err(AttachError::Path(p.clone()));
         }
     }

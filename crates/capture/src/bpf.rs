@@ -54,6 +54,10 @@ pub struct Adopt {
     /// Not root: a traced process that execs into another effective uid
     /// (a setuid program) stops being traced.
     pub only_uid: Option<u32>,
+    /// `--path`: reads and writes of files not under this prefix are
+    /// dropped in the kernel (at most 255 bytes; the decoder filters the
+    /// other file events).
+    pub path: Option<Vec<u8>>,
 }
 
 impl Default for BpfConfig {
@@ -224,6 +228,15 @@ fn load_route<'obj>(
         }
         rodata.want_cgroup = a.cgroup.is_some();
         rodata.only_uid = a.only_uid.unwrap_or(u32::MAX);
+        if let Some(p) = &a.path {
+            // Whole components: "/data/" is "/data", "/" is "".
+            let p = p.strip_suffix(b"/").unwrap_or(p);
+            rodata.want_path_on = true;
+            rodata.want_path_len = p.len() as u32;
+            for (d, &b) in rodata.want_path.iter_mut().zip(p.iter()) {
+                *d = b as i8;
+            }
+        }
     }
     let fast = plan.route == SyscallRoute::Fast;
     let progs = &mut open.progs;

@@ -124,6 +124,9 @@ pub struct RecordSummary {
     /// (for debugging its bound).
     pub files_held: usize,
     pub files_forgotten: u64,
+    /// File events `--path` left out in user space (reads and writes are
+    /// mostly dropped in the kernel already).
+    pub path_filtered: u64,
 }
 
 /// State shared by the threads of one recording.
@@ -334,8 +337,8 @@ impl Consumer<'_> {
 }
 
 /// Lost counts by kind, warnings about the training phases, and the file
-/// table's (held, forgotten).
-type ConsumerResult = Result<([u64; 8], Vec<String>, (usize, u64)), CaptureError>;
+/// table's (held, forgotten) with the events `--path` left out.
+type ConsumerResult = Result<([u64; 8], Vec<String>, (usize, u64, u64)), CaptureError>;
 
 fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> ConsumerResult {
     let state = RefCell::new(consumer);
@@ -357,7 +360,11 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         // Nothing more can be written: stop capturing, let the command run.
         if shared.write_error.lock().unwrap().is_some() {
             let c = state.borrow();
-            return Ok((c.lost_seen, c.phases.warnings(), (c.dec.files().len(), c.dec.files().forgotten)));
+            return Ok((
+                c.lost_seen,
+                c.phases.warnings(),
+                (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered),
+            ));
         }
         let stopping = shared.stop.load(Ordering::Acquire);
         let round = Instant::now();
@@ -395,7 +402,11 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
             c.phases.finish(system::boottime_ns(), &mut c.enc);
             c.anon_summaries(skel);
             c.cut();
-            return Ok((c.lost_seen, c.phases.warnings(), (c.dec.files().len(), c.dec.files().forgotten)));
+            return Ok((
+                c.lost_seen,
+                c.phases.warnings(),
+                (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered),
+            ));
         }
         if c.last_cut.elapsed() >= flush {
             c.cut();
@@ -601,6 +612,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             opts.bpf.adopt = Some(bpf::Adopt {
                 all: a.all,
                 comm: a.comm.as_ref().map(|c| c.as_bytes().to_vec()),
+                path: a.path.as_ref().map(|p| p.as_bytes().to_vec()),
                 cgroup: cgroup.map(std::sync::Arc::new),
                 // SAFETY: getuid has no preconditions.
                 only_uid: match unsafe { libc::getuid() } {
@@ -910,5 +922,6 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         warnings,
         files_held: files.0,
         files_forgotten: files.1,
+        path_filtered: files.2,
     })
 }

@@ -317,7 +317,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         eprintln!("mltrace: warning: {w}");
     }
     if std::env::var_os("MLTRACE_DEBUG").is_some() {
-        eprintln!("mltrace: debug: file names: {} held at the end, {} forgotten", s.files_held, s.files_forgotten);
+        eprintln!(
+            "mltrace: debug: file names: {} held at the end, {} forgotten; {} file events left out by --path in user space",
+            s.files_held, s.files_forgotten, s.path_filtered
+        );
     }
     if let Some(e) = &s.write_error {
         eprintln!("mltrace: writing the log failed part-way: {e}; what was written before is readable");
