@@ -280,6 +280,10 @@ fn load_route<'obj>(
     // Kernels before 5.11 cannot even create a task-storage map.
     open.maps.tstore.set_autocreate(fast).map_err(bpf_err("configuring the task storage"))?;
     open.maps.events.set_max_entries(ring).map_err(bpf_err("sizing the ring buffer"))?;
+    // Preallocated (LRU): only as big as needed when --path is given.
+    if cfg.adopt.as_ref().is_none_or(|a| a.path.is_none()) {
+        open.maps.path_excluded.set_max_entries(1).map_err(bpf_err("sizing the --path map"))?;
+    }
     let mut skel = open.load().map_err(bpf_err("loading the programs (verifier)"))?;
     if let Some(cg) = cfg.adopt.as_ref().and_then(|a| a.cgroup.as_ref()) {
         use std::os::fd::AsRawFd;
