@@ -1284,8 +1284,17 @@ int sched_fork(struct bpf_raw_tracepoint_args *ctx)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(fast_sched_fork, struct task_struct *parent, struct task_struct *child)
 {
-	if (!state_of(parent))
-		return 0;
+	u32 ptgid;
+
+	if (!state_of(parent)) {
+		/* Attached: a thread that made no recorded call yet (and could
+		 * not be added, before PIDFD_THREAD) still has its children
+		 * followed. */
+		ptgid = parent->tgid;
+		if (!adopt || !bpf_map_lookup_elem(&traced, &ptgid) ||
+		    !bpf_task_storage_get(&tstore, parent, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+			return 0;
+	}
 	/* Every thread of a traced process carries its own state. */
 	if (!bpf_task_storage_get(&tstore, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
 		count_lost(LOST_MAP);
