@@ -22,7 +22,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run a command and record its file I/O (needs root or CAP_BPF + CAP_PERFMON)
+    /// Run a command, or attach to running processes (-p, -a), and record its file I/O (needs root or CAP_BPF + CAP_PERFMON)
     Record(Box<record::Args>),
     /// Convert a log to a Perfetto trace (or Chrome JSON)
     Export(export::Args),
