@@ -45,6 +45,7 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_CGROUP_ARRAY = 8,
 	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_RINGBUF = 27,
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
@@ -180,6 +181,15 @@ struct thread_info {
 	u32 cpu;
 } __attribute__((preserve_access_index));
 
+typedef struct {
+	u32 val;
+} kuid_t;
+
+struct cred {
+	kuid_t uid;
+	kuid_t euid;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	struct thread_info thread_info;
 	unsigned int __state;   /* 5.14+; `state` before (task_struct___old) */
@@ -199,6 +209,7 @@ struct task_struct {
 	struct fs_struct *fs;
 	struct mm_struct *mm;
 	struct signal_struct *signal;
+	const struct cred *cred;
 } __attribute__((preserve_access_index));
 
 struct task_struct___old {

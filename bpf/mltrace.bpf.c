@@ -80,6 +80,48 @@ struct {
 	__type(value, struct inflight);
 } inflight SEC(".maps");
 
+/*
+ * Attaching (record -p, record -a). A thread that existed before user space
+ * added its process (or, under -a, any process passing the filters) gets its
+ * state at its first recorded syscall: `adopt` turns that on, and is
+ * constant, so the check costs nothing when a command is started.
+ */
+const volatile bool adopt = false;
+/* -a: every process passing the filters below, not only `traced` ones. */
+const volatile bool adopt_all = false;
+/* The recorder itself, never traced. */
+const volatile u32 self_tgid = 0;
+/* --comm: the process's name (its leader's comm), NUL-padded; "" = any. */
+const volatile char want_comm[16] = {};
+/* --cgroup: only tasks in cgroup_filter[0] or below it. */
+const volatile bool want_cgroup = false;
+/* --path: the prefix (no trailing slash; "" for "/") and its length.
+ * want_path_on false: no filter. A read or write on a file not under it is
+ * dropped here; user space filters the other file events. */
+#define WANT_PATH 256
+const volatile char want_path[WANT_PATH] = {};
+const volatile u32 want_path_len = 0;
+const volatile bool want_path_on = false;
+
+/* file identity -> 1: named, and not under --path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u64);
+	__type(value, u8);
+} path_excluded SEC(".maps");
+
+/* Not root: a traced process that execs into another effective uid (a
+ * setuid program) stops being traced. (u32)-1: no such rule. */
+const volatile u32 only_uid = (u32)-1;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} cgroup_filter SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -352,6 +394,29 @@ static __always_inline void walk_path(struct dentry *dentry, struct vfsmount *vf
 	}
 }
 
+/* --path: whether the path just walked (hp->walk[off..off+len]) is under
+ * the prefix, whole components; remembers the files that are not. */
+static __always_inline void judge_path(u64 key, struct heap *hp, u32 off, u32 len)
+{
+	u32 n = want_path_len;
+	bool under = !(hp->flags & F_DISCONNECTED) && len >= n;
+	u8 one = 1;
+	int i;
+
+	for (i = 0; i < WANT_PATH && under; i++) {
+		if (i >= n)
+			break;
+		if (hp->walk[(off + i) & (2 * PATHBUF - 1)] != want_path[i])
+			under = false;
+	}
+	if (under && len > n && hp->walk[(off + n) & (2 * PATHBUF - 1)] != '/')
+		under = false;
+	if (under)
+		bpf_map_delete_elem(&path_excluded, &key);
+	else
+		bpf_map_update_elem(&path_excluded, &key, &one, BPF_ANY);
+}
+
 /*
  * Sends an EV_FILE naming `key`. Returns 0 when it reached the ring.
  * A global function, so the verifier checks it once, not at every caller;
@@ -385,6 +450,8 @@ __noinline int emit_path(u64 key, u64 path_ptr, u64 inode_ptr, u64 flags, u64 id
 	bpf_probe_read_kernel(e->path, len & (PATHBUF - 1), &hp->walk[off & (PATHBUF - 1)]);
 	e->path_len = len;
 	e->flags = hp->flags;
+	if (want_path_on)
+		judge_path(key, hp, off, len);
 	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_file, path) + (len & (PATHBUF - 1)), 0)) {
 		count_lost(LOST_RING);
 		return -1;
@@ -434,6 +501,8 @@ __noinline int name_in_open(u64 file_ptr, u32 len, u32 passed_names_it)
 	bpf_probe_read_kernel(&e->path[len & (PATHBUF - 1)], alen & (PATHBUF - 1), &hp->walk[off & (PATHBUF - 1)]);
 	e->abs_len = alen;
 	e->fflags = hp->flags;
+	if (want_path_on)
+		judge_path(file_ptr, hp, off, alen);
 	return alen != 0;
 }
 
@@ -568,6 +637,9 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 	u16 flags = 0;
 	u64 pos;
 
+	/* --path: the bulk of the events, dropped before the ring. */
+	if (want_path_on && bpf_map_lookup_elem(&path_excluded, &key))
+		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
@@ -838,7 +910,8 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 		else
 			seen = bpf_map_lookup_elem(&files_seen, &key);
 		if (!(seen && f && *seen == ino)) {
-			e->named = name_in_open(key, len, passed_names_it(e->path, len));
+			/* --path judges the kernel's own path: walk then. */
+			e->named = name_in_open(key, len, !want_path_on && passed_names_it(e->path, len));
 			alen = e->named ? e->abs_len : 0;
 		}
 	} else if (len == 0 || e->path[0] != '/') {
@@ -1110,6 +1183,48 @@ static __always_inline bool record_map(u8 op, struct pt_regs *regs, bool fast)
 	return !fast || may_touch_file(ARG(1), ARG(2));
 }
 
+static __always_inline void on_rename(struct task_struct *task, const char *comm);
+
+/* Whether -a's filters take the current task's process. */
+static __always_inline bool wanted(struct task_struct *t, u32 tgid)
+{
+	char comm[16];
+	int i;
+
+	if (tgid == self_tgid)
+		return false;
+	if (want_comm[0]) {
+		if (BPF_CORE_READ_INTO(&comm, t, group_leader, comm))
+			return false;
+		for (i = 0; i < 16; i++) {
+			if (comm[i] != want_comm[i])
+				return false;
+			if (!comm[i])
+				break;
+		}
+	}
+	if (want_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+		return false;
+	return true;
+}
+
+/* -a: the current task's process passes the filters: add it to `traced`
+ * and name it (its comm; it has no exec in the log). Returns false when it
+ * is not wanted. */
+static __always_inline bool adopt_process(struct task_struct *t, u32 tgid)
+{
+	u32 live = TRACED_LIVE;
+	struct task_struct *leader;
+
+	if (!wanted(t, tgid))
+		return false;
+	if (bpf_map_update_elem(&traced, &tgid, &live, BPF_NOEXIST) == 0) {
+		leader = BPF_CORE_READ(t, group_leader);
+		on_rename(leader, leader->comm);
+	}
+	return true;
+}
+
 /* The compat route: raw_tp programs, state in hash maps. */
 SEC("raw_tp/sys_enter")
 int sys_enter(struct bpf_raw_tracepoint_args *ctx)
@@ -1128,7 +1243,8 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	id = bpf_get_current_pid_tgid();
 	tgid = id >> 32;
 	tid = (u32)id;
-	if (!bpf_map_lookup_elem(&traced, &tgid))
+	if (!bpf_map_lookup_elem(&traced, &tgid) &&
+	    !(adopt_all && adopt_process((void *)bpf_get_current_task(), tgid)))
 		return 0;
 	if (op >= OP_MMAP && op <= OP_MREMAP && !record_map(op, (void *)ctx->args[0], false))
 		return 0;
@@ -1160,6 +1276,26 @@ static __always_inline struct inflight *state_of(struct task_struct *t)
 	return bpf_task_storage_get(&tstore, t, 0, 0);
 }
 
+/* A thread without state whose process is traced (it existed before the
+ * attach), or under -a passes the filters: give it state. Names it, since
+ * its creation is not in the log. */
+static __always_inline struct inflight *adopt_task(struct task_struct *t)
+{
+	u32 tgid = t->tgid;
+	struct inflight *st;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid) && !(adopt_all && adopt_process(t, tgid)))
+		return 0;
+	st = bpf_task_storage_get(&tstore, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		count_lost(LOST_MAP);
+		return 0;
+	}
+	if (t->pid != tgid)
+		on_rename(t, t->comm);
+	return st;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
 {
@@ -1172,6 +1308,8 @@ int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
 	if (op == OP_NONE)
 		return 0;
 	st = state_of(bpf_get_current_task_btf());
+	if (!st && adopt)
+		st = adopt_task(bpf_get_current_task_btf());
 	if (!st)
 		return 0;
 	if (op >= OP_MMAP && op <= OP_MREMAP && !record_map(op, regs, true))
@@ -1240,8 +1378,17 @@ int sched_fork(struct bpf_raw_tracepoint_args *ctx)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(fast_sched_fork, struct task_struct *parent, struct task_struct *child)
 {
-	if (!state_of(parent))
-		return 0;
+	u32 ptgid;
+
+	if (!state_of(parent)) {
+		/* Attached: a thread that made no recorded call yet (and could
+		 * not be added, before PIDFD_THREAD) still has its children
+		 * followed. */
+		ptgid = parent->tgid;
+		if (!adopt || !bpf_map_lookup_elem(&traced, &ptgid) ||
+		    !bpf_task_storage_get(&tstore, parent, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+			return 0;
+	}
 	/* Every thread of a traced process carries its own state. */
 	if (!bpf_task_storage_get(&tstore, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
 		count_lost(LOST_MAP);
@@ -1313,21 +1460,39 @@ static __always_inline void on_exec(struct task_struct *task, struct linux_binpr
 		count_lost(LOST_RING);
 }
 
+/* A traced process that exec'd into another effective uid than the user
+ * who may watch it (a setuid program) leaves the traced set, unseen. */
+static __always_inline bool exec_escapes(struct task_struct *task, u32 tgid)
+{
+	if (only_uid == (u32)-1 || BPF_CORE_READ(task, cred, euid.val) == only_uid)
+		return false;
+	bpf_map_delete_elem(&traced, &tgid);
+	return true;
+}
+
 SEC("raw_tp/sched_process_exec")
 int sched_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (bpf_map_lookup_elem(&traced, &tgid))
-		on_exec((void *)ctx->args[0], (void *)ctx->args[2]);
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	if (exec_escapes((void *)ctx->args[0], tgid))
+		return 0;
+	on_exec((void *)ctx->args[0], (void *)ctx->args[2]);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(fast_sched_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (state_of(task))
-		on_exec(task, bprm);
+	if (!state_of(task))
+		return 0;
+	if (exec_escapes(task, task->tgid)) {
+		bpf_task_storage_delete(&tstore, task);
+		return 0;
+	}
+	on_exec(task, bprm);
 	return 0;
 }
 

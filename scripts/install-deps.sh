@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing mltrace needs on Debian/Ubuntu and is
 # missing: clang (BPF target), libelf-dev, zlib1g-dev, pkg-config, make, gcc,
-# python3 (the sample workload), util-linux (setpriv, used by tests).
+# python3 (the sample workload), util-linux (setpriv), libcap2-bin (setcap) and
+# passwd (useradd), used by tests.
 # Idempotent; uses sudo when not root; never prompts.
 set -euo pipefail
 
@@ -15,6 +16,8 @@ command -v make >/dev/null || missing+=(make)
 command -v cc >/dev/null || missing+=(gcc)
 command -v python3 >/dev/null || missing+=(python3)
 command -v setpriv >/dev/null || missing+=(util-linux)
+command -v setcap >/dev/null || missing+=(libcap2-bin)
+command -v useradd >/dev/null || missing+=(passwd)
 
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""

@@ -34,6 +34,30 @@ pub struct BpfConfig {
     pub sched: bool,
     /// Record mmap, munmap, mremap and major page faults.
     pub mappings: bool,
+    /// Attaching to running processes (`record -p`, `record -a`) instead
+    /// of starting a command.
+    pub adopt: Option<Adopt>,
+}
+
+/// How the kernel side takes processes that were running before it was
+/// loaded: their threads get their state at their first recorded syscall.
+#[derive(Clone, Debug, Default)]
+pub struct Adopt {
+    /// `record -a`: every process passing the filters (else only those
+    /// user space adds, and what they start).
+    pub all: bool,
+    /// `--comm`: the process's name (its leader's comm, at most 15 bytes).
+    pub comm: Option<Vec<u8>>,
+    /// `--cgroup`: an open cgroup v2 directory; its tasks and those of the
+    /// cgroups below it.
+    pub cgroup: Option<std::sync::Arc<std::fs::File>>,
+    /// Not root: a traced process that execs into another effective uid
+    /// (a setuid program) stops being traced.
+    pub only_uid: Option<u32>,
+    /// `--path`: reads and writes of files not under this prefix are
+    /// dropped in the kernel (at most 255 bytes; the decoder filters the
+    /// other file events).
+    pub path: Option<Vec<u8>>,
 }
 
 impl Default for BpfConfig {
@@ -47,6 +71,7 @@ impl Default for BpfConfig {
             uring: true,
             sched: true,
             mappings: true,
+            adopt: None,
         }
     }
 }
@@ -192,6 +217,27 @@ fn load_route<'obj>(
     // Wake the consumer when an eighth of the ring is waiting; it also polls.
     rodata.wakeup_bytes = u64::from(ring / 8);
     rodata.blk_have_io_start = plan.block == Some(BlockRoute::IoStart);
+    if let Some(a) = &cfg.adopt {
+        rodata.adopt = true;
+        rodata.adopt_all = a.all;
+        rodata.self_tgid = std::process::id();
+        if let Some(c) = &a.comm {
+            for (d, &b) in rodata.want_comm.iter_mut().zip(c.iter().take(15)) {
+                *d = b as i8;
+            }
+        }
+        rodata.want_cgroup = a.cgroup.is_some();
+        rodata.only_uid = a.only_uid.unwrap_or(u32::MAX);
+        if let Some(p) = &a.path {
+            // Whole components: "/data/" is "/data", "/" is "".
+            let p = p.strip_suffix(b"/").unwrap_or(p);
+            rodata.want_path_on = true;
+            rodata.want_path_len = p.len() as u32;
+            for (d, &b) in rodata.want_path.iter_mut().zip(p.iter()) {
+                *d = b as i8;
+            }
+        }
+    }
     let fast = plan.route == SyscallRoute::Fast;
     let progs = &mut open.progs;
     for (p, on) in [
@@ -234,7 +280,18 @@ fn load_route<'obj>(
     // Kernels before 5.11 cannot even create a task-storage map.
     open.maps.tstore.set_autocreate(fast).map_err(bpf_err("configuring the task storage"))?;
     open.maps.events.set_max_entries(ring).map_err(bpf_err("sizing the ring buffer"))?;
+    // Preallocated (LRU): only as big as needed when --path is given.
+    if cfg.adopt.as_ref().is_none_or(|a| a.path.is_none()) {
+        open.maps.path_excluded.set_max_entries(1).map_err(bpf_err("sizing the --path map"))?;
+    }
     let mut skel = open.load().map_err(bpf_err("loading the programs (verifier)"))?;
+    if let Some(cg) = cfg.adopt.as_ref().and_then(|a| a.cgroup.as_ref()) {
+        use std::os::fd::AsRawFd;
+        skel.maps
+            .cgroup_filter
+            .update(&0u32.to_ne_bytes(), &(cg.as_raw_fd() as u32).to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf_err("setting the --cgroup filter"))?;
+    }
     skel.attach().map_err(bpf_err("attaching the programs"))?;
     Ok(skel)
 }
@@ -266,6 +323,30 @@ pub fn anon_counts(skel: &MltraceSkel<'_>) -> Vec<(u32, u64, u64)> {
             Some((pid, word(&v, 0)?, word(&v, 8)?))
         })
         .collect()
+}
+
+/// Starts tracing a running process `pid` and each thread it has now (the
+/// kernel side adopts the threads it could not add here at their first
+/// recorded syscall, and follows the children they start).
+pub fn attach_pid(skel: &MltraceSkel<'_>, pid: u32, route: SyscallRoute) -> Result<(), CaptureError> {
+    trace_pid(skel, pid, route)?;
+    if route == SyscallRoute::Fast {
+        const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
+        let tids = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+        let value = vec![0u8; std::mem::size_of::<crate::skel::types::inflight>()];
+        for tid in tids.filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).filter(|&t| t != pid as i32) {
+            // SAFETY: pidfd_open has no memory preconditions.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) } as libc::c_int;
+            if fd >= 0 {
+                // A thread that already exited, or a kernel without
+                // PIDFD_THREAD (before 6.9): adopted at its first call.
+                let _ = skel.maps.tstore.update(&fd.to_ne_bytes(), &value, MapFlags::ANY);
+                // SAFETY: closing the fd we opened.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Starts tracing process `pid` (its children are added by the kernel side).

@@ -234,6 +234,8 @@ pub struct DecodeStats {
     pub records: u64,
     pub malformed: u64,
     pub unknown_file: u64,
+    /// File events left out by `--path`.
+    pub filtered: u64,
 }
 
 #[derive(Default)]
@@ -253,6 +255,8 @@ pub struct KernelDecoder {
     pre_exec: Option<u32>,
     open_buf: Reused<ev_open>,
     file_buf: Reused<ev_file>,
+    /// `--path`: only file events on paths under this prefix are kept.
+    path_filter: Option<Vec<u8>>,
     pub stats: DecodeStats,
 }
 
@@ -321,6 +325,35 @@ impl KernelDecoder {
     /// `generation` others (see [`FileTable`]).
     pub fn with_file_generation(root_pid: u32, generation: usize) -> Self {
         KernelDecoder { files: FileTable::with_generation(generation), ..Self::for_command(root_pid) }
+    }
+
+    /// A decoder for a recording that attached to running processes
+    /// (nothing of theirs is a launch handshake); with `--path`, file
+    /// events on other paths are left out.
+    pub fn attached(generation: usize, path_filter: Option<Vec<u8>>) -> Self {
+        KernelDecoder { pre_exec: None, path_filter, ..Self::with_file_generation(0, generation) }
+    }
+
+    /// Whether `--path` keeps an event on file identity `key` (an unknown
+    /// file is kept: it is counted as such, never hidden).
+    #[inline]
+    fn keeps(&mut self, key: u64) -> bool {
+        let Some(prefix) = &self.path_filter else { return true };
+        let keep = match self.files.path(key) {
+            Some(p) => crate::attach::under(p, prefix),
+            None => key != 0,
+        };
+        self.stats.filtered += u64::from(!keep);
+        keep
+    }
+
+    /// The same for a path already known.
+    #[inline]
+    fn keeps_path(&mut self, path: Option<&[u8]>) -> bool {
+        let Some(prefix) = &self.path_filter else { return true };
+        let keep = path.is_some_and(|p| crate::attach::under(p, prefix));
+        self.stats.filtered += u64::from(!keep);
+        keep
     }
 
     pub fn files(&self) -> &FileTable {
@@ -449,6 +482,9 @@ impl KernelDecoder {
         match kind {
             ev_kind::EV_IO => {
                 let e: ev_io = read(data);
+                if !self.keeps(e.file) {
+                    return;
+                }
                 let (path, kind) = self.file(e.file, enc);
                 let offset_src = offset_src(h.flags & IOF_NO_OFFSET != 0, h.flags & IOF_FILEPOS != 0, kind);
                 enc.push(&Record::Io(Io {
@@ -469,6 +505,9 @@ impl KernelDecoder {
             }
             ev_kind::EV_CLOSE => {
                 let e: ev_close = read(data);
+                if !self.keeps(e.file) {
+                    return;
+                }
                 let (path, kind) = self.file(e.file, enc);
                 enc.push(&Record::Close(Close {
                     ts: h.ts,
@@ -483,6 +522,9 @@ impl KernelDecoder {
             }
             ev_kind::EV_XFER => {
                 let e: ev_xfer = read(data);
+                if self.path_filter.is_some() && !self.keeps(e.in_file) && !self.keeps(e.out_file) {
+                    return;
+                }
                 let (in_path, _) = self.file(e.in_file, enc);
                 let (out_path, _) = self.file(e.out_file, enc);
                 enc.push(&Record::Transfer(Transfer {
@@ -572,8 +614,14 @@ impl KernelDecoder {
                         }
                     };
                     let joined = join_normalize(base, passed);
+                    if !self.keeps_path(Some(&joined)) {
+                        return;
+                    }
                     (enc.intern(&joined), FileKind::Unknown)
                 };
+                if e.ret >= 0 && !self.keeps(e.file) {
+                    return;
+                }
                 let path = enc.intern(passed);
                 enc.push(&Record::Open(Open {
                     ts: h.ts,
@@ -642,6 +690,12 @@ impl KernelDecoder {
             }
             ev_kind::EV_PCACHE => {
                 let e: ev_pcache = read(data);
+                if self.path_filter.is_some() {
+                    let p = self.inodes.lookup(e.dev, e.ino, h.pid).map(<[u8]>::to_vec);
+                    if !self.keeps_path(p.as_deref()) {
+                        return;
+                    }
+                }
                 let path = match self.last_pcache {
                     Some((d, i, g, id)) if d == e.dev && i == e.ino && g == enc.generation() => id,
                     _ => {
@@ -667,6 +721,9 @@ impl KernelDecoder {
             }
             ev_kind::EV_URING => {
                 let e: ev_uring = read(data);
+                if !self.keeps(e.file) {
+                    return;
+                }
                 if h.flags & URF_SQPOLL != 0 && !self.sqpoll_named.contains(&h.tid) {
                     self.name_sqpoll(&h, enc);
                 }
@@ -692,6 +749,9 @@ impl KernelDecoder {
             }
             ev_kind::EV_AIO => {
                 let e: ev_aio = read(data);
+                if e.fd >= 0 && !self.keeps(e.file) {
+                    return;
+                }
                 let (path, kind) = self.file(e.file, enc);
                 enc.push(&Record::Aio(Aio {
                     ts: h.ts,
@@ -728,8 +788,11 @@ impl KernelDecoder {
             }
             ev_kind::EV_MAP => {
                 let e: ev_map = read(data);
-                let (path, kind) = self.file(e.file, enc);
                 let anon = h.flags & MAPF_ANON_SUMMARY != 0;
+                if !anon && e.file != 0 && !self.keeps(e.file) {
+                    return;
+                }
+                let (path, kind) = self.file(e.file, enc);
                 enc.push(&Record::Mapping(Mapping {
                     ts: h.ts,
                     dur: e.dur,
@@ -753,6 +816,15 @@ impl KernelDecoder {
             }
             ev_kind::EV_FAULT => {
                 let e: ev_fault = read(data);
+                if self.path_filter.is_some() {
+                    // Only the kernel's own file says where a fault was.
+                    let p = (e.start != 0 && e.ino != 0)
+                        .then(|| self.inodes.lookup(e.dev, e.ino, h.pid).map(<[u8]>::to_vec))
+                        .flatten();
+                    if !self.keeps_path(p.as_deref()) {
+                        return;
+                    }
+                }
                 let rec = self.fault(&h, &e, enc);
                 enc.push(&Record::MajorFault(rec));
             }

@@ -92,6 +92,7 @@ pub fn run() -> Vec<Check> {
             ),
         )
     });
+    out.push(check("attach", Status::Info, crate::attach::who_may_trace()));
     let kernel = KernelBtf::load();
     out.push(if kernel.available() {
         check("BTF", Status::Ok, "/sys/kernel/btf/vmlinux (CO-RE relocations)")

@@ -14,6 +14,8 @@ pub enum CaptureError {
     Privileges { missing: Vec<&'static str> },
     #[error("{0}")]
     Command(CommandError),
+    #[error(transparent)]
+    Attach(#[from] crate::attach::AttachError),
     #[error("{}: already exists; pass --force to overwrite it", .0.display())]
     OutputExists(PathBuf),
     #[error("{}: {source}", path.display())]

@@ -1,10 +1,12 @@
 //! eBPF capture for mltrace.
 //!
 //! - [`bpf`]: loads and attaches the programs in `bpf/` (built by build.rs).
+//! - [`attach`]: `record -p` / `-a`: who may trace what, and the filters.
 //! - [`launch`]: starts the command paused so its first syscall is traced.
 //! - [`decode`] + [`files`]: kernel records -> log records.
 //! - [`recorder`]: `mltrace record` end to end.
 
+pub mod attach;
 pub mod bpf;
 pub mod decode;
 pub mod doctor;

@@ -23,6 +23,7 @@ use mltrace_sample::gpu::GpuEventSample;
 use mltrace_sample::gpu::GpuSampler;
 use mltrace_sample::SampleSink;
 
+use crate::attach::{self, AttachOptions};
 use crate::bpf::{self, BpfConfig, Skeleton, LOST_SLOTS};
 use crate::decode::{DecodeStats, KernelDecoder};
 use crate::error::CaptureError;
@@ -63,6 +64,9 @@ pub struct RecordOptions {
     pub gpu_devices: Vec<String>,
     /// Where training phases (MLLOG lines) are read from.
     pub mllog: MllogSource,
+    /// Attach to running processes (`record -p`, `-a`) instead of
+    /// starting `command` (which is then empty).
+    pub attach: Option<AttachOptions>,
 }
 
 impl RecordOptions {
@@ -82,6 +86,7 @@ impl RecordOptions {
             gpu: None,
             gpu_devices: Vec::new(),
             mllog: MllogSource::Output,
+            attach: None,
         }
     }
 }
@@ -101,8 +106,12 @@ pub struct RecordSummary {
     pub output: PathBuf,
     /// wait(2) status of the command; `None` if recording was stopped before it ended.
     pub wait_status: Option<i32>,
-    /// What `record` should exit with: the command's code, or 128+signal.
+    /// What `record` should exit with: the command's code, or 128+signal
+    /// (0 after attaching).
     pub exit_code: i32,
+    /// After attaching: why recording stopped (the duration, an interrupt,
+    /// the processes exiting).
+    pub stopped: Option<String>,
     pub records: u64,
     pub log_bytes: u64,
     /// Lost events by kind (only kinds with losses).
@@ -116,6 +125,9 @@ pub struct RecordSummary {
     /// (for debugging its bound).
     pub files_held: usize,
     pub files_forgotten: u64,
+    /// File events `--path` left out in user space (reads and writes are
+    /// mostly dropped in the kernel already).
+    pub path_filtered: u64,
 }
 
 /// State shared by the threads of one recording.
@@ -185,7 +197,7 @@ impl Drop for SignalBlock {
 
 /// Where forwarded signals go: the command's own process group when it
 /// has one, else the command alone.
-fn signal_loop(target: i32, shared: &Shared) {
+fn signal_loop(target: Option<i32>, shared: &Shared) {
     let set = signal_set();
     let timeout = libc::timespec { tv_sec: 0, tv_nsec: 100_000_000 };
     while !shared.stop.load(Ordering::Relaxed) {
@@ -202,6 +214,12 @@ fn signal_loop(target: i32, shared: &Shared) {
         if sig == libc::SIGINT && shared.interrupts.fetch_add(1, Ordering::Relaxed) >= 1 {
             shared.abort.store(true, Ordering::Relaxed);
         }
+        // Attached: any of them stops the recording, and nothing is sent
+        // to the processes, which go on untouched.
+        let Some(target) = target else {
+            shared.abort.store(true, Ordering::Relaxed);
+            continue;
+        };
         // A terminal's Ctrl-C (SI_KERNEL) already reached the command's
         // process group; forward only what was sent to us alone.
         if code != libc::SI_KERNEL {
@@ -327,8 +345,8 @@ impl Consumer<'_> {
 }
 
 /// Lost counts by kind, warnings about the training phases, and the file
-/// table's (held, forgotten).
-type ConsumerResult = Result<([u64; 8], Vec<String>, (usize, u64)), CaptureError>;
+/// table's (held, forgotten) with the events `--path` left out.
+type ConsumerResult = Result<([u64; 8], Vec<String>, (usize, u64, u64)), CaptureError>;
 
 fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> ConsumerResult {
     let state = RefCell::new(consumer);
@@ -350,7 +368,11 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         // Nothing more can be written: stop capturing, let the command run.
         if shared.write_error.lock().unwrap().is_some() {
             let c = state.borrow();
-            return Ok((c.lost_seen, c.phases.warnings(), (c.dec.files().len(), c.dec.files().forgotten)));
+            return Ok((
+                c.lost_seen,
+                c.phases.warnings(),
+                (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered),
+            ));
         }
         let stopping = shared.stop.load(Ordering::Acquire);
         let round = Instant::now();
@@ -388,7 +410,11 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
             c.phases.finish(system::boottime_ns(), &mut c.enc);
             c.anon_summaries(skel);
             c.cut();
-            return Ok((c.lost_seen, c.phases.warnings(), (c.dec.files().len(), c.dec.files().forgotten)));
+            return Ok((
+                c.lost_seen,
+                c.phases.warnings(),
+                (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered),
+            ));
         }
         if c.last_cut.elapsed() >= flush {
             c.cut();
@@ -417,6 +443,20 @@ fn writer_loop(
 }
 
 fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnchor, phases: Option<Probe>) -> Header {
+    let command = match &opts.attach {
+        // One process attached: its command line names it, like a command's.
+        Some(a) if a.pids.len() == 1 => attach::cmdline(a.pids[0]),
+        Some(_) => Vec::new(),
+        None => opts.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+    };
+    let attach = opts.attach.as_ref().map(|a| mltrace_log::Attach {
+        pids: a.pids.clone(),
+        all: a.all,
+        comm: a.comm.clone(),
+        cgroup: a.cgroup.as_ref().map(|p| p.display().to_string()),
+        path: a.path.clone(),
+        duration_ns: a.duration.map(|d| d.as_nanos() as u64),
+    });
     Header {
         mltrace_version: VERSION.into(),
         source: "record".into(),
@@ -424,7 +464,7 @@ fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnc
         kernel: system::kernel_release(),
         cpu_count: system::cpu_count(),
         boot_id: system::boot_id(),
-        command: opts.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        command,
         cwd: std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default(),
         root_pid,
         recorder_pid: std::process::id(),
@@ -455,6 +495,68 @@ fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnc
         diskstats: if plan.block.is_some() { system::disk_snapshot() } else { None },
         // One host: `mltrace merge` fills this in.
         hosts: Vec::new(),
+        attach,
+    }
+}
+
+/// Attached: waits for the duration, an interrupt, or every traced process
+/// to exit (`-p`), and says which.
+fn wait_attached(
+    skel: &Skeleton<'_>,
+    a: &AttachOptions,
+    shared: &Shared,
+    started: Instant,
+    progress: &mut Option<ProgressFn>,
+) -> String {
+    let (mut last, mut last_check) = (Instant::now(), Instant::now());
+    let report = |p: &mut ProgressFn| {
+        p(&Progress {
+            elapsed: started.elapsed(),
+            records: shared.records.load(Ordering::Relaxed),
+            lost: shared.lost.load(Ordering::Relaxed),
+            log_bytes: shared.log_bytes.load(Ordering::Relaxed),
+            write_error: shared.write_error.lock().unwrap().clone(),
+        })
+    };
+    let why = loop {
+        if shared.abort.load(Ordering::Relaxed) {
+            break "stopped by a signal; the traced processes go on untouched".to_string();
+        }
+        if let Some(d) = a.duration {
+            if started.elapsed() >= d {
+                break format!("stopped after --duration {}; the traced processes go on untouched", human_duration(d));
+            }
+        }
+        // Exited processes leave the traced set (children started since
+        // keep it going).
+        if !a.all && last_check.elapsed() >= Duration::from_millis(100) {
+            if bpf::traced_pids(skel).is_empty() {
+                break "the traced processes exited".to_string();
+            }
+            last_check = Instant::now();
+        }
+        if let Some(p) = progress.as_mut() {
+            if last.elapsed() >= Duration::from_millis(500) {
+                last = Instant::now();
+                report(p);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if let Some(p) = progress.as_mut() {
+        report(p);
+    }
+    why
+}
+
+fn human_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 3600.0 && s % 3600.0 == 0.0 {
+        format!("{}h", s / 3600.0)
+    } else if s >= 60.0 && s % 60.0 == 0.0 {
+        format!("{}m", s / 60.0)
+    } else {
+        format!("{s}s")
     }
 }
 
@@ -511,8 +613,33 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     if !missing.is_empty() {
         return Err(CaptureError::Privileges { missing });
     }
-    let first = opts.command.first().ok_or(CaptureError::Command(CommandError::NotFound(String::new())))?;
-    let program = launch::resolve(first).map_err(CaptureError::Command)?;
+    // Attached: who may watch what is decided before anything is loaded
+    // or written (a refusal leaves no log).
+    let attaching = opts.attach.clone();
+    let program = match &attaching {
+        Some(a) => {
+            let cgroup = attach::check(a)?;
+            opts.bpf.adopt = Some(bpf::Adopt {
+                all: a.all,
+                comm: a.comm.as_ref().map(|c| c.as_bytes().to_vec()),
+                path: a.path.as_ref().map(|p| p.as_bytes().to_vec()),
+                cgroup: cgroup.map(std::sync::Arc::new),
+                // SAFETY: getuid has no preconditions.
+                only_uid: match unsafe { libc::getuid() } {
+                    0 => None,
+                    uid => Some(uid),
+                },
+            });
+            if matches!(opts.mllog, MllogSource::Output) {
+                opts.mllog = MllogSource::Off;
+            }
+            None
+        }
+        None => {
+            let first = opts.command.first().ok_or(CaptureError::Command(CommandError::NotFound(String::new())))?;
+            Some(launch::resolve(first).map_err(CaptureError::Command)?)
+        }
+    };
     let mut out = OutputFile::create(&opts.output, opts.force)?;
     // At once: a recorder killed from here on leaves the log to its user.
     if let Some(u) = &opts.run_as {
@@ -554,19 +681,34 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         ),
         _ => None,
     };
-    let child = launch::spawn_paused(
-        &program,
-        &opts.command,
-        &launch::SpawnOptions {
-            run_as: run_as.as_ref(),
-            env: env.as_deref(),
-            new_group: !interactive,
-            stdout: relay.as_ref().map(|r| r.child_stdout.as_raw_fd()),
-            stderr: relay.as_ref().map(|r| r.child_stderr.as_raw_fd()),
-        },
-    )
-    .map_err(|source| CaptureError::Io { what: "starting the command".into(), source })?;
-    let pid = child.pid;
+    let child = match &program {
+        Some(program) => Some(
+            launch::spawn_paused(
+                program,
+                &opts.command,
+                &launch::SpawnOptions {
+                    run_as: run_as.as_ref(),
+                    env: env.as_deref(),
+                    new_group: !interactive,
+                    stdout: relay.as_ref().map(|r| r.child_stdout.as_raw_fd()),
+                    stderr: relay.as_ref().map(|r| r.child_stderr.as_raw_fd()),
+                },
+            )
+            .map_err(|source| CaptureError::Io { what: "starting the command".into(), source })?,
+        ),
+        None => None,
+    };
+    // Attached: one process is the run's main process, like a command.
+    let pid = match (&child, &attaching) {
+        (Some(c), _) => c.pid,
+        (None, Some(a)) if a.pids.len() == 1 => a.pids[0] as i32,
+        _ => 0,
+    };
+    let abort_child = |c: Option<launch::Paused>| {
+        if let Some(c) = c {
+            c.abort();
+        }
+    };
     let start = system::clock_anchor();
     let clock = ClockMap::new(&start);
     let phases_probe = match (&relay, &opts.mllog) {
@@ -595,23 +737,34 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     }) {
         Ok(w) => w,
         Err(source) => {
-            child.abort();
+            abort_child(child);
             return Err(CaptureError::Output { path: opts.output.clone(), source });
         }
     };
-    if let Err(e) = bpf::trace_pid(&skel, pid as u32, plan.route) {
-        child.abort();
-        return Err(e);
-    }
     let mut enc = FrameEncoder::new();
-    enc.push(&Record::Fork(Fork {
-        ts: system::boottime_ns(),
-        pid: pid as u32,
-        tid: pid as u32,
-        parent_pid: std::process::id(),
-        parent_tid: std::process::id(),
-        thread: false,
-    }));
+    match &attaching {
+        None => {
+            if let Err(e) = bpf::trace_pid(&skel, pid as u32, plan.route) {
+                abort_child(child);
+                return Err(e);
+            }
+            enc.push(&Record::Fork(Fork {
+                ts: system::boottime_ns(),
+                pid: pid as u32,
+                tid: pid as u32,
+                parent_pid: std::process::id(),
+                parent_tid: std::process::id(),
+                thread: false,
+            }));
+        }
+        Some(a) => {
+            for &p in &a.pids {
+                // Named first: its threads' comms (it has no exec in the log).
+                attach::snapshot(p, system::boottime_ns(), &mut enc);
+                bpf::attach_pid(&skel, p, plan.route)?;
+            }
+        }
+    }
 
     let shared = Shared::default();
     let (samples_tx, samples_rx) = bounded::<SampleSink>(256);
@@ -622,7 +775,10 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let (free_tx, free_rx) = bounded::<EncodedFrame>(4);
     let consumer = Consumer {
         enc,
-        dec: KernelDecoder::with_file_generation(pid as u32, opts.file_generation),
+        dec: match &attaching {
+            None => KernelDecoder::with_file_generation(pid as u32, opts.file_generation),
+            Some(a) => KernelDecoder::attached(opts.file_generation, a.path.as_ref().map(|p| p.as_bytes().to_vec())),
+        },
         frames: frames_tx,
         free: free_rx,
         frame_records: opts.frame_records,
@@ -681,13 +837,16 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 h.join().expect("output relay thread panicked");
             }
         };
-        let exec = child.release();
+        let exec = child.map(launch::Paused::release).unwrap_or(Ok(()));
         let wait_status = match exec {
             Ok(()) => {
                 out_ref.keep();
-                let target = if interactive { pid } else { -pid };
+                let target = attaching.is_none().then_some(if interactive { pid } else { -pid });
                 let sig_h = s.spawn(move || signal_loop(target, shared_ref));
-                let st = wait_child(pid, shared_ref, started, &mut opts.progress);
+                let (st, stopped) = match &attaching {
+                    None => (wait_child(pid, shared_ref, started, &mut opts.progress), None),
+                    Some(a) => (None, Some(wait_attached(skel_ref, a, shared_ref, started, &mut opts.progress))),
+                };
                 stop_relay();
                 // The kernel's counts of processes that outlive the command,
                 // read while the probes still trace them.
@@ -705,7 +864,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 }
                 shared_ref.stop.store(true, Ordering::Release);
                 let _ = sig_h.join();
-                Ok((st, disks, sampler_cpu, warnings, uring_ops))
+                Ok((st, stopped, disks, sampler_cpu, warnings, uring_ops))
             }
             Err(errno) => {
                 // Nothing of the command was recorded: `out` is removed on drop.
@@ -716,7 +875,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 shared_ref.stop_samplers.store(true, Ordering::Release);
                 shared_ref.stop.store(true, Ordering::Release);
                 let why = std::io::Error::from_raw_os_error(errno).to_string();
-                let shown = first.to_string_lossy().into_owned();
+                let shown = opts.command.first().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
                 Err(if errno == libc::ENOENT {
                     CommandError::NotExecutable(shown, format!("{why} (bad interpreter?)"))
                 } else {
@@ -729,7 +888,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         Ok::<_, CaptureError>((wait_status, lost, writer, write_error, phase_warnings, files))
     });
     let (wait_status, lost, writer, mut write_error, phase_warnings, files) = outcome?;
-    let (wait_status, diskstats, sampler_cpu_ns, mut warnings, uring_ops) =
+    let (wait_status, stopped, diskstats, sampler_cpu_ns, mut warnings, uring_ops) =
         wait_status.map_err(CaptureError::Command)?;
     warnings.extend(phase_warnings);
     let lost_list: Vec<(LostKind, u64)> =
@@ -739,7 +898,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         end: system::clock_anchor(),
         exit_status: wait_status,
         lost: lost_list.iter().map(|(k, n)| LostTotal { kind: k.name().into(), count: *n }).collect(),
-        stopped_early: if wait_status.is_none() {
+        stopped_early: if wait_status.is_none() && stopped.is_none() {
             Some("interrupted twice: stopped before the command ended".into())
         } else {
             None
@@ -763,7 +922,11 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     Ok(RecordSummary {
         output: opts.output,
         wait_status,
-        exit_code: wait_status.map(exit_code_of).unwrap_or(130),
+        exit_code: match (&stopped, wait_status) {
+            (Some(_), _) => 0,
+            (None, st) => st.map(exit_code_of).unwrap_or(130),
+        },
+        stopped,
         records,
         log_bytes,
         lost: lost_list,
@@ -772,5 +935,6 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         warnings,
         files_held: files.0,
         files_forgotten: files.1,
+        path_filtered: files.2,
     })
 }

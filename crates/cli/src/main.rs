@@ -25,8 +25,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run a command and record its file I/O (needs root or CAP_BPF + CAP_PERFMON)
-    Record(record::Args),
+    /// Run a command, or attach to running processes (-p, -a), and record its file I/O (needs root or CAP_BPF + CAP_PERFMON)
+    Record(Box<record::Args>),
     /// Convert a log to a Perfetto trace (or Chrome JSON)
     Export(export::Args),
     /// Write a one-page HTML summary of a log (charts, top files, verdict; opens offline)
@@ -98,7 +98,7 @@ fn main() -> ExitCode {
         libbpf_rs::set_print(None);
     }
     let r = match cli.cmd {
-        Cmd::Record(a) => record::run(a),
+        Cmd::Record(a) => record::run(*a),
         Cmd::Export(a) => export::run(a),
         Cmd::Import(a) => import::run(a),
         Cmd::Report(a) => report::run(a),

@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
+use mltrace_capture::attach::AttachOptions;
 use mltrace_capture::bpf::SyscallRoute;
 use mltrace_capture::features::BlockRoute;
 use mltrace_capture::mllog::MllogSource;
@@ -11,6 +12,7 @@ use mltrace_capture::{identity, record, Progress, RecordOptions};
 use mltrace_sample::gpu::{self, GpuConfig, GpuMode};
 
 #[derive(clap::Args)]
+#[command(group = clap::ArgGroup::new("target").required(true).args(["command", "pid", "all"]))]
 pub struct Args {
     /// Where to write the log; %h (host name), %r (rank from SLURM_PROCID,
     /// RANK, OMPI_COMM_WORLD_RANK or PMI_RANK), %p (recorder pid), %t (start
@@ -79,8 +81,33 @@ pub struct Args {
     /// is the user who called sudo; `--user root` keeps root
     #[arg(long, value_name = "USER")]
     user: Option<String>,
+    /// Attach to these running processes (comma-separated pids): their
+    /// threads and the children they start from then on. Stopping (Ctrl-C,
+    /// --duration, or their exit) leaves them running
+    #[arg(short, long = "pid", value_name = "PID,...", value_delimiter = ',')]
+    pid: Vec<u32>,
+    /// Trace every process on the machine (root only), but mltrace itself;
+    /// narrow it with --comm and --cgroup
+    #[arg(short, long)]
+    all: bool,
+    /// With -a: only processes of this name (the kernel's comm, as `ps -o
+    /// comm` shows it), filtered in the kernel
+    #[arg(long, value_name = "NAME")]
+    comm: Option<String>,
+    /// With -a: only processes in this cgroup v2 (or below it): a
+    /// container's or a Slurm job's, as a path under /sys/fs/cgroup or as
+    /// /proc/PID/cgroup shows it (root only)
+    #[arg(long, value_name = "PATH")]
+    cgroup: Option<PathBuf>,
+    /// With -p or -a: only file events (opens, reads, writes, mappings, page
+    /// cache) on paths under this prefix
+    #[arg(long, value_name = "PREFIX")]
+    path: Option<String>,
+    /// With -p or -a: stop recording after this long (e.g. 30s, 10m, 1h)
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    duration: Option<std::time::Duration>,
     /// The command to run, after `--`
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     command: Vec<OsString>,
 }
 
@@ -115,6 +142,19 @@ fn parse_size(s: &str) -> Result<u32, String> {
     Ok(bytes as u32)
 }
 
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (num, mult) = [("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)]
+        .iter()
+        .find_map(|(u, m)| t.strip_suffix(u).filter(|n| !n.ends_with('m')).map(|n| (n, *m)))
+        .unwrap_or((t, 1.0));
+    let v: f64 = num.trim().parse().map_err(|_| format!("{s}: expected a time such as 30s, 10m or 1h"))?;
+    if !(v > 0.0 && v * mult <= 30.0 * 86400.0) {
+        return Err(format!("{s}: expected a time between 0 and 30 days"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v * mult))
+}
+
 fn parse_period(s: &str) -> Result<std::time::Duration, String> {
     let (num, mult) = if let Some(v) = s.strip_suffix("ms") {
         (v, 1e-3)
@@ -131,8 +171,29 @@ fn parse_period(s: &str) -> Result<std::time::Duration, String> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
+    // (clap's `requires` counts a flag's default as given.)
+    if !a.all {
+        for (flag, given) in [("--comm", a.comm.is_some()), ("--cgroup", a.cgroup.is_some())] {
+            anyhow::ensure!(!given, "{flag} filters `record -a`: add -a (or trace processes by pid with -p)");
+        }
+    }
+    if !a.command.is_empty() {
+        for (flag, given) in [("--path", a.path.is_some()), ("--duration", a.duration.is_some())] {
+            anyhow::ensure!(!given, "{flag} is for -p and -a; a command is recorded until it ends");
+        }
+    }
     let output = crate::template::expand(&a.output, &crate::template::Values::current())?;
     let mut opts = RecordOptions::new(a.command, output);
+    if !a.pid.is_empty() || a.all {
+        opts.attach = Some(AttachOptions {
+            pids: a.pid,
+            all: a.all,
+            comm: a.comm,
+            cgroup: a.cgroup,
+            path: a.path,
+            duration: a.duration,
+        });
+    }
     opts.force = a.force;
     opts.bpf.ring_bytes = a.ring_size;
     if let Some(n) = a.frame_records {
@@ -196,6 +257,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     if !missing.is_empty() {
         return Err(mltrace_capture::CaptureError::Privileges { missing }.into());
     }
+    // Who may trace what, before anything else is opened.
+    if let Some(at) = &opts.attach {
+        mltrace_capture::attach::check(at)?;
+    }
     let gpu = gpu::open(&GpuConfig { mode, library: a.nvml_library })?;
     if let Some(note) = &gpu.note {
         eprintln!("mltrace: {note}");
@@ -238,9 +303,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     } else {
         String::new()
     };
-    let status = match s.wait_status {
-        Some(_) => format!("command exited with {}", s.exit_code),
-        None => "stopped before the command ended".to_string(),
+    let status = match (&s.stopped, s.wait_status) {
+        (Some(why), _) => why.clone(),
+        (None, Some(_)) => format!("command exited with {}", s.exit_code),
+        (None, None) => "stopped before the command ended".to_string(),
     };
     eprintln!(
         "mltrace: {} events in {:.1} s, {} lost{detail}; log {} written to {}; {status}",
@@ -254,10 +320,32 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         eprintln!("mltrace: warning: {w}");
     }
     if std::env::var_os("MLTRACE_DEBUG").is_some() {
-        eprintln!("mltrace: debug: file names: {} held at the end, {} forgotten", s.files_held, s.files_forgotten);
+        eprintln!(
+            "mltrace: debug: file names: {} held at the end, {} forgotten; {} file events left out by --path in user space",
+            s.files_held, s.files_forgotten, s.path_filtered
+        );
     }
     if let Some(e) = &s.write_error {
         eprintln!("mltrace: writing the log failed part-way: {e}; what was written before is readable");
     }
     Ok(s.exit_code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_as_people_write_them() {
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("0.5s"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("10 minutes").unwrap_err().contains("expected a time"));
+        assert!(parse_duration("-1s").is_err());
+    }
 }

@@ -78,6 +78,49 @@ pub struct Header {
     /// for a log of one host. The fields above are then host 0's, and
     /// `start` is the anchor of the log's clock.
     pub hosts: Vec<crate::hosts::HostInfo>,
+    /// What `record -p` or `record -a` attached to; `None` when the
+    /// recording started `command` itself (and for imports).
+    pub attach: Option<Attach>,
+}
+
+/// The running processes a recording attached to instead of starting a
+/// command, and its filters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Attach {
+    /// `record -p`: the processes (their threads and the children they
+    /// started while recording were traced too); empty with `-a`.
+    pub pids: Vec<u32>,
+    /// `record -a`: every process on the machine that passed the filters.
+    pub all: bool,
+    /// `--comm`: only processes of this name.
+    pub comm: Option<String>,
+    /// `--cgroup`: only processes in this cgroup (or below it).
+    pub cgroup: Option<String>,
+    /// `--path`: only file events on paths under this prefix.
+    pub path: Option<String>,
+    /// `--duration`, in nanoseconds.
+    pub duration_ns: Option<u64>,
+}
+
+impl Attach {
+    /// One line: `-p 4242,4243` or `-a --comm python --path /data`.
+    pub fn describe(&self) -> String {
+        let mut s = if self.all {
+            "-a".to_string()
+        } else {
+            format!("-p {}", self.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+        };
+        for (flag, v) in [("--comm", &self.comm), ("--cgroup", &self.cgroup), ("--path", &self.path)] {
+            if let Some(v) = v {
+                s.push_str(&format!(" {flag} {v}"));
+            }
+        }
+        if let Some(d) = self.duration_ns {
+            s.push_str(&format!(" --duration {}s", d as f64 / 1e9));
+        }
+        s
+    }
 }
 
 /// Per-kind loss totals, as in [`crate::LostKind`].

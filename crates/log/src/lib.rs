@@ -24,7 +24,7 @@ mod varint;
 mod writer;
 
 pub use error::LogError;
-pub use header::{ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount};
+pub use header::{Attach, ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount};
 pub use hosts::{global_pid, host_of, local_pid, HostInfo};
 pub use reader::{describe_ts, Diagnostic, Frame, FrameSpan, LogReader};
 pub use record::*;

@@ -79,7 +79,7 @@ impl Stats {
                     let chars = |v: u64| if k.have & acct::CHARS != 0 { Value::from(v) } else { Value::Null };
                     let by = |v: u64| if k.have & acct::BYTES != 0 { Value::from(v) } else { Value::Null };
                     let t = &p.traced_io;
-                    let check = k.check(t, lossy);
+                    let check = self.check_of(p, k, lossy);
                     json!({
                         "rchar": chars(c.rchar),
                         "wchar": chars(c.wchar),
@@ -88,7 +88,13 @@ impl Stats {
                         "read_bytes": by(c.read_bytes),
                         "write_bytes": by(c.write_bytes),
                         "cancelled_write_bytes": by(c.cancelled_write_bytes),
-                        "since": if k.since_exec { "exec" } else { "fork" },
+                        "since": if k.since_exec {
+                            Value::from("exec")
+                        } else if Stats::started_before(p, k) {
+                            Value::Null
+                        } else {
+                            Value::from("fork")
+                        },
                         "threads": k.threads,
                         "traced": {
                             "rchar": t.rchar,
@@ -213,6 +219,14 @@ impl Stats {
         warnings.extend(self.kernel_warnings());
         json!({
             "command": self.header.command,
+            "attach": self.header.attach.as_ref().map(|a| json!({
+                "pids": a.pids,
+                "all": a.all,
+                "comm": a.comm,
+                "cgroup": a.cgroup,
+                "path": a.path,
+                "duration_ns": a.duration_ns,
+            })),
             "host": self.header.host,
             "kernel": self.header.kernel,
             "records": self.records,

@@ -724,7 +724,26 @@ impl Stats {
     /// recorded with them).
     pub fn kernel_checks(&self) -> impl Iterator<Item = (&ProcStats, &KernelIo, Check)> {
         let lossy = self.total_lost() > 0 || !self.diagnostics.is_empty();
-        self.processes.iter().filter_map(move |p| p.kernel.as_ref().map(|k| (p, k, k.check(&p.traced_io, lossy))))
+        self.processes.iter().filter_map(move |p| p.kernel.as_ref().map(|k| (p, k, self.check_of(p, k, lossy))))
+    }
+
+    /// One process's trace against the kernel's counts. Attached: a
+    /// process started before the recording has neither an exec nor a
+    /// fork to count from, and `--path` leaves calls out on purpose.
+    pub fn check_of(&self, p: &ProcStats, k: &KernelIo, lossy: bool) -> Check {
+        if self.header.attach.as_ref().is_some_and(|a| a.path.is_some()) {
+            Check::Unchecked("path filter")
+        } else if Self::started_before(p, k) {
+            Check::Unchecked("started before")
+        } else {
+            k.check(&p.traced_io, lossy)
+        }
+    }
+
+    /// A process that was running before the recording (attached): its
+    /// kernel counts have no baseline in the log.
+    pub fn started_before(p: &ProcStats, k: &KernelIo) -> bool {
+        p.started.is_none() && !k.since_exec
     }
 
     /// One line per process whose trace and kernel counts disagree.
@@ -977,6 +996,9 @@ impl Stats {
         let verdict = self.verdict();
         let _ = writeln!(o, "verdict:  {}", verdict.text);
         let _ = writeln!(o, "command:  {}", h.command.join(" "));
+        if let Some(a) = &h.attach {
+            let _ = writeln!(o, "attached: record {}", a.describe());
+        }
         if h.is_merged() {
             let _ = writeln!(o, "hosts:    {} (merged; pids below are host:pid)", h.host_names().join(", "));
         } else if !h.host.is_empty() {
@@ -989,6 +1011,7 @@ impl Stats {
             Some(s) if s & 0x7f == 0 => format!("exited with {}", (s >> 8) & 0xff),
             Some(s) => format!("killed by signal {}", s & 0x7f),
             None if self.trailer.is_none() => "unknown (the log was cut)".into(),
+            None if h.attach.is_some() => "none (attached: mltrace did not start it)".into(),
             None => "unknown (recording stopped first)".into(),
         };
         let _ = writeln!(o, "status:   {status}");
