@@ -114,6 +114,9 @@ pub struct Plan {
     pub fault_fallback: Option<String>,
     /// Why the fast route was not used although the kernel should have it.
     pub fallback: Option<String>,
+    /// Why tracefs cannot be read (without root): page cache, io_uring and
+    /// fault start times are then left out.
+    pub tracefs_denied: Option<String>,
 }
 
 impl Plan {
@@ -121,14 +124,20 @@ impl Plan {
         let block = if cfg.block { cfg.block_route.or_else(|| BlockRoute::choose(kernel)) } else { None };
         let fast_ok = crate::system::kernel_version().is_some_and(|v| v >= (5, 11)) && kernel.available();
         let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
-        let page_cache = if cfg.page_cache { PageCacheRoute::choose(kernel) } else { None };
-        let uring = if cfg.uring {
-            UringRoute::choose(kernel).map_err(str::to_string)
-        } else {
-            Err("turned off (--io-uring off)".to_string())
+        let wants_tracefs = cfg.page_cache || cfg.uring || cfg.mappings;
+        let tracefs_denied = if wants_tracefs { crate::system::tracefs_denied() } else { None };
+        let tracefs = tracefs_denied.is_none();
+        let page_cache = if cfg.page_cache && tracefs { PageCacheRoute::choose(kernel) } else { None };
+        let uring = match (&tracefs_denied, cfg.uring) {
+            (_, false) => Err("turned off (--io-uring off)".to_string()),
+            (Some(why), true) => Err(format!("tracefs cannot be read ({why})")),
+            (None, true) => UringRoute::choose(kernel).map_err(str::to_string),
         };
         let sched = cfg.sched && SCHED_TRACEPOINTS.iter().all(|t| kernel.has_tracepoint(t));
-        let faults = cfg.mappings.then(|| FaultRoute::choose(kernel));
+        let faults = cfg.mappings.then(|| match FaultRoute::choose(kernel) {
+            FaultRoute::PerfAndFilemap if !tracefs => FaultRoute::Perf,
+            r => r,
+        });
         Plan {
             route,
             block,
@@ -139,6 +148,7 @@ impl Plan {
             faults,
             fault_fallback: None,
             fallback: None,
+            tracefs_denied,
         }
     }
 }

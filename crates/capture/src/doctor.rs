@@ -179,7 +179,13 @@ pub fn run() -> Vec<Check> {
         };
         out.push(check(name, Status::Ok, format!("{}: {}", p.mechanism, p.detail)));
     }
-    if plan.page_cache.is_none() {
+    if let Some(why) = &plan.tracefs_denied {
+        out.push(check(
+            "tracefs",
+            Status::Absent,
+            format!("{why}: without root, no page cache, no io_uring requests, no fault start times"),
+        ));
+    } else if plan.page_cache.is_none() {
         out.push(check(
             "page-cache probe",
             Status::Absent,

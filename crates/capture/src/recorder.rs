@@ -652,6 +652,12 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         // Slower, but everything is still recorded: say so, once.
         eprintln!("mltrace: the fast (tp_btf) probes did not load here ({why}); using raw_tp and hash maps");
     }
+    if let Some(why) = &plan.tracefs_denied {
+        eprintln!(
+            "mltrace: tracefs cannot be read ({why}): page-cache attribution, io_uring requests and \
+             major faults' start times are not recorded (run as root for them)"
+        );
+    }
     if let Err(why) = &plan.uring {
         // Absent tracepoints are for `doctor` to explain; a load failure is news.
         if why.starts_with("its programs") {

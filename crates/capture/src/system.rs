@@ -54,6 +54,26 @@ pub fn cpu_count() -> u32 {
 }
 
 /// (major, minor) of the running kernel.
+/// Why this process cannot read tracefs, where it cannot: the `tp/`
+/// programs (page cache, io_uring, fault start) need its event ids, and
+/// tracefs is root's alone (0700), whatever capabilities a binary has.
+pub fn tracefs_denied() -> Option<String> {
+    let id = "events/filemap/mm_filemap_add_to_page_cache/id";
+    let mut denied = None;
+    for dir in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        match std::fs::read_to_string(format!("{dir}/{id}")) {
+            Ok(_) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                denied.get_or_insert(format!("{dir} is readable by root only"));
+            }
+            // Not mounted there, or no such tracepoint: the plan's own
+            // checks say so.
+            Err(_) => {}
+        }
+    }
+    denied
+}
+
 pub fn kernel_version() -> Option<(u32, u32)> {
     let r = kernel_release();
     let mut it = r.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty());
