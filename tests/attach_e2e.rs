@@ -396,11 +396,33 @@ fn with_capabilities_a_user_may_watch_only_their_own_processes() {
 
     // Their own process: recorded, with the capabilities alone. The probes
     // that need tracefs (root's only) are left out, and record says so.
+    // Root writes to disk meanwhile: the disk's requests are shown, not
+    // whose they are.
     let log = outdir.join("own.bin");
+    let sink = tmp.path().join("root-writes.bin");
+    let mut writer = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while :; do dd if=/dev/zero of={} bs=64k count=64 oflag=direct 2>/dev/null; done",
+            sink.display()
+        ))
+        .spawn()
+        .unwrap();
     let out = run(&["-p", &own.pid.to_string(), "--duration", "1s"], &log);
+    let _ = writer.kill();
+    let _ = writer.wait();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("tracefs cannot be read"), "{err}");
+    let blocks: Vec<u32> = read_log(&log)
+        .into_iter()
+        .filter_map(|r| match r.rec {
+            Record::Block(b) => Some(b.pid),
+            _ => None,
+        })
+        .collect();
+    assert!(blocks.contains(&0), "root's direct writes show as requests of no one: {blocks:?}");
+    assert!(blocks.iter().all(|&p| p == 0 || p == own.pid), "{blocks:?}");
     let rd = reads(&read_log(&log));
     assert!(rd.iter().filter(|(p, _, f)| *p == own.pid && f == data.to_str().unwrap()).count() >= 20);
     assert!(!rd.iter().any(|(p, _, _)| *p == roots.pid));

@@ -236,6 +236,8 @@ pub struct DecodeStats {
     pub unknown_file: u64,
     /// File events left out by `--path`.
     pub filtered: u64,
+    /// Block requests shown without their issuer (see `hide_others_block`).
+    pub block_hidden: u64,
 }
 
 #[derive(Default)]
@@ -257,6 +259,11 @@ pub struct KernelDecoder {
     file_buf: Reused<ev_file>,
     /// `--path`: only file events on paths under this prefix are kept.
     path_filter: Option<Vec<u8>>,
+    /// Without root: block requests of processes not traced keep their
+    /// disk, sector and size but not who issued them (another user's I/O).
+    hide_others_block: bool,
+    /// With `hide_others_block`: the processes seen in traced events.
+    traced_seen: rustc_hash::FxHashSet<u32>,
     pub stats: DecodeStats,
 }
 
@@ -330,6 +337,12 @@ impl KernelDecoder {
     /// A decoder for a recording that attached to running processes
     /// (nothing of theirs is a launch handshake); with `--path`, file
     /// events on other paths are left out.
+    /// See `hide_others_block`: a recorder run by a user other than root
+    /// (with capabilities) must not show what other users' processes do.
+    pub fn hide_others_block_io(&mut self, hide: bool) {
+        self.hide_others_block = hide;
+    }
+
     pub fn attached(generation: usize, path_filter: Option<Vec<u8>>) -> Self {
         KernelDecoder { pre_exec: None, path_filter, ..Self::with_file_generation(0, generation) }
     }
@@ -479,6 +492,9 @@ impl KernelDecoder {
             }
         }
         self.stats.records += 1;
+        if self.hide_others_block && kind != ev_kind::EV_BLOCK && kind != ev_kind::EV_SCHED {
+            self.traced_seen.insert(h.pid);
+        }
         match kind {
             ev_kind::EV_IO => {
                 let e: ev_io = read(data);
@@ -830,8 +846,12 @@ impl KernelDecoder {
             }
             ev_kind::EV_BLOCK => {
                 let e: ev_block = read(data);
-                let rec = Record::Block(block_record(&e, enc));
-                enc.push(&rec);
+                let mut b = block_record(&e, enc);
+                if self.hide_others_block && b.cause_ts == 0 && !self.traced_seen.contains(&b.pid) {
+                    (b.pid, b.tid, b.comm) = (0, 0, enc.intern(b""));
+                    self.stats.block_hidden += 1;
+                }
+                enc.push(&Record::Block(b));
             }
             _ => {
                 self.stats.records -= 1;

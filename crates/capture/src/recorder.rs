@@ -781,9 +781,16 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let (free_tx, free_rx) = bounded::<EncodedFrame>(4);
     let consumer = Consumer {
         enc,
-        dec: match &attaching {
-            None => KernelDecoder::with_file_generation(pid as u32, opts.file_generation),
-            Some(a) => KernelDecoder::attached(opts.file_generation, a.path.as_ref().map(|p| p.as_bytes().to_vec())),
+        dec: {
+            let mut d = match &attaching {
+                None => KernelDecoder::with_file_generation(pid as u32, opts.file_generation),
+                Some(a) => {
+                    KernelDecoder::attached(opts.file_generation, a.path.as_ref().map(|p| p.as_bytes().to_vec()))
+                }
+            };
+            // SAFETY: getuid has no preconditions.
+            d.hide_others_block_io(unsafe { libc::getuid() } != 0);
+            d
         },
         frames: frames_tx,
         free: free_rx,
