@@ -102,6 +102,14 @@ impl<T: Copy> Reused<T> {
     }
 }
 
+/// An absolute path that lexical normalisation leaves as it is (no empty,
+/// `.` or `..` component, no trailing `/`).
+fn is_normal(p: &[u8]) -> bool {
+    p.first() == Some(&b'/')
+        && (p.len() == 1
+            || (p.last() != Some(&b'/') && p[1..].split(|&b| b == b'/').all(|c| !matches!(c, b"" | b"." | b".."))))
+}
+
 fn tail(data: &[u8], offset: usize, len: usize) -> &[u8] {
     data.get(offset..).map(|d| &d[..len.min(d.len())]).unwrap_or(&[])
 }
@@ -584,7 +592,9 @@ impl KernelDecoder {
                     // An absolute passed path names the file itself (the
                     // kernel side did not walk the dentries).
                     let normalized;
-                    let path = if e.fflags & F_PASSED != 0 {
+                    let path = if e.fflags & F_PASSED != 0 && is_normal(passed) {
+                        passed
+                    } else if e.fflags & F_PASSED != 0 {
                         normalized = join_normalize(b"/", passed);
                         &normalized[..]
                     } else {
@@ -638,7 +648,8 @@ impl KernelDecoder {
                 if e.ret >= 0 && !self.keeps(e.file) {
                     return;
                 }
-                let path = enc.intern(passed);
+                // Most often the file is named by the very path passed.
+                let path = if e.ret >= 0 && self.files.path(e.file) == Some(passed) { abs } else { enc.intern(passed) };
                 enc.push(&Record::Open(Open {
                     ts: h.ts,
                     dur: e.dur,
@@ -857,6 +868,22 @@ impl KernelDecoder {
                 self.stats.records -= 1;
                 self.stats.malformed += 1;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_normal_path_is_what_normalising_it_gives() {
+        for p in ["/", "/a", "/data/train/0001.jpg", "/a/.hidden/b", "/a/..b/c", "/a/b.", "/a/..."] {
+            assert!(is_normal(p.as_bytes()), "{p}");
+            assert_eq!(join_normalize(b"/", p.as_bytes()), p.as_bytes(), "{p}");
+        }
+        for p in ["", "a/b", "//a", "/a//b", "/a/./b", "/a/../b", "/a/", "/a/.", "/a/.."] {
+            assert!(!is_normal(p.as_bytes()), "{p}");
         }
     }
 }
