@@ -42,7 +42,7 @@ fn a_trainer_and_its_workers_read_at_a_glance() {
             // The workers: name, and parent's name.
             "select p.name, q.name from process p join process q on p.parent_upid = q.upid \
              where p.name glob 'DataLoader worker *' order by p.name",
-            "select name from process where pid > 0 and parent_upid is null",
+            "select name from process where pid > 0 and parent_upid is null and pid != 4194303",
             // Rows of slices per process group: its slice tracks outside
             // overflow groups (collapsed), each one row (calls do not nest).
             "select coalesce(tp.upid, th.upid) u, count(distinct s.track_id) from slice s \
@@ -57,8 +57,12 @@ fn a_trainer_and_its_workers_read_at_a_glance() {
             "select t.name from counter c join counter_track t on t.id = c.track_id group by t.id having max(abs(c.value)) = 0",
             // The traced processes' threads are named (an untraced task
             // that woke one of them is known by its tid alone).
-            "select tid from thread where tid > 0 and upid is not null and (name is null or name = '')",
+            "select tid from thread where tid > 0 and upid in (select upid from process where pid != 4194303) \
+             and (name is null or name = '')",
             "select str_value from metadata where name = 'cr-mltrace.contents'",
+            // Untraced tasks (kernel threads, mltrace's own, other programs)
+            // are one group, not a top-level row each.
+            "select tid from thread where tid > 0 and upid is null",
         ],
     );
     assert!(rows[0].is_empty(), "pids shown twice: {:?}", rows[0]);
@@ -73,4 +77,5 @@ fn a_trainer_and_its_workers_read_at_a_glance() {
     assert!(rows[5].is_empty(), "counters 0 for the whole run: {:?}", rows[5]);
     assert!(rows[6].is_empty(), "threads without a name: {:?}", rows[6]);
     assert_eq!(rows[7], vec![vec!["whole run".to_string()]]);
+    assert!(rows[8].is_empty(), "threads in no process: {:?}", rows[8]);
 }

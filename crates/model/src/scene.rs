@@ -67,6 +67,11 @@ pub fn group_rank(name: &str) -> i32 {
 
 /// First rank of the process groups.
 pub const PROCESS_RANK: i32 = 100;
+/// After every process: the tasks that shared the CPUs with them.
+const OTHER_TASKS_RANK: i32 = PROCESS_RANK + 10_000_000;
+/// The made-up process the untraced tasks of scheduling events are
+/// shown in: the largest pid Linux can give (pid_max is at most 2^22).
+pub const OTHER_TASKS_PID: u32 = (1 << 22) - 1;
 
 /// What a file shows of the log: a time window and some processes.
 #[derive(Clone, Debug, Default)]
@@ -250,6 +255,10 @@ struct Out {
     busy_zero: HashMap<(usize, u32), Option<u64>>,
     /// Lanes of other slice tracks, by parent and name.
     lanes: HashMap<(TrackId, &'static str), LaneSet>,
+    /// The "other tasks" group of each host, and the untraced threads
+    /// declared in it (see [`Scene::other_task`]).
+    other_groups: HashMap<usize, TrackId>,
+    other_tids: HashSet<u32>,
 }
 
 impl Out {
@@ -666,6 +675,12 @@ impl<'s> Scene<'s> {
             Record::SchedSwitch(r) => {
                 self.stats.sched_events += 1;
                 self.stats.saw(r.ts);
+                if r.traced & sched::PREV == 0 {
+                    self.other_task(enc, r.prev_tid, f.str(r.prev_comm))?;
+                }
+                if r.traced & sched::NEXT == 0 {
+                    self.other_task(enc, r.next_tid, f.str(r.next_comm))?;
+                }
                 self.join_cpu_chain(enc, f, &r)?;
                 enc.sched_switch(&SwitchEvent {
                     ts: r.ts,
@@ -682,6 +697,9 @@ impl<'s> Scene<'s> {
             Record::SchedWake(r) if r.op == WakeOp::Waking => {
                 self.stats.sched_events += 1;
                 self.stats.saw(r.ts);
+                if r.traced & sched::WAKER == 0 {
+                    self.other_task(enc, r.waker_tid, b"")?;
+                }
                 enc.sched_waking(&WakingEvent {
                     ts: r.ts,
                     cpu: r.cpu,
@@ -716,6 +734,36 @@ impl<'s> Scene<'s> {
             }
         }
         Ok(())
+    }
+
+    /// An untraced task that a context switch or a wake-up names: its
+    /// thread goes in one group per host, "other tasks (not traced)", last,
+    /// instead of a top-level row per kernel thread and per other program.
+    fn other_task<E: Encoder>(&mut self, enc: &mut E, tid: u32, comm: &[u8]) -> io::Result<()> {
+        if local_pid(tid) == 0 || !self.out.other_tids.insert(tid) {
+            return Ok(());
+        }
+        let host = host_of(tid);
+        let pid = global_pid(host, OTHER_TASKS_PID);
+        let group = match self.out.other_groups.get(&host) {
+            Some(&g) => g,
+            None => {
+                let id = self.out.id();
+                let name = match self.run.host_label(host) {
+                    Some(h) => format!("{h} · other tasks (not traced)"),
+                    None => "other tasks (not traced)".to_string(),
+                };
+                let desc = ProcessDesc { pid, parent_pid: None, cmdline: &[], start_ts: None };
+                let kind = TrackKind::Process(desc);
+                enc.track(&Track { id, parent: None, name: &name, rank: OTHER_TASKS_RANK, kind })?;
+                self.out.other_groups.insert(host, id);
+                id
+            }
+        };
+        let id = self.out.id();
+        let name = String::from_utf8_lossy(comm);
+        let kind = TrackKind::Thread { pid, tid };
+        enc.track(&Track { id, parent: Some(group), name: &name, rank: 0, kind })
     }
 
     /// Only switches with a traced side are recorded, so on a CPU the task

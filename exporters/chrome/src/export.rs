@@ -176,7 +176,9 @@ impl<W: Write> Encoder for ChromeEncoder<W> {
                 Out::Process { pid: p.pid }
             }
             TrackKind::Thread { pid, tid } => {
-                self.sink.meta_name(pid, tid, "thread_name", t.name)?;
+                if !t.name.is_empty() {
+                    self.sink.meta_name(pid, tid, "thread_name", t.name)?;
+                }
                 self.sink.meta_sort(pid, tid, "thread_sort_index", i64::from(t.rank))?;
                 Out::Thread { pid, tid }
             }

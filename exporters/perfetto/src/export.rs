@@ -377,7 +377,8 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
                 d.thread = Some(ThreadDescriptor {
                     pid: Some(local_pid(pid) as i32),
                     tid: Some(i64::from(local_pid(tid))),
-                    thread_name: Some(t.name.to_string()),
+                    // An untraced waker's name is not known: its switches name it.
+                    thread_name: (!t.name.is_empty()).then(|| t.name.to_string()),
                 });
             }
             TrackKind::Group | TrackKind::Slices => {
