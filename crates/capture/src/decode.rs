@@ -267,11 +267,10 @@ pub struct KernelDecoder {
     file_buf: Reused<ev_file>,
     /// `--path`: only file events on paths under this prefix are kept.
     path_filter: Option<Vec<u8>>,
-    /// Without root: block requests of processes not traced keep their
-    /// disk, sector and size but not who issued them (another user's I/O).
+    /// Without root: block requests of processes not traced (kernel
+    /// threads aside) keep their disk, sector and size but not who issued
+    /// them (another user's I/O).
     hide_others_block: bool,
-    /// With `hide_others_block`: the processes seen in traced events.
-    traced_seen: rustc_hash::FxHashSet<u32>,
     pub stats: DecodeStats,
 }
 
@@ -500,9 +499,6 @@ impl KernelDecoder {
             }
         }
         self.stats.records += 1;
-        if self.hide_others_block && kind != ev_kind::EV_BLOCK && kind != ev_kind::EV_SCHED {
-            self.traced_seen.insert(h.pid);
-        }
         match kind {
             ev_kind::EV_IO => {
                 let e: ev_io = read(data);
@@ -858,7 +854,7 @@ impl KernelDecoder {
             ev_kind::EV_BLOCK => {
                 let e: ev_block = read(data);
                 let mut b = block_record(&e, enc);
-                if self.hide_others_block && b.cause_ts == 0 && !self.traced_seen.contains(&b.pid) {
+                if self.hide_others_block && b.flags & (blk::TRACED | blk::KTHREAD) == 0 {
                     (b.pid, b.tid, b.comm) = (0, 0, enc.intern(b""));
                     self.stats.block_hidden += 1;
                 }

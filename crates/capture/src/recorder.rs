@@ -509,15 +509,7 @@ fn wait_attached(
     progress: &mut Option<ProgressFn>,
 ) -> String {
     let (mut last, mut last_check) = (Instant::now(), Instant::now());
-    let report = |p: &mut ProgressFn| {
-        p(&Progress {
-            elapsed: started.elapsed(),
-            records: shared.records.load(Ordering::Relaxed),
-            lost: shared.lost.load(Ordering::Relaxed),
-            log_bytes: shared.log_bytes.load(Ordering::Relaxed),
-            write_error: shared.write_error.lock().unwrap().clone(),
-        })
-    };
+    let report = |p: &mut ProgressFn| p(&progress_now(shared, started));
     let why = loop {
         if shared.abort.load(Ordering::Relaxed) {
             break "stopped by a signal; the traced processes go on untouched".to_string();
@@ -560,18 +552,21 @@ fn human_duration(d: Duration) -> String {
     }
 }
 
+/// Where the recording stands, for the progress line.
+fn progress_now(shared: &Shared, started: Instant) -> Progress {
+    Progress {
+        elapsed: started.elapsed(),
+        records: shared.records.load(Ordering::Relaxed),
+        lost: shared.lost.load(Ordering::Relaxed),
+        log_bytes: shared.log_bytes.load(Ordering::Relaxed),
+        write_error: shared.write_error.lock().unwrap().clone(),
+    }
+}
+
 /// Waits for the command; `None` when a second interrupt asked to stop now.
 fn wait_child(pid: i32, shared: &Shared, started: Instant, progress: &mut Option<ProgressFn>) -> Option<i32> {
     let mut last = Instant::now();
-    let report = |p: &mut ProgressFn| {
-        p(&Progress {
-            elapsed: started.elapsed(),
-            records: shared.records.load(Ordering::Relaxed),
-            lost: shared.lost.load(Ordering::Relaxed),
-            log_bytes: shared.log_bytes.load(Ordering::Relaxed),
-            write_error: shared.write_error.lock().unwrap().clone(),
-        })
-    };
+    let report = |p: &mut ProgressFn| p(&progress_now(shared, started));
     loop {
         let mut status = 0;
         // SAFETY: reaping our own child.

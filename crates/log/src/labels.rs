@@ -242,31 +242,42 @@ pub fn disk(name: &[u8], dev: u32) -> String {
 }
 
 /// Which disk a block request is on, as a dense index in order of first
-/// sight: by `dev`, or by name when `dev` is 0, as imports know disks only
-/// by name and write dev 0 for all of them.
+/// sight: by host and `dev`, or by host and name when `dev` is 0, as
+/// imports know disks only by name and write dev 0 for all of them. (A
+/// merged log's hosts each have their own `vda`.)
 #[derive(Clone, Debug, Default)]
 pub struct DiskIds {
-    by_dev: HashMap<u32, usize>,
-    by_name: HashMap<Vec<u8>, usize>,
+    by_dev: HashMap<(usize, u32), usize>,
+    by_name: HashMap<(usize, Vec<u8>), usize>,
 }
 
 impl DiskIds {
     pub fn get(&self, dev: u32, name: &[u8]) -> Option<usize> {
+        self.get_on(0, dev, name)
+    }
+
+    /// On host `host` of a merged log (0 otherwise).
+    pub fn get_on(&self, host: usize, dev: u32, name: &[u8]) -> Option<usize> {
         match dev {
-            0 => self.by_name.get(name).copied(),
-            d => self.by_dev.get(&d).copied(),
+            0 => self.by_name.get(&(host, name.to_vec())).copied(),
+            d => self.by_dev.get(&(host, d)).copied(),
         }
     }
 
     /// The disk's index, and whether it is new.
     pub fn id(&mut self, dev: u32, name: &[u8]) -> (usize, bool) {
-        if let Some(i) = self.get(dev, name) {
+        self.id_on(0, dev, name)
+    }
+
+    /// The same on host `host` of a merged log.
+    pub fn id_on(&mut self, host: usize, dev: u32, name: &[u8]) -> (usize, bool) {
+        if let Some(i) = self.get_on(host, dev, name) {
             return (i, false);
         }
         let i = self.len();
         match dev {
-            0 => self.by_name.insert(name.to_vec(), i),
-            d => self.by_dev.insert(d, i),
+            0 => self.by_name.insert((host, name.to_vec()), i),
+            d => self.by_dev.insert((host, d), i),
         };
         (i, true)
     }
@@ -413,6 +424,11 @@ mod tests {
         assert_eq!(ids.id(0, b"sda"), (1, false));
         assert_eq!(ids.get(0, b"sdc"), None);
         assert_eq!(ids.len(), 3);
+        // A merged log: another host's vda (the same dev) is another disk.
+        assert_eq!(ids.id_on(1, 254 << 20, b"vda"), (3, true));
+        assert_eq!(ids.id_on(1, 0, b"sda"), (4, true));
+        assert_eq!(ids.id_on(0, 254 << 20, b"vda"), (0, false));
+        assert_eq!(ids.get_on(1, 254 << 20, b"vda"), Some(3));
     }
 
     #[test]

@@ -289,13 +289,7 @@ impl OverviewAgg {
         }
         let name = f.str(b.disk);
         let host = host_of(b.pid);
-        let (d, new) = if host == 0 {
-            self.disk_ids.id(b.dev, name)
-        } else {
-            let mut key = format!("{host}\u{1}").into_bytes();
-            key.extend_from_slice(name);
-            self.disk_ids.id(b.dev, &key)
-        };
+        let (d, new) = self.disk_ids.id_on(host, b.dev, name);
         if new {
             self.disks.push((labels::disk(name, b.dev), host, vec![DiskAgg::default(); self.grid.n]));
         }

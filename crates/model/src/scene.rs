@@ -930,14 +930,8 @@ impl<'s> Scene<'s> {
     fn disk_index(&mut self, f: &Frame<'_>, b: &Block) -> usize {
         let name = f.str(b.disk);
         let host = host_of(b.pid);
-        let (d, new) = if host == 0 {
-            self.disk_ids.id(b.dev, name)
-        } else {
-            // Another host's disk of the same name and number is another disk.
-            let mut key = format!("{host}\u{1}").into_bytes();
-            key.extend_from_slice(name);
-            self.disk_ids.id(b.dev, &key)
-        };
+        // Another host's disk of the same name and number is another disk.
+        let (d, new) = self.disk_ids.id_on(host, b.dev, name);
         if new {
             self.disks.push(Disk { host, dev: b.dev, name: name.to_vec(), counters: DiskCounters::default() });
         }

@@ -620,9 +620,13 @@ impl Stats {
                 }
             }
             Record::Block(b) => {
-                let (i, new) = self.disk_ids.id(b.dev, f.str(b.disk));
+                let host = host_of(b.pid);
+                let (i, new) = self.disk_ids.id_on(host, b.dev, f.str(b.disk));
                 if new {
-                    let name = f.str_lossy(b.disk).into_owned();
+                    let name = match self.header.hosts.get(host) {
+                        Some(h) => format!("{} · {}", h.name, f.str_lossy(b.disk)),
+                        None => f.str_lossy(b.disk).into_owned(),
+                    };
                     self.disks.push(DiskStats { dev: b.dev, name, ..Default::default() });
                 }
                 self.disks[i].block.add(&b);
