@@ -690,6 +690,10 @@ impl Stats {
             return;
         }
         let idle = self.network.len() - busy.len();
+        if busy.is_empty() {
+            let _ = writeln!(o, "\nnetwork: no traffic on the {idle} interfaces sampled");
+            return;
+        }
         let _ = writeln!(
             o,
             "\nnetwork (from the sampled counters{}):",
