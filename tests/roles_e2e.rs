@@ -78,4 +78,13 @@ fn a_trainer_and_its_workers_read_at_a_glance() {
     assert!(rows[6].is_empty(), "threads without a name: {:?}", rows[6]);
     assert_eq!(rows[7], vec![vec!["whole run".to_string()]]);
     assert!(rows[8].is_empty(), "threads in no process: {:?}", rows[8]);
+    // `stats` names the processes as the trace does.
+    let out = mltrace(&["stats", "--json", log.to_str().unwrap()], Path::new("."));
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v["processes"].as_array().unwrap().iter().filter_map(|p| p["trace_name"].as_str()).collect();
+    let mut workers: Vec<&str> = names.iter().copied().filter(|n| n.starts_with("DataLoader worker")).collect();
+    workers.sort();
+    assert_eq!(workers, (0..4).map(|i| format!("DataLoader worker {i}")).collect::<Vec<_>>(), "{names:?}");
+    assert!(names.contains(&"python3 loader.py"), "{names:?}");
 }

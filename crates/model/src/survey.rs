@@ -126,13 +126,16 @@ pub fn epochs_of(phases: &[PhaseInfo]) -> Vec<(u64, u64, String)> {
         .iter()
         .filter(|p| p.kind == PhaseKind::Epoch)
         .enumerate()
-        .map(|(i, p)| {
-            let digits: String =
-                p.name.chars().skip_while(|c| !c.is_ascii_digit()).take_while(|c| c.is_ascii_digit()).collect();
-            let n = if digits.is_empty() { (i + 1).to_string() } else { digits };
-            (p.ts, p.ts + p.dur, format!("epoch {n}"))
-        })
+        .map(|(i, p)| (p.ts, p.ts + p.dur, epoch_label(i, &p.name)))
         .collect()
+}
+
+/// How a respawned worker's name says its epoch (`epoch 3`): the number in
+/// the phase's name, else its place (`i`, from 0) among the epochs.
+pub fn epoch_label(i: usize, phase: &str) -> String {
+    let digits: String = phase.chars().skip_while(|c| !c.is_ascii_digit()).take_while(|c| c.is_ascii_digit()).collect();
+    let n = if digits.is_empty() { (i + 1).to_string() } else { digits };
+    format!("epoch {n}")
 }
 
 /// Output events one record makes in the detail view (a slice per

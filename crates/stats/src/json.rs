@@ -119,6 +119,7 @@ impl Stats {
                     "pid": p.pid,
                     "parent": if p.parent == 0 { Value::Null } else { Value::from(p.parent) },
                     "name": p.name,
+                    "trace_name": p.trace_name,
                     "threads": p.threads,
                     "exit_status": p.exit_status,
                     "reads": p.reads.count,

@@ -128,9 +128,17 @@ pub struct ProcStats {
     /// Forked and never exec'd another program (or exec'd Python's
     /// multiprocessing spawn): a data loader when its parent is the trainer.
     pub loader: bool,
+    /// What the trace calls it (`DataLoader worker 2 (epoch 3)`), from the
+    /// model's reading of the same records; `None` before the log is read.
+    pub trace_name: Option<String>,
 }
 
 impl ProcStats {
+    /// Its name in tables: the trace's, so `stats` and the trace agree.
+    pub fn label(&self) -> &str {
+        self.trace_name.as_deref().unwrap_or(&self.name)
+    }
+
     /// Distinct files (regular files, directories, devices) opened, read,
     /// written or mapped for data.
     pub fn files_touched(&self) -> usize {
@@ -243,6 +251,10 @@ pub struct Stats {
     /// block request completing, another thread's final counts) still
     /// belong to them.
     exited: HashSet<u32>,
+    /// The model's reading of the processes (incarnations, roles, names),
+    /// fed the same records: see [`Stats::name_as_the_trace`].
+    tracker: mltrace_model::procs::ProcTracker,
+    roles: mltrace_model::procs::Procs,
     pub files: HashMap<String, FileStats>,
     pub lost: Vec<(LostKind, u64)>,
     pub disks: Vec<DiskStats>,
@@ -365,6 +377,9 @@ impl Stats {
 
     pub fn add(&mut self, f: &Frame<'_>, rec: &Record) {
         self.records += 1;
+        if let Some(i) = self.tracker.observe(rec) {
+            self.roles.note(f, rec, i, &self.tracker);
+        }
         let mapped = self.maps.apply(f, rec);
         let ts = rec.ts();
         self.first_ts = Some(self.first_ts.map_or(ts, |t| t.min(ts)));
@@ -677,10 +692,32 @@ impl Stats {
         if let Some(end) = s.last_ts {
             s.sched.finish(end);
         }
+        s.name_as_the_trace();
         let header = reader.header().clone();
         s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&header)).collect();
         s.trailer = reader.trailer().cloned();
         Ok(s)
+    }
+
+    /// Gives each process the name the trace gives it (the model's roles),
+    /// matching its incarnation by pid and fork time.
+    pub fn name_as_the_trace(&mut self) {
+        let mut roles = std::mem::take(&mut self.roles);
+        let epochs: Vec<(u64, u64, String)> = (self.epochs.iter().enumerate())
+            .map(|(i, (a, b, name))| (*a, *b, mltrace_model::survey::epoch_label(i, name)))
+            .collect();
+        roles.finish(&self.header, &self.tracker, &epochs);
+        let mut by_pid: HashMap<u32, Vec<&mltrace_model::procs::ProcInfo>> = HashMap::default();
+        for info in roles.list.iter().filter(|i| i.seen) {
+            by_pid.entry(info.pid).or_default().push(info);
+        }
+        for p in &mut self.processes {
+            let Some(all) = by_pid.get(&p.pid) else { continue };
+            let same_fork = all.iter().find(|i| i.forked && Some(i.first_ts) == p.started);
+            let info = same_fork.or_else(|| all.iter().find(|i| !i.forked)).unwrap_or(&all[0]);
+            p.trace_name = Some(info.name.clone());
+        }
+        self.roles = roles;
     }
 
     /// Traffic per interface and RDMA port (idle ones counted, not listed).
@@ -760,7 +797,7 @@ impl Stats {
             .filter_map(|(p, _, c)| match c {
                 Check::Mismatch(d) => Some(format!(
                     "{} [{}]: the kernel's I/O counts differ from the trace: {}",
-                    p.name,
+                    p.label(),
                     p.pid,
                     d.join("; ")
                 )),
@@ -892,7 +929,7 @@ impl Stats {
         };
         let mut rows = vec![head("process")];
         for p in &self.processes {
-            rows.push(row(format!("{} [{}]", p.name, p.pid), p.reads.bytes, &p.cache));
+            rows.push(row(format!("{} [{}]", p.label(), p.pid), p.reads.bytes, &p.cache));
         }
         o.push_str(&table(&rows));
         let files = self.top_storage_files(top);
@@ -936,7 +973,7 @@ impl Stats {
             let na = || "-".to_string();
             let by = k.have & acct::BYTES != 0;
             rows.push(vec![
-                p.name.clone(),
+                p.label().to_string(),
                 p.pid.to_string(),
                 if chars { versus(c_.syscr, t.syscr_min, t.syscr_max) } else { na() },
                 if chars { versus_bytes(c_.rchar, t.rchar) } else { na() },
@@ -1062,7 +1099,7 @@ impl Stats {
         .collect::<Vec<_>>()];
         for p in &self.processes {
             rows.push(vec![
-                p.name.clone(),
+                p.label().to_string(),
                 self.pid_label(p.pid),
                 p.reads.count.to_string(),
                 bytes(p.reads.bytes),
@@ -1120,7 +1157,7 @@ impl Stats {
             let _ = writeln!(o, "\nblock I/O by who started it:");
             let mut rows = vec![block_header("process")];
             for p in self.processes.iter().filter(|p| p.block.requests > 0) {
-                rows.push(block_row(format!("{} [{}]", p.name, p.pid), &p.block));
+                rows.push(block_row(format!("{} [{}]", p.label(), p.pid), &p.block));
             }
             for (who, b) in &self.block_others {
                 rows.push(block_row(format!("{who} (not traced)"), b));

@@ -42,7 +42,7 @@ impl Stats {
         for p in self.processes.iter().filter(|p| p.maps.any()) {
             let m = &p.maps;
             rows.push(vec![
-                format!("{} [{}]", p.name, p.pid),
+                format!("{} [{}]", p.label(), p.pid),
                 m.data.calls.to_string(),
                 bytes(m.mapped_bytes()),
                 bytes(m.inherited_bytes),
