@@ -84,24 +84,29 @@ fn read_twice(extra: &[&str]) {
             _ => other += c.bytes,
         }
     }
-    assert_eq!((during_reads, other), (size, 0), "every page once, inside reads");
+    // Every page once, inside reads; a loaded machine may evict a few of
+    // them before the second pass reads them again (seen once in a full
+    // suite run: 8 pages), which the kernel then counts too.
+    assert_eq!(other, 0, "inside reads");
+    assert!((size..size + MIB).contains(&during_reads), "every page once: {during_reads}");
     let fj = file(&run, &f);
     assert_eq!(fj["read_bytes"].as_u64(), Some(2 * size));
-    assert_eq!(fj["storage_read_bytes"].as_u64(), Some(size));
-    assert_eq!(fj["page_cache"]["hit_ratio"].as_f64(), Some(0.5));
+    assert_eq!(fj["storage_read_bytes"].as_u64(), Some(during_reads));
+    let hit = fj["page_cache"]["hit_ratio"].as_f64().unwrap();
+    assert!((hit - (1.0 - during_reads as f64 / (2 * size) as f64)).abs() < 1e-9 && hit > 0.48, "hit {hit}");
     let p = process(&run);
     let storage = p["storage_read_bytes"].as_u64().unwrap();
     assert!((size..size + MIB).contains(&storage), "the process: {storage} (its program's pages too)");
     // The kernel's own count of bytes it read from storage for the process agrees.
     let kernel = p["kernel"]["read_bytes"].as_u64().unwrap();
     assert!(kernel.abs_diff(storage) <= MIB, "kernel read_bytes {kernel}, traced storage {storage}");
-    trace_shows_both_rates(tmp.path(), &run, &f, storage);
+    trace_shows_both_rates(tmp.path(), &run, &f, storage, during_reads);
 }
 
 /// In the trace: the process's "read" and "read from storage" rates add
 /// up to what it read and what came from storage, and the file's opens
 /// carry the run's totals for it.
-fn trace_shows_both_rates(dir: &Path, run: &Run, f: &Path, storage: u64) {
+fn trace_shows_both_rates(dir: &Path, run: &Run, f: &Path, storage: u64, file_storage: u64) {
     let Some(tp) = perfetto_tp() else { return };
     let trace = dir.join("twice.perfetto-trace");
     let out = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir);
@@ -127,12 +132,13 @@ fn trace_shows_both_rates(dir: &Path, run: &Run, f: &Path, storage: u64) {
     assert_eq!(got[1].0, "read from storage");
     assert!(got[1].1.abs_diff(storage) < 1024, "{got:?} vs {storage}");
     let args: Vec<(String, String)> = r[1].iter().map(|row| (row[0].clone(), row[1].clone())).collect();
+    let hit: f64 = args[0].1.trim_end_matches('%').parse().unwrap_or(-1.0);
+    assert!(args[0].0 == "debug.file: page cache hit (run)" && (hit - 50.0).abs() <= 1.0, "{args:?}");
     assert_eq!(
-        args,
+        args[1..],
         vec![
-            ("debug.file: page cache hit (run)".to_string(), "50%".to_string()),
             ("debug.file: read by calls (run)".to_string(), (2 * 32 * MIB).to_string()),
-            ("debug.file: read from storage (run)".to_string(), (32 * MIB).to_string()),
+            ("debug.file: read from storage (run)".to_string(), file_storage.to_string()),
         ]
     );
 }
