@@ -606,7 +606,7 @@ impl R<'_> {
     #[inline(always)]
     fn pid(&mut self, tid: u32, f: usize) -> Result<u32, Bad> {
         let d = self.i(f)?;
-        u32::try_from(i64::from(tid) - d).map_err(|_| Bad::Range(f as u8))
+        i64::from(tid).checked_sub(d).and_then(|p| u32::try_from(p).ok()).ok_or(Bad::Range(f as u8))
     }
     /// A priority stored as its distance from 120 (nice 0).
     #[inline(always)]
@@ -936,7 +936,8 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
             let ret = (requested as i64).wrapping_sub(r.i(11)?);
             r.prev.offset_end = offset.wrapping_add(ret.max(0) as u64);
             let user_data = r.u(12)?;
-            let complete_tid = u32::try_from(i64::from(tid) + r.i(13)?).map_err(|_| Bad::Range(13))?;
+            let complete_tid =
+                i64::from(tid).checked_add(r.i(13)?).and_then(|t| u32::try_from(t).ok()).ok_or(Bad::Range(13))?;
             let flags = r.u8(14)?;
             Record::IoUring(IoUring {
                 ts,
@@ -1022,7 +1023,8 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
             let ts = r.ts(0)?;
             let op = WakeOp::from_u8(r.u8(1)?);
             let cpu = r.u32(2)?;
-            let target_cpu = u32::try_from(i64::from(cpu) + r.i(3)?).map_err(|_| Bad::Range(3))?;
+            let target_cpu =
+                i64::from(cpu).checked_add(r.i(3)?).and_then(|c| u32::try_from(c).ok()).ok_or(Bad::Range(3))?;
             let (pid, tid) = r.ids(4, 5)?;
             let comm = r.s(6)?;
             let prio = r.prio(7)?;
