@@ -236,6 +236,11 @@ fn merge_two_hosts_into_one_trace() {
         serde_json::from_slice(&ok(&mltrace(&["stats", "--json", "job.bin"], d)).stdout).unwrap();
     let hosts = s["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 2);
+    // One command on every node: the job's command.
+    assert_eq!(
+        s["command"],
+        serde_json::json!(["sh", "-c", "head -c 65536 /dev/zero > data; cat data > /dev/null; sleep 0.3"])
+    );
     let one: serde_json::Value =
         serde_json::from_slice(&ok(&mltrace(&["stats", "--json", "nodeB.bin"], d)).stdout).unwrap();
     let sum = |v: &serde_json::Value, k: &str| -> u64 {

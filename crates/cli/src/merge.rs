@@ -263,7 +263,13 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     header.clock = inputs[clock_of].header.clock.clone();
     header.source = "merge".into();
     header.mltrace_version = mltrace_log::VERSION.into();
-    header.command = inputs.iter().flat_map(|i| i.header.command.first().cloned()).collect();
+    // One job runs one command on every node; else each host's, named.
+    header.command = if inputs.iter().all(|i| i.header.command == inputs[0].header.command) {
+        inputs[0].header.command.clone()
+    } else {
+        let each = hosts.iter().zip(&inputs).map(|(h, i)| format!("{}: {}", h.name, i.header.command.join(" ")));
+        vec![each.collect::<Vec<_>>().join("; ")]
+    };
     header.diskstats = None;
     header.hosts = hosts.clone();
 

@@ -42,9 +42,9 @@ pub fn describe_ts(header: &Header, ts: u64) -> String {
     let nanos = wall.rem_euclid(1_000_000_000) as u32;
     match chrono::DateTime::from_timestamp(secs, nanos) {
         Some(t) if a.realtime_ns != 0 => {
-            format!("+{rel:.3} s ({})", t.format("%Y-%m-%d %H:%M:%S%.3f UTC"))
+            format!("{rel:+.3} s ({})", t.format("%Y-%m-%d %H:%M:%S%.3f UTC"))
         }
-        _ => format!("+{rel:.3} s"),
+        _ => format!("{rel:+.3} s"),
     }
 }
 
