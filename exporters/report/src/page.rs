@@ -212,7 +212,11 @@ fn proc_label(r: &Report, idx: ProcIdx) -> String {
     if name.chars().count() > 30 {
         name = name.chars().take(29).collect::<String>() + "…";
     }
-    format!("{name} [{}]", p.pid)
+    // A merged log's pid carries its host: shown as host:pid.
+    match r.survey.host_label(mltrace_log::host_of(p.pid)) {
+        Some(h) if r.survey.header.is_merged() => format!("{name} [{h}:{}]", mltrace_log::local_pid(p.pid)),
+        _ => format!("{name} [{}]", p.pid),
+    }
 }
 
 /// A process's per-interval values of `f`.
@@ -356,7 +360,9 @@ fn facts(r: &Report, o: &mut String) {
     }
     let source = if imported { "imported from older traces (mltrace import)" } else { "mltrace record" };
     row("log", format!("{} ({source})", esc(&r.log.display().to_string())));
-    if !h.host.is_empty() {
+    if h.is_merged() {
+        row("hosts", format!("{} (merged; processes are shown as host:pid)", esc(&h.host_names().join(", "))));
+    } else if !h.host.is_empty() {
         row("host", format!("{} (kernel {}, {} CPUs)", esc(&h.host), esc(&h.kernel), h.cpu_count));
     }
     let (start, end) = (r.survey.start(), r.survey.end());
