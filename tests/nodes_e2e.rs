@@ -257,6 +257,11 @@ fn merge_two_hosts_into_one_trace() {
     assert!(s["processes"].as_array().unwrap().iter().any(|p| p["host"] == "nodeB"));
     let text = String::from_utf8_lossy(&ok(&mltrace(&["stats", "job.bin"], d)).stdout).into_owned();
     assert!(text.contains("hosts (2;") && text.contains("nodeB:"), "{text}");
+    // The report too: its hosts, and processes as host:pid.
+    ok(&mltrace(&["report", "job.bin", "-o", "job.html"], d));
+    let html = std::fs::read_to_string(d.join("job.html")).unwrap();
+    assert!(html.contains("nodeA, nodeB (merged; processes are shown as host:pid)"));
+    assert!(html.contains("[nodeA:") && html.contains("[nodeB:"));
 
     // Refusals, and no log left behind.
     let o = mltrace(&["merge", "nodeA.bin", "nodeA.bin", "-o", "twice.bin"], d);
