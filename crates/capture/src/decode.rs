@@ -610,12 +610,16 @@ impl KernelDecoder {
                 if e.trunc & TR_UNREADABLE != 0 {
                     trunc |= mltrace_log::trunc::UNREADABLE;
                 }
+                // Most often the file is named by the very path passed: one id.
+                let mut same_as_passed = false;
                 let (abs, kind) = if e.ret >= 0 {
                     match self.files.lookup(e.file, enc) {
                         Some((id, kind)) => {
-                            if self.files.path(e.file).is_some_and(|p| p.starts_with(b"...")) {
+                            let name = self.files.path(e.file);
+                            if name.is_some_and(|p| p.starts_with(b"...")) {
                                 trunc |= mltrace_log::trunc::ABS;
                             }
+                            same_as_passed = name == Some(passed);
                             (id, kind)
                         }
                         None => {
@@ -644,8 +648,7 @@ impl KernelDecoder {
                 if e.ret >= 0 && !self.keeps(e.file) {
                     return;
                 }
-                // Most often the file is named by the very path passed.
-                let path = if e.ret >= 0 && self.files.path(e.file) == Some(passed) { abs } else { enc.intern(passed) };
+                let path = if same_as_passed { abs } else { enc.intern(passed) };
                 enc.push(&Record::Open(Open {
                     ts: h.ts,
                     dur: e.dur,
