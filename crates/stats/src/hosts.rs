@@ -30,6 +30,15 @@ impl Stats {
         }
     }
 
+    /// A machine-wide thing of host `host` (a counter group, a GPU, a
+    /// disk): `nodeB · GPU 0 (...)` in a merged log, as is otherwise.
+    pub(crate) fn on_host<'a>(&self, host: usize, name: std::borrow::Cow<'a, str>) -> std::borrow::Cow<'a, str> {
+        match self.header.hosts.get(host) {
+            Some(h) => format!("{} · {name}", h.name).into(),
+            None => name,
+        }
+    }
+
     /// Totals per host, by host number (empty for a log of one host).
     pub fn host_totals(&self) -> Vec<HostTotals> {
         let mut t = vec![HostTotals::default(); self.header.hosts.len()];

@@ -547,10 +547,7 @@ impl Stats {
                 }
                 if machine && summarised(&group, &name) {
                     // A merged log's hosts each have their CPU, memory, GPUs.
-                    let group = match self.header.hosts.get(host_of(c.pid)) {
-                        Some(h) => format!("{} · {group}", h.name),
-                        None => group.into_owned(),
-                    };
+                    let group = self.on_host(host_of(c.pid), group).into_owned();
                     let key = (group, name.into_owned(), c.unit);
                     match self.utilisation.iter_mut().find(|(k, _)| *k == key) {
                         Some((_, (sum, n, max))) => {
@@ -568,10 +565,7 @@ impl Stats {
             }
             Record::Phase(_) | Record::Mark(_) => {}
             Record::GpuEvent(e) => {
-                let gpu = match self.header.hosts.get(host_of(e.pid)) {
-                    Some(h) => format!("{} · {}", h.name, f.str_lossy(e.group)).into(),
-                    None => f.str_lossy(e.group),
-                };
+                let gpu = self.on_host(host_of(e.pid), f.str_lossy(e.group));
                 match self.gpu_events.iter_mut().find(|(g, k, _)| *g == gpu && *k == e.kind) {
                     Some((_, _, n)) => *n += 1,
                     None => self.gpu_events.push((gpu.into_owned(), e.kind, 1)),
@@ -638,10 +632,7 @@ impl Stats {
                 let host = host_of(b.pid);
                 let (i, new) = self.disk_ids.id_on(host, b.dev, f.str(b.disk));
                 if new {
-                    let name = match self.header.hosts.get(host) {
-                        Some(h) => format!("{} · {}", h.name, f.str_lossy(b.disk)),
-                        None => f.str_lossy(b.disk).into_owned(),
-                    };
+                    let name = self.on_host(host, f.str_lossy(b.disk)).into_owned();
                     self.disks.push(DiskStats { dev: b.dev, name, ..Default::default() });
                 }
                 self.disks[i].block.add(&b);
