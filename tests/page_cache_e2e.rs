@@ -233,3 +233,53 @@ fn a_file_mapped_through_an_inherited_fd_is_named_from_proc() {
     assert!(faults >= 16 * MIB * 95 / 100, "{faults}");
     assert_eq!(file(&run, &f)["storage_read_bytes"].as_u64(), Some(faults));
 }
+
+/// Records `sh -c 'write a file, read it'` in a mount namespace of its own
+/// where tracefs is not mounted, `prefix` (setpriv ...) before mltrace.
+fn record_without_tracefs(dir: &Path, prefix: &str) -> (String, Vec<Rec>) {
+    let log = dir.join("no-tracefs.bin");
+    let data = dir.join("written.bin");
+    let script = format!(
+        "umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug/tracing 2>/dev/null; \
+         test -e /sys/kernel/tracing/events && exit 99; \
+         exec {prefix} {} record -q -f --gpu off -o {} -- sh -c 'head -c 2097152 /dev/zero > {}; cat {} > /dev/null'",
+        mltrace_bin().display(),
+        log.display(),
+        data.display(),
+        data.display()
+    );
+    let out =
+        Command::new("unshare").args(["--mount", "--propagation", "private", "sh", "-c", &script]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    (stderr, read_log(&log))
+}
+
+#[test]
+fn tracefs_is_mounted_when_missing_and_its_probes_are_left_out_when_it_cannot_be() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let pages = |recs: &[Rec]| recs.iter().filter(|r| matches!(r.rec, Record::PageCache(_))).count();
+    let reads = |recs: &[Rec]| recs.iter().filter(|r| matches!(&r.rec, Record::Io(x) if !x.op.is_write())).count();
+
+    // Root: mltrace mounts it (in this namespace only) and says so.
+    let (stderr, recs) = record_without_tracefs(tmp.path(), "");
+    assert!(stderr.contains("tracefs was not mounted; mounted it at /sys/kernel/tracing"), "{stderr}");
+    assert!(pages(&recs) > 0, "the written file's pages are recorded: {stderr}");
+
+    // Without CAP_SYS_ADMIN it cannot mount it: the rest is recorded, and
+    // what needs tracefs is named as left out.
+    let (stderr, recs) = record_without_tracefs(tmp.path(), "setpriv --bounding-set=-sys_admin --inh-caps=-sys_admin");
+    assert!(
+        stderr.contains("tracefs is not mounted and mounting it at /sys/kernel/tracing failed")
+            && stderr
+                .contains("page-cache attribution, io_uring requests and major faults' start times are not recorded"),
+        "{stderr}"
+    );
+    assert_eq!(pages(&recs), 0);
+    assert!(reads(&recs) > 0, "{stderr}");
+    // The machine's own tracefs was never touched.
+    assert!(Path::new("/sys/kernel/tracing/events").exists());
+}

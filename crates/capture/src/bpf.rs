@@ -10,6 +10,7 @@ use crate::features::{BlockRoute, FaultRoute, KernelBtf, PageCacheRoute, UringRo
 use crate::skel::types::lost;
 use crate::skel::{MltraceSkel, MltraceSkelBuilder};
 use crate::syscalls;
+use crate::system::Tracefs;
 
 pub use crate::skel::MltraceSkel as Skeleton;
 
@@ -114,9 +115,12 @@ pub struct Plan {
     pub fault_fallback: Option<String>,
     /// Why the fast route was not used although the kernel should have it.
     pub fallback: Option<String>,
-    /// Why tracefs cannot be read (without root): page cache, io_uring and
-    /// fault start times are then left out.
-    pub tracefs_denied: Option<String>,
+    /// Why tracefs cannot be used (not root, not mounted and not
+    /// mountable): page cache, io_uring and fault start times are then
+    /// left out.
+    pub tracefs_unusable: Option<String>,
+    /// Where mltrace mounted tracefs, which was not mounted.
+    pub tracefs_mounted: Option<&'static str>,
 }
 
 impl Plan {
@@ -125,12 +129,14 @@ impl Plan {
         let fast_ok = crate::system::kernel_version().is_some_and(|v| v >= (5, 11)) && kernel.available();
         let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
         let wants_tracefs = cfg.page_cache || cfg.uring || cfg.mappings;
-        let tracefs_denied = if wants_tracefs { crate::system::tracefs_denied() } else { None };
-        let tracefs = tracefs_denied.is_none();
+        let state = if wants_tracefs { crate::system::tracefs() } else { Tracefs::Ready };
+        let tracefs_mounted = if let Tracefs::MountedNow(at) = state { Some(at) } else { None };
+        let tracefs_unusable = if let Tracefs::Unusable(why) = state { Some(why) } else { None };
+        let tracefs = tracefs_unusable.is_none();
         let page_cache = if cfg.page_cache && tracefs { PageCacheRoute::choose(kernel) } else { None };
-        let uring = match (&tracefs_denied, cfg.uring) {
+        let uring = match (&tracefs_unusable, cfg.uring) {
             (_, false) => Err("turned off (--io-uring off)".to_string()),
-            (Some(why), true) => Err(format!("tracefs cannot be read ({why})")),
+            (Some(why), true) => Err(why.clone()),
             (None, true) => UringRoute::choose(kernel).map_err(str::to_string),
         };
         let sched = cfg.sched && SCHED_TRACEPOINTS.iter().all(|t| kernel.has_tracepoint(t));
@@ -148,7 +154,8 @@ impl Plan {
             faults,
             fault_fallback: None,
             fallback: None,
-            tracefs_denied,
+            tracefs_unusable,
+            tracefs_mounted,
         }
     }
 }
@@ -302,8 +309,21 @@ fn load_route<'obj>(
             .update(&0u32.to_ne_bytes(), &(cg.as_raw_fd() as u32).to_ne_bytes(), MapFlags::ANY)
             .map_err(bpf_err("setting the --cgroup filter"))?;
     }
-    skel.attach().map_err(bpf_err("attaching the programs"))?;
+    if let Err(e) = skel.attach() {
+        return Err(bpf_err(&format!("attaching the programs{}", which_fails_to_attach(&skel)))(e));
+    }
     Ok(skel)
+}
+
+/// After `attach()` failed: " (NAME, SECTION)" of the first program that
+/// fails alone, so the error says which probe this kernel refused.
+fn which_fails_to_attach(skel: &MltraceSkel<'_>) -> String {
+    skel.object()
+        .progs_mut()
+        .filter(|p| p.autoload() && !p.section().to_string_lossy().starts_with("perf_event"))
+        .find(|p| p.attach().is_err())
+        .map(|p| format!(" ({}, {})", p.name().to_string_lossy(), p.section().to_string_lossy()))
+        .unwrap_or_default()
 }
 
 /// Attaches the major-fault program to its perf events (they are not

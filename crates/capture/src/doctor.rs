@@ -179,11 +179,14 @@ pub fn run() -> Vec<Check> {
         };
         out.push(check(name, Status::Ok, format!("{}: {}", p.mechanism, p.detail)));
     }
-    if let Some(why) = &plan.tracefs_denied {
+    if let Some(at) = plan.tracefs_mounted {
+        out.push(check("tracefs", Status::Info, format!("was not mounted: mounted it at {at} (it stays mounted)")));
+    }
+    if let Some(why) = &plan.tracefs_unusable {
         out.push(check(
             "tracefs",
             Status::Absent,
-            format!("{why}: without root, no page cache, no io_uring requests, no fault start times"),
+            format!("{why}: no page cache, no io_uring requests, no fault start times"),
         ));
     } else if plan.page_cache.is_none() {
         out.push(check(

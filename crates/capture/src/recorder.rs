@@ -647,10 +647,15 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         // Slower, but everything is still recorded: say so, once.
         eprintln!("mltrace: the fast (tp_btf) probes did not load here ({why}); using raw_tp and hash maps");
     }
-    if let Some(why) = &plan.tracefs_denied {
+    if let Some(at) = plan.tracefs_mounted {
         eprintln!(
-            "mltrace: tracefs cannot be read ({why}): page-cache attribution, io_uring requests and \
-             major faults' start times are not recorded (run as root for them)"
+            "mltrace: tracefs was not mounted; mounted it at {at} (the page-cache, io_uring and fault probes need it)"
+        );
+    }
+    if let Some(why) = &plan.tracefs_unusable {
+        eprintln!(
+            "mltrace: {why}: page-cache attribution, io_uring requests and major faults' start times are not \
+             recorded"
         );
     }
     if let Err(why) = &plan.uring {

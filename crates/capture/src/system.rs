@@ -54,24 +54,63 @@ pub fn cpu_count() -> u32 {
 }
 
 /// (major, minor) of the running kernel.
-/// Why this process cannot read tracefs, where it cannot: the `tp/`
-/// programs (page cache, io_uring, fault start) need its event ids, and
-/// tracefs is root's alone (0700), whatever capabilities a binary has.
-pub fn tracefs_denied() -> Option<String> {
-    let id = "events/filemap/mm_filemap_add_to_page_cache/id";
-    let mut denied = None;
-    for dir in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
-        match std::fs::read_to_string(format!("{dir}/{id}")) {
-            Ok(_) => return None,
+/// Whether the `tp/` programs (page cache, io_uring, fault start) can
+/// find their tracepoints' ids: libbpf reads them from tracefs, which is
+/// root's alone (0700) whatever capabilities a binary has, and is not
+/// mounted in every container or minimal VM.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tracefs {
+    Ready,
+    /// It was not mounted; mltrace mounted it here (it stays mounted).
+    MountedNow(&'static str),
+    /// Why it cannot be used.
+    Unusable(String),
+}
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+pub fn tracefs() -> Tracefs {
+    match tracefs_readable() {
+        Some(Ok(())) => Tracefs::Ready,
+        Some(Err(why)) => Tracefs::Unusable(why),
+        // Not mounted where libbpf looks: mount it as `mount -t tracefs
+        // nodev /sys/kernel/tracing` would (root, or CAP_SYS_ADMIN).
+        None => match mount_tracefs() {
+            Ok(()) if tracefs_readable().is_some() => Tracefs::MountedNow(TRACEFS),
+            Ok(()) => Tracefs::Unusable(format!("tracefs mounted at {TRACEFS} but has no events")),
+            Err(e) => Tracefs::Unusable(format!("tracefs is not mounted and mounting it at {TRACEFS} failed: {e}")),
+        },
+    }
+}
+
+/// `None` when no tracefs is mounted where libbpf looks; an error when one
+/// is but this process may not read it.
+fn tracefs_readable() -> Option<Result<(), String>> {
+    let mut found = None;
+    for dir in [TRACEFS, "/sys/kernel/debug/tracing"] {
+        match std::fs::read_dir(format!("{dir}/events")) {
+            Ok(_) => return Some(Ok(())),
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                denied.get_or_insert(format!("{dir} is readable by root only"));
+                found.get_or_insert(Err(format!(
+                    "tracefs cannot be read: {dir} is readable by root only (run as root)"
+                )));
             }
-            // Not mounted there, or no such tracepoint: the plan's own
-            // checks say so.
             Err(_) => {}
         }
     }
-    denied
+    found
+}
+
+fn mount_tracefs() -> std::io::Result<()> {
+    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
+    let (src, target, fstype) = (c("nodev"), c(TRACEFS), c("tracefs"));
+    // SAFETY: all three are NUL-terminated strings that outlive the call.
+    let rc = unsafe { libc::mount(src.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 pub fn kernel_version() -> Option<(u32, u32)> {
