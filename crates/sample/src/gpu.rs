@@ -11,6 +11,7 @@
 //! does not support is left out; a device whose calls start failing stops
 //! being sampled (with a warning), and the rest of the recording goes on.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -118,6 +119,7 @@ pub struct GpuSampler {
     devices: Vec<Device>,
     names: Vec<Arc<str>>,
     proc_names: Vec<Arc<str>>,
+    traced: RecentPids,
     /// Why sampling of some device stopped, for the log's trailer.
     pub warnings: Vec<String>,
 }
@@ -215,12 +217,34 @@ pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
             devices,
             names: DEVICE_NAMES.iter().map(|n| Arc::from(*n)).collect(),
             proc_names: PROC_NAMES.iter().map(|n| Arc::from(*n)).collect(),
+            traced: RecentPids::default(),
             warnings: Vec::new(),
         }),
         note: None,
         devices: names,
         library: lib,
     })
+}
+
+/// The pids traced now or a moment ago: the driver lists a process for a
+/// while after it exits, and its last samples belong to it, not to an
+/// anonymous "pid N" track beside the GPU.
+#[derive(Default)]
+struct RecentPids(HashMap<u32, u64>);
+
+impl RecentPids {
+    const GRACE_NS: u64 = 10_000_000_000;
+
+    fn update(&mut self, ts: u64, traced: &[u32]) {
+        for &p in traced {
+            self.0.insert(p, ts);
+        }
+        self.0.retain(|_, seen| ts.saturating_sub(*seen) <= Self::GRACE_NS);
+    }
+
+    fn contains(&self, pid: u32) -> bool {
+        self.0.contains_key(&pid)
+    }
 }
 
 /// Why a metric could not be read.
@@ -243,6 +267,7 @@ impl GpuSampler {
     /// per-GPU counters go to their process, others stay with the GPU).
     /// Events (throttling, XID, ECC) go to `events`.
     pub fn sample(&mut self, ts: u64, traced: &[u32], out: &mut SampleSink, events: &mut Vec<GpuEventSample>) {
+        self.traced.update(ts, traced);
         for d in self.devices.iter_mut().filter(|d| !d.stopped) {
             let (parent, dev) = match &d.mig {
                 None => self.nvml.device_by_index(d.index).map(|dev| (None, dev)),
@@ -352,7 +377,7 @@ impl GpuSampler {
                 self.warnings.push(format!("{}: a metric failed: {e}", d.group));
             }
             let owner = |pid: u32, name: &Arc<str>| -> (u32, Arc<str>) {
-                if traced.contains(&pid) {
+                if self.traced.contains(pid) {
                     (pid, name.clone())
                 } else {
                     (0, Arc::from(format!("pid {pid} {name}")))
@@ -425,5 +450,24 @@ impl Drop for GpuSampler {
             }
             d.events.free(&self.nvml);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RecentPids;
+
+    #[test]
+    fn a_process_stays_traced_for_a_while_after_it_leaves_the_list() {
+        let s = 1_000_000_000;
+        let mut r = RecentPids::default();
+        r.update(0, &[7, 8]);
+        r.update(5 * s, &[8]);
+        assert!(r.contains(7) && r.contains(8));
+        r.update(10 * s, &[8]);
+        assert!(r.contains(7), "10 s after its last listing");
+        r.update(10 * s + 1, &[8]);
+        assert!(!r.contains(7) && r.contains(8));
+        assert!(!r.contains(9));
     }
 }
