@@ -63,6 +63,8 @@ fn a_trainer_and_its_workers_read_at_a_glance() {
             // Untraced tasks (kernel threads, mltrace's own, other programs)
             // are one group, not a top-level row each.
             "select tid from thread where tid > 0 and upid is null",
+            // Its threads, the idle pool among them, are the trainer's.
+            "select count(*) from thread t join process p using(upid) where p.name = 'python3 loader.py'",
         ],
     );
     assert!(rows[0].is_empty(), "pids shown twice: {:?}", rows[0]);
@@ -78,6 +80,8 @@ fn a_trainer_and_its_workers_read_at_a_glance() {
     assert!(rows[6].is_empty(), "threads without a name: {:?}", rows[6]);
     assert_eq!(rows[7], vec![vec!["whole run".to_string()]]);
     assert!(rows[8].is_empty(), "threads in no process: {:?}", rows[8]);
+    let threads: usize = rows[9][0][0].parse().unwrap();
+    assert!(threads >= 18, "main, the writer and 16 idle ones: {threads}");
     // `stats` names the processes as the trace does.
     let out = mltrace(&["stats", "--json", log.to_str().unwrap()], Path::new("."));
     assert!(out.status.success());

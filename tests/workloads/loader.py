@@ -1,5 +1,7 @@
 """A trainer with 4 DataLoader-style workers (forked, no exec), as
-PyTorch's DataLoader starts them, plus a shell helper and a thread."""
+PyTorch's DataLoader starts them, plus a shell helper, a thread that
+writes and a pool of idle threads (as torch's intra-op pool at import):
+more threads than get a calls track, seen only by their scheduling."""
 import multiprocessing as mp
 import os
 import subprocess
@@ -32,6 +34,13 @@ def main():
     log = threading.Thread(target=lambda: open(os.path.join(data, "log.txt"), "w").write("step\n"))
     log.start()
     log.join()
+    go = threading.Event()
+    pool = [threading.Thread(target=go.wait) for _ in range(16)]
+    for t in pool:
+        t.start()
+    go.set()
+    for t in pool:
+        t.join()
     ctx = mp.get_context("fork")
     q = ctx.Queue()
     ws = [ctx.Process(target=worker, args=(i, paths, q)) for i in range(4)]

@@ -34,6 +34,11 @@ impl ProcTracker {
         }
     }
 
+    /// The current incarnation of `pid`, if it has one (makes none).
+    pub fn known(&self, pid: u32) -> Option<ProcIdx> {
+        self.current.get(&pid).map(|&(i, _)| i)
+    }
+
     /// The incarnation a record belongs to (`None` for the machine's own
     /// records), made on first sight; a process fork of a pid whose
     /// process exited starts a new one.

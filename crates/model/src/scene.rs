@@ -199,6 +199,9 @@ struct ThreadOut {
 struct ProcOut {
     group: TrackId,
     threads: HashMap<u32, ThreadOut>,
+    /// Threads declared for their scheduling alone (no calls yet): the
+    /// track tells viewers whose thread it is; calls reuse it.
+    sched_threads: HashMap<u32, TrackId>,
     /// Threads beyond [`MAX_THREAD_TRACKS`].
     other_threads: LaneSet,
     block: LaneSet,
@@ -478,6 +481,7 @@ impl<'s> Scene<'s> {
         self.out.procs[i] = Some(ProcOut {
             group: id,
             threads: HashMap::default(),
+            sched_threads: HashMap::default(),
             other_threads: LaneSet::default(),
             block: LaneSet::default(),
         });
@@ -514,18 +518,39 @@ impl<'s> Scene<'s> {
         if p.threads.len() >= MAX_THREAD_TRACKS {
             return lane_of(enc, next_track, &mut p.other_threads, group, "other threads", 50, ts, end);
         }
-        *next_track += 1;
-        let id = *next_track;
-        let name = thread_name(info, tid);
-        enc.track(&Track {
-            id,
-            parent: Some(group),
-            name: &name,
-            rank: i32::from(tid != info.pid),
-            kind: TrackKind::Thread { pid: info.pid, tid },
-        })?;
+        let id = match p.sched_threads.remove(&tid) {
+            Some(id) => id,
+            None => {
+                *next_track += 1;
+                let id = *next_track;
+                let name = thread_name(info, tid);
+                let kind = TrackKind::Thread { pid: info.pid, tid };
+                enc.track(&Track { id, parent: Some(group), name: &name, rank: i32::from(tid != info.pid), kind })?;
+                id
+            }
+        };
         p.threads.insert(tid, ThreadOut { track: id, max_end: end, extra: LaneSet::default() });
         Ok(id)
+    }
+
+    /// A traced thread that a context switch or a wake-up names: declared
+    /// under its process (once), else viewers show its thread state as a
+    /// process of its own. Threads past [`MAX_THREAD_TRACKS`] too: they
+    /// have no calls track, but their scheduling is theirs.
+    fn sched_thread<E: Encoder>(&mut self, enc: &mut E, idx: ProcIdx, tid: u32) -> io::Result<()> {
+        if let Some(Some(p)) = self.out.procs.get(idx as usize) {
+            if p.threads.contains_key(&tid) || p.sched_threads.contains_key(&tid) {
+                return Ok(());
+            }
+        }
+        let group = self.proc_group(enc, idx)?;
+        let info = self.run.procs.get(idx);
+        let id = self.out.id();
+        let name = thread_name(info, tid);
+        let kind = TrackKind::Thread { pid: info.pid, tid };
+        enc.track(&Track { id, parent: Some(group), name: &name, rank: i32::from(tid != info.pid), kind })?;
+        self.out.procs[idx as usize].as_mut().expect("declared by proc_group").sched_threads.insert(tid, id);
+        Ok(())
     }
 
     /// A lane of process `idx`'s block I/O free at `ts`, busy until `end`.
@@ -675,11 +700,18 @@ impl<'s> Scene<'s> {
             Record::SchedSwitch(r) => {
                 self.stats.sched_events += 1;
                 self.stats.saw(r.ts);
-                if r.traced & sched::PREV == 0 {
-                    self.other_task(enc, r.prev_tid, f.str(r.prev_comm))?;
+                // `idx` is the traced side's, the outgoing one when both are.
+                let prev = r.traced & sched::PREV != 0;
+                let next_idx = if prev { self.tracker.known(r.next_pid) } else { idx };
+                match (prev, idx) {
+                    (true, Some(i)) => self.sched_thread(enc, i, r.prev_tid)?,
+                    (true, None) => {}
+                    (false, _) => self.other_task(enc, r.prev_tid, f.str(r.prev_comm))?,
                 }
-                if r.traced & sched::NEXT == 0 {
-                    self.other_task(enc, r.next_tid, f.str(r.next_comm))?;
+                match (r.traced & sched::NEXT != 0, next_idx) {
+                    (true, Some(i)) if self.filter.keeps_pid(r.next_pid) => self.sched_thread(enc, i, r.next_tid)?,
+                    (true, _) => {}
+                    (false, _) => self.other_task(enc, r.next_tid, f.str(r.next_comm))?,
                 }
                 self.join_cpu_chain(enc, f, &r)?;
                 enc.sched_switch(&SwitchEvent {
@@ -697,6 +729,9 @@ impl<'s> Scene<'s> {
             Record::SchedWake(r) if r.op == WakeOp::Waking => {
                 self.stats.sched_events += 1;
                 self.stats.saw(r.ts);
+                if let Some(i) = idx {
+                    self.sched_thread(enc, i, r.tid)?;
+                }
                 if r.traced & sched::WAKER == 0 {
                     self.other_task(enc, r.waker_tid, b"")?;
                 }
