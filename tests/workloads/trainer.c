@@ -15,9 +15,13 @@
  * last one the worker does not sleep (data is ready sooner). With
  * TRAINER_BUSY_FILE the trainer keeps "BUSY_NS BUSY SINCE_NS" (monotonic
  * clock) in that file, for the stand-in NVML to report as GPU 0's SM
- * utilisation: its compute stands in for GPU kernels. */
+ * utilisation: its compute stands in for GPU kernels. With
+ * TRAINER_RELAY=1 a thread of the trainer takes each batch from the
+ * worker and hands it on through a pipe of its own, as PyTorch's
+ * pin-memory thread does: the main thread is woken by that thread. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +90,26 @@ static void gpu_state(int busy_now, long long t)
 		_exit(6);
 }
 
+/* The relay thread: from the worker's pipe to the main thread's. */
+static int relay_in, relay_out;
+
+static void *relay(void *arg)
+{
+	static char b[4096];
+	(void)arg;
+	for (;;) {
+		size_t got = 0;
+		while (got < sizeof(b)) {
+			ssize_t n = read(relay_in, b + got, sizeof(b) - got);
+			if (n <= 0)
+				return NULL;
+			got += n;
+		}
+		if (write(relay_out, b, sizeof(b)) != (ssize_t)sizeof(b))
+			_exit(7);
+	}
+}
+
 static void mllog(const char *key, int epoch)
 {
 	struct timespec t;
@@ -126,6 +150,18 @@ int main(int argc, char **argv)
 	}
 	close(req[0]);
 	close(data[1]);
+	int from = data[0];
+	if (getenv("TRAINER_RELAY")) {
+		int handed[2];
+		pthread_t t;
+		if (pipe(handed))
+			return 1;
+		relay_in = data[0];
+		relay_out = handed[1];
+		from = handed[0];
+		if (pthread_create(&t, NULL, relay, NULL))
+			return 1;
+	}
 	int per = epochs > 0 ? (batches + epochs - 1) / epochs : batches;
 	for (int b = 0; b < batches; b++) {
 		int e = b / per + 1;
@@ -139,7 +175,7 @@ int main(int argc, char **argv)
 		long long t0 = now_ns();
 		size_t got = 0;
 		while (got < sizeof(batch)) {
-			ssize_t n = read(data[0], batch + got, sizeof(batch) - got);
+			ssize_t n = read(from, batch + got, sizeof(batch) - got);
 			if (n <= 0)
 				return 1;
 			got += n;

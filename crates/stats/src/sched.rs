@@ -63,6 +63,9 @@ struct Thread {
     pid: u32,
     st: St,
     since: u64,
+    /// Its last wake-up was by a worker: if it then wakes another thread
+    /// of its process, it hands a batch on (PyTorch's pin-memory thread).
+    fed: bool,
 }
 
 /// The accumulator; see the module docs.
@@ -76,6 +79,9 @@ pub struct SchedTimes {
     /// By (sleeper tid, waker pid): ns asleep (S or D) that a thread of
     /// the waker's process ended by waking it.
     pub woken_by: HashMap<(u32, u32), u64>,
+    /// By sleeper tid: ns asleep that another thread of its own process
+    /// ended, that thread having been woken by a worker (a hand-on).
+    pub handed_on: HashMap<u32, u64>,
     /// Scheduling records seen.
     pub records: u64,
     /// The trainer's pid (its main thread is followed over time), or 0.
@@ -84,6 +90,14 @@ pub struct SchedTimes {
     pub timeline: Option<Timeline>,
     /// GPU idle time against the trainer's data waits.
     pub gpu: GpuIdle,
+}
+
+/// Who ended a sleep.
+#[derive(Clone, Copy)]
+struct Waker {
+    pid: u32,
+    /// A thread of the sleeper's process, woken by a worker before.
+    handed_on: bool,
 }
 
 fn field(st: St) -> Field {
@@ -100,19 +114,35 @@ impl SchedTimes {
     /// Ends thread `tid`'s current interval at `ts` and starts `st`;
     /// `by_worker`: the waker is one of the trainer's workers (as far as
     /// the log has told so far).
-    fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, waker: Option<u32>, by_worker: bool) {
+    #[allow(clippy::too_many_arguments)]
+    fn set(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        ts: u64,
+        st: Option<St>,
+        waker: Option<Waker>,
+        by_worker: bool,
+        handed_on: bool,
+    ) {
+        let mut fed = false;
         if let Some(t) = self.threads.get(&tid) {
             let (since, was, tpid) = (t.since, t.st, t.pid);
+            fed = t.fed;
             let ns = ts.saturating_sub(since);
             self.procs.entry(tpid).or_default().add(was, ns);
             if tid == tpid {
                 self.main_thread.entry(tpid).or_default().add(was, ns);
             }
             if let (Some(w), St::Sleeping | St::IoWait) = (waker, was) {
-                *self.woken_by.entry((tid, w)).or_default() += ns;
+                if w.handed_on {
+                    *self.handed_on.entry(tid).or_default() += ns;
+                } else {
+                    *self.woken_by.entry((tid, w.pid)).or_default() += ns;
+                }
             }
             if tid == self.trainer && tpid == self.trainer {
-                let data_wait = by_worker && waker.is_some() && matches!(was, St::Sleeping | St::IoWait);
+                let data_wait = (by_worker || handed_on) && waker.is_some() && matches!(was, St::Sleeping | St::IoWait);
                 if let Some(tl) = self.timeline.as_mut() {
                     tl.add(field(was), since, ts);
                     if data_wait {
@@ -124,9 +154,13 @@ impl SchedTimes {
                 }
             }
         }
+        // One hop only: a thread the main thread woke does not feed it.
+        if waker.is_some() {
+            fed = by_worker;
+        }
         match st {
             Some(st) => {
-                self.threads.insert(tid, Thread { pid, st, since: ts });
+                self.threads.insert(tid, Thread { pid, st, since: ts, fed });
             }
             None => {
                 self.threads.remove(&tid);
@@ -142,22 +176,33 @@ impl SchedTimes {
                 self.records += 1;
                 if r.traced & sched::PREV != 0 {
                     let st = (r.prev_state != SchedState::Dead).then(|| after_switch(r.prev_state));
-                    self.set(r.prev_pid, r.prev_tid, r.ts, st, None, false);
+                    self.set(r.prev_pid, r.prev_tid, r.ts, st, None, false, false);
                 }
                 if r.traced & sched::NEXT != 0 {
-                    self.set(r.next_pid, r.next_tid, r.ts, Some(St::Running), None, false);
+                    self.set(r.next_pid, r.next_tid, r.ts, Some(St::Running), None, false, false);
                 }
             }
             Record::SchedWake(r) if r.op == WakeOp::Waking => {
                 self.records += 1;
+                // A thread of the sleeper's own process that a worker woke
+                // hands the batch on.
+                let handed_on = !waker_is_worker
+                    && r.waker_pid == r.pid
+                    && r.waker_tid != r.tid
+                    && self.threads.get(&r.waker_tid).is_some_and(|w| w.fed);
                 match self.threads.get(&r.tid).map(|t| t.st) {
                     // Woken before it got off the CPU: still running.
                     Some(St::Running) | Some(St::Runnable) => {}
-                    _ => self.set(r.pid, r.tid, r.ts, Some(St::Runnable), Some(r.waker_pid), waker_is_worker),
+                    _ => {
+                        let waker = Waker { pid: r.waker_pid, handed_on };
+                        self.set(r.pid, r.tid, r.ts, Some(St::Runnable), Some(waker), waker_is_worker, handed_on)
+                    }
                 }
             }
             Record::SchedWake(_) => self.records += 1,
-            Record::Exit(e) if self.threads.contains_key(&e.tid) => self.set(e.pid, e.tid, e.ts, None, None, false),
+            Record::Exit(e) if self.threads.contains_key(&e.tid) => {
+                self.set(e.pid, e.tid, e.ts, None, None, false, false)
+            }
             _ => {}
         }
     }
@@ -174,14 +219,15 @@ impl SchedTimes {
     pub fn finish(&mut self, end: u64) {
         let tids: Vec<(u32, u32)> = self.threads.iter().map(|(&tid, t)| (t.pid, tid)).collect();
         for (pid, tid) in tids {
-            self.set(pid, tid, end, None, None, false);
+            self.set(pid, tid, end, None, None, false, false);
         }
     }
 
     /// Ns the main thread of `pid` slept until a thread of one of
-    /// `workers` woke it.
+    /// `workers` woke it, or a thread of its own that one had woken.
     pub fn data_wait(&self, pid: u32, workers: &[u32]) -> u64 {
-        workers.iter().map(|w| self.woken_by.get(&(pid, *w)).copied().unwrap_or(0)).sum()
+        let direct: u64 = workers.iter().map(|w| self.woken_by.get(&(pid, *w)).copied().unwrap_or(0)).sum();
+        direct + self.handed_on.get(&pid).copied().unwrap_or(0)
     }
 }
 
@@ -240,6 +286,30 @@ mod tests {
         assert_eq!(s.data_wait(10, &[20]), 300);
         assert_eq!(s.data_wait(10, &[30]), 0);
         assert_eq!(t.total(), 800);
+    }
+
+    #[test]
+    fn a_batch_handed_on_by_a_thread_a_worker_woke_is_a_data_wait() {
+        let mut s = SchedTimes::default();
+        let (main, pin, logger, worker, idle) = ((10, 10), (10, 11), (10, 12), (20, 21), (0, 0));
+        for t in [main, pin, logger] {
+            s.add_t(&sw(0, t, SchedState::Sleeping, idle, sched::PREV));
+        }
+        // The worker wakes the pin thread, which wakes the main thread.
+        s.add(&wake(100, pin, worker), true);
+        s.add_t(&wake(150, main, pin));
+        // The main thread wakes the logger, which later wakes it: no data.
+        s.add_t(&sw(200, main, SchedState::Sleeping, idle, sched::PREV));
+        s.add_t(&wake(210, logger, main));
+        s.add_t(&wake(300, main, logger));
+        // The pin thread, asleep and woken by a timer since, hands nothing on.
+        s.add_t(&sw(340, pin, SchedState::Sleeping, idle, sched::PREV));
+        s.add_t(&sw(350, main, SchedState::Sleeping, idle, sched::PREV));
+        s.add_t(&wake(360, pin, idle));
+        s.add_t(&wake(400, main, pin));
+        s.finish(500);
+        assert_eq!(s.data_wait(10, &[20]), 150);
+        assert_eq!(s.main_thread[&10].sleep, 150 + 100 + 50);
     }
 
     #[test]
