@@ -2247,14 +2247,49 @@ static __always_inline void on_wake(struct task_struct *p, u8 op, s32 dest, u8 t
 	bpf_ringbuf_submit(e, wake_flags());
 }
 
+/*
+ * When a traced thread hands its CPU to an untraced task (not the idle
+ * task), the CPU's next switch to the idle task is recorded too, unless a
+ * traced thread comes back first: otherwise a CPU's track shows that task
+ * running until the next recorded switch there, seconds later on an idle
+ * CPU (a migration thread "running" for 9 s). Switches among untraced
+ * tasks in between are not recorded (one extra record per hand-off at
+ * most): the CPU shows busy with the task it was handed to until it idles.
+ * Per CPU: whether such a hand-off is pending.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} cpu_handed SEC(".maps");
+
+static __always_inline void switch_seen(bool preempt, struct task_struct *prev, struct task_struct *next, u8 traced)
+{
+	u32 zero = 0, *handed = bpf_map_lookup_elem(&cpu_handed, &zero);
+	bool idle_next;
+
+	if (!handed)
+		return;
+	if (!traced && !*handed)
+		return;
+	idle_next = BPF_CORE_READ(next, pid) == 0;
+	if (traced) {
+		on_switch(preempt, prev, next, traced);
+		*handed = !(traced & ST_OTHER) && !idle_next;
+	} else if (idle_next) {
+		on_switch(preempt, prev, next, 0);
+		*handed = 0;
+	}
+}
+
 SEC("raw_tp/sched_switch")
 int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *prev = (void *)ctx->args[1], *next = (void *)ctx->args[2];
 	u8 traced = (compat_traced(prev) ? ST_SELF : 0) | (compat_traced(next) ? ST_OTHER : 0);
 
-	if (traced)
-		on_switch(ctx->args[0], prev, next, traced);
+	switch_seen(ctx->args[0], prev, next, traced);
 	return 0;
 }
 
@@ -2263,8 +2298,7 @@ int BPF_PROG(fast_sched_switch, bool preempt, struct task_struct *prev, struct t
 {
 	u8 traced = (state_of(prev) ? ST_SELF : 0) | (state_of(next) ? ST_OTHER : 0);
 
-	if (traced)
-		on_switch(preempt, prev, next, traced);
+	switch_seen(preempt, prev, next, traced);
 	return 0;
 }
 

@@ -260,3 +260,55 @@ fn per_epoch_and_gpu_idle_against_what_the_trainer_measured() {
     assert!(got[1].0 == "epochs" && got[1].1.starts_with("EPOCH 1: input-bound, waited for data"), "{got:?}");
     assert!(got[2].1.starts_with("EPOCH 2: compute-bound"), "{got:?}");
 }
+
+/// An untraced busy loop on CPU 0 that the traced thread there hands the
+/// CPU to each time it sleeps: when the CPU idles after the loop ends,
+/// that switch is recorded too (else CPU 0's track shows the loop running
+/// until the next recorded switch there, here the end of the log).
+/// `route`: extra `record` options.
+fn handed_cpu(route: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("go");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let busy = "import sys, time\nopen(sys.argv[1]).read()\nend = time.time() + 0.3\nwhile time.time() < end: pass";
+    let busy =
+        std::process::Command::new("taskset").args(["-c", "0", "python3", "-c", busy]).arg(&fifo).spawn().unwrap();
+    let log = dir.path().join("run.bin");
+    // Nothing traced runs on CPU 0 for the last second.
+    let traced =
+        format!("echo go > {}; taskset -c 0 sh -c 'for i in 1 2 3 4 5; do sleep 0.02; done'; sleep 1", fifo.display());
+    let mut args = vec!["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap()];
+    args.extend_from_slice(route);
+    args.extend(["--", "taskset", "-c", "1", "sh", "-c", &traced]);
+    let out = mltrace(&args, dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let busy_pid = busy.id();
+    let mut busy = busy;
+    busy.wait().unwrap();
+    // CPU 0 going idle after the hand-off is recorded.
+    let idle = read_log(&log)
+        .into_iter()
+        .filter(|r| matches!(r.rec, Record::SchedSwitch(s) if s.traced == 0 && s.cpu == 0 && s.next_pid == 0))
+        .count();
+    assert!(idle >= 1, "CPU 0 going idle after the loop");
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = dir.path().join("run.perfetto-trace");
+    let out = mltrace(&["export", log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let q = format!(
+        "select coalesce(sum(max(dur, 0)), 0), coalesce(sum(dur < 0), 0) from sched \
+         join thread using(utid) where tid = {busy_pid}"
+    );
+    let rows = tp_query(&tp, &trace, &[&q]);
+    let (ran, open): (u64, u64) = (rows[0][0][0].parse().unwrap(), rows[0][0][1].parse().unwrap());
+    assert!(ran < 500_000_000 && open == 0, "a 0.3 s loop shown on CPU 0 for {ran} ns, {open} runs without an end");
+}
+
+#[test]
+fn an_untraced_task_handed_the_cpu_is_followed_off_it() {
+    if !require_root() || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    handed_cpu(&[]);
+    handed_cpu(&["--syscall-probes", "compat"]);
+}

@@ -612,7 +612,10 @@ impl<'s> Scene<'s> {
             self.flush_pending(enc, ts)?;
         }
         let keep_pid = match rec {
-            // A switch between two traced processes shows if either is kept.
+            // A switch between two traced processes shows if either is kept;
+            // one between untraced tasks (followed after a traced thread
+            // handed them the CPU) unless only some processes are.
+            Record::SchedSwitch(r) if r.traced == 0 => self.filter.pids.is_none(),
             Record::SchedSwitch(r) => {
                 (r.traced & sched::PREV != 0 && self.filter.keeps_pid(r.prev_pid))
                     || (r.traced & sched::NEXT != 0 && self.filter.keeps_pid(r.next_pid))
