@@ -77,7 +77,9 @@ fn pid_of(r: &Record) -> u32 {
         Record::IoUring(x) => x.pid,
         Record::Aio(x) => x.pid,
         Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
-        Record::SchedSwitch(x) => x.next_pid,
+        Record::SchedSwitch(x) if x.traced & sched::NEXT != 0 => x.next_pid,
+        // A CPU going idle after a traced thread handed it to another task.
+        Record::SchedSwitch(_) => 0,
         Record::SchedWake(x) => x.pid,
     }
 }
@@ -254,8 +256,10 @@ fn check_known_io(run: Run, mechanism: &str) {
     );
 
     // Nothing from other processes (block I/O is recorded system-wide), nothing lost.
-    assert!(recs.iter().all(|r| matches!(r.rec, Record::Lost(_) | Record::Block(_) | Record::Counter(_))
-        || [pid, child].contains(&pid_of(&r.rec))));
+    assert!(recs.iter().all(|r| matches!(
+        r.rec,
+        Record::Lost(_) | Record::Block(_) | Record::Counter(_) | Record::SchedSwitch(SchedSwitch { traced: 0, .. })
+    ) || [pid, child].contains(&pid_of(&r.rec))));
     assert!(!recs.iter().any(|r| matches!(r.rec, Record::Lost(_))));
 
     // The kernel's own accounting. The child started at zero (no exec):
@@ -392,7 +396,15 @@ fn unrelated_processes_are_not_recorded() {
     let recs = read_log(&log);
     let pids: std::collections::BTreeSet<u32> = recs
         .iter()
-        .filter(|r| !matches!(r.rec, Record::Lost(_) | Record::Block(_) | Record::Counter(_)))
+        .filter(|r| {
+            !matches!(
+                r.rec,
+                Record::Lost(_)
+                    | Record::Block(_)
+                    | Record::Counter(_)
+                    | Record::SchedSwitch(SchedSwitch { traced: 0, .. })
+            )
+        })
         .map(|r| pid_of(&r.rec))
         .collect();
     // sh, sleep and cat: three processes, all descendants of the command.

@@ -96,6 +96,8 @@ pub struct SchedTimes {
 #[derive(Clone, Copy)]
 struct Waker {
     pid: u32,
+    /// One of the trainer's workers (as far as the log has told so far).
+    by_worker: bool,
     /// A thread of the sleeper's process, woken by a worker before.
     handed_on: bool,
 }
@@ -112,19 +114,8 @@ fn field(st: St) -> Field {
 
 impl SchedTimes {
     /// Ends thread `tid`'s current interval at `ts` and starts `st`;
-    /// `by_worker`: the waker is one of the trainer's workers (as far as
-    /// the log has told so far).
-    #[allow(clippy::too_many_arguments)]
-    fn set(
-        &mut self,
-        pid: u32,
-        tid: u32,
-        ts: u64,
-        st: Option<St>,
-        waker: Option<Waker>,
-        by_worker: bool,
-        handed_on: bool,
-    ) {
+    /// `waker`: who ended it, for a wake-up.
+    fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, waker: Option<Waker>) {
         let mut fed = false;
         if let Some(t) = self.threads.get(&tid) {
             let (since, was, tpid) = (t.since, t.st, t.pid);
@@ -142,7 +133,8 @@ impl SchedTimes {
                 }
             }
             if tid == self.trainer && tpid == self.trainer {
-                let data_wait = (by_worker || handed_on) && waker.is_some() && matches!(was, St::Sleeping | St::IoWait);
+                let data_wait =
+                    waker.is_some_and(|w| w.by_worker || w.handed_on) && matches!(was, St::Sleeping | St::IoWait);
                 if let Some(tl) = self.timeline.as_mut() {
                     tl.add(field(was), since, ts);
                     if data_wait {
@@ -155,8 +147,8 @@ impl SchedTimes {
             }
         }
         // One hop only: a thread the main thread woke does not feed it.
-        if waker.is_some() {
-            fed = by_worker;
+        if let Some(w) = waker {
+            fed = w.by_worker;
         }
         match st {
             Some(st) => {
@@ -176,10 +168,10 @@ impl SchedTimes {
                 self.records += 1;
                 if r.traced & sched::PREV != 0 {
                     let st = (r.prev_state != SchedState::Dead).then(|| after_switch(r.prev_state));
-                    self.set(r.prev_pid, r.prev_tid, r.ts, st, None, false, false);
+                    self.set(r.prev_pid, r.prev_tid, r.ts, st, None);
                 }
                 if r.traced & sched::NEXT != 0 {
-                    self.set(r.next_pid, r.next_tid, r.ts, Some(St::Running), None, false, false);
+                    self.set(r.next_pid, r.next_tid, r.ts, Some(St::Running), None);
                 }
             }
             Record::SchedWake(r) if r.op == WakeOp::Waking => {
@@ -194,15 +186,13 @@ impl SchedTimes {
                     // Woken before it got off the CPU: still running.
                     Some(St::Running) | Some(St::Runnable) => {}
                     _ => {
-                        let waker = Waker { pid: r.waker_pid, handed_on };
-                        self.set(r.pid, r.tid, r.ts, Some(St::Runnable), Some(waker), waker_is_worker, handed_on)
+                        let waker = Waker { pid: r.waker_pid, by_worker: waker_is_worker, handed_on };
+                        self.set(r.pid, r.tid, r.ts, Some(St::Runnable), Some(waker))
                     }
                 }
             }
             Record::SchedWake(_) => self.records += 1,
-            Record::Exit(e) if self.threads.contains_key(&e.tid) => {
-                self.set(e.pid, e.tid, e.ts, None, None, false, false)
-            }
+            Record::Exit(e) if self.threads.contains_key(&e.tid) => self.set(e.pid, e.tid, e.ts, None, None),
             _ => {}
         }
     }
@@ -219,7 +209,7 @@ impl SchedTimes {
     pub fn finish(&mut self, end: u64) {
         let tids: Vec<(u32, u32)> = self.threads.iter().map(|(&tid, t)| (t.pid, tid)).collect();
         for (pid, tid) in tids {
-            self.set(pid, tid, end, None, None, false, false);
+            self.set(pid, tid, end, None, None);
         }
     }
 
