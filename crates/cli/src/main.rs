@@ -65,7 +65,11 @@ fn stats(log: &std::path::Path, top: usize, json: bool) -> anyhow::Result<i32> {
     let mut r = open_log(log)?;
     let s = mltrace_stats::Stats::from_reader(&mut r)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&s.to_json())?);
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        s.write_json(&mut out)?;
+        writeln!(out)?;
+        out.flush()?;
     } else {
         print!("{}", s.render(top));
     }

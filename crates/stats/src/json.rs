@@ -2,6 +2,7 @@
 //! contract (README, *stats --json*): add fields, never rename or reuse
 //! one. What a log cannot say is `null`, never a made-up 0.
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value};
 
 use crate::kernel::Check;
@@ -56,9 +57,98 @@ fn mappings(m: &ProcMaps) -> Value {
     })
 }
 
+/// The `files` array, made one file at a time as it is written: a
+/// dataset of a million files is a million entries, which as one
+/// `Value` tree took 7 KiB each.
+struct Files<'a> {
+    stats: &'a Stats,
+    listed: Vec<(&'a str, &'a crate::FileStats)>,
+}
+
+impl Serialize for Files<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.listed.iter().map(|(path, f)| self.stats.file_json(path, f)))
+    }
+}
+
+/// The document: `rest`'s keys in their order, `files` streamed in its place.
+struct Whole<'a> {
+    rest: Value,
+    files: Files<'a>,
+}
+
+impl Serialize for Whole<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let obj = self.rest.as_object().expect("the document is an object");
+        let mut m = s.serialize_map(Some(obj.len()))?;
+        for (k, v) in obj {
+            if k == "files" {
+                m.serialize_entry(k, &self.files)?;
+            } else {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
+}
+
 impl Stats {
-    /// The report as one JSON document.
+    /// The report as one JSON document (for tests and small logs: the
+    /// CLI writes it with [`Stats::write_json`]).
     pub fn to_json(&self) -> Value {
+        let whole = self.whole();
+        let mut v = whole.rest;
+        v["files"] = whole.files.listed.iter().map(|(path, f)| self.file_json(path, f)).collect();
+        v
+    }
+
+    /// Writes the report as pretty JSON, the files one at a time.
+    pub fn write_json<W: std::io::Write>(&self, w: W) -> serde_json::Result<()> {
+        serde_json::to_writer_pretty(w, &self.whole())
+    }
+
+    /// Every file, by bytes moved.
+    fn files(&self) -> Files<'_> {
+        let mut listed = self.top_files(usize::MAX);
+        // top_files orders by bytes moved by calls; files only mapped come after.
+        listed.sort_by(|a, b| {
+            let moved =
+                |f: &crate::FileStats| f.total_read_bytes() + f.total_write_bytes() + f.cache.storage_read_bytes();
+            moved(b.1).cmp(&moved(a.1)).then(a.0.cmp(b.0))
+        });
+        Files { stats: self, listed }
+    }
+
+    /// One entry of `files`.
+    fn file_json(&self, path: &str, f: &crate::FileStats) -> Value {
+        let pc = self.has_page_cache();
+        let (maps, faults) = (self.has_mappings(), self.has_major_faults());
+        let opt = |on: bool, v: u64| if on { Value::from(v) } else { Value::Null };
+        json!({
+            "path": path,
+            "opens": f.opens,
+            "reads": f.reads,
+            "read_bytes": f.read_bytes,
+            "writes": f.writes,
+            "write_bytes": f.write_bytes,
+            "storage_read_bytes": opt(pc, f.cache.storage_read_bytes()),
+            "page_cache": if pc { cache(&f.cache, f.read_bytes) } else { Value::Null },
+            "mapped_bytes": opt(maps, f.maps.mapped_bytes),
+            "major_faults": opt(faults, f.maps.major_faults),
+            // Through mappings: needs both the mappings and the page cache.
+            "mapped_storage_read_bytes": opt(maps && pc, f.maps.storage_read_bytes),
+            "mmaps": opt(maps, f.maps.mmaps),
+            "uring_reads": f.uring_reads,
+            "uring_read_bytes": f.uring_read_bytes,
+            "uring_writes": f.uring_writes,
+            "uring_write_bytes": f.uring_write_bytes,
+            "total_read_bytes": f.total_read_bytes(),
+            "total_write_bytes": f.total_write_bytes(),
+        })
+    }
+
+    /// Everything but the files' entries (`files` is null there).
+    fn whole(&self) -> Whole<'_> {
         let pc = self.has_page_cache();
         let storage = |c: &CacheFill| if pc { Value::from(c.storage_read_bytes()) } else { Value::Null };
         let page_cache = |c: &CacheFill, read: u64| if pc { cache(c, read) } else { Value::Null };
@@ -174,38 +264,6 @@ impl Stats {
                 v
             })
             .collect();
-        let mut listed = self.top_files(usize::MAX);
-        // top_files orders by bytes moved by calls; files only mapped come after.
-        listed.sort_by(|a, b| {
-            let moved =
-                |f: &crate::FileStats| f.total_read_bytes() + f.total_write_bytes() + f.cache.storage_read_bytes();
-            moved(b.1).cmp(&moved(a.1)).then(a.0.cmp(b.0))
-        });
-        let files: Vec<Value> = listed
-            .into_iter()
-            .map(|(path, f)| {
-                json!({
-                    "path": path,
-                    "opens": f.opens,
-                    "reads": f.reads,
-                    "read_bytes": f.read_bytes,
-                    "writes": f.writes,
-                    "write_bytes": f.write_bytes,
-                    "storage_read_bytes": storage(&f.cache),
-                    "page_cache": page_cache(&f.cache, f.read_bytes),
-                    "mapped_bytes": mapped(f.maps.mapped_bytes),
-                    "major_faults": faulted(f.maps.major_faults),
-                    "mapped_storage_read_bytes": via_maps(f.maps.storage_read_bytes),
-                    "mmaps": mapped(f.maps.mmaps),
-                    "uring_reads": f.uring_reads,
-                    "uring_read_bytes": f.uring_read_bytes,
-                    "uring_writes": f.uring_writes,
-                    "uring_write_bytes": f.uring_write_bytes,
-                    "total_read_bytes": f.total_read_bytes(),
-                    "total_write_bytes": f.total_write_bytes(),
-                })
-            })
-            .collect();
         let disks: Vec<Value> = self
             .disks
             .iter()
@@ -218,7 +276,7 @@ impl Stats {
             .collect();
         let mut warnings: Vec<String> = self.diagnostics.clone();
         warnings.extend(self.kernel_warnings());
-        json!({
+        let rest = json!({
             "command": self.header.command,
             "attach": self.header.attach.as_ref().map(|a| json!({
                 "pids": a.pids,
@@ -238,7 +296,7 @@ impl Stats {
             "exit_status": self.trailer.as_ref().and_then(|t| t.exit_status),
             "complete": self.trailer.is_some(),
             "processes": processes,
-            "files": files,
+            "files": Value::Null,
             "disks": disks,
             "network": self.network.iter().map(|n| {
                 let mut v = n.to_json();
@@ -254,7 +312,8 @@ impl Stats {
                 t.uring_ops.iter().map(|o| (o.name.clone(), Value::from(o.count))).collect::<serde_json::Map<_, _>>()
             }),
             "verdict": self.verdict().to_json(),
-        })
+        });
+        Whole { rest, files: self.files() }
     }
 }
 
@@ -339,6 +398,10 @@ mod tests {
         assert_eq!(j["warnings"].as_array().unwrap().len(), 1);
         assert_eq!(j["files"][0]["path"], "/data/a.bin");
         assert_eq!((j["files"][0]["reads"].as_u64(), j["files"][0]["read_bytes"].as_u64()), (Some(3), Some(4203)));
+        // What the CLI writes (files streamed) is the same document.
+        let mut out = Vec::new();
+        s.write_json(&mut out).unwrap();
+        assert_eq!(serde_json::from_slice::<serde_json::Value>(&out).unwrap(), j);
         assert_eq!(j["lost"].as_u64(), Some(0));
         assert_eq!(j["disks"].as_array().unwrap().len(), 0);
     }
