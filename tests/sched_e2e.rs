@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 use mltrace_log::*;
 use mltrace_tests::*;
 
+/// The tests that measure CPU shares hold it shared; the one that keeps
+/// CPU 0 busy holds it alone, so its load never shows in their figures.
+static CPU_SHARES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn measuring() -> std::sync::RwLockReadGuard<'static, ()> {
+    CPU_SHARES.read().unwrap_or_else(|e| e.into_inner())
+}
+
 struct Run {
     log: PathBuf,
     kv: std::collections::HashMap<String, i64>,
@@ -90,6 +98,7 @@ fn the_trainer_waits_for_its_worker_as_it_measured() {
     if !require_root() {
         return;
     }
+    let _shares = measuring();
     let (dir, bin, data) = setup();
     let run = record(dir.path(), &bin, &data, &[]);
     check_data_wait(&run);
@@ -139,6 +148,7 @@ fn a_batch_handed_on_by_a_thread_of_the_trainer_is_a_data_wait() {
     if !require_root() {
         return;
     }
+    let _shares = measuring();
     let (dir, bin, data) = setup();
     let run =
         record_with(dir.path(), &bin, &data, &["--gpu", "off"], &["20", "1024", "20", "15"], &[("TRAINER_RELAY", "1")]);
@@ -153,12 +163,37 @@ fn a_batch_handed_on_by_a_thread_of_the_trainer_is_a_data_wait() {
     assert!(by_relay >= 15, "the relay thread woke the main thread {by_relay} times");
 }
 
+/// `sh -c 'trainer ...; true'`: the command is a wrapper, the trainer
+/// its child (as with `bash train.sh` or torchrun): the verdict is about
+/// the process whose workers read, and names it.
+#[test]
+fn a_trainer_started_by_a_wrapper_is_found() {
+    if !require_root() {
+        return;
+    }
+    let _shares = measuring();
+    let (dir, bin, data) = setup();
+    let log = dir.path().join("wrapped.bin");
+    let script = format!("{} {} 20 1024 20 15; true", bin.display(), data.display());
+    let args = ["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script];
+    let out = mltrace(&args, dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kv = key_values(&String::from_utf8_lossy(&out.stdout));
+    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir.path());
+    let run = Run { log, kv, json: serde_json::from_slice(&js.stdout).unwrap() };
+    check_data_wait(&run);
+    let text = run.json["verdict"]["text"].as_str().unwrap();
+    let head = format!("input-bound: the trainer (trainer train.bin [{}]) waited for data", run.kv["pid"]);
+    assert!(text.starts_with(&head), "{text}");
+}
+
 /// The same on the raw_tp route (kernels before 5.11).
 #[test]
 fn the_data_wait_on_the_compat_route() {
     if !require_root() {
         return;
     }
+    let _shares = measuring();
     let (dir, bin, data) = setup();
     check_data_wait(&record(dir.path(), &bin, &data, &["--syscall-probes", "compat"]));
 }
@@ -168,6 +203,7 @@ fn with_sched_off_there_is_no_verdict_and_no_guess() {
     if !require_root() {
         return;
     }
+    let _shares = measuring();
     let (dir, bin, data) = setup();
     let run = record(dir.path(), &bin, &data, &["--sched", "off"]);
     let v = &run.json["verdict"];
@@ -201,6 +237,7 @@ fn per_epoch_and_gpu_idle_against_what_the_trainer_measured() {
     if !require_root() {
         return;
     }
+    let _shares = measuring();
     let (dir, bin, data) = setup();
     let lib = fake_nvml(dir.path());
     let busy = dir.path().join("busy");
@@ -309,6 +346,7 @@ fn an_untraced_task_handed_the_cpu_is_followed_off_it() {
     if !require_root() || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         return;
     }
+    let _alone = CPU_SHARES.write().unwrap_or_else(|e| e.into_inner());
     handed_cpu(&[]);
     handed_cpu(&["--syscall-probes", "compat"]);
 }

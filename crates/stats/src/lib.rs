@@ -276,6 +276,12 @@ pub struct Stats {
     /// Bytes the trainer's workers read by calls and io_uring requests,
     /// by file (a worker as it was when it read: see [`Stats::is_worker_now`]).
     pub worker_files: HashMap<String, u64>,
+    /// The trainer: the command's process, unless its workers have read
+    /// nothing and another process's workers read first (a wrapper, `sh
+    /// train.sh` or `torchrun`, runs the real trainer below it).
+    pub trainer: u32,
+    /// Whether the trainer's workers have read yet (then it stays).
+    trainer_fed: bool,
     /// Epoch phases: (start, end, name), in the order they ended.
     pub epochs: Vec<(u64, u64, String)>,
     /// Per operation over all processes: sizes asked for and latency.
@@ -325,8 +331,16 @@ fn is_file(k: FileKind) -> bool {
 impl Stats {
     pub fn new(header: Header) -> Self {
         let mut s = Stats { header, ..Default::default() };
-        s.sched.trainer = s.header.root_pid;
+        s.trainer = s.header.root_pid;
+        s.sched.trainer = s.trainer;
         s
+    }
+
+    /// The process `pid` is a data-loader worker of, as far as the log has
+    /// said so far (forked by it, no other program exec'd), if any.
+    fn loader_parent(&self, pid: u32) -> Option<u32> {
+        let p = &self.processes[*self.current.get(&pid)?];
+        (p.loader && p.parent != 0 && p.parent != pid).then_some(p.parent)
     }
 
     fn proc(&mut self, pid: u32) -> &mut ProcStats {
@@ -344,15 +358,30 @@ impl Stats {
     /// Whether `pid` is, as far as the log has said so far, a data-loader
     /// worker of the trainer (forked by it, no other program exec'd).
     pub fn is_worker_now(&self, pid: u32) -> bool {
-        let root = self.header.root_pid;
-        pid != root
-            && root != 0
-            && self.current.get(&pid).is_some_and(|&i| self.processes[i].parent == root && self.processes[i].loader)
+        self.trainer != 0 && self.loader_parent(pid) == Some(self.trainer)
     }
 
     /// Counts `n` bytes read from `path` by a worker.
     fn worker_read(&mut self, pid: u32, path: &[u8], kind: FileKind, n: i64) {
-        if n > 0 && matches!(kind, FileKind::Regular | FileKind::BlockDev) && self.is_worker_now(pid) {
+        if n <= 0 || !matches!(kind, FileKind::Regular | FileKind::BlockDev) {
+            return;
+        }
+        if !self.trainer_fed {
+            if let Some(parent) = self.loader_parent(pid) {
+                // The first process whose workers read is the trainer, the
+                // command's own if they are its.
+                if parent != self.trainer {
+                    self.trainer = parent;
+                    self.sched.trainer = parent;
+                    // Its main thread's times over the run start here.
+                    if let Some(t) = self.sched.timeline.as_mut() {
+                        t.clear();
+                    }
+                }
+                self.trainer_fed = true;
+            }
+        }
+        if self.is_worker_now(pid) {
             let key = String::from_utf8_lossy(path);
             match self.worker_files.get_mut(key.as_ref()) {
                 Some(b) => *b += n as u64,

@@ -87,6 +87,11 @@ impl Timeline {
         Timeline { lo, width, bins: vec![Span::default(); n.clamp(1, BINS)] }
     }
 
+    /// Forgets everything added.
+    pub fn clear(&mut self) {
+        self.bins.fill(Span::default());
+    }
+
     fn index(&self, ts: u64) -> usize {
         ((ts.saturating_sub(self.lo) / self.width) as usize).min(self.bins.len() - 1)
     }

@@ -145,8 +145,8 @@ impl Stats {
 
     /// The trainer: the command `record` ran (its first incarnation).
     pub fn trainer(&self) -> Option<&ProcStats> {
-        let root = self.header.root_pid;
-        self.processes.iter().find(|p| p.pid == root && root != 0)
+        let t = self.trainer;
+        self.processes.iter().find(|p| p.pid == t && t != 0)
     }
 
     /// Its data-loader workers: children it forked that did not exec
@@ -303,15 +303,19 @@ impl Stats {
             pct(w.runnable_fraction),
         );
         let kind = kind_of(dw, cpu);
+        // Named when it is not the command itself (a wrapper ran it).
+        let trainer = if t.pid == self.header.root_pid {
+            "the trainer".to_string()
+        } else {
+            format!("the trainer ({} [{}])", t.trace_name.as_deref().unwrap_or(&t.name), t.pid)
+        };
         let head = match kind {
-            "input-bound" => format!("input-bound: the trainer waited for data {} of its time", pct(dw)),
-            "compute-bound" => format!(
-                "compute-bound: the trainer was on CPU {} of its time and waited for data {}",
-                pct(cpu),
-                pct(dw)
-            ),
+            "input-bound" => format!("input-bound: {trainer} waited for data {} of its time", pct(dw)),
+            "compute-bound" => {
+                format!("compute-bound: {trainer} was on CPU {} of its time and waited for data {}", pct(cpu), pct(dw))
+            }
             _ => format!(
-                "neither: the trainer waited for data {}, was on CPU {}, runnable {}, otherwise asleep or in I/O {}",
+                "neither: {trainer} waited for data {}, was on CPU {}, runnable {}, otherwise asleep or in I/O {}",
                 pct(dw),
                 pct(cpu),
                 pct(run),
