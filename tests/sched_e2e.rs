@@ -187,6 +187,44 @@ fn a_trainer_started_by_a_wrapper_is_found() {
     assert!(text.starts_with(&head), "{text}");
 }
 
+/// Two trainers side by side under one wrapper (two ranks, as torchrun
+/// starts them), each with its worker and its own file: each gets its own
+/// data_wait_fraction in `processes[]`, within 0.1 of what it measured.
+#[test]
+fn each_rank_gets_its_own_data_wait() {
+    if !require_root() {
+        return;
+    }
+    let _shares = measuring();
+    let (dir, bin, data) = setup();
+    let other = dir.path().join("rank1.bin");
+    std::fs::copy(&data, &other).unwrap();
+    let log = dir.path().join("ranks.bin");
+    let script = format!(
+        "{b} {d0} 10 1024 20 15 & {b} {d1} 10 1024 20 15 & wait",
+        b = bin.display(),
+        d0 = data.display(),
+        d1 = other.display()
+    );
+    let args = ["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script];
+    let out = mltrace(&args, dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir.path());
+    let json: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    // Each trainer prints its block at exit: pid, worker, total_ns, blocked_ns.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let blocks: Vec<_> = stdout.split("pid ").skip(1).map(|b| key_values(&format!("pid {b}"))).collect();
+    assert_eq!(blocks.len(), 2, "{stdout}");
+    for kv in blocks {
+        let want = kv["blocked_ns"] as f64 / kv["total_ns"] as f64;
+        let p = json["processes"].as_array().unwrap().iter().find(|p| p["pid"] == kv["pid"]).unwrap();
+        let got = p["data_wait_fraction"].as_f64().unwrap_or_else(|| panic!("{p}"));
+        assert!((got - want).abs() <= 0.1, "rank {}: {got:.3}, measured {want:.3}", kv["pid"]);
+    }
+    let v = &json["verdict"];
+    assert_eq!(v["kind"], "input-bound", "{v}");
+}
+
 /// The same on the raw_tp route (kernels before 5.11).
 #[test]
 fn the_data_wait_on_the_compat_route() {

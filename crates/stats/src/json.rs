@@ -154,7 +154,6 @@ impl Stats {
         let page_cache = |c: &CacheFill, read: u64| if pc { cache(c, read) } else { Value::Null };
         let lossy = self.total_lost() > 0 || !self.diagnostics.is_empty();
         let has_sched = self.has_sched();
-        let trainer = self.trainer().map(|t| t.pid);
         let (maps, faults) = (self.has_mappings(), self.has_major_faults());
         let mapped = |v: u64| if maps { Value::from(v) } else { Value::Null };
         let faulted = |v: u64| if faults { Value::from(v) } else { Value::Null };
@@ -258,9 +257,9 @@ impl Stats {
                     v["host"] = h.name.clone().into();
                     v["host_pid"] = mltrace_log::local_pid(p.pid).into();
                 }
-                if trainer == Some(p.pid) && std::ptr::eq(p, self.trainer().unwrap()) {
-                    v["data_wait_fraction"] = self.data_wait_fraction(p).into();
-                }
+                // Every process that waits on workers (the trainer, or each
+                // rank under torchrun); null for the others.
+                v["data_wait_fraction"] = self.data_wait_fraction(p).into();
                 v
             })
             .collect();

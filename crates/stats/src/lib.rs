@@ -611,7 +611,9 @@ impl Stats {
             }
             Record::SchedWake(r) => {
                 self.proc(r.pid);
-                let by_worker = self.is_worker_now(r.waker_pid);
+                // By one of the woken process's own workers (each rank's
+                // under torchrun, the trainer's among them).
+                let by_worker = self.loader_parent(r.waker_pid) == Some(r.pid);
                 self.sched.add(rec, by_worker);
             }
             Record::PageCache(c) => {
