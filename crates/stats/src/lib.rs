@@ -340,7 +340,9 @@ impl Stats {
     /// said so far (forked by it, no other program exec'd), if any.
     fn loader_parent(&self, pid: u32) -> Option<u32> {
         let p = &self.processes[*self.current.get(&pid)?];
-        (p.loader && p.parent != 0 && p.parent != pid).then_some(p.parent)
+        // The command itself is nobody's worker, even between its fork
+        // by the recorder and its exec.
+        (p.loader && p.parent != 0 && p.parent != pid && pid != self.header.root_pid).then_some(p.parent)
     }
 
     fn proc(&mut self, pid: u32) -> &mut ProcStats {
