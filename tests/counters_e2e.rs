@@ -439,6 +439,47 @@ fn gpu_modes_and_a_library_that_starts_failing() {
     assert_eq!(std::fs::read_to_string(&live).unwrap().trim(), "0");
 }
 
+/// The driver renews each process's utilisation sample at its own times,
+/// so one's new sample can be older than another's already taken (seen
+/// on an H100): the stand-in's traced process lags 1.5 ticks behind pid
+/// 4242.
+/// Every sample of both is taken, one value per process per tick. And a
+/// GPM value that is NaN is left out.
+#[test]
+fn per_process_samples_that_lag_are_not_lost() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = fake_nvml(tmp.path());
+    let (out, log) = record_with_gpu(
+        tmp.path(),
+        &["--gpu", "required", "--nvml-library", lib.to_str().unwrap()],
+        &[("FAKE_NVML_PROC_LAG", "1"), ("FAKE_NVML_GPM_NAN", "3")],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pid: u32 = std::fs::read_to_string(tmp.path().join("pid")).unwrap().trim().parse().unwrap();
+    let (_, series) = read_counters(&log);
+    let g = "GPU 0 (Fake H100)".to_string();
+    let ticks = series[&(g.clone(), GPU_UTILISATION.to_string(), 0)].len();
+    let traced = series.get(&(g.clone(), GPU_UTILISATION.to_string(), pid)).cloned().unwrap_or_default();
+    let other = series.get(&(g, format!("pid 4242 {GPU_UTILISATION}"), 0)).cloned().unwrap_or_default();
+    // The traced process's samples start once it is traced (its pid file).
+    assert!(
+        ticks >= 10 && traced.len() + 3 >= ticks && other.len() + 1 >= ticks,
+        "{ticks} ticks: {traced:?} {other:?}"
+    );
+    assert!(traced.iter().all(|s| s.1 == 61.0) && other.iter().all(|s| s.1 == 26.0));
+    // One value per process per tick, never two at one time.
+    for v in [&traced, &other] {
+        assert!(v.windows(2).all(|w| w[0].0 < w[1].0), "{v:?}");
+    }
+    // GPM's NaN (its 3rd answer) is left out: one DRAM value fewer than SM active.
+    let get = |n: &str| series[&("GPU 0 (Fake H100)".to_string(), n.to_string(), 0)].clone();
+    let (dram, active) = (get("DRAM bandwidth used"), get("SM active"));
+    assert!(dram.iter().all(|s| s.1 == 62.5) && dram.len() + 1 == active.len(), "{dram:?}");
+}
+
 #[test]
 fn doctor_names_the_metric_set_per_gpu() {
     let tmp = tempfile::tempdir().unwrap();

@@ -212,7 +212,27 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizat
 	unsigned long long fb[2];
 	DEV(d);
 	unsigned n = procs(i, pids, sm, mem, fb);
-	(void)last_seen;
+	if (getenv("FAKE_NVML_PROC_LAG")) {
+		/* As the driver does: the last 8 samples of each process newer
+		 * than last_seen, the first process's filed 1.5 ticks late (its
+		 * newest is older than the other's). */
+		enum { HISTORY = 8 };
+		if (!s || *count < n * HISTORY) {
+			*count = n * HISTORY;
+			return INSUFFICIENT;
+		}
+		tick += 1000;
+		unsigned m = 0;
+		for (unsigned k = 0; k < n; k++)
+			for (unsigned j = 0; j < HISTORY; j++) {
+				unsigned long long ts = tick - j * 1000ULL - (k == 0 ? 1500 : 0);
+				if (ts > last_seen && ts < tick + 1)
+					s[m++] = (nvmlProcessUtilizationSample_t){pids[k], ts, sm[k], mem[k], proc_enc[2 * i + k],
+										proc_dec[2 * i + k]};
+			}
+		*count = m;
+		return OK;
+	}
 	if (!s || *count < n) {
 		*count = n;
 		return INSUFFICIENT;
@@ -331,12 +351,17 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m) {
 		return INVALID;
 	/* A GPU instance's samples (dev 10 + instance) read GPU 0's / 2^N. */
 	double div = m->sample1->dev >= 10 ? (double)(1 << (m->sample1->dev - 10)) : 1.0;
+	/* With FAKE_NVML_GPM_NAN=N, the Nth answer's DRAM bandwidth is NaN
+	 * (an H100 gave one such value, with NVML_SUCCESS). */
+	static int answers;
+	const char *nan_at = getenv("FAKE_NVML_GPM_NAN");
+	int nan = nan_at && ++answers == atoi(nan_at);
 	for (unsigned k = 0; k < m->numMetrics; k++) {
 		nvmlGpmMetric_t *x = &m->metrics[k];
 		x->nvmlReturn = NOT_SUPPORTED;
 		for (unsigned j = 0; j < sizeof gpm_values / sizeof gpm_values[0]; j++)
 			if (gpm_values[j].id == x->metricId)
-				x->nvmlReturn = OK, x->value = gpm_values[j].value / div;
+				x->nvmlReturn = OK, x->value = nan && x->metricId == 10 ? 0.0 / 0.0 : gpm_values[j].value / div;
 	}
 	return OK;
 }

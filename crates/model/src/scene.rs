@@ -689,6 +689,8 @@ impl<'s> Scene<'s> {
             }
             Record::Lost(r) => self.lost(enc, &r)?,
             Record::Block(r) => self.block(enc, f, idx, &r)?,
+            // Not a number (GPM's NaN in logs of older recorders): not drawn.
+            Record::Counter(r) if !r.value.is_finite() => {}
             Record::Counter(r) => self.counter(enc, f, idx, &r)?,
             // Training phases are drawn from the survey when a file begins.
             Record::Phase(_) => {}

@@ -28,6 +28,7 @@ mod events;
 mod fields;
 mod gpm;
 mod mig;
+mod pmon;
 
 pub use events::{GpuEventSample, THROTTLE_REASONS};
 
@@ -103,8 +104,8 @@ impl MetricSet {
 struct Device {
     index: u32,
     group: Arc<str>,
-    /// NVML's timestamp (µs) of the newest process sample already taken.
-    last_seen: u64,
+    /// The per-process samples taken so far.
+    pmon: pmon::ProcSamples,
     stopped: bool,
     /// Metrics this device or library does not support (left out).
     unsupported: [bool; 12],
@@ -179,7 +180,7 @@ pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
         devices.push(Device {
             index,
             group: Arc::from(format!("GPU {index} ({name})")),
-            last_seen: 0,
+            pmon: pmon::ProcSamples::default(),
             stopped: false,
             unsupported: [false; 12],
             set,
@@ -201,7 +202,7 @@ pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
             devices.push(Device {
                 index: p,
                 group: Arc::from(format!("GPU {p} MIG {} ({name})", m.index)),
-                last_seen: 0,
+                pmon: pmon::ProcSamples::default(),
                 stopped: false,
                 unsupported: [false; 12],
                 set,
@@ -307,8 +308,12 @@ impl GpuSampler {
             ];
             debug_assert!(PCIE.iter().all(|&i| DEVICE_NAMES[i].starts_with("PCIe")));
             let mut failure = None;
+            // A value that is not a number (GPM gave NaN once on an H100,
+            // with success) is left out, never drawn or averaged.
             let push = |out: &mut SampleSink, name: Arc<str>, value: f64, unit: CounterUnit| {
-                out.push(Sample { ts, group: d.group.clone(), name, unit, pid: 0, value })
+                if value.is_finite() {
+                    out.push(Sample { ts, group: d.group.clone(), name, unit, pid: 0, value })
+                }
             };
             for (i, v) in vals.into_iter().enumerate() {
                 match v {
@@ -385,21 +390,15 @@ impl GpuSampler {
             };
             // pmon's columns: each process's share of the sample period in
             // which its kernels ran, its memory reads and writes, its codec use.
-            if let Ok(samples) = dev.process_utilization_stats(d.last_seen) {
-                for s in samples.iter().filter(|s| s.timestamp > d.last_seen || d.last_seen == 0) {
-                    for (i, v) in [s.sm_util, s.mem_util, s.enc_util, s.dec_util].into_iter().enumerate() {
-                        let (pid, name) = owner(s.pid, &self.proc_names[i]);
-                        out.push(Sample {
-                            ts,
-                            group: d.group.clone(),
-                            name,
-                            unit: CounterUnit::Percent,
-                            pid,
-                            value: f64::from(v),
-                        });
+            if let Ok(samples) = dev.process_utilization_stats(d.pmon.ask_from()) {
+                let samples =
+                    samples.iter().map(|s| (s.pid, s.timestamp, [s.sm_util, s.mem_util, s.enc_util, s.dec_util]));
+                for u in d.pmon.take(samples) {
+                    for (i, value) in u.values.into_iter().enumerate() {
+                        let (pid, name) = owner(u.pid, &self.proc_names[i]);
+                        out.push(Sample { ts, group: d.group.clone(), name, unit: CounterUnit::Percent, pid, value });
                     }
                 }
-                d.last_seen = samples.iter().map(|s| s.timestamp).max().unwrap_or(d.last_seen).max(d.last_seen);
             }
             let mut procs = dev.running_compute_processes().unwrap_or_default();
             procs.extend(dev.running_graphics_processes().unwrap_or_default());

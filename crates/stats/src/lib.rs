@@ -567,6 +567,9 @@ impl Stats {
                 Some((_, n)) => *n += r.count,
                 None => self.lost.push((r.kind, r.count)),
             },
+            // A value that is not a number (an older recorder kept GPM's
+            // NaN) says nothing: left out of every figure.
+            Record::Counter(c) if !c.value.is_finite() => {}
             Record::Counter(c) => {
                 let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
                 let machine = local_pid(c.pid) == 0;
