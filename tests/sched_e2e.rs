@@ -185,6 +185,7 @@ fn a_trainer_started_by_a_wrapper_is_found() {
     let text = run.json["verdict"]["text"].as_str().unwrap();
     let head = format!("input-bound: the trainer (trainer train.bin [{}]) waited for data", run.kv["pid"]);
     assert!(text.starts_with(&head), "{text}");
+    assert_eq!(run.json["verdict"]["trainer_pid"], run.kv["pid"]);
 }
 
 /// Two trainers side by side under one wrapper (two ranks, as torchrun

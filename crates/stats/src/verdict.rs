@@ -60,6 +60,8 @@ pub struct Verdict {
     /// `no-scheduling-data`.
     pub kind: &'static str,
     pub text: String,
+    /// The trainer's pid (the command's, or below a wrapper), if in the log.
+    pub trainer_pid: Option<u32>,
     pub data_wait_fraction: Option<f64>,
     pub workers: Option<Workers>,
     /// Null without GPU counters.
@@ -112,6 +114,7 @@ impl Verdict {
         json!({
             "kind": self.kind,
             "text": self.text,
+            "trainer_pid": self.trainer_pid,
             "data_wait_fraction": self.data_wait_fraction,
             "workers": workers,
             "gpu_idle_fraction": idle,
@@ -245,9 +248,11 @@ impl Stats {
     }
 
     pub fn verdict(&self) -> Verdict {
+        let trainer_pid = self.trainer().map(|t| t.pid);
         let none = |kind, text: String| Verdict {
             kind,
             text,
+            trainer_pid,
             data_wait_fraction: None,
             workers: None,
             gpu: None,
@@ -335,6 +340,7 @@ impl Stats {
         Verdict {
             kind,
             text: format!("{head}; {of_workers}{gpu_text}"),
+            trainer_pid,
             data_wait_fraction: Some(dw),
             workers: Some(w),
             gpu,
