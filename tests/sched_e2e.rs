@@ -224,6 +224,7 @@ fn each_rank_gets_its_own_data_wait() {
     }
     let v = &json["verdict"];
     assert_eq!(v["kind"], "input-bound", "{v}");
+    assert!(v["text"].as_str().unwrap().contains("; 1 other process has workers too (data waits "), "{v}");
 }
 
 /// The same on the raw_tp route (kernels before 5.11).

@@ -154,6 +154,7 @@ impl Stats {
         let page_cache = |c: &CacheFill, read: u64| if pc { cache(c, read) } else { Value::Null };
         let lossy = self.total_lost() > 0 || !self.diagnostics.is_empty();
         let has_sched = self.has_sched();
+        let feeders = &self.fed;
         let (maps, faults) = (self.has_mappings(), self.has_major_faults());
         let mapped = |v: u64| if maps { Value::from(v) } else { Value::Null };
         let faulted = |v: u64| if faults { Value::from(v) } else { Value::Null };
@@ -259,7 +260,9 @@ impl Stats {
                 }
                 // Every process that waits on workers (the trainer, or each
                 // rank under torchrun); null for the others.
-                v["data_wait_fraction"] = self.data_wait_fraction(p).into();
+                if p.pid == self.trainer || feeders.contains(&p.pid) {
+                    v["data_wait_fraction"] = self.data_wait_fraction(p).into();
+                }
                 v
             })
             .collect();

@@ -282,6 +282,9 @@ pub struct Stats {
     pub trainer: u32,
     /// Whether the trainer's workers have read yet (then it stays).
     trainer_fed: bool,
+    /// The processes whose data-loader workers read files (the trainer,
+    /// or each rank under torchrun).
+    pub fed: HashSet<u32>,
     /// Epoch phases: (start, end, name), in the order they ended.
     pub epochs: Vec<(u64, u64, String)>,
     /// Per operation over all processes: sizes asked for and latency.
@@ -367,6 +370,9 @@ impl Stats {
     fn worker_read(&mut self, pid: u32, path: &[u8], kind: FileKind, n: i64) {
         if n <= 0 || !matches!(kind, FileKind::Regular | FileKind::BlockDev) {
             return;
+        }
+        if let Some(parent) = self.loader_parent(pid) {
+            self.fed.insert(parent);
         }
         if !self.trainer_fed {
             if let Some(parent) = self.loader_parent(pid) {

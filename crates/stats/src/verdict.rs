@@ -327,6 +327,23 @@ impl Stats {
                 pct(io + sleep - dw)
             ),
         };
+        // Other processes with workers of their own (torchrun's other
+        // ranks): how long they waited, in a range.
+        let feeders = &self.fed;
+        let others: Vec<f64> = self
+            .processes
+            .iter()
+            .filter(|p| p.pid != t.pid && feeders.contains(&p.pid))
+            .filter_map(|p| self.data_wait_fraction(p))
+            .collect();
+        let others_text = match others.len() {
+            0 => String::new(),
+            1 => format!("; 1 other process has workers too (data waits {})", pct(others[0])),
+            n => {
+                let (lo, hi) = others.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+                format!("; {n} other processes have workers too (data waits {} to {})", pct(lo), pct(hi))
+            }
+        };
         let gpu = self.gpu_overlap();
         let gpu_text = match gpu {
             Some(GpuOverlap { idle_fraction: Some(i), idle_during_data_wait_fraction: Some(d) }) => format!(
@@ -339,7 +356,7 @@ impl Stats {
         };
         Verdict {
             kind,
-            text: format!("{head}; {of_workers}{gpu_text}"),
+            text: format!("{head}; {of_workers}{others_text}{gpu_text}"),
             trainer_pid,
             data_wait_fraction: Some(dw),
             workers: Some(w),
