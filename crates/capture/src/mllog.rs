@@ -99,12 +99,14 @@ impl LineSplitter {
         }
         let text = String::from_utf8_lossy(&self.buf);
         let line = text.trim_end_matches('\r');
-        let msg = match mllog::parse(line) {
-            Ok(Some(ev)) => self.clock.message(ev),
-            Ok(None) => return,
-            Err(e) => MllogMsg::Malformed(e.to_string()),
-        };
-        let _ = tx.send(msg);
+        for parsed in mllog::parse_all(line) {
+            let msg = match parsed {
+                Ok(Some(ev)) => self.clock.message(ev),
+                Ok(None) => continue,
+                Err(e) => MllogMsg::Malformed(e.to_string()),
+            };
+            let _ = tx.send(msg);
+        }
     }
 
     fn finish(&mut self, tx: &Sender<MllogMsg>) {
@@ -487,6 +489,26 @@ mod tests {
             _ => panic!("expected an event"),
         }
         assert!(matches!(&msgs[1], MllogMsg::Malformed(m) if m.contains("does not parse")));
+    }
+
+    /// Two ranks under torchrun, unbuffered: each wrote its record, then
+    /// its newline (seen on an H100 run): two records on one line.
+    #[test]
+    fn two_records_on_one_line_are_both_taken() {
+        let a =
+            r#":::MLLOG {"time_ms": 1700000001500, "key": "epoch_start", "value": null, "metadata": {"epoch_num": 1}}"#;
+        let b =
+            r#":::MLLOG {"time_ms": 1700000001501, "key": "epoch_start", "value": null, "metadata": {"epoch_num": 1}}"#;
+        let line = format!("{a}{b}\n\n");
+        let msgs = split(false, &[line.as_bytes()]);
+        let ts: Vec<u64> = msgs
+            .iter()
+            .map(|m| match m {
+                MllogMsg::Event(ts, _) => *ts,
+                _ => panic!("expected events"),
+            })
+            .collect();
+        assert_eq!(ts, [1_001_500_000_000, 1_001_501_000_000]);
     }
 
     #[test]

@@ -56,6 +56,23 @@ pub fn parse_line(line: &str) -> Option<MllogEvent> {
     parse(line).ok().flatten()
 }
 
+/// Every MLLOG record of a line: usually one, but processes that share
+/// an output (ranks under torchrun) and write a record and its newline
+/// apart (unbuffered Python's `print`) leave several on one line,
+/// `:::MLLOG {...}:::MLLOG {...}`.
+pub fn parse_all(line: &str) -> Vec<Result<Option<MllogEvent>, MllogError>> {
+    let whole = parse(line);
+    let tags: Vec<usize> = line.match_indices(TAG).map(|(i, _)| i).collect();
+    if whole.is_ok() || tags.len() < 2 {
+        return vec![whole];
+    }
+    // The text before the first tag (a rank label) stays with the first.
+    let mut cuts = tags;
+    cuts[0] = 0;
+    cuts.push(line.len());
+    cuts.windows(2).map(|w| parse(&line[w[0]..w[1]])).collect()
+}
+
 /// Like [`parse_line`], but tells a broken MLLOG line (`Err`) from a line
 /// that is not MLLOG at all (`Ok(None)`).
 pub fn parse(line: &str) -> Result<Option<MllogEvent>, MllogError> {
@@ -537,22 +554,25 @@ impl crate::Source for MllogSource {
                 continue;
             };
             self.report.lines = no;
-            match parse(l) {
-                Ok(Some(ev)) => {
-                    let ts = ev.time_ns();
-                    if ts < 0 {
-                        self.report.malformed(no, "time_ms before 1970");
-                        continue;
+            let blank = l.trim().is_empty();
+            for parsed in parse_all(l) {
+                match parsed {
+                    Ok(Some(ev)) => {
+                        let ts = ev.time_ns();
+                        if ts < 0 {
+                            self.report.malformed(no, "time_ms before 1970");
+                            continue;
+                        }
+                        self.tracker.push(ts as u64, &ev, &mut self.out);
+                        self.drain();
                     }
-                    self.tracker.push(ts as u64, &ev, &mut self.out);
-                    self.drain();
-                }
-                Ok(None) => {
-                    if !l.trim().is_empty() {
-                        self.report.skipped += 1;
+                    Ok(None) => {
+                        if !blank {
+                            self.report.skipped += 1;
+                        }
                     }
+                    Err(e) => self.report.malformed(no, e.to_string()),
                 }
-                Err(e) => self.report.malformed(no, e.to_string()),
             }
         }
     }
@@ -615,6 +635,14 @@ mod tests {
         let e = ev(r#"{"time_ms": 2, "key": "opt_name", "value": "sgd", "metadata": {"rank": 4}}"#);
         assert_eq!((e.rank, e.value_text().as_str()), (Some(4), "\"sgd\""));
         assert_eq!(parse("epoch 3 loss 0.1").unwrap(), None);
+        // Two ranks' records on one line, the first with its rank label.
+        let a = r#"{"time_ms": 1000, "key": "epoch_start", "value": null, "metadata": {"epoch_num": 1}}"#;
+        let b = r#"{"time_ms": 1001, "key": "epoch_start", "value": null, "metadata": {"epoch_num": 1}}"#;
+        let both = parse_all(&format!("[1,3]<stdout>::::MLLOG {a}:::MLLOG {b}"));
+        let ranks: Vec<_> = both.iter().map(|r| r.as_ref().unwrap().as_ref().unwrap().rank).collect();
+        assert_eq!(ranks, [Some(3), None]);
+        assert_eq!(parse_all(&format!(":::MLLOG {a}")).len(), 1);
+        assert!(parse_all(":::MLLOG {broken:::MLLOG {\"time_ms\": 1}").iter().all(|r| r.is_err()));
         assert!(matches!(parse(":::MLLOG {\"time_ms\": 1"), Err(MllogError::Json(_))));
         assert_eq!(parse(":::MLLOG {\"time_ms\": 1}"), Err(MllogError::Missing("\"key\"")));
         assert_eq!(parse("{\"key\": \"a\"}"), Err(MllogError::Missing("\"time_ms\"")));
