@@ -163,6 +163,18 @@ fn a_batch_handed_on_by_a_thread_of_the_trainer_is_a_data_wait() {
     assert!(by_relay >= 15, "the relay thread woke the main thread {by_relay} times");
 }
 
+/// `record -- sh -c SCRIPT` into `dir/name`: the log, the command's
+/// output and `stats --json` of the log.
+fn record_sh(dir: &Path, name: &str, script: &str) -> (PathBuf, String, serde_json::Value) {
+    let log = dir.join(name);
+    let args = ["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", script];
+    let out = mltrace(&args, dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
+    let json = serde_json::from_slice(&js.stdout).unwrap();
+    (log, String::from_utf8_lossy(&out.stdout).into_owned(), json)
+}
+
 /// `sh -c 'trainer ...; true'`: the command is a wrapper, the trainer
 /// its child (as with `bash train.sh` or torchrun): the verdict is about
 /// the process whose workers read, and names it.
@@ -173,14 +185,9 @@ fn a_trainer_started_by_a_wrapper_is_found() {
     }
     let _shares = measuring();
     let (dir, bin, data) = setup();
-    let log = dir.path().join("wrapped.bin");
     let script = format!("{} {} 20 1024 20 15; true", bin.display(), data.display());
-    let args = ["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script];
-    let out = mltrace(&args, dir.path());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let kv = key_values(&String::from_utf8_lossy(&out.stdout));
-    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir.path());
-    let run = Run { log, kv, json: serde_json::from_slice(&js.stdout).unwrap() };
+    let (log, stdout, json) = record_sh(dir.path(), "wrapped.bin", &script);
+    let run = Run { log, kv: key_values(&stdout), json };
     check_data_wait(&run);
     let text = run.json["verdict"]["text"].as_str().unwrap();
     let head = format!("input-bound: the trainer (trainer train.bin [{}]) waited for data", run.kv["pid"]);
@@ -200,20 +207,14 @@ fn each_rank_gets_its_own_data_wait() {
     let (dir, bin, data) = setup();
     let other = dir.path().join("rank1.bin");
     std::fs::copy(&data, &other).unwrap();
-    let log = dir.path().join("ranks.bin");
     let script = format!(
         "{b} {d0} 10 1024 20 15 & {b} {d1} 10 1024 20 15 & wait",
         b = bin.display(),
         d0 = data.display(),
         d1 = other.display()
     );
-    let args = ["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script];
-    let out = mltrace(&args, dir.path());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir.path());
-    let json: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    let (_, stdout, json) = record_sh(dir.path(), "ranks.bin", &script);
     // Each trainer prints its block at exit: pid, worker, total_ns, blocked_ns.
-    let stdout = String::from_utf8_lossy(&out.stdout);
     let blocks: Vec<_> = stdout.split("pid ").skip(1).map(|b| key_values(&format!("pid {b}"))).collect();
     assert_eq!(blocks.len(), 2, "{stdout}");
     for kv in blocks {
