@@ -110,11 +110,8 @@ impl Source for DmonSource {
                 return Ok(Some(it));
             }
             let mut l = std::mem::take(&mut self.buf);
-            let Some(no) = self.lines.next_into(&mut l)? else { return Ok(None) };
-            self.report.lines = no;
-            if !l.trim().is_empty() {
-                self.line(no, &l);
-            }
+            let Some(no) = self.lines.next_content(&mut l, &mut self.report)? else { return Ok(None) };
+            self.line(no, &l);
             self.buf = l;
         }
     }

@@ -38,6 +38,18 @@ impl Lines {
         Ok(no.map(|no| (no, self.line.as_str())))
     }
 
+    /// The next line that is not blank, into `line`, and its number; every
+    /// line read, blank or not, is counted in `report`.
+    pub fn next_content(&mut self, line: &mut String, report: &mut FileReport) -> Result<Option<u64>, ImportError> {
+        while let Some(no) = self.next_into(line)? {
+            report.lines = no;
+            if !line.trim().is_empty() {
+                return Ok(Some(no));
+            }
+        }
+        Ok(None)
+    }
+
     /// Reads the next line into `line` (reusing its memory); its number.
     pub fn next_into(&mut self, line: &mut String) -> Result<Option<u64>, ImportError> {
         self.buf.clear();

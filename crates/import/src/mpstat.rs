@@ -262,15 +262,10 @@ impl Source for MpstatSource {
                 return Ok(Some(it));
             }
             let mut l = std::mem::take(&mut self.buf);
-            let Some(no) = self.lines.next_into(&mut l)? else { return Ok(None) };
-            self.report.lines = no;
-            if !l.trim().is_empty() {
-                let r = self.line(no, &l);
-                self.buf = l;
-                r?;
-            } else {
-                self.buf = l;
-            }
+            let Some(no) = self.lines.next_content(&mut l, &mut self.report)? else { return Ok(None) };
+            let r = self.line(no, &l);
+            self.buf = l;
+            r?;
         }
     }
 

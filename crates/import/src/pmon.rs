@@ -225,7 +225,7 @@ impl Source for PmonSource {
                 return Ok(Some(it));
             }
             let mut l = std::mem::take(&mut self.buf);
-            let Some(no) = self.lines.next_into(&mut l)? else {
+            let Some(no) = self.lines.next_content(&mut l, &mut self.report)? else {
                 if self.sample_ts.is_some() {
                     self.close_sample();
                     self.sample_ts = None;
@@ -233,10 +233,7 @@ impl Source for PmonSource {
                 }
                 return Ok(None);
             };
-            self.report.lines = no;
-            if !l.trim().is_empty() {
-                self.line(no, &l);
-            }
+            self.line(no, &l);
             self.buf = l;
         }
     }

@@ -434,14 +434,11 @@ impl Source for BpftraceSource {
                 return Ok(Some(it));
             }
             let mut l = std::mem::take(&mut self.buf);
-            let Some(no) = self.lines.next_into(&mut l)? else {
+            let Some(no) = self.lines.next_content(&mut l, &mut self.report)? else {
                 self.finish_notes();
                 return Ok(None);
             };
-            self.report.lines = no;
-            if !l.trim().is_empty() {
-                self.line(no, &l);
-            }
+            self.line(no, &l);
             self.buf = l;
         }
     }

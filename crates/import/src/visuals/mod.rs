@@ -297,12 +297,9 @@ impl Source for VisSource {
                 return Ok(Some(it));
             }
             let mut l = std::mem::take(&mut self.buf);
-            let Some(no) = self.lines.next_into(&mut l)? else { return Ok(None) };
-            self.report.lines = no;
-            if !l.trim().is_empty() {
-                if let Err(e) = self.line(&l) {
-                    self.report.malformed(no, e);
-                }
+            let Some(no) = self.lines.next_content(&mut l, &mut self.report)? else { return Ok(None) };
+            if let Err(e) = self.line(&l) {
+                self.report.malformed(no, e);
             }
             self.buf = l;
         }
