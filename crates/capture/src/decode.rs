@@ -146,9 +146,14 @@ fn block_flags(h_flags: u16, rq: u16) -> u16 {
 }
 
 /// Timestamps: the request's own start when known, else the first thing seen.
-fn block_record(e: &ev_block, enc: &mut FrameEncoder) -> Block {
+/// `hide_others`: a request of neither a traced process nor a kernel
+/// thread is nobody's (no pid, no name: without root, another user's).
+fn block_record(e: &ev_block, enc: &mut FrameEncoder, hide_others: bool) -> Block {
     let h = &e.h;
     let flags = block_flags(h.flags, e.rq_flags);
+    let hide = hide_others && flags & (blk::TRACED | blk::KTHREAD) == 0;
+    // Its name is never interned: a frame keeps every string it was given.
+    let (pid, tid, comm) = if hide { (0, 0, enc.intern(b"")) } else { (h.pid, h.tid, enc.intern(&cstr(&e.comm))) };
     let issue = if flags & blk::ISSUE_UNKNOWN != 0 { None } else { Some(e.issue) };
     let start = if flags & blk::START_UNKNOWN != 0 { None } else { Some(h.ts) };
     let (ts, queue, device) = match (start, issue) {
@@ -161,9 +166,9 @@ fn block_record(e: &ev_block, enc: &mut FrameEncoder) -> Block {
         ts,
         queue,
         device,
-        pid: h.pid,
-        tid: h.tid,
-        comm: enc.intern(&cstr(&e.comm)),
+        pid,
+        tid,
+        comm,
         dev: e.dev,
         disk: enc.intern(&cstr(&e.disk)),
         sector: e.sector,
@@ -856,9 +861,8 @@ impl KernelDecoder {
             }
             ev_kind::EV_BLOCK => {
                 let e: ev_block = read(data);
-                let mut b = block_record(&e, enc);
+                let b = block_record(&e, enc, self.hide_others_block);
                 if self.hide_others_block && b.flags & (blk::TRACED | blk::KTHREAD) == 0 {
-                    (b.pid, b.tid, b.comm) = (0, 0, enc.intern(b""));
                     self.stats.block_hidden += 1;
                 }
                 enc.push(&Record::Block(b));
