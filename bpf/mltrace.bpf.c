@@ -2264,16 +2264,17 @@ struct {
 	__type(value, u32);
 } cpu_handed SEC(".maps");
 
-static __always_inline void switch_seen(bool preempt, struct task_struct *prev, struct task_struct *next, u8 traced)
+static __always_inline void switch_seen(bool preempt, struct task_struct *prev, struct task_struct *next, u8 traced,
+				       bool idle_next)
 {
-	u32 zero = 0, *handed = bpf_map_lookup_elem(&cpu_handed, &zero);
-	bool idle_next;
+	u32 zero = 0, *handed;
 
-	if (!handed)
+	/* Most switches of the machine: neither side traced, not to idle. */
+	if (!traced && !idle_next)
 		return;
-	if (!traced && !*handed)
+	handed = bpf_map_lookup_elem(&cpu_handed, &zero);
+	if (!handed || (!traced && !*handed))
 		return;
-	idle_next = BPF_CORE_READ(next, pid) == 0;
 	if (traced) {
 		on_switch(preempt, prev, next, traced);
 		*handed = !(traced & ST_OTHER) && !idle_next;
@@ -2289,7 +2290,7 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 	struct task_struct *prev = (void *)ctx->args[1], *next = (void *)ctx->args[2];
 	u8 traced = (compat_traced(prev) ? ST_SELF : 0) | (compat_traced(next) ? ST_OTHER : 0);
 
-	switch_seen(ctx->args[0], prev, next, traced);
+	switch_seen(ctx->args[0], prev, next, traced, BPF_CORE_READ(next, pid) == 0);
 	return 0;
 }
 
@@ -2298,7 +2299,7 @@ int BPF_PROG(fast_sched_switch, bool preempt, struct task_struct *prev, struct t
 {
 	u8 traced = (state_of(prev) ? ST_SELF : 0) | (state_of(next) ? ST_OTHER : 0);
 
-	switch_seen(preempt, prev, next, traced);
+	switch_seen(preempt, prev, next, traced, next->pid == 0);
 	return 0;
 }
 
