@@ -413,13 +413,21 @@ impl<'s> Scene<'s> {
     /// and named for it (`nodeA · CPU · busy`).
     pub(crate) fn group<E: Encoder>(&mut self, enc: &mut E, name: &str) -> io::Result<TrackId> {
         let host_label = if name == LOST_GROUP { None } else { self.run.host_label(self.host) };
-        let key: std::borrow::Cow<'_, str> = match host_label {
-            Some(_) => format!("{}\u{1}{name}", self.host).into(),
-            None => name.into(),
-        };
-        if let Some(&t) = self.out.groups.get(key.as_ref()) {
+        // Every machine sample comes here: the key's buffer is reused.
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        match host_label {
+            Some(_) => {
+                let _ = write!(key, "{}\u{1}{name}", self.host);
+            }
+            None => key.push_str(name),
+        }
+        let found = self.out.groups.get(&key).copied();
+        self.key = key;
+        if let Some(t) = found {
             return Ok(t);
         }
+        let key = self.key.clone();
         let id = self.out.id();
         let (shown, kind) = match header(name) {
             Some((what, unit)) => (format!("{name} · {what}"), TrackKind::Counter(unit)),
@@ -431,7 +439,7 @@ impl<'s> Scene<'s> {
         };
         enc.machine(if host_label.is_some() { self.host as u32 } else { 0 });
         enc.track(&Track { id, parent: None, name: &shown, rank: group_rank(name), kind })?;
-        self.out.groups.insert(key.into_owned(), id);
+        self.out.groups.insert(key, id);
         Ok(id)
     }
 
@@ -707,16 +715,18 @@ impl<'s> Scene<'s> {
                 self.stats.saw(r.ts);
                 // `idx` is the traced side's, the outgoing one when both are.
                 let prev = r.traced & sched::PREV != 0;
-                let next_idx = if prev { self.tracker.known(r.next_pid) } else { idx };
                 match (prev, idx) {
-                    (true, Some(i)) => self.sched_thread(enc, i, r.prev_tid)?,
-                    (true, None) => {}
+                    (true, Some(i)) if self.filter.keeps_pid(r.prev_pid) => self.sched_thread(enc, i, r.prev_tid)?,
+                    (true, _) => {}
                     (false, _) => self.other_task(enc, r.prev_tid, f.str(r.prev_comm))?,
                 }
-                match (r.traced & sched::NEXT != 0, next_idx) {
-                    (true, Some(i)) if self.filter.keeps_pid(r.next_pid) => self.sched_thread(enc, i, r.next_tid)?,
-                    (true, _) => {}
-                    (false, _) => self.other_task(enc, r.next_tid, f.str(r.next_comm))?,
+                if r.traced & sched::NEXT == 0 {
+                    self.other_task(enc, r.next_tid, f.str(r.next_comm))?;
+                } else if self.filter.keeps_pid(r.next_pid) {
+                    let next_idx = if prev { self.tracker.known(r.next_pid) } else { idx };
+                    if let Some(i) = next_idx {
+                        self.sched_thread(enc, i, r.next_tid)?;
+                    }
                 }
                 self.join_cpu_chain(enc, f, &r)?;
                 enc.sched_switch(&SwitchEvent {
