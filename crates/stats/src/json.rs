@@ -61,13 +61,21 @@ fn mappings(m: &ProcMaps) -> Value {
 /// dataset of a million files is a million entries, which as one
 /// `Value` tree took 7 KiB each.
 struct Files<'a> {
-    stats: &'a Stats,
     listed: Vec<(&'a str, &'a crate::FileStats)>,
+    has: Has,
+}
+
+/// Which probes the log had: a figure of one it lacks is null, never 0.
+#[derive(Clone, Copy)]
+struct Has {
+    page_cache: bool,
+    mappings: bool,
+    faults: bool,
 }
 
 impl Serialize for Files<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.listed.iter().map(|(path, f)| self.stats.file_json(path, f)))
+        s.collect_seq(self.listed.iter().map(|(path, f)| file_json(path, f, self.has)))
     }
 }
 
@@ -92,13 +100,40 @@ impl Serialize for Whole<'_> {
     }
 }
 
+/// One entry of `files`.
+fn file_json(path: &str, f: &crate::FileStats, has: Has) -> Value {
+    let (pc, maps, faults) = (has.page_cache, has.mappings, has.faults);
+    let opt = |on: bool, v: u64| if on { Value::from(v) } else { Value::Null };
+    json!({
+        "path": path,
+        "opens": f.opens,
+        "reads": f.reads,
+        "read_bytes": f.read_bytes,
+        "writes": f.writes,
+        "write_bytes": f.write_bytes,
+        "storage_read_bytes": opt(pc, f.cache.storage_read_bytes()),
+        "page_cache": if pc { cache(&f.cache, f.read_bytes) } else { Value::Null },
+        "mapped_bytes": opt(maps, f.maps.mapped_bytes),
+        "major_faults": opt(faults, f.maps.major_faults),
+        // Through mappings: needs both the mappings and the page cache.
+        "mapped_storage_read_bytes": opt(maps && pc, f.maps.storage_read_bytes),
+        "mmaps": opt(maps, f.maps.mmaps),
+        "uring_reads": f.uring_reads,
+        "uring_read_bytes": f.uring_read_bytes,
+        "uring_writes": f.uring_writes,
+        "uring_write_bytes": f.uring_write_bytes,
+        "total_read_bytes": f.total_read_bytes(),
+        "total_write_bytes": f.total_write_bytes(),
+    })
+}
+
 impl Stats {
     /// The report as one JSON document (for tests and small logs: the
     /// CLI writes it with [`Stats::write_json`]).
     pub fn to_json(&self) -> Value {
         let whole = self.whole();
         let mut v = whole.rest;
-        v["files"] = whole.files.listed.iter().map(|(path, f)| self.file_json(path, f)).collect();
+        v["files"] = whole.files.listed.iter().map(|(path, f)| file_json(path, f, whole.files.has)).collect();
         v
     }
 
@@ -116,35 +151,9 @@ impl Stats {
                 |f: &crate::FileStats| f.total_read_bytes() + f.total_write_bytes() + f.cache.storage_read_bytes();
             moved(b.1).cmp(&moved(a.1)).then(a.0.cmp(b.0))
         });
-        Files { stats: self, listed }
-    }
-
-    /// One entry of `files`.
-    fn file_json(&self, path: &str, f: &crate::FileStats) -> Value {
-        let pc = self.has_page_cache();
-        let (maps, faults) = (self.has_mappings(), self.has_major_faults());
-        let opt = |on: bool, v: u64| if on { Value::from(v) } else { Value::Null };
-        json!({
-            "path": path,
-            "opens": f.opens,
-            "reads": f.reads,
-            "read_bytes": f.read_bytes,
-            "writes": f.writes,
-            "write_bytes": f.write_bytes,
-            "storage_read_bytes": opt(pc, f.cache.storage_read_bytes()),
-            "page_cache": if pc { cache(&f.cache, f.read_bytes) } else { Value::Null },
-            "mapped_bytes": opt(maps, f.maps.mapped_bytes),
-            "major_faults": opt(faults, f.maps.major_faults),
-            // Through mappings: needs both the mappings and the page cache.
-            "mapped_storage_read_bytes": opt(maps && pc, f.maps.storage_read_bytes),
-            "mmaps": opt(maps, f.maps.mmaps),
-            "uring_reads": f.uring_reads,
-            "uring_read_bytes": f.uring_read_bytes,
-            "uring_writes": f.uring_writes,
-            "uring_write_bytes": f.uring_write_bytes,
-            "total_read_bytes": f.total_read_bytes(),
-            "total_write_bytes": f.total_write_bytes(),
-        })
+        let has =
+            Has { page_cache: self.has_page_cache(), mappings: self.has_mappings(), faults: self.has_major_faults() };
+        Files { listed, has }
     }
 
     /// Everything but the files' entries (`files` is null there).

@@ -371,25 +371,23 @@ impl Stats {
         if n <= 0 || !matches!(kind, FileKind::Regular | FileKind::BlockDev) {
             return;
         }
-        if let Some(parent) = self.loader_parent(pid) {
-            self.fed.insert(parent);
-        }
+        let Some(parent) = self.loader_parent(pid) else { return };
+        self.fed.insert(parent);
         if !self.trainer_fed {
-            if let Some(parent) = self.loader_parent(pid) {
-                // The first process whose workers read is the trainer, the
-                // command's own if they are its.
-                if parent != self.trainer {
-                    self.trainer = parent;
-                    self.sched.trainer = parent;
-                    // Its main thread's times over the run start here.
-                    if let Some(t) = self.sched.timeline.as_mut() {
-                        t.clear();
-                    }
+            // The first process whose workers read is the trainer, the
+            // command's own if they are its.
+            if parent != self.trainer {
+                self.trainer = parent;
+                self.sched.trainer = parent;
+                // Its main thread's times over the run start here.
+                if let Some(t) = self.sched.timeline.as_mut() {
+                    t.clear();
                 }
-                self.trainer_fed = true;
             }
+            self.trainer_fed = true;
         }
-        if self.is_worker_now(pid) {
+        // A worker of the trainer (see `is_worker_now`).
+        if self.trainer != 0 && parent == self.trainer {
             let key = String::from_utf8_lossy(path);
             match self.worker_files.get_mut(key.as_ref()) {
                 Some(b) => *b += n as u64,
