@@ -104,6 +104,15 @@ fn run_measured(cmd: &mut Command) -> Result<String> {
 /// process would report at least our own: the command is started through
 /// a fresh, small copy of this binary (`--peak-rss`) that reports it.
 fn rss_of(cmd: &mut Command) -> Result<(String, u64)> {
+    rss_with(cmd, Stdio::piped())
+}
+
+/// [`rss_of`] with `cmd`'s output thrown away (not read into the bench).
+fn rss_quiet(cmd: &mut Command) -> Result<u64> {
+    Ok(rss_with(cmd, Stdio::null())?.1)
+}
+
+fn rss_with(cmd: &mut Command, stdout: Stdio) -> Result<(String, u64)> {
     let report = tempfile_path("rss");
     let mut launcher = Command::new(std::env::current_exe()?);
     launcher.arg("--peak-rss").arg(&report).arg(cmd.get_program()).args(cmd.get_args());
@@ -116,7 +125,7 @@ fn rss_of(cmd: &mut Command) -> Result<(String, u64)> {
             None => launcher.env_remove(k),
         };
     }
-    let out = launcher.stdout(Stdio::piped()).stderr(Stdio::null()).output()?;
+    let out = launcher.stdout(stdout).stderr(Stdio::null()).output()?;
     if !out.status.success() {
         bail!("{cmd:?} failed ({:?})", out.status.code());
     }
@@ -885,7 +894,7 @@ fn many_files_bench(dir: &Path, mltrace: &Path) -> Result<String> {
     for (name, args) in runs {
         let _ = fs::remove_dir_all(&out).or_else(|_| fs::remove_file(&out));
         let t0 = Instant::now();
-        let (_, rss) = rss_of(Command::new(mltrace).args(&args).stdout(Stdio::null()))?;
+        let rss = rss_quiet(Command::new(mltrace).args(&args))?;
         let _ = writeln!(
             table,
             "  {name:<20} {:>9}  peak RSS {:>7.1} MiB  ({:.0} B per file)",

@@ -53,7 +53,6 @@ pub fn cpu_count() -> u32 {
     std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
 }
 
-/// (major, minor) of the running kernel.
 /// Whether the `tp/` programs (page cache, io_uring, fault start) can
 /// find their tracepoints' ids: libbpf reads them from tracefs, which is
 /// root's alone (0700) whatever capabilities a binary has, and is not
@@ -113,6 +112,7 @@ fn mount_tracefs() -> std::io::Result<()> {
     }
 }
 
+/// (major, minor) of the running kernel.
 pub fn kernel_version() -> Option<(u32, u32)> {
     let r = kernel_release();
     let mut it = r.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty());

@@ -286,13 +286,13 @@ impl Survey {
         }
     }
 
-    /// Where process `idx` goes among the process groups (0 first).
     /// In a log of several hosts, the name of host `host` (for labels);
     /// `None` for a log of one host, whose labels say nothing of it.
     pub fn host_label(&self, host: usize) -> Option<&str> {
         self.header.hosts.get(host).map(|h| h.name.as_str())
     }
 
+    /// Where process `idx` goes among the process groups (0 first).
     pub fn order_of(&self, idx: ProcIdx) -> i32 {
         self.procs.get(idx).order
     }
