@@ -646,11 +646,13 @@ impl KernelDecoder {
                     };
                     let joined = join_normalize(base, passed);
                     if !self.keeps_path(Some(&joined)) {
+                        self.open_buf.give_back(e);
                         return;
                     }
                     (enc.intern(&joined), FileKind::Unknown)
                 };
                 if e.ret >= 0 && !self.keeps(e.file) {
+                    self.open_buf.give_back(e);
                     return;
                 }
                 let path = if same_as_passed { abs } else { enc.intern(passed) };
