@@ -162,7 +162,8 @@ struct {
 struct heap {
 	u32 off;
 	u32 flags;
-	u64 args[4];  /* an open's arguments, read by its (inlined) caller */
+	u64 args[6];  /* the syscall's arguments, read by the (inlined) exit
+		       * program for the handlers it calls (see save_args) */
 	char walk[2 * PATHBUF];
 	struct ev_file file;
 	struct ev_open open;
@@ -295,6 +296,10 @@ static __always_inline u64 file_pos(struct file *f, bool fast)
 
 /* Syscall arguments: direct loads from the typed pt_regs of tp_btf, CO-RE
  * reads from the raw pointer of raw_tp. `fast` is always a constant. */
+/* `x &= mask` that the compiler can neither drop nor move: for verifiers
+ * that lose a bound the source has already checked. */
+#define BOUND(x, mask) asm volatile("%0 &= " #mask : "+r"(x))
+
 #define ARG(n) (fast ? PT_REGS_PARM##n##_SYSCALL(regs) : PT_REGS_PARM##n##_CORE_SYSCALL(regs))
 #define FD_FILE(fd) (fast ? fd_file_fast(bpf_get_current_task_btf(), fd) : fd_file(fd))
 
@@ -382,6 +387,9 @@ static __always_inline void walk_path(struct dentry *dentry, struct vfsmount *vf
 		}
 		off -= len + 1;
 		hp->walk[off & (PATHBUF - 1)] = '/';
+		/* 6.12's verifier loses len's bound through the compiler's
+		 * arithmetic above: bound it again where it is used. */
+		BOUND(len, 255);
 		bpf_probe_read_kernel(&hp->walk[(off + 1) & (PATHBUF - 1)], len, q.name);
 		hp->off = off;
 		dentry = parent;
@@ -715,30 +723,34 @@ static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s
 	bpf_ringbuf_submit(e, wake_flags());
 }
 
-static __always_inline void on_xfer(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
+static __noinline int on_xfer(struct inflight *v, s64 ret, u64 now, u64 id)
 {
+	u32 zero = 0;
+	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
 	int in_fd, out_fd;
 	u64 req;
 	struct ev_xfer *e;
 
+	if (!hp)
+		return 0;
 	if (v->op == OP_SENDFILE) {
 		/* sendfile(out_fd, in_fd, *offset, count) */
-		out_fd = ARG(1);
-		in_fd = ARG(2);
-		req = ARG(4);
+		out_fd = hp->args[0];
+		in_fd = hp->args[1];
+		req = hp->args[3];
 	} else {
 		/* copy_file_range(fd_in, *off_in, fd_out, *off_out, len, flags) */
-		in_fd = ARG(1);
-		out_fd = ARG(3);
-		req = ARG(5);
+		in_fd = hp->args[0];
+		out_fd = hp->args[2];
+		req = hp->args[4];
 	}
-	u64 in_key = file_key(FD_FILE(in_fd), id, NULL);
-	u64 out_key = file_key(FD_FILE(out_fd), id, NULL);
+	u64 in_key = file_key(fd_file(in_fd), id, NULL);
+	u64 out_key = file_key(fd_file(out_fd), id, NULL);
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
-		return;
+		return 0;
 	}
 	fill_hdr(&e->h, EV_XFER, v->op, id, v->ts);
 	e->dur = now - v->ts;
@@ -750,6 +762,7 @@ static __always_inline void on_xfer(struct inflight *v, struct pt_regs *regs, s6
 	e->out_fd = out_fd;
 	e->nblk = v->nblk;
 	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
 }
 
 static __always_inline void count_anon(u32 tgid, u64 len)
@@ -771,24 +784,28 @@ static __always_inline void count_anon(u32 tgid, u64 len)
 	__sync_fetch_and_add(&c->bytes, len);
 }
 
-static __always_inline void on_map(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
+static __noinline int on_map(struct inflight *v, s64 ret, u64 now, u64 id)
 {
+	u32 zero = 0;
+	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
 	struct file *f = NULL;
 	struct ev_map *e;
 	u64 flags = 0;
 	s32 fd = -1;
 
+	if (!hp)
+		return 0;
 	if (v->op == OP_MMAP) {
-		flags = ARG(4);
+		flags = hp->args[3];
 		if (flags & MAP_ANONYMOUS) {
 			/* MAP_FIXED (record_map let it through): counted, and
 			 * recorded, as it replaced what was there. */
-			count_anon(id >> 32, ARG(2));
+			count_anon(id >> 32, hp->args[1]);
 			if (ret < 0)
-				return;
+				return 0;
 		} else {
-			fd = ARG(5);
-			f = FD_FILE(fd);
+			fd = hp->args[4];
+			f = fd_file(fd);
 		}
 	}
 	u64 key = file_key(f, id, NULL);
@@ -796,7 +813,7 @@ static __always_inline void on_map(struct inflight *v, struct pt_regs *regs, s64
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
-		return;
+		return 0;
 	}
 	fill_hdr(&e->h, EV_MAP, v->op, id, v->ts);
 	e->dur = now - v->ts;
@@ -804,15 +821,16 @@ static __always_inline void on_map(struct inflight *v, struct pt_regs *regs, s64
 	e->ino = f ? BPF_CORE_READ(f, f_inode, i_ino) : 0;
 	e->dev = f ? BPF_CORE_READ(f, f_inode, i_sb, s_dev) : 0;
 	e->magic = f ? BPF_CORE_READ(f, f_inode, i_sb, s_magic) : 0;
-	e->addr = ARG(1);
-	e->len = ARG(2);
-	e->new_len = v->op == OP_MREMAP ? ARG(3) : 0;
-	e->offset = v->op == OP_MMAP ? ARG(6) : 0;
-	e->prot = v->op == OP_MMAP ? ARG(3) : 0;
-	e->flags = v->op == OP_MREMAP ? ARG(4) : flags;
+	e->addr = hp->args[0];
+	e->len = hp->args[1];
+	e->new_len = v->op == OP_MREMAP ? hp->args[2] : 0;
+	e->offset = v->op == OP_MMAP ? hp->args[5] : 0;
+	e->prot = v->op == OP_MMAP ? hp->args[2] : 0;
+	e->flags = v->op == OP_MREMAP ? hp->args[3] : flags;
 	e->fd = fd;
 	e->ret = ret;
 	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
 }
 
 /* A process's anonymous mmaps, counted since it was traced. */
@@ -943,7 +961,7 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 #define IOCB_CMD_PWRITEV 8
 
 /* The first iocb's file, opcode and offset. */
-static __always_inline void aio_first(struct ev_aio *e, const struct iocb *cb, u64 id, bool fast)
+static __always_inline void aio_first(struct ev_aio *e, const struct iocb *cb, u64 id)
 {
 	struct iocb c;
 
@@ -955,14 +973,14 @@ static __always_inline void aio_first(struct ev_aio *e, const struct iocb *cb, u
 	e->fd = c.aio_fildes;
 	e->aio_op = c.aio_lio_opcode;
 	e->offset = c.aio_offset;
-	e->file = file_key(FD_FILE((s32)c.aio_fildes), id, NULL);
+	e->file = file_key(fd_file((s32)c.aio_fildes), id, NULL);
 }
 
-static __always_inline void aio_submit(struct ev_aio *e, struct pt_regs *regs, u64 id, bool fast)
+static __always_inline void aio_submit(struct ev_aio *e, u64 *args, u64 id)
 {
 	/* io_submit(ctx, nr, iocbpp): the iocbs passed, whether or not all went in. */
-	struct iocb **cbs = (struct iocb **)ARG(3);
-	s64 nr = ARG(2);
+	struct iocb **cbs = (struct iocb **)args[2];
+	s64 nr = args[1];
 	u64 n = nr > 0 ? nr : 0;
 
 	e->nr = nr;
@@ -995,17 +1013,17 @@ static __always_inline void aio_submit(struct ev_aio *e, struct pt_regs *regs, u
 		e->counted = i + 1;
 	}
 	if (e->counted)
-		e->file = file_key(FD_FILE(e->fd), id, NULL);
+		e->file = file_key(fd_file(e->fd), id, NULL);
 }
 
-static __always_inline void aio_events(struct ev_aio *e, struct pt_regs *regs, s64 ret, u64 id, bool fast)
+static __always_inline void aio_events(struct ev_aio *e, u64 *args, s64 ret, u64 id)
 {
 	/* io_getevents(ctx, min_nr, nr, events, timeout): the events returned. */
-	struct io_event *ev = (struct io_event *)ARG(4);
+	struct io_event *ev = (struct io_event *)args[3];
 	u64 n = ret > 0 ? ret : 0;
 
-	e->min_nr = ARG(2);
-	e->nr = ARG(3);
+	e->min_nr = args[1];
+	e->nr = args[2];
 	if (n > MAX_AIO) {
 		e->h.flags |= IOF_REQ_PARTIAL;
 		n = MAX_AIO;
@@ -1022,7 +1040,7 @@ static __always_inline void aio_events(struct ev_aio *e, struct pt_regs *regs, s
 		}
 		if (i == 0)
 			/* The iocb it completes, if the program still has it. */
-			aio_first(e, (const struct iocb *)x.obj, id, fast);
+			aio_first(e, (const struct iocb *)x.obj, id);
 		if (x.res < 0) {
 			e->errors += 1;
 		} else if (bpf_probe_read_user(&cmd, sizeof(cmd), &((const struct iocb *)x.obj)->aio_lio_opcode)) {
@@ -1037,17 +1055,22 @@ static __always_inline void aio_events(struct ev_aio *e, struct pt_regs *regs, s
 	}
 }
 
-static __always_inline void on_aio(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
+static __noinline int on_aio(struct inflight *v, s64 ret, u64 now, u64 id)
 {
-	struct ev_aio *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	u32 zero = 0;
+	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
+	struct ev_aio *e;
 
+	if (!hp)
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
-		return;
+		return 0;
 	}
 	fill_hdr(&e->h, EV_AIO, v->op, id, v->ts);
 	e->dur = now - v->ts;
-	e->ctx = ARG(1);
+	e->ctx = hp->args[0];
 	e->file = 0;
 	e->offset = 0;
 	e->read_bytes = 0;
@@ -1062,15 +1085,19 @@ static __always_inline void on_aio(struct inflight *v, struct pt_regs *regs, s64
 	e->_pad = 0;
 	e->nblk = v->nblk;
 	if (v->op == OP_IO_SUBMIT)
-		aio_submit(e, regs, id, fast);
+		aio_submit(e, hp->args, id);
 	else
-		aio_events(e, regs, ret, id, fast);
+		aio_events(e, hp->args, ret, id);
 	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
 }
 
-/* An open's arguments for on_open, read here where `fast` is known: plain
- * loads from tp_btf's typed registers instead of four probe reads. */
-static __always_inline bool open_args(struct pt_regs *regs, bool fast)
+/* The syscall's arguments for the handlers that are subprograms (opens,
+ * transfers, libaio, mappings), read here where `fast` is known: plain
+ * loads from tp_btf's typed registers instead of probe reads. Kept out of
+ * the exit program's own frame: the verifier before 6.14 limits a program
+ * and the subprograms it calls to 512 bytes of stack together. */
+static __always_inline bool save_args(struct pt_regs *regs, bool fast)
 {
 	u32 zero = 0;
 	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
@@ -1081,6 +1108,8 @@ static __always_inline bool open_args(struct pt_regs *regs, bool fast)
 	hp->args[1] = ARG(2);
 	hp->args[2] = ARG(3);
 	hp->args[3] = ARG(4);
+	hp->args[4] = ARG(5);
+	hp->args[5] = ARG(6);
 	return true;
 }
 
@@ -1106,8 +1135,9 @@ static __always_inline void opened_named(struct inflight *st)
 	bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
 }
 
-/* Syscall exit: `v` is a copy of the entry state; on the fast route `st`
- * is the thread's own state (it outlives the call) and `t` the thread. */
+/* Syscall exit: `v` is the entry state; on the fast route `st` is the
+ * thread's own state (the same memory; it outlives the call) and `t` the
+ * thread. The caller marks the call handled after this returns. */
 static __always_inline void leave(struct inflight *v, struct inflight *st, struct task_struct *t,
 				  struct pt_regs *regs, s64 ret, u64 id, bool fast)
 {
@@ -1119,7 +1149,7 @@ static __always_inline void leave(struct inflight *v, struct inflight *st, struc
 		on_io(v, st, t, regs, ret, now, id, fast);
 		break;
 	case OP_OPEN ... OP_CREAT:
-		if (open_args(regs, fast) && on_open(v, ret, now, id))
+		if (save_args(regs, fast) && on_open(v, ret, now, id))
 			opened_named(st);
 		break;
 	case OP_CLOSE:
@@ -1127,13 +1157,16 @@ static __always_inline void leave(struct inflight *v, struct inflight *st, struc
 		break;
 	case OP_SENDFILE:
 	case OP_COPY_FILE_RANGE:
-		on_xfer(v, regs, ret, now, id, fast);
+		if (save_args(regs, fast))
+			on_xfer(v, ret, now, id);
 		break;
 	case OP_IO_SUBMIT ... OP_IO_PGETEVENTS:
-		on_aio(v, regs, ret, now, id, fast);
+		if (save_args(regs, fast))
+			on_aio(v, ret, now, id);
 		break;
 	case OP_MMAP ... OP_MREMAP:
-		on_map(v, regs, ret, now, id, fast);
+		if (save_args(regs, fast))
+			on_map(v, ret, now, id);
 		break;
 	}
 }
@@ -1260,13 +1293,13 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
 	struct inflight *vp = bpf_map_lookup_elem(&inflight, &tid);
-	struct inflight v;
 
 	if (!vp)
 		return 0;
-	v = *vp;
+	/* No copy of the state (stack is short, see save_args): only this
+	 * thread touches its entry, which goes once the call is handled. */
+	leave(vp, NULL, NULL, (void *)ctx->args[0], ctx->args[1], id, false);
 	bpf_map_delete_elem(&inflight, &tid);
-	leave(&v, NULL, NULL, (void *)ctx->args[0], ctx->args[1], id, false);
 	return 0;
 }
 
@@ -1325,7 +1358,6 @@ int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
 	u64 nr = regs->orig_ax;
 	struct task_struct *t;
 	struct inflight *st;
-	struct inflight v;
 
 	/* Most syscalls are not ours: decide before looking anything up. */
 	if (nr >= MAX_SYSCALL_NR || sys_op[nr] == OP_NONE)
@@ -1334,9 +1366,9 @@ int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
 	st = state_of(t);
 	if (!st || st->op == OP_NONE)
 		return 0;
-	v = *st;
+	/* The state itself, not a copy (stack is short, see save_args). */
+	leave(st, st, t, regs, ret, ((u64)t->tgid << 32) | (u32)t->pid, true);
 	st->op = OP_NONE;
-	leave(&v, st, t, regs, ret, ((u64)t->tgid << 32) | (u32)t->pid, true);
 	return 0;
 }
 
