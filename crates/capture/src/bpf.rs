@@ -87,6 +87,20 @@ pub enum SyscallRoute {
     Compat,
 }
 
+/// The route's name, as `--syscall-probes` takes it.
+pub fn route_name(r: SyscallRoute) -> &'static str {
+    match r {
+        SyscallRoute::Fast => "fast",
+        SyscallRoute::Compat => "compat",
+    }
+}
+
+/// Whether this kernel can have the fast route: task storage for tracing
+/// programs came in 5.11, and tp_btf needs the kernel's BTF.
+pub fn fast_possible(kernel: &KernelBtf) -> bool {
+    crate::system::kernel_version().is_some_and(|v| v >= (5, 11)) && kernel.available()
+}
+
 impl SyscallRoute {
     pub fn describe(self) -> &'static str {
         match self {
@@ -115,6 +129,8 @@ pub struct Plan {
     pub fault_fallback: Option<String>,
     /// Why the fast route was not used although the kernel should have it.
     pub fallback: Option<String>,
+    /// Whether the kernel can have the fast route at all.
+    pub fast_possible: bool,
     /// Why tracefs cannot be used (not root, not mounted and not
     /// mountable): page cache, io_uring and fault start times are then
     /// left out.
@@ -126,7 +142,7 @@ pub struct Plan {
 impl Plan {
     pub fn new(cfg: &BpfConfig, kernel: &KernelBtf) -> Plan {
         let block = if cfg.block { cfg.block_route.or_else(|| BlockRoute::choose(kernel)) } else { None };
-        let fast_ok = crate::system::kernel_version().is_some_and(|v| v >= (5, 11)) && kernel.available();
+        let fast_ok = fast_possible(kernel);
         let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
         let wants_tracefs = cfg.page_cache || cfg.uring || cfg.mappings;
         let state = if wants_tracefs { crate::system::tracefs() } else { Tracefs::Ready };
@@ -154,6 +170,7 @@ impl Plan {
             faults,
             fault_fallback: None,
             fallback: None,
+            fast_possible: fast_ok,
             tracefs_unusable,
             tracefs_mounted,
         }
@@ -177,6 +194,13 @@ pub fn load<'obj>(
     cfg: &BpfConfig,
     plan: &mut Plan,
 ) -> Result<MltraceSkel<'obj>, CaptureError> {
+    if cfg.route == Some(SyscallRoute::Fast) && !plan.fast_possible {
+        return Err(CaptureError::Unsupported(format!(
+            "the fast syscall route needs Linux 5.11 or newer with BTF (task storage for tracing programs); \
+             this is {}: use --syscall-probes compat (or auto)",
+            crate::system::kernel_release()
+        )));
+    }
     let with_uring = plan.uring.is_ok();
     let mut tries = Vec::new();
     for route in [SyscallRoute::Fast, SyscallRoute::Compat] {
@@ -301,7 +325,14 @@ fn load_route<'obj>(
     if cfg.adopt.as_ref().is_none_or(|a| a.path.is_none()) {
         open.maps.path_excluded.set_max_entries(1).map_err(bpf_err("sizing the --path map"))?;
     }
-    let mut skel = open.load().map_err(bpf_err("loading the programs (verifier)"))?;
+    let (loaded, refused) = crate::verifier::catching(|| open.load());
+    let mut skel = loaded.map_err(|source| CaptureError::Bpf {
+        stage: match refused {
+            Some(r) => format!("loading the programs ({} route): {r}", route_name(plan.route)),
+            None => format!("loading the programs ({} route)", route_name(plan.route)),
+        },
+        source,
+    })?;
     if let Some(cg) = cfg.adopt.as_ref().and_then(|a| a.cgroup.as_ref()) {
         use std::os::fd::AsRawFd;
         skel.maps

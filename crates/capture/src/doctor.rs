@@ -6,7 +6,7 @@ use std::mem::MaybeUninit;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::OpenObject;
 
-use crate::bpf::{self, BpfConfig, Plan};
+use crate::bpf::{self, BpfConfig, Plan, SyscallRoute};
 use crate::features::{BlockRoute, KernelBtf};
 use crate::probe_skel::ProbeSkelBuilder;
 use crate::system;
@@ -147,25 +147,53 @@ pub fn run() -> Vec<Check> {
         out.push(check("programs", Status::Info, "not tried without privileges"));
         return out;
     }
-    let cfg = BpfConfig { ring_bytes: 1 << 16, ..Default::default() };
-    let mut plan = Plan::new(&cfg, &kernel);
-    let mut storage: [MaybeUninit<_>; 4] = std::array::from_fn(|_| MaybeUninit::uninit());
-    match bpf::load(&mut storage, &cfg, &mut plan) {
-        Ok(skel) => {
-            let n = skel.object().progs().filter(|p| p.autoload()).count();
-            out.push(check(
-                "programs",
-                Status::Ok,
-                format!("{n} programs verified, loaded and attached (with their maps and ring buffer)"),
-            ));
-            // The perf events, for real: the same as `record` does.
-            drop(bpf::attach_faults(&skel, &mut plan));
+    // Every route this kernel may have, each loaded for real: record falls
+    // back from one to the other, and a test of both must see both.
+    let mut plan = None;
+    let fast = bpf::fast_possible(&kernel);
+    for route in [SyscallRoute::Fast, SyscallRoute::Compat] {
+        let name = match route {
+            SyscallRoute::Fast => "fast route",
+            SyscallRoute::Compat => "compat route",
+        };
+        if route == SyscallRoute::Fast && !fast {
+            out.push(check(name, Status::Absent, "needs Linux 5.11+ with BTF (task storage for tracing programs)"));
+            continue;
         }
-        Err(e) => out.push(check("programs", Status::Fail, e.to_string())),
+        let cfg = BpfConfig { ring_bytes: 1 << 16, route: Some(route), ..Default::default() };
+        let mut p = Plan::new(&cfg, &kernel);
+        let mut storage: [MaybeUninit<_>; 4] = std::array::from_fn(|_| MaybeUninit::uninit());
+        match bpf::load(&mut storage, &cfg, &mut p) {
+            Ok(skel) => {
+                let n = skel.object().progs().filter(|p| p.autoload()).count();
+                let uring = match &p.uring {
+                    Err(why) if why.starts_with("its programs") => format!("; io_uring left out: {why}"),
+                    _ => String::new(),
+                };
+                out.push(check(
+                    name,
+                    Status::Ok,
+                    format!(
+                        "{}: {n} programs verified, loaded and attached (with their maps and ring buffer){uring}",
+                        route.describe()
+                    ),
+                ));
+                // The perf events, for real: the same as `record` does.
+                drop(bpf::attach_faults(&skel, &mut p));
+                plan.get_or_insert(p);
+            }
+            Err(e) => out.push(check(name, Status::Absent, format!("did not load: {e}"))),
+        };
     }
-    if let Some(why) = &plan.fallback {
-        out.push(check("fast probes", Status::Info, format!("did not load ({why}); the raw_tp route is used")));
-    }
+    let Some(plan) = plan else {
+        out.push(check("programs", Status::Fail, "no route loaded (see above)"));
+        return out;
+    };
+    out.push(check(
+        "programs",
+        Status::Ok,
+        format!("record uses the {} route ({})", bpf::route_name(plan.route), plan.route.describe()),
+    ));
     for p in bpf::probes(&plan) {
         let name = match p.subsystem.as_str() {
             "syscalls" => "syscall probes",

@@ -22,6 +22,8 @@ pub enum CaptureError {
     Output { path: PathBuf, source: std::io::Error },
     #[error("BPF: {stage}: {source}\n(`mltrace doctor` checks what this kernel supports)")]
     Bpf { stage: String, source: libbpf_rs::Error },
+    #[error("{0}")]
+    Unsupported(String),
     #[error("{what}: {source}")]
     Io { what: String, source: std::io::Error },
 }

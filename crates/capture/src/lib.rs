@@ -5,6 +5,7 @@
 //! - [`launch`]: starts the command paused so its first syscall is traced.
 //! - [`decode`] + [`files`]: kernel records -> log records.
 //! - [`recorder`]: `mltrace record` end to end.
+//! - [`verifier`]: which program the kernel refused, and why.
 
 pub mod attach;
 pub mod bpf;
@@ -22,6 +23,7 @@ mod output;
 pub mod recorder;
 pub mod syscalls;
 pub mod system;
+pub mod verifier;
 
 #[allow(clippy::all, non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
 mod skel {
