@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTHON := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 DEMO   := out/demo
 
-.PHONY: deps build demo test lint fuzz bench soak clean
+.PHONY: deps build demo test lint fuzz bench soak clean test-kernels test-kernels-smoke
 
 deps:
 	@scripts/install-deps.sh
@@ -34,7 +34,22 @@ lint: deps
 test: lint
 	$(CARGO) build --workspace --bins
 	$(CARGO) test --workspace
+	$(MAKE) test-kernels-smoke
 	$(MAKE) fuzz
+
+# Debian's 5.10, 6.1 and 6.12 booted under QEMU (full emulation), each
+# running doctor and the end-to-end checks on every syscall route it has,
+# with the binary built here; then the same checks on this machine's kernel.
+# Kernels are cached in ~/.cache/mltrace (MLTRACE_CACHE). Root; ~30 min.
+test-kernels: deps
+	$(SUDO) scripts/test-kernels.sh 5.10 6.1 6.12 host
+
+# The oldest kernel only (5.10, a few minutes): doctor, one recording
+# checked against /proc/PID/io, exported and loaded in Perfetto's importer.
+test-kernels-smoke:
+	@if [ -n "$$MLTRACE_SKIP_BPF_TESTS" ]; then \
+		echo "SKIPPED test-kernels-smoke: MLTRACE_SKIP_BPF_TESTS is set"; \
+	else $(SUDO) scripts/test-kernels.sh --smoke; fi
 
 # The log reader against arbitrary bytes, for FUZZ_SECONDS per target.
 # cargo fuzz needs nightly-only sanitizer flags; RUSTC_BOOTSTRAP=1 lets the

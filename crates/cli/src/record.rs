@@ -60,8 +60,9 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     nvml_library: Option<PathBuf>,
     /// How syscalls are followed: auto, fast (tp_btf and task storage,
-    /// Linux 5.11+) or compat (raw_tp and hash maps)
-    #[arg(long, default_value = "auto", value_name = "ROUTE", hide = true)]
+    /// Linux 5.11+) or compat (raw_tp and hash maps). The environment sets
+    /// it for a whole test run (`make test-kernels` forces each route)
+    #[arg(long, env = "MLTRACE_SYSCALL_PROBES", default_value = "auto", value_name = "ROUTE", hide = true)]
     syscall_probes: String,
     /// Records per frame (for tests; frames are also cut every second)
     #[arg(long, hide = true)]

@@ -1,0 +1,87 @@
+#!/bin/sh
+# Runs inside a guest booted by scripts/test-kernels.sh (or on the host with
+# HOST=1): doctor, a recording exported for Perfetto, then each check of
+# $RES/checks on each syscall route the kernel loads. Writes one line per
+# result to $RES/results.txt: KERNEL ROUTE pass|fail|skip CHECK [why].
+. "$1"
+K=$(uname -r)
+R=$RES/results.txt
+: >"$R"
+result() { echo "$K $*" >>"$R"; }
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+
+if [ -z "$HOST" ]; then
+  # A scratch disk, so reads can come from storage and block I/O is real.
+  # The kernel's modules are in its unpacked package, not under /lib/modules.
+  for m in virtio_blk ext4; do modprobe -d "$KDIR" $m 2>/dev/null; done
+  for d in /dev/vda /dev/sda /dev/vdb /dev/sdb; do
+    [ -b "$d" ] && ! grep -q "^$d " /proc/mounts && disk=$d && break
+  done
+  if [ -n "$disk" ] && mkfs.ext4 -q -F "$disk" && mount "$disk" /mnt; then
+    # Some tests keep their files under the repository's target/tmp (a
+    # real disk on the host): here that is the scratch disk too.
+    mkdir -p /mnt/tmp /mnt/target-tmp && export TMPDIR=/mnt/tmp
+    mount --bind /mnt/target-tmp "$(dirname "$BIN")/../tmp" 2>/dev/null
+  else
+    result - fail disk "no scratch disk to format and mount"
+  fi
+fi
+export TMPDIR=${TMPDIR:-/tmp}
+export MLTRACE_BIN="$BIN"
+
+"$BIN" doctor >"$RES/doctor.txt" 2>&1
+if [ $? = 0 ]; then result - pass doctor; else result - fail doctor "exit $? (see doctor.txt)"; fi
+
+# 5.11+ must load the fast route; every kernel the compat route.
+major=$(echo "$K" | cut -d. -f1); minor=$(echo "$K" | cut -d. -f2)
+routes=""
+for route in fast compat; do
+  line=$(grep "^$route route" "$RES/doctor.txt")
+  if echo "$line" | grep -q ' ok '; then
+    routes="$routes $route"
+    result "$route" pass loads
+  elif [ $route = fast ] && [ "$major" -lt 5 -o \( "$major" = 5 -a "$minor" -lt 11 \) ]; then
+    result "$route" skip loads "not before 5.11"
+  else
+    result "$route" fail loads "$(echo "$line" | cut -c 30-)"
+  fi
+done
+uring=yes
+grep -q '^io_uring probes *absent' "$RES/doctor.txt" && uring=no
+
+# A recording exported for Perfetto (the caller loads it in Perfetto's importer).
+w="dd if=/dev/urandom of=$TMPDIR/smoke.dat bs=1M count=8 2>/dev/null; sync; echo 3 >/proc/sys/vm/drop_caches; \
+cat $TMPDIR/smoke.dat >/dev/null; cat $TMPDIR/smoke.dat >/dev/null"
+if "$BIN" record -q -f --gpu off -o "$RES/smoke.bin" -- sh -c "$w" >"$RES/smoke.log" 2>&1 &&
+   "$BIN" export "$RES/smoke.bin" -o "$RES/smoke.perfetto-trace" >>"$RES/smoke.log" 2>&1 &&
+   "$BIN" stats --json "$RES/smoke.bin" >"$RES/smoke.json" 2>>"$RES/smoke.log"; then
+  result - pass record-export
+else
+  result - fail record-export "see smoke.log"
+fi
+
+cd "$(dirname "$BIN")/../../tests" 2>/dev/null || cd /
+while read -r bin name; do
+  exe=$(awk -v b="$bin" '$1 == b { print $2 }' "$TESTS" | head -1)
+  for route in $routes; do
+    log=$RES/$route-$name.log
+    if [ -z "$exe" ]; then
+      result "$route" fail "$name" "no test binary $bin"
+      continue
+    fi
+    case $name in
+      io_uring*) if [ $uring = no ]; then result "$route" skip "$name" "no io_uring probes on this kernel"; continue; fi ;;
+    esac
+    MLTRACE_SYSCALL_PROBES=$route timeout 900 "$exe" --exact "$name" --test-threads=1 >"$log" 2>&1
+    rc=$?
+    if [ $rc = 0 ] && grep -q '^test result: ok. 1 passed' "$log"; then
+      result "$route" pass "$name"
+    elif [ $rc = 0 ]; then
+      result "$route" fail "$name" "the test did not run (see $log)"
+    else
+      result "$route" fail "$name" "exit $rc (see $log)"
+    fi
+  done
+done <"$RES/checks"
+[ -z "$HOST" ] && umount /mnt 2>/dev/null
+exit 0
