@@ -30,6 +30,9 @@ enum Tool {
     Mltrace,
     /// mltrace without scheduling capture: what scheduling costs.
     MltraceNoSched,
+    /// Another build of mltrace (BENCH_BASELINE=PATH), run side by side:
+    /// whether a change made the recorder slower.
+    MltraceBaseline,
     Bpftrace,
     Strace,
 }
@@ -42,6 +45,7 @@ impl Tool {
             Tool::LatencyFloor => "latency floor",
             Tool::Mltrace => "mltrace record",
             Tool::MltraceNoSched => "mltrace --sched off",
+            Tool::MltraceBaseline => "mltrace baseline",
             Tool::Bpftrace => "bpftrace printf",
             Tool::Strace => "strace -f",
         }
@@ -63,6 +67,7 @@ struct Workload {
 struct Bench {
     dir: PathBuf,
     mltrace: PathBuf,
+    baseline: Option<PathBuf>,
     script: String,
     reps: usize,
     tools: Vec<Tool>,
@@ -246,11 +251,15 @@ impl Bench {
                 s
             }
             Tool::LatencyFloor => latency_floor(w)?,
-            Tool::Mltrace | Tool::MltraceNoSched => {
+            Tool::Mltrace | Tool::MltraceNoSched | Tool::MltraceBaseline => {
                 let log = out.with_extension("bin");
-                let sched = if tool == Tool::Mltrace { "on" } else { "off" };
+                let sched = if tool == Tool::MltraceNoSched { "off" } else { "on" };
+                let bin = match (tool, &self.baseline) {
+                    (Tool::MltraceBaseline, Some(b)) => b,
+                    _ => &self.mltrace,
+                };
                 let (s, rss) = rss_of(
-                    Command::new(&self.mltrace)
+                    Command::new(bin)
                         .args(["record", "-q", "-f", "--gpu", "off", "--sched", sched, "-o"])
                         .arg(&log)
                         .arg("--")
@@ -365,6 +374,15 @@ fn main() -> Result<()> {
         .filter(|&t| wanted(t))
         .collect();
     let mut skipped = Vec::new();
+    let baseline = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
+    if let Some(b) = &baseline {
+        if !b.exists() {
+            bail!("BENCH_BASELINE={}: no such file", b.display());
+        }
+        if wanted(Tool::MltraceBaseline) {
+            tools.push(Tool::MltraceBaseline);
+        }
+    }
     for (t, bin) in [(Tool::Bpftrace, "bpftrace"), (Tool::Strace, "strace")] {
         if !wanted(t) {
             continue;
@@ -406,6 +424,7 @@ fn main() -> Result<()> {
     let bench = Bench {
         dir: dir.clone(),
         mltrace: mltrace.clone(),
+        baseline,
         script: fs::read_to_string(wl.join("study.bt"))?,
         reps,
         tools,
@@ -550,6 +569,19 @@ fn main() -> Result<()> {
             let _ = writeln!(
                 table,
                 "  ({key}) scheduling on vs --sched off: {cost:+.1}% (for reference: noise is a few %)"
+            );
+        }
+    }
+    for (wi, key) in [(0, "a"), (1, "b"), (2, "c"), (3, "d")] {
+        if let (Some(m), Some(b), Some(u)) =
+            (med(wi, Tool::Mltrace), med(wi, Tool::MltraceBaseline), med(wi, Tool::Untraced))
+        {
+            let (added, base) = (m as f64 - u as f64, b as f64 - u as f64);
+            let _ = writeln!(
+                table,
+                "  ({key}) this mltrace vs the baseline build: {:+.1}% time, added time {:.2}x the baseline's",
+                (m as f64 / b.max(1) as f64 - 1.0) * 100.0,
+                if base > 0.0 { added / base } else { f64::NAN }
             );
         }
     }
