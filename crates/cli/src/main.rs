@@ -1,8 +1,10 @@
 //! The `mltrace` command line.
 
+mod completions;
 mod dump;
 mod export;
 mod import;
+mod man;
 mod merge;
 // Wired to `export --open` in a later change.
 mod open;
@@ -18,7 +20,7 @@ use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "mltrace", version, about = "I/O and utilisation tracer for machine-learning jobs")]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -49,6 +51,13 @@ enum Cmd {
     Doctor,
     /// Print a log's records as text, one per line (for debugging)
     Dump { log: PathBuf },
+    /// Print the shell completion script for bash, zsh or fish
+    Completions {
+        #[arg(value_enum)]
+        shell: completions::Shell,
+    },
+    /// Print the man page (roff; `mltrace man | man -l -`)
+    Man,
 }
 
 /// Opens a log, saying plainly when there is none.
@@ -110,6 +119,8 @@ fn main() -> ExitCode {
         Cmd::Stats { log, top, json } => stats(&log, top, json),
         Cmd::Doctor => doctor(),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),
+        Cmd::Completions { shell } => completions::run(shell),
+        Cmd::Man => man::run(),
     };
     match r {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
