@@ -28,6 +28,33 @@ fn body(man: &Man, render: Section) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Text for roff: `-` is a minus sign to roff, and a leading `.` or `'` a request.
+fn escape(s: &str) -> String {
+    let s = s.replace('\\', "\\e").replace('-', "\\-");
+    if s.starts_with(['.', '\'']) {
+        format!("\\&{s}")
+    } else {
+        s
+    }
+}
+
+/// The top-level long help, its table of outputs as tagged paragraphs
+/// (clap_mangen would refill it into one run of text).
+fn description(w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, ".SH DESCRIPTION")?;
+    for line in crate::LONG_ABOUT.lines() {
+        if line.is_empty() {
+            writeln!(w, ".PP")?;
+        } else if let Some(entry) = line.strip_prefix("  mltrace") {
+            let (args, what) = entry.split_once("  ").unwrap_or((entry, ""));
+            writeln!(w, ".TP\n\\fBmltrace{}\\fR\n{}", escape(args), escape(what.trim()))?;
+        } else {
+            writeln!(w, "{}", escape(line.trim()))?;
+        }
+    }
+    Ok(())
+}
+
 pub fn render(w: &mut dyn Write) -> io::Result<()> {
     let mut cmd = crate::Cli::command();
     cmd.build();
@@ -35,7 +62,7 @@ pub fn render(w: &mut dyn Write) -> io::Result<()> {
     top.render_title(w)?;
     top.render_name_section(w)?;
     top.render_synopsis_section(w)?;
-    top.render_description_section(w)?;
+    description(w)?;
     top.render_options_section(w)?;
     writeln!(w, ".SH COMMANDS")?;
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {

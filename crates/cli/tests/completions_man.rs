@@ -36,3 +36,17 @@ fn man_page_holds_every_subcommand() {
         assert!(page.contains(word), "man page lacks {word}");
     }
 }
+
+#[test]
+fn help_lists_every_output() {
+    let help = mltrace(&["--help"]);
+    for output in
+        ["Perfetto trace", "Chrome trace-event JSON", "Parquet tables", "HTML report", "JSON document", "merged log"]
+    {
+        assert!(help.contains(output), "mltrace --help does not mention {output}");
+    }
+    let export = mltrace(&["export", "--help"]);
+    for flag in ["--perfetto", "--chrome", "--parquet"] {
+        assert!(export.contains(flag), "mltrace export --help lacks {flag}");
+    }
+}
