@@ -21,7 +21,7 @@ pub struct Args {
     chrome: bool,
     /// Write Parquet tables instead, one per kind of record, into the
     /// directory given by -o (default: the log's name with .parquet); for
-    /// pandas, polars, DuckDB (the README lists the tables and columns)
+    /// pandas, polars, DuckDB (docs/parquet.md lists the tables and columns)
     #[arg(long, conflicts_with_all = ["from", "to", "pids", "no_split", "overview", "open", "uncompressed", "budget"])]
     parquet: bool,
     /// The log written by `mltrace record` or `mltrace import`
@@ -55,7 +55,7 @@ pub struct Args {
     #[arg(long)]
     open: bool,
     /// Events per file before a run is split (default: what opens quickly
-    /// in the Perfetto UI; see the README)
+    /// in the Perfetto UI; see docs/big-runs.md)
     #[arg(long, value_name = "EVENTS", hide = true)]
     budget: Option<u64>,
 }

@@ -1,8 +1,10 @@
 //! The `mltrace` command line.
 
+mod completions;
 mod dump;
 mod export;
 mod import;
+mod man;
 mod merge;
 // Wired to `export --open` in a later change.
 mod open;
@@ -16,32 +18,64 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+// `--help` lists every output; `-h` keeps to one line.
+pub(crate) const LONG_ABOUT: &str = "\
+I/O and utilisation tracer for machine-learning jobs.
+
+`mltrace record` runs a training job under eBPF and logs its file and block I/O,
+scheduling, CPU, memory, disk, network and GPU counters, and training phases.
+What a log becomes:
+  mltrace export run.bin            Perfetto trace: run.perfetto-trace (a big
+                                    run: an overview there and parts beside it)
+  mltrace export --chrome run.bin   Chrome trace-event JSON: run.json
+  mltrace export --parquet run.bin  Parquet tables, one per kind of record:
+                                    run.parquet/
+  mltrace report run.bin            one-page HTML report: run.html
+  mltrace stats run.bin             text tables and the data-wait verdict
+  mltrace stats --json run.bin      the same as one JSON document
+  mltrace merge *.bin -o job.bin    one merged log of several hosts: job.bin
+
+The manual is the docs/ directory of mltrace's source.";
+
 #[derive(Parser)]
-#[command(name = "mltrace", version, about = "I/O and utilisation tracer for machine-learning jobs")]
-struct Cli {
+#[command(
+    name = "mltrace",
+    version,
+    about = "I/O and utilisation tracer for machine-learning jobs",
+    long_about = LONG_ABOUT
+)]
+pub(crate) struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run a command, or attach to running processes (-p, -a), and record its file I/O (needs root or CAP_BPF + CAP_PERFMON)
+    /// Run a command, or attach to running processes (-p, -a), and record it into a log (needs root or CAP_BPF + CAP_PERFMON)
     Record(Box<record::Args>),
-    /// Convert a log to a Perfetto trace (or Chrome JSON)
+    /// Convert a log to a Perfetto trace (default), Chrome JSON (--chrome) or Parquet tables (--parquet)
+    ///
+    /// Perfetto: LOG.perfetto-trace, or for a run too big to open at once an
+    /// overview there and parts beside it (--from, --to, --pid, --no-split and
+    /// --overview choose). Chrome trace-event JSON: LOG.json. Parquet: a
+    /// directory LOG.parquet/ with one table per kind of record (syscalls,
+    /// block, counters, processes, phases, sched...; docs/parquet.md). The HTML
+    /// report is `mltrace report`; text and JSON summaries are `mltrace stats`.
     Export(export::Args),
-    /// Write a one-page HTML summary of a log (charts, top files, verdict; opens offline)
+    /// Write a one-page HTML report of a log (charts, top files, verdict; opens offline)
     Report(report::Args),
     /// Convert old traces (bpftrace outputs, mpstat, nvidia-smi pmon/dmon, MLPerf logs) into a log
     Import(import::Args),
-    /// Merge the logs of several hosts (one recorder per node) into one log
+    /// Merge the logs of several hosts (one recorder per node) into one merged log
     Merge(merge::Args),
-    /// Summarise a log: per-process I/O, latencies, top files, losses
+    /// Summarise a log as text (per-process I/O, latencies, top files, losses, data-wait verdict) or JSON (--json)
     Stats {
+        /// The log written by `mltrace record`, `import` or `merge`
         log: PathBuf,
         /// How many files to list
         #[arg(long, default_value_t = 10)]
         top: usize,
-        /// The same as one JSON document (every file; names in the README)
+        /// The same as one JSON document (every file; names in docs/stats-json.md)
         #[arg(long)]
         json: bool,
     },
@@ -49,6 +83,13 @@ enum Cmd {
     Doctor,
     /// Print a log's records as text, one per line (for debugging)
     Dump { log: PathBuf },
+    /// Print the shell completion script for bash, zsh or fish
+    Completions {
+        #[arg(value_enum)]
+        shell: completions::Shell,
+    },
+    /// Print the man page (roff; `mltrace man | man -l -`)
+    Man,
 }
 
 /// Opens a log, saying plainly when there is none.
@@ -110,6 +151,8 @@ fn main() -> ExitCode {
         Cmd::Stats { log, top, json } => stats(&log, top, json),
         Cmd::Doctor => doctor(),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),
+        Cmd::Completions { shell } => completions::run(shell),
+        Cmd::Man => man::run(),
     };
     match r {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

@@ -11,7 +11,7 @@ use crate::window::{self, Window};
 use mltrace_log::PhaseKind;
 
 /// Output events (slices, instants, counter values) per file that the
-/// viewer opens quickly; see the README for how it was chosen.
+/// viewer opens quickly; docs/big-runs.md says how it was chosen.
 pub const PERFETTO_BUDGET: u64 = 2_000_000;
 /// Chrome JSON is about ten times larger per event and slower to import.
 pub const CHROME_BUDGET: u64 = 1_000_000;

@@ -1,5 +1,5 @@
 //! `mltrace stats --json`: the same tables for scripts. The names are a
-//! contract (README, *stats --json*): add fields, never rename or reuse
+//! contract (docs/stats-json.md): add fields, never rename or reuse
 //! one. What a log cannot say is `null`, never a made-up 0.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};

@@ -1,7 +1,7 @@
 //! Where each traced thread's time went, from the scheduling records:
 //! on CPU, runnable (waiting for a CPU), asleep in uninterruptible I/O
-//! waits (D), asleep otherwise (S), and which process woke it. See the
-//! README's *Scheduling and the verdict* for the exact definitions.
+//! waits (D), asleep otherwise (S), and which process woke it. See
+//! docs/verdict.md for the exact definitions.
 
 use std::collections::HashMap;
 

@@ -275,7 +275,7 @@ impl<W: Write> Encoder for ChromeEncoder<W> {
         Ok(())
     }
 
-    // Chrome JSON has no place for the kernel's scheduling: left out (README).
+    // Chrome JSON has no place for the kernel's scheduling: left out (docs/verdict.md).
     fn sched_switch(&mut self, _: &mltrace_model::SwitchEvent<'_>) -> io::Result<()> {
         Ok(())
     }

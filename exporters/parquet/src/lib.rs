@@ -6,8 +6,8 @@
 //! and finds the epochs; the second pass writes each record as a row of
 //! its table. Each table is written in row groups of
 //! [`Options::row_group`] rows, so memory holds one row group per table
-//! whatever the size of the log. The schemas are in [`schema`] and in the
-//! README; every timestamp is int64 nanoseconds on the log's clock
+//! whatever the size of the log. The schemas are in [`schema`] and in
+//! docs/parquet.md; every timestamp is int64 nanoseconds on the log's clock
 //! (CLOCK_BOOTTIME for a recording, Unix time for an import), beside a
 //! `wall` column (UTC) when the log's header relates that clock to
 //! wall-clock time.

@@ -1,7 +1,7 @@
 //! The tables and their columns, in order. Integers are int64, times and
 //! durations in nanoseconds (`ts` on the log's clock, `wall` timestamp[ns,
 //! UTC] where the log's header anchors that clock, else null); a value the
-//! log does not have is null. The README documents each column.
+//! log does not have is null. docs/parquet.md documents each column.
 
 use crate::table::{Col, Ty::*};
 
