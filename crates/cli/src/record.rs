@@ -63,9 +63,12 @@ pub struct Args {
     /// Linux 5.11+) or compat (raw_tp and hash maps)
     #[arg(long, default_value = "auto", value_name = "ROUTE", hide = true)]
     syscall_probes: String,
-    /// Records per frame (for tests; frames are also cut every second)
+    /// Records per frame (for tests; frames are also cut every 250 ms)
     #[arg(long, hide = true)]
     frame_records: Option<usize>,
+    /// How often a frame is cut at the latest (for measuring its cost)
+    #[arg(long, hide = true, value_name = "PERIOD", value_parser = parse_period)]
+    frame_interval: Option<std::time::Duration>,
     /// File names the decoder keeps per generation (for tests of its bound)
     #[arg(long, hide = true)]
     file_generation: Option<usize>,
@@ -196,6 +199,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     }
     opts.force = a.force;
     opts.bpf.ring_bytes = a.ring_size;
+    if let Some(d) = a.frame_interval {
+        opts.flush_interval = d.max(std::time::Duration::from_millis(1));
+    }
     if let Some(n) = a.frame_records {
         opts.frame_records = n.max(1);
     }
