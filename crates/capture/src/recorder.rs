@@ -71,8 +71,8 @@ pub struct RecordOptions {
 }
 
 /// Short enough that a `kill -9` loses a fraction of a second; each frame
-/// restarts its string table and zstd window, which costs a few percent of
-/// log size over 1 s frames.
+/// restarts its string table and zstd window, which at low event rates
+/// costs about 1 KiB/s over 1 s frames (nothing measurable at high rates).
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
 
 impl RecordOptions {

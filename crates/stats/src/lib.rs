@@ -697,6 +697,13 @@ impl Stats {
         }
     }
 
+    /// The run's span, as the report and the trace give it (the recording's
+    /// start and end, not its first and last record); `None` without records.
+    pub fn span(&self) -> Option<(u64, u64)> {
+        let (a, b) = (self.first_ts?, self.last_ts?);
+        Some(mltrace_model::survey::run_span(&self.header, self.trailer.as_ref(), a, b))
+    }
+
     /// Reads a whole log.
     pub fn from_reader<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Stats, LogError> {
         Self::from_reader_with(reader, |_, _| {})
@@ -1080,8 +1087,8 @@ impl Stats {
         } else if !h.host.is_empty() {
             let _ = writeln!(o, "host:     {} (kernel {}, {} CPUs)", h.host, h.kernel, h.cpu_count);
         }
-        if let (Some(a), Some(b)) = (self.first_ts, self.last_ts) {
-            let _ = writeln!(o, "recorded: {}, starting {}", duration(b.saturating_sub(a)), describe_ts(h, a));
+        if let Some((a, b)) = self.span() {
+            let _ = writeln!(o, "recorded: {}, starting {}", duration(b - a), describe_ts(h, a));
         }
         let status = match self.trailer.as_ref().and_then(|t| t.exit_status) {
             Some(s) if s & 0x7f == 0 => format!("exited with {}", (s >> 8) & 0xff),
