@@ -808,7 +808,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         gpu_events: gpu_events_rx,
         mllog: mllog_rx,
         accounting: acct_rx,
-        phases: PhaseRecorder::default(),
+        phases: PhaseRecorder::new(if attaching.is_none() { pid as u32 } else { 0 }),
     };
     let flush = opts.flush_interval;
     let interval = opts.sample_interval;
