@@ -109,8 +109,9 @@ pub struct Args {
     /// With -p or -a: stop recording after this long (e.g. 30s, 10m, 1h)
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     duration: Option<std::time::Duration>,
-    /// The command to run, after `--`
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    /// The command to run, after `--` (or from its first word on: an
+    /// option mltrace does not know before that is an error, not a command)
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<OsString>,
 }
 
@@ -353,5 +354,39 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("10 minutes").unwrap_err().contains("expected a time"));
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Result<Vec<OsString>, String> {
+        use clap::Parser;
+        let argv = std::iter::once("record").chain(argv.iter().copied());
+        Cli::try_parse_from(argv).map(|c| c.args.command).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_unknown_option_before_the_command_is_an_error_naming_it() {
+        let e = parse(&["-o", "run.bin", "--detial", "summary", "--", "python", "train.py"]).unwrap_err();
+        assert!(e.contains("unexpected argument '--detial'"), "{e}");
+        let e = parse(&["-o", "run.bin", "-Z", "python", "train.py"]).unwrap_err();
+        assert!(e.contains("'-Z'"), "{e}");
+    }
+
+    #[test]
+    fn the_commands_own_options_are_its_own() {
+        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let cmd = ["python", "-u", "train.py", "--lr", "1", "-o", "x", "--", "y"];
+        assert_eq!(parse(&["-o", "x.bin", "--", "python", "-u", "train.py"]), Ok(os(&cmd[..3])));
+        assert_eq!(
+            parse(&["-o", "x.bin", "python", "train.py", "--lr", "1"]),
+            Ok(os(&["python", "train.py", "--lr", "1"]))
+        );
+        // After the first word everything is the command's, `--` included.
+        assert_eq!(parse(&["-q", "python", "-u", "train.py", "--lr", "1", "-o", "x", "--", "y"]), Ok(os(&cmd)));
+        assert_eq!(parse(&["--", "--weird-name"]), Ok(os(&["--weird-name"])));
     }
 }
