@@ -269,8 +269,8 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         mltrace_capture::attach::check(at)?;
     }
     let gpu = gpu::open(&GpuConfig { mode, library: a.nvml_library })?;
-    if let Some(note) = &gpu.note {
-        eprintln!("mltrace: {note}");
+    if let Some(brief) = &gpu.brief {
+        eprintln!("mltrace: {brief}");
     }
     opts.gpu = gpu.sampler;
     opts.gpu_devices = gpu.devices;
