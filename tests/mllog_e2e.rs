@@ -300,7 +300,6 @@ sh "$0" child
 fn each_phase_carries_the_pid_that_logged_it_into_parquet() {
     use arrow_array::cast::AsArray;
     use arrow_array::types::Int64Type;
-    use arrow_array::Array;
     if !require_root() {
         return;
     }
