@@ -373,6 +373,12 @@ fn gpu_modes_and_a_library_that_starts_failing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert_eq!(err.lines().filter(|l| l.contains("no GPU metrics")).count(), 1, "{err}");
+    // One quiet line, the loader's details left to `doctor`.
+    let gpu: Vec<&str> =
+        err.lines().filter(|l| l.contains("NVIDIA") || l.contains("NVML") || l.contains("GPU")).collect();
+    assert_eq!(gpu.len(), 1, "{err}");
+    assert!(gpu[0].contains("no NVIDIA driver (") && gpu[0].contains("not found)"), "{err}");
+    assert!(gpu[0].contains("`mltrace doctor` says more") && !gpu[0].contains("libloading"), "{err}");
     let (_, series) = read_counters(&log);
     assert!(!series.keys().any(|(g, _, _)| g.starts_with("GPU")));
     assert!(series.keys().any(|(g, _, _)| g == "CPU"));

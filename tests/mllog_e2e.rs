@@ -277,3 +277,53 @@ fn a_closed_reader_gives_the_command_its_sigpipe() {
     assert!(stderr.contains("command exited with 141"), "{stderr}");
     assert!(LogReader::open(&log).is_ok());
 }
+
+/// INIT from the command's own shell (no pid in the metadata), EPOCH 1 from
+/// a child that puts its pid there (as the mltrace Python module does).
+const PIDS_JOB: &str = r#"#!/bin/sh
+now() { echo $(( $(date +%s%N) / 1000000 )); }
+ml() { echo ":::MLLOG {\"namespace\": \"\", \"time_ms\": $(now), \"key\": \"$1\", \"value\": null, \"metadata\": {$2}}"; }
+if [ "$1" = child ]; then
+  echo $$ > child.pid
+  ml epoch_start "\"epoch_num\": 1, \"pid\": $$"
+  sleep 0.05
+  ml epoch_stop "\"epoch_num\": 1, \"pid\": $$"
+  exit
+fi
+ml init_start ""
+sleep 0.05
+ml init_stop ""
+sh "$0" child
+"#;
+
+#[test]
+fn each_phase_carries_the_pid_that_logged_it_into_parquet() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("job.sh");
+    std::fs::write(&script, PIDS_JOB).unwrap();
+    let log = tmp.path().join("run.bin");
+    let out = mltrace(&["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "job.sh"], tmp.path());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let child: i64 = std::fs::read_to_string(tmp.path().join("child.pid")).unwrap().trim().parse().unwrap();
+    let root = i64::from(LogReader::open(&log).unwrap().header().root_pid);
+    assert_ne!(child, root);
+    let dir = tmp.path().join("tables");
+    let out = mltrace(&["export", "--parquet", log.to_str().unwrap(), "-o", dir.to_str().unwrap()], tmp.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let f = std::fs::File::open(dir.join("phases.parquet")).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
+    let mut rows = Vec::new();
+    for b in reader {
+        let b = b.unwrap();
+        let (names, pids) = (b.column_by_name("name").unwrap(), b.column_by_name("pid").unwrap());
+        let (names, pids) = (names.as_string::<i32>(), pids.as_primitive::<Int64Type>());
+        rows.extend((0..b.num_rows()).map(|i| (names.value(i).to_string(), pids.value(i))));
+    }
+    rows.sort();
+    assert_eq!(rows, [("EPOCH 1".to_string(), child), ("INIT".to_string(), root)]);
+}

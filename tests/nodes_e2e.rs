@@ -96,7 +96,11 @@ fn loopback_transfer_shows_in_network_counters() {
     }
     assert!(lo["rx_packets"].as_u64().unwrap() > 0 && lo["rx_peak_bytes_per_s"].as_u64().unwrap() > 0, "{lo}");
     let text = String::from_utf8_lossy(&ok(&mltrace(&["stats", "n.bin"], d)).stdout).into_owned();
-    assert!(text.contains("network (from the sampled counters") && text.contains("\nlo "), "{text}");
+    assert!(
+        text.contains("network, whole machine, not only the traced processes (from the sampled counters")
+            && text.contains("\nlo "),
+        "{text}"
+    );
 
     // In the trace: a `Network lo` group with its rx and tx counters.
     let Some(tp) = perfetto_tp() else { return };

@@ -357,6 +357,33 @@ fn a_command_that_cannot_run_leaves_no_log() {
 }
 
 #[test]
+fn a_mistyped_option_is_an_error_not_the_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("r.bin");
+    let l = log.to_str().unwrap();
+    let out = mltrace(&["record", "-o", l, "--detial", "summary", "--", "touch", "ran"], tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("'--detial'") && !err.contains("command not found"), "{err}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing ran, no log");
+    if !require_root() {
+        return;
+    }
+    // The command's own options stay its own, with or without `--`.
+    for args in [
+        &["--", "sh", "-c", "echo \"$@\" > ran", "sh", "-u", "x"][..],
+        &["sh", "-c", "echo \"$@\" > ran", "sh", "--lr", "1"],
+    ] {
+        let mut argv = vec!["record", "-q", "--gpu", "off", "-o", l, "--force"];
+        argv.extend_from_slice(args);
+        let out = mltrace(&argv, tmp.path());
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let want = args[args.len() - 2..].join(" ");
+        assert_eq!(std::fs::read_to_string(tmp.path().join("ran")).unwrap().trim(), want);
+    }
+}
+
+#[test]
 fn without_privileges_one_clear_error_and_no_file() {
     if !require_root() {
         return;

@@ -202,3 +202,32 @@ fn gpu_and_cpu_utilisation_come_from_the_samples() {
     assert_self_contained(&html);
     check_render(&html_path, &tmp.path().join("gpu.png"));
 }
+
+#[test]
+fn stats_and_report_give_the_same_duration_the_recordings_own() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("run.bin");
+    let out = mltrace(&["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sleep", "0.3"], tmp.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&mltrace(&["stats", log.to_str().unwrap()], tmp.path()).stdout).into_owned();
+    let recorded = text.lines().find_map(|l| l.strip_prefix("recorded: ")).expect(&text);
+    let recorded = recorded.split(", starting").next().unwrap();
+    let html = report(&log, &tmp.path().join("r.html"), tmp.path());
+    let span = html.split("span</td><td>").nth(1).expect("a span row").split(" (").next().unwrap();
+    assert_eq!(recorded, span, "stats and report disagree");
+    // The span is the recording's: from its start (header) to its end (trailer).
+    let out = mltrace(&["stats", "--json", log.to_str().unwrap()], tmp.path());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut r = mltrace_log::LogReader::open(&log).unwrap();
+    let start = r.header().start.boottime_ns;
+    let end = r.peek_trailer().unwrap().unwrap().end.boottime_ns;
+    // Widened to an event just outside (one a few ms before the header's clock reading).
+    let recs = read_log(&log);
+    let first = recs.iter().map(|r| r.rec.ts()).min().unwrap();
+    let last = recs.iter().map(|r| r.rec.end_ts()).max().unwrap();
+    let want = end.max(last) - start.min(first);
+    assert_eq!(json["duration_ns"].as_u64(), Some(want), "{}", json["duration_ns"]);
+}

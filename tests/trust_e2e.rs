@@ -100,6 +100,71 @@ fn a_killed_recorder_leaves_a_readable_log() {
 }
 
 #[test]
+fn frames_are_written_often_enough_that_a_kill_loses_little() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("run.bin");
+    // The samplers make records every 100 ms: each frame holds some.
+    let out = mltrace(&["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sleep", "1.5"], tmp.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bytes = std::fs::read(&log).unwrap();
+    let ends: Vec<u64> = frame_offsets(&bytes)
+        .iter()
+        .map(|&i| frame::FrameHeader::decode(bytes[i..i + 44].try_into().unwrap()).unwrap())
+        .filter(|h| h.kind == frame::FrameKind::Records as u8)
+        .map(|h| h.last_ts)
+        .collect();
+    assert!(ends.len() >= 5, "{} frames in 1.5 s", ends.len());
+    // What a kill loses is the time since the last frame (with slack for
+    // a busy machine).
+    let gap = ends.windows(2).map(|w| w[1].saturating_sub(w[0])).max().unwrap();
+    assert!(gap < 600_000_000, "{} ms between frames", gap / 1_000_000);
+}
+
+#[test]
+fn a_log_cut_inside_its_only_frame_is_an_error_naming_the_cut() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("run.bin");
+    let out = mltrace(&["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "true"], tmp.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bytes = std::fs::read(&log).unwrap();
+    let first = frame_offsets(&bytes)[0];
+    let h = frame::FrameHeader::decode(bytes[first..first + 44].try_into().unwrap()).unwrap();
+    let cut = first + 44 + h.payload_len as usize / 2;
+    let missing = 44 + h.payload_len as usize - (cut - first);
+    std::fs::write(&log, &bytes[..cut]).unwrap();
+    let l = log.to_str().unwrap();
+    let o = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+    let runs: [Vec<String>; 6] = [
+        vec!["stats".into(), l.into()],
+        vec!["stats".into(), "--json".into(), l.into()],
+        vec!["export".into(), l.into(), "-o".into(), o("t.pftrace")],
+        vec!["export".into(), "--parquet".into(), l.into(), "-o".into(), o("t.parquet")],
+        vec!["report".into(), l.into(), "-o".into(), o("t.html")],
+        vec!["dump".into(), l.into()],
+    ];
+    for args in &runs {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = mltrace(&args, tmp.path());
+        no_panic(&out);
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        assert!(e.contains("run.bin: nothing readable"), "{args:?}: {e}");
+        assert!(e.contains(&format!("cut at byte {cut}, {missing} of the")), "{args:?}: {e}");
+        // (The first event may precede the header's clock reading: -0.004 s.)
+        assert!(e.contains(&format!("its {} events from ", h.records)), "{args:?}: {e}");
+    }
+    for name in ["t.pftrace", "t.html"] {
+        assert!(!tmp.path().join(name).exists(), "{name} written from an unreadable log");
+    }
+}
+
+#[test]
 fn a_damaged_frame_is_skipped_and_named() {
     if !require_root() {
         return;

@@ -316,6 +316,9 @@ impl Copier {
 /// which owns the frame being built).
 #[derive(Default)]
 pub struct PhaseRecorder {
+    /// Whose a phase is when its metadata names no pid: the command's,
+    /// whose output (or log file) carried it; 0 when attached.
+    default_pid: u32,
     tracker: PhaseTracker,
     out: Vec<TrackedRecord>,
     malformed: u64,
@@ -324,6 +327,10 @@ pub struct PhaseRecorder {
 }
 
 impl PhaseRecorder {
+    pub fn new(default_pid: u32) -> Self {
+        PhaseRecorder { default_pid, ..Default::default() }
+    }
+
     pub fn take(&mut self, msg: MllogMsg, enc: &mut FrameEncoder) {
         match msg {
             MllogMsg::Event(ts, ev) => self.tracker.push(ts, &ev, &mut self.out),
@@ -345,9 +352,10 @@ impl PhaseRecorder {
     fn emit(&mut self, enc: &mut FrameEncoder) {
         for r in self.out.drain(..) {
             let rec = match r {
-                TrackedRecord::Phase { ts, dur, kind, name, rank, flags } => {
+                TrackedRecord::Phase { ts, dur, kind, name, rank, pid, flags } => {
                     let name = enc.intern(name.as_bytes());
-                    Record::Phase(Phase { ts, dur, kind, name, rank, pid: 0, flags })
+                    let pid = pid.unwrap_or(self.default_pid);
+                    Record::Phase(Phase { ts, dur, kind, name, rank, pid, flags })
                 }
                 TrackedRecord::Mark { ts, name, value, rank } => {
                     let (name, value) = (enc.intern(name.as_bytes()), enc.intern(value.as_bytes()));

@@ -64,9 +64,12 @@ pub struct Args {
     /// it for a whole test run (`make test-kernels` forces each route)
     #[arg(long, env = "MLTRACE_SYSCALL_PROBES", default_value = "auto", value_name = "ROUTE", hide = true)]
     syscall_probes: String,
-    /// Records per frame (for tests; frames are also cut every second)
+    /// Records per frame (for tests; frames are also cut every 250 ms)
     #[arg(long, hide = true)]
     frame_records: Option<usize>,
+    /// How often a frame is cut at the latest (for measuring its cost)
+    #[arg(long, hide = true, value_name = "PERIOD", value_parser = parse_period)]
+    frame_interval: Option<std::time::Duration>,
     /// File names the decoder keeps per generation (for tests of its bound)
     #[arg(long, hide = true)]
     file_generation: Option<usize>,
@@ -107,8 +110,9 @@ pub struct Args {
     /// With -p or -a: stop recording after this long (e.g. 30s, 10m, 1h)
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     duration: Option<std::time::Duration>,
-    /// The command to run, after `--`
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    /// The command to run, after `--` (or from its first word on: an
+    /// option mltrace does not know before that is an error, not a command)
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<OsString>,
 }
 
@@ -197,6 +201,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     }
     opts.force = a.force;
     opts.bpf.ring_bytes = a.ring_size;
+    if let Some(d) = a.frame_interval {
+        opts.flush_interval = d.max(std::time::Duration::from_millis(1));
+    }
     if let Some(n) = a.frame_records {
         opts.frame_records = n.max(1);
     }
@@ -263,8 +270,8 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         mltrace_capture::attach::check(at)?;
     }
     let gpu = gpu::open(&GpuConfig { mode, library: a.nvml_library })?;
-    if let Some(note) = &gpu.note {
-        eprintln!("mltrace: {note}");
+    if let Some(brief) = &gpu.brief {
+        eprintln!("mltrace: {brief}");
     }
     opts.gpu = gpu.sampler;
     opts.gpu_devices = gpu.devices;
@@ -348,5 +355,39 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("10 minutes").unwrap_err().contains("expected a time"));
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Result<Vec<OsString>, String> {
+        use clap::Parser;
+        let argv = std::iter::once("record").chain(argv.iter().copied());
+        Cli::try_parse_from(argv).map(|c| c.args.command).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_unknown_option_before_the_command_is_an_error_naming_it() {
+        let e = parse(&["-o", "run.bin", "--detial", "summary", "--", "python", "train.py"]).unwrap_err();
+        assert!(e.contains("unexpected argument '--detial'"), "{e}");
+        let e = parse(&["-o", "run.bin", "-Z", "python", "train.py"]).unwrap_err();
+        assert!(e.contains("'-Z'"), "{e}");
+    }
+
+    #[test]
+    fn the_commands_own_options_are_its_own() {
+        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let cmd = ["python", "-u", "train.py", "--lr", "1", "-o", "x", "--", "y"];
+        assert_eq!(parse(&["-o", "x.bin", "--", "python", "-u", "train.py"]), Ok(os(&cmd[..3])));
+        assert_eq!(
+            parse(&["-o", "x.bin", "python", "train.py", "--lr", "1"]),
+            Ok(os(&["python", "train.py", "--lr", "1"]))
+        );
+        // After the first word everything is the command's, `--` included.
+        assert_eq!(parse(&["-q", "python", "-u", "train.py", "--lr", "1", "-o", "x", "--", "y"]), Ok(os(&cmd)));
+        assert_eq!(parse(&["--", "--weird-name"]), Ok(os(&["--weird-name"])));
     }
 }

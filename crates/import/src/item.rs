@@ -78,6 +78,7 @@ pub enum Item {
         kind: PhaseKind,
         name: String,
         rank: i32,
+        pid: u32,
         flags: u8,
     },
     Mark {
@@ -125,8 +126,9 @@ impl Item {
             | Item::Close { pid, .. }
             | Item::Block { pid, .. }
             | Item::Counter { pid, .. }
-            | Item::Mark { pid, .. } => pid,
-            Item::Phase { .. } | Item::Lost { .. } => 0,
+            | Item::Mark { pid, .. }
+            | Item::Phase { pid, .. } => pid,
+            Item::Lost { .. } => 0,
         };
         (pid != 0).then_some(pid)
     }
@@ -220,13 +222,13 @@ impl Item {
                 pid: *pid,
                 value: *value,
             }),
-            Item::Phase { ts, dur, kind, name, rank, flags } => Record::Phase(Phase {
+            Item::Phase { ts, dur, kind, name, rank, pid, flags } => Record::Phase(Phase {
                 ts: *ts,
                 dur: *dur,
                 kind: *kind,
                 name: enc.intern(name.as_bytes()),
                 rank: *rank,
-                pid: 0,
+                pid: *pid,
                 flags: *flags,
             }),
             Item::Mark { ts, name, value, rank, pid } => Record::Mark(Mark {

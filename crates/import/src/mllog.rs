@@ -26,6 +26,8 @@ pub struct MllogEvent {
     pub namespace: String,
     /// From the line's `[rank]` prefix, or a `rank` in the metadata.
     pub rank: Option<i32>,
+    /// The process that logged it, when the metadata says (`"pid"`).
+    pub pid: Option<u32>,
 }
 
 impl MllogEvent {
@@ -104,6 +106,7 @@ pub fn parse(line: &str) -> Result<Option<MllogEvent>, MllogError> {
         _ => Map::new(),
     };
     let rank = prefix_rank(prefix).or_else(|| metadata.get("rank").and_then(Value::as_i64).map(|r| r as i32));
+    let pid = metadata.get("pid").and_then(Value::as_u64).and_then(|p| u32::try_from(p).ok()).filter(|&p| p > 0);
     Ok(Some(MllogEvent {
         time_ms,
         time_ns,
@@ -113,6 +116,7 @@ pub fn parse(line: &str) -> Result<Option<MllogEvent>, MllogError> {
         metadata,
         namespace: o.get("namespace").and_then(Value::as_str).unwrap_or("").to_string(),
         rank,
+        pid,
     }))
 }
 
@@ -138,8 +142,23 @@ pub enum RankMode {
 /// A phase or a mark, ready to become a log record.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TrackedRecord {
-    Phase { ts: u64, dur: u64, kind: PhaseKind, name: String, rank: i32, flags: u8 },
-    Mark { ts: u64, name: String, value: String, rank: i32 },
+    /// `pid`: the process that logged it (its first event that says), if
+    /// any. Marks stay the run's (pid 0): a mark with a pid is a process's own.
+    Phase {
+        ts: u64,
+        dur: u64,
+        kind: PhaseKind,
+        name: String,
+        rank: i32,
+        pid: Option<u32>,
+        flags: u8,
+    },
+    Mark {
+        ts: u64,
+        name: String,
+        value: String,
+        rank: i32,
+    },
 }
 
 impl TrackedRecord {
@@ -210,6 +229,7 @@ struct OpenPhase {
     first: u64,
     count: Option<i64>,
     ranks: Ranks,
+    pid: Option<u32>,
 }
 
 #[derive(Clone, Debug)]
@@ -327,6 +347,7 @@ impl PhaseTracker {
             if ts.abs_diff(o.first) <= self.window {
                 o.start = o.start.min(ts);
                 o.ranks.add(ev.rank);
+                o.pid = o.pid.or(ev.pid);
                 self.stats.duplicates += 1;
                 return;
             }
@@ -337,6 +358,7 @@ impl PhaseTracker {
             // A late rank starting a phase the others already ended.
             c.open.start = c.open.start.min(ts);
             c.open.ranks.add(ev.rank);
+            c.open.pid = c.open.pid.or(ev.pid);
             self.stats.duplicates += 1;
             return;
         }
@@ -356,7 +378,7 @@ impl PhaseTracker {
             self.stats.restarts += 1;
         }
         let count = ev.metadata.get("epoch_count").and_then(Value::as_i64);
-        self.open.push(OpenPhase { id, start: ts, first: ts, count, ranks: Ranks::of(ev.rank) });
+        self.open.push(OpenPhase { id, start: ts, first: ts, count, ranks: Ranks::of(ev.rank), pid: ev.pid });
     }
 
     fn stop(&mut self, ts: u64, id: PhaseId, ev: &MllogEvent) {
@@ -371,12 +393,14 @@ impl PhaseTracker {
         if let Some(i) = exact.or_else(loose) {
             let mut o = self.open.remove(i);
             o.ranks.add(ev.rank);
+            o.pid = o.pid.or(ev.pid);
             self.closed.push_back(ClosedPhase { open: o, end: ts, flags: 0 });
         } else if let Some(c) =
             self.closed.iter_mut().rev().find(|c| c.open.id == id && c.flags == 0 && ts.abs_diff(c.end) <= self.window)
         {
             c.end = c.end.max(ts);
             c.open.ranks.add(ev.rank);
+            c.open.pid = c.open.pid.or(ev.pid);
             self.stats.duplicates += 1;
             return;
         } else {
@@ -400,6 +424,8 @@ impl PhaseTracker {
         md.remove("file");
         md.remove("lineno");
         md.remove("rank");
+        // Each rank's process logs it under its own pid: still one event.
+        md.remove("pid");
         let ident = format!("{name}\0{value}\0{}", Value::Object(md));
         if let Some(m) = self
             .marks
@@ -432,6 +458,7 @@ impl PhaseTracker {
                     kind,
                     name,
                     rank: c.open.ranks.rank(),
+                    pid: c.open.pid,
                     flags: c.flags,
                 });
             } else {
@@ -508,8 +535,9 @@ impl MllogSource {
     fn drain(&mut self) {
         for r in self.out.drain(..) {
             self.queue.push_back(match r {
-                TrackedRecord::Phase { ts, dur, kind, name, rank, flags } => {
-                    crate::item::Item::Phase { ts, dur, kind, name, rank, flags }
+                // A log file does not say which process wrote it.
+                TrackedRecord::Phase { ts, dur, kind, name, rank, pid, flags } => {
+                    crate::item::Item::Phase { ts, dur, kind, name, rank, pid: pid.unwrap_or(0), flags }
                 }
                 TrackedRecord::Mark { ts, name, value, rank } => {
                     crate::item::Item::Mark { ts, name, value, rank, pid: 0 }
@@ -671,6 +699,31 @@ mod tests {
         let p = phases(&out);
         assert_eq!(p.iter().filter(|p| p.0 == "INIT").count(), 8);
         assert_eq!(p.iter().filter(|p| p.0 == "INIT" && p.4 & phase::UNFINISHED != 0).count(), 6);
+    }
+
+    #[test]
+    fn a_phase_keeps_the_pid_its_metadata_names() {
+        let l = vec![
+            line(1000, "init_start", ""),
+            line(1100, "init_stop", ""),
+            // Two ranks' processes log the same epoch and the same eval.
+            format!("[0] {}", line(2000, "epoch_start", "\"epoch_num\": 1, \"pid\": 4001")),
+            format!("[1] {}", line(2001, "epoch_start", "\"epoch_num\": 1, \"pid\": 4002")),
+            format!("[0] {}", line(3000, "epoch_stop", "\"epoch_num\": 1, \"pid\": 4001")),
+            format!("[0] {}", line(3100, "eval_accuracy", "\"pid\": 4001").replace("null", "0.5")),
+            format!("[1] {}", line(3101, "eval_accuracy", "\"pid\": 4002").replace("null", "0.5")),
+        ];
+        let (out, _) = run(RankMode::Merge, &l);
+        let pids: Vec<(String, Option<u32>)> = out
+            .iter()
+            .filter_map(|r| match r {
+                TrackedRecord::Phase { name, pid, .. } => Some((name.clone(), *pid)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(pids, [("INIT".to_string(), None), ("EPOCH 1".to_string(), Some(4001))]);
+        let marks = out.iter().filter(|r| matches!(r, TrackedRecord::Mark { .. })).count();
+        assert_eq!(marks, 1, "one eval, whichever process logged it: {out:?}");
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub enum LogError {
     NotALog { path: PathBuf, looks_like: String },
     #[error("{}: the log header is cut short after {len} bytes; the file was truncated before any event was written", path.display())]
     TruncatedHeader { path: PathBuf, len: u64 },
+    #[error("{}: nothing readable: {why}", path.display())]
+    NothingReadable { path: PathBuf, why: String },
     #[error("{}: damaged log header: {reason}", path.display())]
     BadHeader { path: PathBuf, reason: String },
     #[error("{}: log format {found} is not supported by this mltrace (reads {supported}); use a newer mltrace", path.display())]

@@ -26,7 +26,7 @@ mod writer;
 pub use error::LogError;
 pub use header::{Attach, ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount};
 pub use hosts::{global_pid, host_of, local_pid, HostInfo};
-pub use reader::{describe_ts, Diagnostic, Frame, FrameSpan, LogReader};
+pub use reader::{describe_ts, CutFrame, Diagnostic, Frame, FrameSpan, LogReader};
 pub use record::*;
 pub use writer::{EncodedFrame, FrameEncoder, LogWriter, RecordWriter, DEFAULT_FRAME_RECORDS};
 

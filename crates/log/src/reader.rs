@@ -26,10 +26,25 @@ pub enum Diagnostic {
     /// intact.
     Skipped { offset: u64, len: u64, first_ts: Option<u64>, last_ts: Option<u64>, reason: String },
     /// The log ends without its trailer: the recorder was killed or the file
-    /// was cut. Everything up to `last_ts` was read.
-    Cut { offset: u64, last_ts: Option<u64>, reason: String },
+    /// was cut at byte `end`. Everything up to `last_ts` was read; `frame`
+    /// is what the cut frame held, when its header was intact.
+    Cut { offset: u64, end: u64, last_ts: Option<u64>, reason: String, frame: Option<CutFrame> },
     /// Records of kinds this version does not know (written by a newer mltrace).
     UnknownRecords { count: u64 },
+}
+
+/// The frame a cut went through, from its intact header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CutFrame {
+    /// Bytes the frame has (header and payload) and bytes of it in the file.
+    pub len: u64,
+    pub present: u64,
+    pub records: u32,
+    pub first_ts: u64,
+    pub last_ts: u64,
+    /// The cut frame is the trailer: every event was read, only the
+    /// recording's end (exit status, totals) is lost.
+    pub trailer: bool,
 }
 
 /// Turns BOOTTIME stamps into "+12.345 s (2026-11-22 10:00:01 UTC)" using the
@@ -52,6 +67,9 @@ impl Diagnostic {
     /// A one-line, human-readable description; `header` gives times meaning.
     pub fn describe(&self, header: &Header) -> String {
         let t = |ts: Option<u64>| ts.map(|t| describe_ts(header, t)).unwrap_or_else(|| "unknown time".into());
+        // What was read before a cut; nothing to say when no frame was.
+        let read_to = |ts: &Option<u64>| ts.map(|t| format!("; events up to {} were read", describe_ts(header, t)));
+        let read_to = |ts: &Option<u64>| read_to(ts).unwrap_or_default();
         match self {
             Diagnostic::Skipped { offset, len, first_ts, last_ts, reason } => match (first_ts, last_ts) {
                 (Some(_), Some(_)) => format!(
@@ -61,10 +79,41 @@ impl Diagnostic {
                 ),
                 _ => format!("skipped {len} unreadable bytes at offset {offset} ({reason})"),
             },
-            Diagnostic::Cut { offset, last_ts, reason } => format!(
-                "the log was cut at byte {offset} ({reason}): the recording did not finish; events up to {} were read",
-                t(*last_ts)
-            ),
+            Diagnostic::Cut { offset, end, last_ts, reason, frame } => match frame {
+                Some(f) if f.trailer => format!(
+                    "the log was cut at byte {end}, {} of the {} bytes of its trailer (at offset {offset}) missing: \
+                     every event was read (up to {}), only the recording's end (exit status, totals) is lost",
+                    f.len - f.present,
+                    f.len,
+                    t(*last_ts)
+                ),
+                // Columns follow one another in a frame's payload, so the
+                // part before a cut holds no whole record to salvage.
+                Some(f) => format!(
+                    "the log was cut at byte {end}, {} of the {} bytes of the frame at offset {offset} missing: \
+                     its {} events from {} to {} are lost (a cut frame cannot be decoded); \
+                     the recording did not finish{}",
+                    f.len - f.present,
+                    f.len,
+                    f.records,
+                    t(Some(f.first_ts)),
+                    t(Some(f.last_ts)),
+                    read_to(last_ts)
+                ),
+                None if last_ts.is_none() && offset == end => {
+                    format!("the log was cut at byte {end} ({reason}): the recording stopped before its first frame was written")
+                }
+                None if offset == end => {
+                    format!(
+                        "the log was cut at byte {end} ({reason}): the recording did not finish{}",
+                        read_to(last_ts)
+                    )
+                }
+                None => format!(
+                    "the log was cut at byte {end} ({reason}, from offset {offset}): the recording did not finish{}",
+                    read_to(last_ts)
+                ),
+            },
             Diagnostic::UnknownRecords { count } => {
                 format!("skipped {count} records of kinds this mltrace does not know (written by a newer version)")
             }
@@ -166,6 +215,8 @@ pub struct LogReader<R: Read + Seek> {
     diags: Vec<Diagnostic>,
     reported_unknown: u64,
     last_ts: Option<u64>,
+    /// Frames of records read intact since the start.
+    frames_read: u64,
     done: bool,
 }
 
@@ -265,6 +316,7 @@ impl<R: Read + Seek> LogReader<R> {
             diags: Vec::new(),
             reported_unknown: 0,
             last_ts: None,
+            frames_read: 0,
             done: false,
         })
     }
@@ -306,6 +358,7 @@ impl<R: Read + Seek> LogReader<R> {
         self.diags.clear();
         self.reported_unknown = 0;
         self.last_ts = None;
+        self.frames_read = 0;
         self.done = false;
     }
 
@@ -403,18 +456,19 @@ impl<R: Read + Seek> LogReader<R> {
                     self.reported_unknown = self.dec.unknown_kinds;
                     self.diags.push(Diagnostic::UnknownRecords { count });
                 }
-                return Ok(None);
+                return self.end_of_log();
             }
             let at = self.offset;
             self.src.seek(SeekFrom::Start(at)).map_err(|e| self.io(e))?;
             let mut hb = [0u8; FRAME_HEADER_LEN];
             let n = read_full(&mut self.src, &mut hb).map_err(|e| self.io(e))?;
             if n == 0 {
-                self.cut(at, "no trailer");
+                self.cut(at, at, "no trailer", None);
                 continue;
             }
             if n < FRAME_HEADER_LEN {
-                self.cut(at, "the last frame header is incomplete");
+                let why = format!("{n} of the {FRAME_HEADER_LEN} bytes of a frame header");
+                self.cut(at, at + n as u64, &why, None);
                 continue;
             }
             let header = FrameHeader::decode(&hb).filter(|h| h.payload_len <= MAX_PAYLOAD && h.raw_len <= MAX_RAW);
@@ -430,7 +484,10 @@ impl<R: Read + Seek> LogReader<R> {
                         });
                         self.offset = next;
                     }
-                    None => self.cut(at, "garbage after the last intact frame"),
+                    None => {
+                        let end = self.src.seek(SeekFrom::End(0)).map_err(|e| self.io(e))?;
+                        self.cut(at, end, "garbage after the last intact frame", None)
+                    }
                 }
                 continue;
             };
@@ -438,7 +495,15 @@ impl<R: Read + Seek> LogReader<R> {
             self.cbuf.resize(plen, 0);
             let got = read_full(&mut self.src, &mut self.cbuf).map_err(|e| self.io(e))?;
             if got < plen {
-                self.cut(at, "the last frame is incomplete");
+                let frame = CutFrame {
+                    len: (FRAME_HEADER_LEN + plen) as u64,
+                    present: (FRAME_HEADER_LEN + got) as u64,
+                    records: h.records,
+                    first_ts: h.first_ts,
+                    last_ts: h.last_ts,
+                    trailer: h.kind == FrameKind::Trailer as u8,
+                };
+                self.cut(at, at + frame.present, "the last frame is incomplete", Some(frame));
                 continue;
             }
             let next = at + (FRAME_HEADER_LEN + plen) as u64;
@@ -494,6 +559,7 @@ impl<R: Read + Seek> LogReader<R> {
             if h.records > 0 {
                 self.last_ts = Some(self.last_ts.map_or(h.last_ts, |t| t.max(h.last_ts)));
             }
+            self.frames_read += 1;
             return Ok(Some(Frame {
                 payload: &self.payload,
                 dec: &mut self.dec,
@@ -505,8 +571,24 @@ impl<R: Read + Seek> LogReader<R> {
         }
     }
 
-    fn cut(&mut self, offset: u64, reason: &str) {
-        self.diags.push(Diagnostic::Cut { offset, last_ts: self.last_ts, reason: reason.into() });
+    fn cut(&mut self, offset: u64, end: u64, reason: &str, frame: Option<CutFrame>) {
+        self.diags.push(Diagnostic::Cut { offset, end, last_ts: self.last_ts, reason: reason.into(), frame });
         self.done = true;
+    }
+
+    /// The end of the log: an error when damage left nothing at all to read
+    /// (an empty trace would look like a run that did nothing).
+    fn end_of_log(&mut self) -> Result<Option<Frame<'_>>, LogError> {
+        let damaged = self.diags.iter().any(|d| matches!(d, Diagnostic::Cut { .. } | Diagnostic::Skipped { .. }));
+        if self.frames_read > 0 || !damaged {
+            return Ok(None);
+        }
+        let why: Vec<String> = self
+            .diags
+            .iter()
+            .filter(|d| matches!(d, Diagnostic::Cut { .. } | Diagnostic::Skipped { .. }))
+            .map(|d| d.describe(&self.header))
+            .collect();
+        Err(LogError::NothingReadable { path: self.name.clone(), why: why.join("; ") })
     }
 }

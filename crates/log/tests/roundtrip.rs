@@ -467,15 +467,78 @@ fn cut_log_reads_up_to_last_frame_and_says_so() {
     assert_eq!(got.len(), 900);
     assert_eq!(diags.len(), 1, "{diags:?}");
     match &diags[0] {
-        Diagnostic::Cut { offset, last_ts, .. } => {
+        Diagnostic::Cut { offset, end, last_ts, frame, .. } => {
             assert_eq!(*offset as usize, last);
+            assert_eq!(*end as usize, last + 60);
             assert_eq!(*last_ts, Some(expect[..900].iter().map(|e| e.0.end_ts()).max().unwrap()));
+            let f = frame.expect("the cut frame's header was intact");
+            assert_eq!((f.len as usize, f.present, f.records, f.trailer), (bytes.len() - last, 60, 100, false));
+            assert_eq!(f.first_ts, expect[900..].iter().map(|e| e.0.ts()).min().unwrap());
+            let text = diags[0].describe(&header());
+            let missing = bytes.len() - last - 60;
+            assert!(text.contains(&format!("cut at byte {}, {missing} of the", last + 60)), "{text}");
+            assert!(text.contains(&format!("offset {last}")) && text.contains("100 events"), "{text}");
         }
         d => panic!("{d:?}"),
     }
     let (got, diags, _) = read_all(&bytes);
     assert_eq!(got.len(), 1000);
-    assert!(matches!(diags[..], [Diagnostic::Cut { .. }]), "{diags:?}");
+    assert!(matches!(diags[..], [Diagnostic::Cut { frame: None, .. }]), "{diags:?}");
+    // Cut inside a frame header: the bytes it has are named.
+    let (_, diags, _) = read_all(&bytes[..last + 20]);
+    let text = diags[0].describe(&header());
+    assert!(text.contains(&format!("cut at byte {}", last + 20)) && text.contains("20 of the 44 bytes"), "{text}");
+}
+
+#[test]
+fn cut_trailer_says_every_event_was_read() {
+    let (bytes, _) = write_log(300, 100, true);
+    let trailer = last_frame_start(&bytes);
+    let (got, diags, t) = read_all(&bytes[..bytes.len() - 5]);
+    assert!(t.is_none());
+    assert_eq!(got.len(), 300);
+    match &diags[..] {
+        [d @ Diagnostic::Cut { offset, frame: Some(f), .. }] => {
+            assert_eq!((*offset as usize, f.trailer, f.len - f.present), (trailer, true, 5));
+            let text = d.describe(&header());
+            assert!(text.contains("every event was read"), "{text}");
+        }
+        d => panic!("{d:?}"),
+    }
+}
+
+/// Reads a log whose only frame is cut: an error, not an empty log.
+fn read_err(bytes: &[u8]) -> String {
+    let mut r = LogReader::new(Path::new("one.bin"), Cursor::new(bytes.to_vec())).unwrap();
+    loop {
+        match r.next_frame() {
+            Ok(Some(mut f)) => while f.next_record().is_some() {},
+            Ok(None) => panic!("read to the end without an error: {:?}", r.take_diagnostics()),
+            Err(e) => return e.to_string(),
+        }
+    }
+}
+
+#[test]
+fn a_log_with_nothing_readable_is_an_error_naming_the_cut() {
+    let (bytes, _) = write_log(100, 1000, false);
+    let first = last_frame_start(&bytes);
+    let cut = first + 200;
+    let e = read_err(&bytes[..cut]);
+    let missing = bytes.len() - cut;
+    assert!(e.starts_with("one.bin: nothing readable: "), "{e}");
+    assert!(e.contains(&format!("cut at byte {cut}, {missing} of the")) && e.contains("100 events"), "{e}");
+    // Killed before the first frame: only the header is there.
+    let e = read_err(&bytes[..first]);
+    assert!(e.contains(&format!("cut at byte {first} (no trailer)")) && e.contains("before its first frame"), "{e}");
+    // Damaged, not cut: also nothing to read.
+    let mut bad = bytes.clone();
+    bad[first + 60] ^= 0xff;
+    assert!(read_err(&bad).contains("checksum"));
+    // A complete log with no records is not damage.
+    let (empty, _) = write_log(0, 10, true);
+    let (got, diags, t) = read_all(&empty);
+    assert!(got.is_empty() && diags.is_empty() && t.is_some());
 }
 
 #[test]

@@ -338,19 +338,28 @@ impl Survey {
         self.weight.iter().sum()
     }
 
-    /// When the run started: the recording's start, else its first record.
+    /// When the run started: see [`run_span`].
     pub fn start(&self) -> u64 {
-        match self.header.start.boottime_ns {
-            0 => self.first_ts,
-            b => b.min(self.first_ts),
-        }
+        run_span(&self.header, self.trailer.as_ref(), self.first_ts, self.last_ts).0
     }
 
-    /// When the run ended: the recording's end, else its last record.
+    /// When the run ended: see [`run_span`].
     pub fn end(&self) -> u64 {
-        match self.trailer.as_ref().map(|t| t.end.boottime_ns) {
-            Some(e) if e != 0 => e.max(self.last_ts),
-            _ => self.last_ts,
-        }
+        run_span(&self.header, self.trailer.as_ref(), self.first_ts, self.last_ts).1
     }
+}
+
+/// The run's span, the one every tool shows: from the recording's start
+/// (else its first record) to the recording's end (else, in a cut log, its
+/// last record), widened to any record outside.
+pub fn run_span(header: &Header, trailer: Option<&Trailer>, first_ts: u64, last_ts: u64) -> (u64, u64) {
+    let start = match header.start.boottime_ns {
+        0 => first_ts,
+        b => b.min(first_ts),
+    };
+    let end = match trailer.map(|t| t.end.boottime_ns) {
+        Some(e) if e != 0 => e.max(last_ts),
+        _ => last_ts,
+    };
+    (start, end.max(start))
 }

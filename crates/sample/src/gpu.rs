@@ -128,8 +128,11 @@ pub struct GpuSampler {
 /// The outcome of trying to open NVML.
 pub struct GpuOpen {
     pub sampler: Option<GpuSampler>,
-    /// One line for the user when GPUs will not be recorded (auto mode).
+    /// Why GPUs will not be recorded (auto mode), in full: what `doctor` shows.
     pub note: Option<String>,
+    /// The same as one short line for `record`, whose every run on a
+    /// machine without a driver says it.
+    pub brief: Option<String>,
     /// "GPU 0 (NVIDIA H100): GPM metrics (...)", ...: each GPU and the
     /// metric set it gets.
     pub devices: Vec<String>,
@@ -144,11 +147,23 @@ fn library(cfg: &GpuConfig) -> String {
         .unwrap_or_else(|| "libnvidia-ml.so.1".into())
 }
 
+/// The library is not there at all (no driver installed), as opposed to
+/// one that is there but fails to load or start.
+fn library_missing(e: &NvmlError) -> bool {
+    matches!(e, NvmlError::LibloadingError(_)) && e.to_string().contains("No such file or directory")
+}
+
 pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
     let lib = library(cfg);
-    let none = |note: Option<String>| GpuOpen { sampler: None, note, devices: vec![], library: lib.clone() };
+    let none = |note: Option<String>, brief: Option<String>| GpuOpen {
+        sampler: None,
+        brief: brief.or_else(|| note.clone()),
+        note,
+        devices: vec![],
+        library: lib.clone(),
+    };
     if cfg.mode == GpuMode::Off {
-        return Ok(none(None));
+        return Ok(none(None, None));
     }
     let nvml = match Nvml::builder().lib_path(OsStr::new(&lib)).init() {
         Ok(n) => n,
@@ -156,7 +171,14 @@ pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
             if cfg.mode == GpuMode::Required {
                 return Err(GpuError::Unavailable { library: lib, reason: e.to_string() });
             }
-            return Ok(none(Some(format!("no GPU metrics: NVML not loaded from {lib} ({e})"))));
+            let note = format!("no GPU metrics: NVML not loaded from {lib} ({e})");
+            let first = e.to_string().lines().next().unwrap_or_default().to_string();
+            let brief = if library_missing(&e) {
+                format!("no NVIDIA driver ({lib} not found): no GPU metrics; `mltrace doctor` says more")
+            } else {
+                format!("no GPU metrics: NVML ({lib}) did not load: {first}; `mltrace doctor` says more")
+            };
+            return Ok(none(Some(note), Some(brief)));
         }
     };
     let count = nvml.device_count().unwrap_or(0);
@@ -164,7 +186,7 @@ pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
         if cfg.mode == GpuMode::Required {
             return Err(GpuError::NoDevice { library: lib });
         }
-        return Ok(none(Some(format!("no GPU metrics: NVML ({lib}) found no GPU"))));
+        return Ok(none(Some(format!("no GPU metrics: NVML ({lib}) found no GPU")), None));
     }
     let mut devices = Vec::new();
     for index in 0..count {
@@ -222,6 +244,7 @@ pub fn open(cfg: &GpuConfig) -> Result<GpuOpen, GpuError> {
             warnings: Vec::new(),
         }),
         note: None,
+        brief: None,
         devices: names,
         library: lib,
     })

@@ -300,10 +300,7 @@ impl Stats {
             "host": self.header.host,
             "kernel": self.header.kernel,
             "records": self.records,
-            "duration_ns": match (self.first_ts, self.last_ts) {
-                (Some(a), Some(b)) => Value::from(b.saturating_sub(a)),
-                _ => Value::Null,
-            },
+            "duration_ns": self.span().map(|(a, b)| b - a),
             "exit_status": self.trailer.as_ref().and_then(|t| t.exit_status),
             "complete": self.trailer.is_some(),
             "processes": processes,

@@ -697,6 +697,13 @@ impl Stats {
         }
     }
 
+    /// The run's span, as the report and the trace give it (the recording's
+    /// start and end, not its first and last record); `None` without records.
+    pub fn span(&self) -> Option<(u64, u64)> {
+        let (a, b) = (self.first_ts?, self.last_ts?);
+        Some(mltrace_model::survey::run_span(&self.header, self.trailer.as_ref(), a, b))
+    }
+
     /// Reads a whole log.
     pub fn from_reader<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Stats, LogError> {
         Self::from_reader_with(reader, |_, _| {})
@@ -759,12 +766,12 @@ impl Stats {
         }
         let idle = self.network.len() - busy.len();
         if busy.is_empty() {
-            let _ = writeln!(o, "\nnetwork: no traffic on the {idle} interfaces sampled");
+            let _ = writeln!(o, "\nnetwork, whole machine: no traffic on the {idle} interfaces sampled");
             return;
         }
         let _ = writeln!(
             o,
-            "\nnetwork (from the sampled counters{}):",
+            "\nnetwork, whole machine, not only the traced processes (from the sampled counters{}):",
             if idle > 0 { format!("; {idle} idle interfaces not listed") } else { String::new() }
         );
         let mut rows = vec![["interface", "received", "sent", "rx packets", "tx packets", "rx peak/s", "tx peak/s"]
@@ -1080,8 +1087,8 @@ impl Stats {
         } else if !h.host.is_empty() {
             let _ = writeln!(o, "host:     {} (kernel {}, {} CPUs)", h.host, h.kernel, h.cpu_count);
         }
-        if let (Some(a), Some(b)) = (self.first_ts, self.last_ts) {
-            let _ = writeln!(o, "recorded: {}, starting {}", duration(b.saturating_sub(a)), describe_ts(h, a));
+        if let Some((a, b)) = self.span() {
+            let _ = writeln!(o, "recorded: {}, starting {}", duration(b - a), describe_ts(h, a));
         }
         let status = match self.trailer.as_ref().and_then(|t| t.exit_status) {
             Some(s) if s & 0x7f == 0 => format!("exited with {}", (s >> 8) & 0xff),
@@ -1151,7 +1158,8 @@ impl Stats {
         self.render_maps(&mut o, top);
         self.render_kernel(&mut o);
         if !self.utilisation.is_empty() {
-            let _ = writeln!(o, "\nutilisation (sampled):");
+            // /proc/stat, /proc/meminfo and NVML count everyone's use.
+            let _ = writeln!(o, "\nutilisation, whole machine, not only the traced processes (sampled):");
             let mut rows = vec![["counter", "mean", "max"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
             let rank = |g: &str| {
                 if g == "CPU" {
@@ -1178,7 +1186,7 @@ impl Stats {
             o.push_str(&table(&rows));
         }
         if !self.disks.is_empty() {
-            let _ = writeln!(o, "\nblock I/O by disk (latency = queue + device):");
+            let _ = writeln!(o, "\nblock I/O by disk, whole machine (latency = queue + device):");
             let mut rows = vec![block_header("disk")];
             for d in &self.disks {
                 let label = format!("{} ({}:{})", d.name, d.dev >> 20, d.dev & 0xfffff);
@@ -1405,5 +1413,42 @@ mod tests {
         let text = s.render(10);
         assert!(text.contains("sda (0:0)") && text.contains("sdb (0:0)"), "{text}");
         assert!(text.contains("dl_worker"), "{text}");
+    }
+
+    #[test]
+    fn machine_wide_counters_are_labelled_so() {
+        let header = Header { root_pid: 10, command: vec!["python".into()], ..Default::default() };
+        let mut w = RecordWriter::new(Vec::new(), &header).unwrap();
+        for (i, (group, name, unit, value)) in [
+            ("Memory", "dirty", CounterUnit::Bytes, 1.3e9),
+            ("Network eth0", "rx", CounterUnit::BytesPerSec, 5e7),
+            ("Network eth0", "rx", CounterUnit::BytesPerSec, 6e7),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let ts = 1_000_000_000 * (i as u64 + 1);
+            w.push_with(|e| {
+                Record::Counter(Counter {
+                    ts,
+                    group: e.intern(group.as_bytes()),
+                    name: e.intern(name.as_bytes()),
+                    unit,
+                    pid: 0,
+                    value,
+                })
+            })
+            .unwrap();
+        }
+        let log = w.finish(&Trailer::default()).unwrap();
+        let s = Stats::from_reader(&mut LogReader::new(Path::new("t"), Cursor::new(log)).unwrap()).unwrap();
+        let text = s.render(10);
+        let heading_of = |row: &str| {
+            let lines: Vec<&str> = text.lines().collect();
+            let at = lines.iter().position(|l| l.starts_with(row)).unwrap_or_else(|| panic!("no {row}: {text}"));
+            lines[..at].iter().rev().find(|l| l.ends_with(':')).unwrap().to_string()
+        };
+        assert!(heading_of("Memory dirty").contains("whole machine"), "{text}");
+        assert!(heading_of("eth0").contains("whole machine"), "{text}");
     }
 }

@@ -29,7 +29,8 @@ pub use write::export;
 pub enum Error {
     #[error("creating {0}: {1}")]
     Create(PathBuf, std::io::Error),
-    #[error("reading the log: {0}")]
+    /// Names the log itself.
+    #[error(transparent)]
     Log(#[from] LogError),
     #[error("writing Parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),

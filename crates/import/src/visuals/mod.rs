@@ -210,7 +210,7 @@ impl VisSource {
             "CHECKPOINT" => (PhaseKind::Checkpoint, "CHECKPOINT".into()),
             other => (PhaseKind::Other, other.to_string()),
         };
-        self.queue.push_back(Item::Phase { ts, dur: end - ts, kind, name, rank: -1, flags: 0 });
+        self.queue.push_back(Item::Phase { ts, dur: end - ts, kind, name, rank: -1, pid: 0, flags: 0 });
         Ok(())
     }
 
