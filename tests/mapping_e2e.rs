@@ -98,7 +98,8 @@ fn a_cold_mapped_file_is_attributed_to_its_path_and_process() {
     // here) give each fault's end and address only: it is the file's by
     // the mapping it falls in.
     let header = LogReader::open(&run.log).unwrap().header().clone();
-    let starts = header.probes.iter().any(|p| p.subsystem == "major faults" && p.detail.contains("mm_filemap_fault"));
+    let starts =
+        header.probes.iter().any(|p| p.subsystem == "major faults" && p.detail.contains("+ filemap:mm_filemap_fault"));
     let mapped = run.recs.iter().find_map(|r| match r.rec {
         Record::Mapping(m) if m.pid == pid as u32 && r.strs[0] == f.to_str().unwrap() => m.mapped_at(),
         _ => None,

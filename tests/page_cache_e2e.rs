@@ -112,10 +112,13 @@ fn trace_shows_both_rates(dir: &Path, run: &Run, f: &Path, storage: u64, file_st
     let out = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let pid = run.kv["pid"];
+    // A counter holds its value until its next sample (a bin equal to the
+    // one before is not written again): bytes are value x time held.
     let rates = format!(
-        "select t.name, cast(sum(c.value) / 10 as int) from counter c join process_counter_track t \
-         on c.track_id = t.id join process p using(upid) where p.pid = {pid} \
-         and t.name in ('read', 'read from storage') group by t.name order by t.name"
+        "select name, cast(sum(v) as int) from (select t.name as name, c.value * \
+         (lead(c.ts) over (partition by c.track_id order by c.ts) - c.ts) / 1e9 as v \
+         from counter c join process_counter_track t on c.track_id = t.id join process p using(upid) \
+         where p.pid = {pid} and t.name in ('read', 'read from storage')) group by name order by name"
     );
     let name = f.file_name().unwrap().to_str().unwrap();
     let args = format!(
@@ -123,7 +126,6 @@ fn trace_shows_both_rates(dir: &Path, run: &Run, f: &Path, storage: u64, file_st
          where s.name like 'open% {name}' and a.key like 'debug.file:%' group by a.key order by a.key"
     );
     let r = tp_query(&tp, &trace, &[&rates, &args]);
-    // Rates are bytes/s per 100 ms bin: the sum over bins / 10 is the bytes.
     let got: Vec<(String, u64)> = r[0].iter().map(|row| (row[0].clone(), row[1].parse().unwrap())).collect();
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!(got[0].0, "read");
