@@ -687,14 +687,15 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         ),
         _ => None,
     };
-    // The Python module's own pipe, for any command we start (it leaves the
-    // command's output alone, so --mllog FILE and --no-mllog keep it).
-    let channel = match &program {
-        Some(_) => Some(
+    // The Python module's own pipe, for a command we start (it leaves the
+    // command's output alone, so --mllog FILE keeps it; --no-mllog, no
+    // training phases at all, does not).
+    let channel = match (&program, &opts.mllog) {
+        (None, _) | (_, MllogSource::Off) => None,
+        (Some(_), _) => Some(
             ModuleChannel::new()
                 .map_err(|source| CaptureError::Io { what: "making the mltrace module's pipe".into(), source })?,
         ),
-        None => None,
     };
     let channel_env = match &channel {
         Some(c) => c
