@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTHON := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 DEMO   := out/demo
 
-.PHONY: deps build demo test lint fuzz bench soak clean test-kernels test-kernels-smoke
+.PHONY: deps build demo test lint fuzz bench soak clean test-kernels test-kernels-smoke wheel-deps wheel dist check-wheel
 
 deps:
 	@scripts/install-deps.sh
@@ -77,6 +77,46 @@ bench: build
 # log's, and the overview and a part rendered in the real UI (root; ~10 min).
 soak: build
 	$(SUDO) scripts/soak-big-run.sh
+
+# The wheel (`pip install mltrace`): one binary for x86_64 Linux with glibc
+# 2.17+ (libbpf, libelf and zlib linked in: the cli's `static` feature),
+# and the Python module in python/mltrace. maturin and zig (zig cc links
+# against glibc 2.17's symbols) come pinned from PyPI into a venv under
+# target/; the build has its own target dir, as its C is built by zig.
+MATURIN_VERSION := 1.16.0
+ZIG_VERSION     := 0.17.1
+WHEEL_VENV      := target/wheel-venv
+VERSION         := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+
+wheel-deps: deps
+	@scripts/install-deps.sh --wheel
+	@$(WHEEL_VENV)/bin/python -c 'import maturin, ziglang' 2>/dev/null && \
+		$(WHEEL_VENV)/bin/pip freeze | grep -qx 'maturin==$(MATURIN_VERSION)' && \
+		$(WHEEL_VENV)/bin/pip freeze | grep -qx 'ziglang==$(ZIG_VERSION)' || \
+		{ python3 -m venv $(WHEEL_VENV) && \
+		  $(WHEEL_VENV)/bin/pip install -q maturin==$(MATURIN_VERSION) ziglang==$(ZIG_VERSION); }
+
+wheel: wheel-deps
+	rm -f dist/mltrace-$(VERSION)-*.whl
+	CARGO_TARGET_DIR=$(CURDIR)/target/wheel PATH="$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH" \
+		maturin build --release --zig --compatibility manylinux2014 \
+		--target x86_64-unknown-linux-gnu -o dist
+
+# The wheel's binary, as a release artefact with its checksum.
+dist: wheel
+	$(WHEEL_VENV)/bin/python -c 'import sys, zipfile; \
+		z = zipfile.ZipFile(sys.argv[1]); \
+		n = [x for x in z.namelist() if x.endswith(".data/scripts/mltrace")][0]; \
+		open(sys.argv[2], "wb").write(z.read(n))' \
+		dist/mltrace-$(VERSION)-*.whl dist/mltrace-$(VERSION)-x86_64-linux
+	chmod 755 dist/mltrace-$(VERSION)-x86_64-linux
+	cd dist && sha256sum mltrace-$(VERSION)-x86_64-linux > mltrace-$(VERSION)-x86_64-linux.sha256
+	@cat dist/mltrace-$(VERSION)-x86_64-linux.sha256
+
+# The wheel in a fresh venv and the binary alone in a Debian bullseye root
+# (root; see the script).
+check-wheel: dist
+	$(SUDO) scripts/check-wheel.sh
 
 clean:
 	$(CARGO) clean

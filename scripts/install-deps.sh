@@ -3,10 +3,18 @@
 # missing: clang (BPF target), libelf-dev, zlib1g-dev, pkg-config, make, gcc,
 # python3 (the sample workload), util-linux (setpriv), libcap2-bin (setcap) and
 # passwd (useradd), used by tests.
+# With --wheel, also what `make wheel` needs: the autotools, flex, bison and
+# gawk that libbpf-sys's vendored elfutils (libelf) build runs, and venv.
 # Idempotent; uses sudo when not root; never prompts.
 set -euo pipefail
 
 missing=()
+if [ "${1:-}" = --wheel ]; then
+  for tool in autoconf automake autopoint flex bison gawk; do
+    command -v $tool >/dev/null || missing+=($tool)
+  done
+  python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+fi
 command -v clang >/dev/null || missing+=(clang)
 command -v llvm-strip >/dev/null || missing+=(llvm)
 command -v pkg-config >/dev/null || missing+=(pkg-config)

@@ -109,27 +109,47 @@ pub struct SpawnOptions<'a> {
     /// Put these on fd 1 and 2 (the relay that reads MLLOG lines).
     pub stdout: Option<RawFd>,
     pub stderr: Option<RawFd>,
+    /// A close-on-exec fd of ours the command gets too (same number).
+    pub inherit: Option<RawFd>,
+    /// Set on top of the environment (replacing these names there).
+    pub extra_env: &'a [(String, String)],
 }
 
 /// Forks a child that will exec `program` with `argv` (argv[0] included).
 /// The child unblocks all signals and resets their dispositions first.
 pub fn spawn_paused(program: &Path, argv: &[OsString], o: &SpawnOptions<'_>) -> io::Result<Paused> {
     let (run_as, env, new_group) = (o.run_as, o.env, o.new_group);
-    let (stdout, stderr) = (o.stdout, o.stderr);
+    let (stdout, stderr, inherit) = (o.stdout, o.stderr, o.inherit);
     let to_c = |s: &OsStr| CString::new(s.as_bytes()).map_err(|_| io::Error::other("argument contains a NUL byte"));
     let prog = to_c(program.as_os_str())?;
     let args: Vec<CString> = argv.iter().map(|a| to_c(a)).collect::<Result<_, _>>()?;
     let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     arg_ptrs.push(std::ptr::null());
-    let envs: Option<Vec<CString>> = match env {
+    let nul = |_| io::Error::other("environment contains a NUL byte");
+    let extra = |k: &[u8]| o.extra_env.iter().any(|(x, _)| x.as_bytes() == k);
+    let mut envs: Option<Vec<CString>> = match env {
         Some(e) => Some(
             e.iter()
+                .filter(|(k, _)| !extra(k.as_bytes()))
                 .map(|(k, v)| CString::new(format!("{k}={v}")))
                 .collect::<Result<_, _>>()
-                .map_err(|_| io::Error::other("environment contains a NUL byte"))?,
+                .map_err(nul)?,
+        ),
+        // Ours, spelled out, when something must be added to it.
+        None if !o.extra_env.is_empty() => Some(
+            std::env::vars_os()
+                .filter(|(k, _)| !extra(k.as_bytes()))
+                .map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()))
+                .collect::<Result<_, _>>()
+                .map_err(nul)?,
         ),
         None => None,
     };
+    if let Some(e) = envs.as_mut() {
+        for (k, v) in o.extra_env {
+            e.push(CString::new(format!("{k}={v}")).map_err(nul)?);
+        }
+    }
     let env_ptrs: Option<Vec<*const libc::c_char>> = envs.as_ref().map(|v| {
         let mut p: Vec<*const libc::c_char> = v.iter().map(|e| e.as_ptr()).collect();
         p.push(std::ptr::null());
@@ -164,6 +184,9 @@ pub fn spawn_paused(program: &Path, argv: &[OsString], o: &SpawnOptions<'_>) -> 
             }
             if let Some(fd) = stderr {
                 libc::dup2(fd, 2);
+            }
+            if let Some(fd) = inherit {
+                libc::fcntl(fd, libc::F_SETFD, 0);
             }
             libc::close(go_w.as_raw_fd());
             let mut b = 0u8;

@@ -23,6 +23,8 @@ use mltrace_log::{ClockAnchor, FrameEncoder, Mark, Phase, Record};
 pub enum MllogMsg {
     /// An event, its time already on the recording's clock (boottime ns).
     Event(u64, MllogEvent),
+    /// An event from the command's own channel (the Python module's pipe).
+    Module(u64, MllogEvent),
     /// A line marked `:::MLLOG` that does not parse: what was wrong.
     Malformed(String),
     /// An event dated before the recording started (an older run's line).
@@ -53,13 +55,18 @@ impl ClockMap {
         ClockMap { offset: start.realtime_ns as i128 - start.boottime_ns as i128, start: start.boottime_ns }
     }
 
-    fn message(&self, ev: MllogEvent) -> MllogMsg {
+    fn message(&self, ev: MllogEvent, module: bool) -> MllogMsg {
         let ts = ev.time_ns() as i128 - self.offset;
         // MLLOG times are milliseconds: allow that much before the start.
         if ts + 1_000_000 < self.start as i128 || ts < 0 {
             return MllogMsg::Stale;
         }
-        MllogMsg::Event(ts.max(0) as u64, ev)
+        let ts = ts.max(0) as u64;
+        if module {
+            MllogMsg::Module(ts, ev)
+        } else {
+            MllogMsg::Event(ts, ev)
+        }
     }
 }
 
@@ -69,6 +76,8 @@ struct LineSplitter {
     /// A file holds only MLLOG, so bare JSON lines count there; in a
     /// command's output only lines tagged `:::MLLOG` do.
     bare_json: bool,
+    /// Lines from the module's channel, paired by their own tracker.
+    module: bool,
     clock: ClockMap,
 }
 
@@ -101,7 +110,7 @@ impl LineSplitter {
         let line = text.trim_end_matches('\r');
         for parsed in mllog::parse_all(line) {
             let msg = match parsed {
-                Ok(Some(ev)) => self.clock.message(ev),
+                Ok(Some(ev)) => self.clock.message(ev, self.module),
                 Ok(None) => continue,
                 Err(e) => MllogMsg::Malformed(e.to_string()),
             };
@@ -121,10 +130,11 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// One of the command's output streams: our end and where its bytes go.
+/// One of the command's output streams: our end and where its bytes go
+/// (nowhere for the module's channel).
 struct Stream {
     read: OwnedFd,
-    dest: RawFd,
+    dest: Option<RawFd>,
     pty: bool,
 }
 
@@ -206,7 +216,7 @@ impl OutputRelay {
         let mut streams = Vec::new();
         let (child_stdout, child_stderr) = if same_file(libc::STDOUT_FILENO, libc::STDERR_FILENO) {
             let (read, write) = pipe_or_pty(libc::STDOUT_FILENO)?;
-            streams.push(Stream { read, dest: libc::STDOUT_FILENO, pty: is_tty(libc::STDOUT_FILENO) });
+            streams.push(Stream { read, dest: Some(libc::STDOUT_FILENO), pty: is_tty(libc::STDOUT_FILENO) });
             let dup = write.try_clone()?;
             (write, dup)
         } else {
@@ -214,7 +224,7 @@ impl OutputRelay {
             for dest in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
                 let (read, write) = pipe_or_pty(dest)?;
                 ends.push(write);
-                streams.push(Stream { read, dest, pty: is_tty(dest) });
+                streams.push(Stream { read, dest: Some(dest), pty: is_tty(dest) });
             }
             let err = ends.pop().unwrap();
             (ends.pop().unwrap(), err)
@@ -240,8 +250,60 @@ impl OutputRelay {
         drop(self.child_stderr);
         self.streams
             .into_iter()
-            .map(|s| Copier { stream: s, lines: LineSplitter { buf: Vec::new(), bare_json: false, clock } })
+            .map(|s| Copier {
+                stream: s,
+                lines: LineSplitter { buf: Vec::new(), bare_json: false, module: false, clock },
+            })
             .collect()
+    }
+}
+
+/// The environment variables that name the module's channel to the command.
+pub const CHANNEL_FD_ENV: &str = "MLTRACE_MLLOG_FD";
+/// The pipe's inode, so a process that did not inherit the fd (a child of
+/// `subprocess`, which closes fds) does not write into whatever reuses it.
+pub const CHANNEL_INODE_ENV: &str = "MLTRACE_MLLOG_INODE";
+
+/// A pipe of the command's own for MLLOG lines (what `mltrace.phase` and
+/// `mltrace.mark` write), so the command's output is left alone. The write
+/// end is inherited by the command and its children; we only read.
+pub struct ModuleChannel {
+    /// Close-on-exec here; the child clears that on its copy.
+    pub child_write: OwnedFd,
+    read: OwnedFd,
+}
+
+impl ModuleChannel {
+    pub fn new() -> io::Result<Self> {
+        let (read, write) = cloexec_pipe()?;
+        // Above the standard streams even when one of ours was closed (the
+        // pipe could have taken fd 0, 1 or 2 and then be replaced in the child).
+        // SAFETY: duplicating an fd we own into a new one we then own.
+        let high = unsafe { libc::fcntl(write.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+        if high < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: just created, ours alone.
+        let child_write = unsafe { OwnedFd::from_raw_fd(high) };
+        Ok(ModuleChannel { child_write, read })
+    }
+
+    /// The variables to give the command.
+    pub fn env(&self) -> io::Result<[(String, String); 2]> {
+        let ino = File::from(self.child_write.try_clone()?).metadata()?.ino();
+        Ok([
+            (CHANNEL_FD_ENV.to_string(), self.child_write.as_raw_fd().to_string()),
+            (CHANNEL_INODE_ENV.to_string(), ino.to_string()),
+        ])
+    }
+
+    /// Drops our write end (the command has its copy) and returns the reader.
+    pub fn into_copier(self, clock: ClockMap) -> Copier {
+        drop(self.child_write);
+        Copier {
+            stream: Stream { read: self.read, dest: None, pty: false },
+            lines: LineSplitter { buf: Vec::new(), bare_json: false, module: true, clock },
+        }
     }
 }
 
@@ -301,7 +363,7 @@ impl Copier {
                 break;
             }
             let data = &buf[..n as usize];
-            if write_all(self.stream.dest, data).is_err() {
+            if self.stream.dest.is_some_and(|d| write_all(d, data).is_err()) {
                 // Our output is gone (`| head` ended): closing our end lets
                 // the command find out as it would have, on its next write.
                 break;
@@ -314,16 +376,32 @@ impl Copier {
 
 /// Turns MLLOG events into Phase and Mark records (on the consumer thread,
 /// which owns the frame being built).
-#[derive(Default)]
 pub struct PhaseRecorder {
     /// Whose a phase is when its metadata names no pid: the command's,
     /// whose output (or log file) carried it; 0 when attached.
     default_pid: u32,
     tracker: PhaseTracker,
+    /// The module's events: each call is one event of one process, so
+    /// nothing is merged as another rank's copy (window 0), and a phase
+    /// repeated within seconds stays two phases.
+    module: PhaseTracker,
     out: Vec<TrackedRecord>,
     malformed: u64,
     first_malformed: Option<String>,
     stale: u64,
+}
+
+impl Default for PhaseRecorder {
+    fn default() -> Self {
+        PhaseRecorder {
+            tracker: PhaseTracker::default(),
+            module: PhaseTracker::with_window(mllog::RankMode::Merge, 0),
+            out: Vec::new(),
+            malformed: 0,
+            first_malformed: None,
+            stale: 0,
+        }
+    }
 }
 
 impl PhaseRecorder {
@@ -334,6 +412,7 @@ impl PhaseRecorder {
     pub fn take(&mut self, msg: MllogMsg, enc: &mut FrameEncoder) {
         match msg {
             MllogMsg::Event(ts, ev) => self.tracker.push(ts, &ev, &mut self.out),
+            MllogMsg::Module(ts, ev) => self.module.push(ts, &ev, &mut self.out),
             MllogMsg::Malformed(why) => {
                 self.malformed += 1;
                 self.first_malformed.get_or_insert(why);
@@ -346,6 +425,7 @@ impl PhaseRecorder {
     /// Ends phases still open at `end` (marked unfinished).
     pub fn finish(&mut self, end: u64, enc: &mut FrameEncoder) {
         self.tracker.finish(Some(end), &mut self.out);
+        self.module.finish(Some(end), &mut self.out);
         self.emit(enc);
     }
 
@@ -379,11 +459,10 @@ impl PhaseRecorder {
         if self.stale > 0 {
             w.push(format!("{} MLLOG events dated before the recording started were left out", self.stale));
         }
-        let s = self.tracker.stats();
-        if s.unfinished > 0 {
+        let unfinished = self.tracker.stats().unfinished + self.module.stats().unfinished;
+        if unfinished > 0 {
             w.push(format!(
-                "{} training phases never stopped: kept up to where they ended, marked unfinished",
-                s.unfinished
+                "{unfinished} training phases never stopped: kept up to where they ended, marked unfinished"
             ));
         }
         w
@@ -409,7 +488,7 @@ impl FileFollower {
             }
             Err(_) => (None, 0),
         };
-        FileFollower { path, lines: LineSplitter { buf: Vec::new(), bare_json: true, clock }, file, pos }
+        FileFollower { path, lines: LineSplitter { buf: Vec::new(), bare_json: true, module: false, clock }, file, pos }
     }
 
     fn step(&mut self, tx: &Sender<MllogMsg>, buf: &mut [u8]) {
@@ -471,7 +550,7 @@ mod tests {
 
     fn split(bare_json: bool, chunks: &[&[u8]]) -> Vec<MllogMsg> {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let mut s = LineSplitter { buf: Vec::new(), bare_json, clock: clock() };
+        let mut s = LineSplitter { buf: Vec::new(), bare_json, module: false, clock: clock() };
         for c in chunks {
             s.feed(c, &tx);
         }

@@ -30,7 +30,7 @@ use crate::error::CaptureError;
 use crate::features::KernelBtf;
 use crate::identity::{self, User};
 use crate::launch::{self, CommandError};
-use crate::mllog::{ClockMap, FileFollower, MllogMsg, MllogSource, OutputRelay, PhaseRecorder};
+use crate::mllog::{ClockMap, FileFollower, MllogMsg, MllogSource, ModuleChannel, OutputRelay, PhaseRecorder};
 use crate::output::OutputFile;
 use crate::system;
 
@@ -693,6 +693,23 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         ),
         _ => None,
     };
+    // The Python module's own pipe, for a command we start (it leaves the
+    // command's output alone, so --mllog FILE keeps it; --no-mllog, no
+    // training phases at all, does not).
+    let channel = match (&program, &opts.mllog) {
+        (None, _) | (_, MllogSource::Off) => None,
+        (Some(_), _) => Some(
+            ModuleChannel::new()
+                .map_err(|source| CaptureError::Io { what: "making the mltrace module's pipe".into(), source })?,
+        ),
+    };
+    let channel_env = match &channel {
+        Some(c) => c
+            .env()
+            .map_err(|source| CaptureError::Io { what: "naming the mltrace module's pipe".into(), source })?
+            .to_vec(),
+        None => Vec::new(),
+    };
     let child = match &program {
         Some(program) => Some(
             launch::spawn_paused(
@@ -704,6 +721,8 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                     new_group: !interactive,
                     stdout: relay.as_ref().map(|r| r.child_stdout.as_raw_fd()),
                     stderr: relay.as_ref().map(|r| r.child_stderr.as_raw_fd()),
+                    inherit: channel.as_ref().map(|c| c.child_write.as_raw_fd()),
+                    extra_env: &channel_env,
                 },
             )
             .map_err(|source| CaptureError::Io { what: "starting the command".into(), source })?,
@@ -723,18 +742,25 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     };
     let start = system::clock_anchor();
     let clock = ClockMap::new(&start);
-    let phases_probe = match (&relay, &opts.mllog) {
+    let from_output = match (&relay, &opts.mllog) {
         (Some(r), _) => Some(r.describe()),
         (None, MllogSource::File(f)) => Some(format!("MLLOG lines appended to {}", f.display())),
         _ => None,
+    };
+    let from_module = channel.as_ref().map(|_| "the mltrace Python module's pipe ($MLTRACE_MLLOG_FD)".to_string());
+    let phases_probe = match (from_output, from_module) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
     }
     .map(|detail| Probe { subsystem: "phases".into(), mechanism: "MLLOG".into(), detail });
-    let copiers = relay.map(|r| r.into_copiers(clock)).unwrap_or_default();
+    let mut copiers = relay.map(|r| r.into_copiers(clock)).unwrap_or_default();
+    let relaying = !copiers.is_empty();
+    copiers.extend(channel.map(|c| c.into_copier(clock)));
     let follower = match &opts.mllog {
         MllogSource::File(f) => Some(FileFollower::new(f.clone(), clock)),
         _ => None,
     };
-    if !copiers.is_empty() {
+    if relaying {
         // A write to our closed stdout must fail, not kill us (and the
         // recording); the command gets its SIGPIPE when we close its pipe.
         // SAFETY: setting a disposition; the command resets its own.

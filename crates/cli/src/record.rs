@@ -78,7 +78,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "no_mllog")]
     mllog: Option<PathBuf>,
     /// Leave the command's stdout and stderr alone: no training phases
-    /// from `:::MLLOG` lines (by default they pass through mltrace unchanged)
+    /// from `:::MLLOG` lines (by default they pass through mltrace unchanged),
+    /// nor from the mltrace Python module (no MLTRACE_MLLOG_FD)
     #[arg(long)]
     no_mllog: bool,
     /// Run the command as this user (name or uid). Under sudo the default
