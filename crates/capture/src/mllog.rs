@@ -394,6 +394,7 @@ pub struct PhaseRecorder {
 impl Default for PhaseRecorder {
     fn default() -> Self {
         PhaseRecorder {
+            default_pid: 0,
             tracker: PhaseTracker::default(),
             module: PhaseTracker::with_window(mllog::RankMode::Merge, 0),
             out: Vec::new(),
