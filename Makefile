@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTHON := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 DEMO   := out/demo
 
-.PHONY: deps build demo test lint fuzz bench soak clean
+.PHONY: deps build demo test test-tools lint fuzz bench soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -31,10 +31,20 @@ lint: deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-test: lint
+# The tests' own tools (Perfetto's importer, Python and Node packages),
+# pinned, into target/test-tools ($MLTRACE_TOOLS_DIR): nothing is
+# installed outside the tree. A check that had to skip says so in
+# target/test-tools/skipped.txt, printed at the end (in CI a skip fails).
+TOOLS := $(or $(MLTRACE_TOOLS_DIR),target/test-tools)
+test-tools: deps
+	PYTHON=$(PYTHON) scripts/test-tools.sh
+
+test: lint test-tools
+	@rm -f $(TOOLS)/skipped.txt
 	$(CARGO) build --workspace --bins
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace || { scripts/test-tools.sh skipped; exit 1; }
 	$(MAKE) fuzz
+	@scripts/test-tools.sh skipped
 
 # The log reader against arbitrary bytes, for FUZZ_SECONDS per target.
 # cargo fuzz needs nightly-only sanitizer flags; RUSTC_BOOTSTRAP=1 lets the
