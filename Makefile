@@ -34,7 +34,8 @@ lint: deps
 # The tests' own tools (Perfetto's importer, Python and Node packages),
 # pinned, into target/test-tools ($MLTRACE_TOOLS_DIR): nothing is
 # installed outside the tree. A check that had to skip says so in
-# target/test-tools/skipped.txt, printed at the end (in CI a skip fails).
+# target/test-tools/skipped.txt, printed at the end (in CI a missing tool
+# fails its test).
 TOOLS := $(or $(MLTRACE_TOOLS_DIR),target/test-tools)
 test-tools: deps
 	PYTHON=$(PYTHON) scripts/test-tools.sh

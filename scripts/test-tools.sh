@@ -11,8 +11,10 @@
 # was filled.
 #
 #   scripts/test-tools.sh            fill
-#   scripts/test-tools.sh skipped    print what the last test run skipped
-#                                    (loudly; in CI a skip is a failure)
+#   scripts/test-tools.sh skipped    print what the last test run skipped,
+#                                    loudly (in CI a missing tool already
+#                                    failed its test; what is left here is
+#                                    optional: sample data, root)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tools=${MLTRACE_TOOLS_DIR:-$repo/target/test-tools}
@@ -24,7 +26,6 @@ if [ "${1:-}" = skipped ]; then
   n=$(sort -u "$f" | wc -l)
   bar='!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'
   { echo "$bar"; echo "!!! SKIPPED: $n check(s) did not run:"; sort -u "$f" | sed 's/^/!!!   /'; echo "$bar"; } >&2
-  [ -z "${CI:-}" ] || exit 1
   exit 0
 fi
 
