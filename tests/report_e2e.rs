@@ -16,6 +16,7 @@ const SECTIONS: [&str; 9] =
 /// skip) when the tests' playwright-core or Chromium is missing.
 fn render(html: &Path, png: &Path) -> Option<serde_json::Value> {
     let (nm, chrome) = (tools::node_modules()?, tools::chromium()?);
+    let home = png.with_extension("home");
     // Chromium, if left running, dies with the test.
     let out = proc::output(
         Command::new("node")
@@ -23,7 +24,11 @@ fn render(html: &Path, png: &Path) -> Option<serde_json::Value> {
             .arg(html)
             .arg(png)
             .env("NODE_PATH", nm)
-            .env("CHROMIUM", chrome),
+            .env("CHROMIUM", chrome)
+            // Chromium's crash-report settings and dconf cache: into the
+            // test's folder, not $HOME.
+            .env("XDG_CONFIG_HOME", &home)
+            .env("XDG_CACHE_HOME", &home),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "rendering failed: {}{stdout}", String::from_utf8_lossy(&out.stderr));
