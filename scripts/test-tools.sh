@@ -25,7 +25,7 @@ if [ "${1:-}" = skipped ]; then
   [ -s "$f" ] || exit 0
   n=$(sort -u "$f" | wc -l)
   bar='!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'
-  { echo "$bar"; echo "!!! SKIPPED: $n check(s) did not run:"; sort -u "$f" | sed 's/^/!!!   /'; echo "$bar"; } >&2
+  { echo; echo "$bar"; echo "!!! SKIPPED: $n check(s) did not run:"; sort -u "$f" | sed 's/^/!!!   /'; echo "$bar"; } >&2
   exit 0
 fi
 
