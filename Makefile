@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTHON := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 DEMO   := out/demo
 
-.PHONY: deps build demo test lint fuzz bench soak clean test-kernels test-kernels-smoke wheel-deps wheel dist check-wheel
+.PHONY: deps build demo test test-tools lint fuzz bench soak clean test-kernels test-kernels-smoke wheel-deps wheel dist check-wheel
 
 deps:
 	@scripts/install-deps.sh
@@ -31,11 +31,22 @@ lint: deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-test: lint
+# The tests' own tools (Perfetto's importer, Python and Node packages),
+# pinned, into target/test-tools ($MLTRACE_TOOLS_DIR): nothing is
+# installed outside the tree. A check that had to skip says so in
+# target/test-tools/skipped.txt, printed at the end (in CI a missing tool
+# fails its test).
+TOOLS := $(or $(MLTRACE_TOOLS_DIR),target/test-tools)
+test-tools: deps
+	PYTHON=$(PYTHON) scripts/test-tools.sh
+
+test: lint test-tools
+	@rm -f $(TOOLS)/skipped.txt
 	$(CARGO) build --workspace --bins
-	$(CARGO) test --workspace
-	$(MAKE) test-kernels-smoke
+	$(CARGO) test --workspace || { scripts/test-tools.sh skipped; exit 1; }
+	$(MAKE) test-kernels-smoke || { scripts/test-tools.sh skipped; exit 1; }
 	$(MAKE) fuzz
+	@scripts/test-tools.sh skipped
 
 # Debian's 5.10, 6.1 and 6.12 booted under QEMU (full emulation), each
 # running doctor and the end-to-end checks on every syscall route it has,

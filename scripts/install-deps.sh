@@ -2,7 +2,9 @@
 # Installs what building and testing mltrace needs on Debian/Ubuntu and is
 # missing: clang (BPF target), libelf-dev, zlib1g-dev, pkg-config, make, gcc,
 # python3 (the sample workload), util-linux (setpriv), libcap2-bin (setcap) and
-# passwd (useradd), used by tests.
+# passwd (useradd), used by tests; python3-venv, node and npm, which fill the
+# tests' own tools (scripts/test-tools.sh), and chromium, which renders the
+# HTML report in report_e2e.
 # With --wheel, also what `make wheel` needs: the autotools, flex, bison and
 # gawk that libbpf-sys's vendored elfutils (libelf) build runs, and venv.
 # Idempotent; uses sudo when not root; never prompts.
@@ -26,6 +28,10 @@ command -v python3 >/dev/null || missing+=(python3)
 command -v setpriv >/dev/null || missing+=(util-linux)
 command -v setcap >/dev/null || missing+=(libcap2-bin)
 command -v useradd >/dev/null || missing+=(passwd)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""

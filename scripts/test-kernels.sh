@@ -178,18 +178,22 @@ done
 # Each kernel's recording, exported there, loaded here in Perfetto's own
 # importer: it loads without import errors, and its read slices are the
 # reads `stats` counts, whose processes match the kernel's /proc/PID/io.
-tp=${MLTRACE_PERFETTO_TP:-$root/target/test-tools/tp}
+# The tests' own trace processor (make test-tools), as the Rust tests use it.
+tools=${MLTRACE_TOOLS_DIR:-$root/target/test-tools}
+tp=${MLTRACE_PERFETTO_TP:-$root/tests/tools/tp.js}
+[ -n "${MLTRACE_PERFETTO_TP:-}" ] || [ -f "$tools/perfetto/engine_bundle.js" ] || tp=$tools/perfetto/engine_bundle.js
 for s in "${series[@]}"; do
   res=$out/$s
   [ -f "$res/smoke.perfetto-trace" ] || continue
   k=$(awk 'NR == 1 { print $1 }' "$res/results.txt")
-  if [ ! -x "$tp" ]; then
+  if [ ! -f "$tp" ]; then
     [ "${CI:-}" = true ] && { echo "$k - fail perfetto-import no trace processor at $tp" >>"$res/results.txt"; continue; }
     echo "$k - skip perfetto-import no trace processor at $tp (make test-tools)" >>"$res/results.txt"
     continue
   fi
   q="select count(*) as n from slice where name glob 'read *' or name glob 'pread64 *' or name glob 'readv *' or name glob 'preadv*'"
-  if ! "$tp" --strict "$res/smoke.perfetto-trace" "$q" >"$res/tp.txt" 2>&1; then
+  case $tp in *.js) run_tp=(node "$tp") ;; *) run_tp=("$tp") ;; esac
+  if ! "${run_tp[@]}" --strict "$res/smoke.perfetto-trace" "$q" >"$res/tp.txt" 2>&1; then
     echo "$k - fail perfetto-import see $res/tp.txt" >>"$res/results.txt"
     continue
   fi

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mltrace_log::*;
@@ -15,7 +15,8 @@ use mltrace_tests::*;
 /// setpriv), once it said it is ready (its files are open before any
 /// recording starts).
 struct Reader {
-    child: Child,
+    // Killed when the reader is dropped.
+    _child: Spawned,
     pid: u32,
 }
 
@@ -29,12 +30,12 @@ impl Reader {
             }
             None => Command::new(bin),
         };
-        let mut child = cmd.args(files).stdout(Stdio::piped()).spawn().expect("starting attach_reader");
+        let mut child = spawn(cmd.args(files).stdout(Stdio::piped()));
         let mut line = String::new();
         BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
         assert_eq!(line.trim(), "ready");
         let pid = child.id();
-        Reader { child, pid }
+        Reader { _child: child, pid }
     }
 
     /// Still running (not exited, not a zombie), and still reading.
@@ -48,13 +49,6 @@ impl Reader {
         let before = syscr();
         std::thread::sleep(Duration::from_millis(200));
         state != "Z" && state != "?" && before.is_some() && syscr() > before
-    }
-}
-
-impl Drop for Reader {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -175,11 +169,11 @@ fn a_signal_or_the_processes_exiting_stops_an_attached_recording() {
     let data = data_file(tmp.path(), "data.bin");
     let reader = Reader::start(&bin, &[&data], &[]);
     let log = tmp.path().join("int.bin");
-    let rec = Command::new(mltrace_bin())
-        .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "-p", &reader.pid.to_string()])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let rec = spawn(
+        Command::new(mltrace_bin())
+            .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "-p", &reader.pid.to_string()])
+            .stderr(Stdio::piped()),
+    );
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: signalling the recorder we started.
     unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
@@ -400,14 +394,10 @@ fn with_capabilities_a_user_may_watch_only_their_own_processes() {
     // whose they are.
     let log = outdir.join("own.bin");
     let sink = tmp.path().join("root-writes.bin");
-    let mut writer = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "while :; do dd if=/dev/zero of={} bs=64k count=64 oflag=direct 2>/dev/null; done",
-            sink.display()
-        ))
-        .spawn()
-        .unwrap();
+    let mut writer = spawn(Command::new("sh").arg("-c").arg(format!(
+        "while :; do dd if=/dev/zero of={} bs=64k count=64 oflag=direct 2>/dev/null; done",
+        sink.display()
+    )));
     let out = run(&["-p", &own.pid.to_string(), "--duration", "1s"], &log);
     let _ = writer.kill();
     let _ = writer.wait();
@@ -435,12 +425,8 @@ fn with_capabilities_a_user_may_watch_only_their_own_processes() {
         "echo ready; while :; do cat {} >/dev/null; /usr/bin/passwd -S >/dev/null 2>&1; sleep 0.05; done",
         data.display()
     );
-    let mut sh = Command::new(as_user[0])
-        .args(&as_user[1..])
-        .args(["/bin/sh", "-c", &script])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut sh =
+        spawn(Command::new(as_user[0]).args(&as_user[1..]).args(["/bin/sh", "-c", &script]).stdout(Stdio::piped()));
     let mut line = String::new();
     BufReader::new(sh.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
     let off = ["--page-cache", "off", "--io-uring", "off", "--mappings", "off"];

@@ -260,13 +260,13 @@ fn a_closed_reader_gives_the_command_its_sigpipe() {
     let log = tmp.path().join("run.bin");
     // `yes | head -1` under mltrace: yes must die of SIGPIPE as it would
     // without us, not run forever or take the recorder down.
-    let mut child = Command::new(mltrace_bin())
-        .args(["record", "-q", "-o", log.to_str().unwrap(), "--", "yes"])
-        .current_dir(tmp.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(
+        Command::new(mltrace_bin())
+            .args(["record", "-q", "-o", log.to_str().unwrap(), "--", "yes"])
+            .current_dir(tmp.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     let mut first = [0u8; 2];
     std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
     assert_eq!(&first, b"y\n");

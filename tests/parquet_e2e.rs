@@ -7,24 +7,10 @@ use std::process::Command;
 use mltrace_model::event::is_call;
 use mltrace_tests::*;
 
-/// pyarrow importable by `python3`, installed if missing (pip, then apt).
-fn ensure_pyarrow() {
-    let have = || Command::new("python3").args(["-c", "import pyarrow"]).status().is_ok_and(|s| s.success());
-    if have() {
-        return;
-    }
-    let _ = Command::new("python3").args(["-m", "pip", "install", "-q", "pyarrow"]).status();
-    if !have() {
-        let _ = Command::new("apt-get").args(["install", "-y", "-q", "python3-pyarrow"]).status();
-    }
-    assert!(have(), "pyarrow could not be installed (pip install pyarrow, apt-get install python3-pyarrow)");
-}
-
-/// Runs a Python script with `dir` as argv[1]; its stdout as `key value` lines.
-/// Runs in `cwd` (the workload's directory).
-fn python(script: &str, dir: &Path, cwd: &Path) -> std::collections::HashMap<String, i64> {
-    let out =
-        Command::new("python3").arg("-c").arg(script).arg(dir).current_dir(cwd).output().expect("running python3");
+/// Runs a Python script (with the tests' pyarrow) with `dir` as argv[1];
+/// its stdout as `key value` lines. Runs in `cwd` (the workload's directory).
+fn python(py: &Path, script: &str, dir: &Path, cwd: &Path) -> std::collections::HashMap<String, i64> {
+    let out = Command::new(py).arg("-c").arg(script).arg(dir).current_dir(cwd).output().expect("running python");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "python failed: {stderr}");
     key_values(&String::from_utf8_lossy(&out.stdout))
@@ -69,7 +55,7 @@ fn every_syscall_is_a_row() {
     if !require_root() {
         return;
     }
-    ensure_pyarrow();
+    let Some(py) = tools::python() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let bin = compile_workload("preads", tmp.path());
     let work = tmp.path().join("work");
@@ -89,7 +75,7 @@ fn every_syscall_is_a_row() {
     assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
     assert!(stderr.contains(&format!("syscalls {calls}")), "{stderr}");
 
-    let got = python(CHECK, &dir, &work);
+    let got = python(&py, CHECK, &dir, &work);
     let g = |k: &str| *got.get(k).unwrap_or_else(|| panic!("{k} missing: {got:?}"));
     assert_eq!(g("rows"), calls, "every syscall record is a row");
     assert_eq!(g("preads"), 5000, "{got:?}");
@@ -120,6 +106,6 @@ fn every_syscall_is_a_row() {
     let (_, tables) =
         mltrace_parquet::export_log(&mut reader, &small, &mltrace_parquet::Options { row_group: 100 }).unwrap();
     assert_eq!(tables.iter().find(|t| t.name == "syscalls").unwrap().rows, calls as u64);
-    let again = python(CHECK, &small, &work);
+    let again = python(&py, CHECK, &small, &work);
     assert_eq!(again, got);
 }

@@ -413,7 +413,7 @@ fn unrelated_processes_are_not_recorded() {
     }
     let tmp = tempfile::tempdir().unwrap();
     // A busy process started outside the recording.
-    let mut busy = Command::new("sh").args(["-c", "while :; do cat /etc/hostname > /dev/null; done"]).spawn().unwrap();
+    let mut busy = spawn(Command::new("sh").args(["-c", "while :; do cat /etc/hostname > /dev/null; done"]));
     let log = tmp.path().join("r.bin");
     let out = mltrace(
         &["record", "-q", "-o", log.to_str().unwrap(), "--", "sh", "-c", "sleep 0.3; cat /etc/hostname"],
@@ -452,12 +452,12 @@ fn non_files_are_named_by_kind() {
     let tmp = tempfile::tempdir().unwrap();
     let bin = compile_workload("fd_kinds", tmp.path());
     let log = tmp.path().join("r.bin");
-    let mut child = Command::new(mltrace_bin())
-        .args(["record", "-q", "-o", log.to_str().unwrap(), "--", bin.to_str().unwrap()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(
+        Command::new(mltrace_bin())
+            .args(["record", "-q", "-o", log.to_str().unwrap(), "--", bin.to_str().unwrap()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped()),
+    );
     use std::io::Write;
     child.stdin.take().unwrap().write_all(b"!").unwrap();
     let out = child.wait_with_output().unwrap();
@@ -521,11 +521,11 @@ fn sigterm_to_record_reaches_the_command() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("r.bin");
-    let child = Command::new(mltrace_bin())
-        .args(["record", "-q", "-o", log.to_str().unwrap(), "--", "sleep", "30"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(
+        Command::new(mltrace_bin())
+            .args(["record", "-q", "-o", log.to_str().unwrap(), "--", "sleep", "30"])
+            .stderr(std::process::Stdio::piped()),
+    );
     std::thread::sleep(std::time::Duration::from_millis(700));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };

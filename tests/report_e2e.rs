@@ -12,40 +12,24 @@ use mltrace_tests::*;
 const SECTIONS: [&str; 9] =
     ["facts", "throughput", "heatmap", "operations", "sizes", "latency", "files", "processes", "perfetto"];
 
-/// Where ui-screenshot's playwright-core is (it installs it there).
-fn playwright() -> Option<PathBuf> {
-    let cache = std::env::var_os("PERFETTO_TOOLS_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/perfetto-ui-tools")))?;
-    let nm = cache.join("node_modules");
-    nm.join("playwright-core").is_dir().then_some(nm)
-}
-
-/// Chromium as ui-screenshot finds it: $CHROMIUM, else /usr/bin/chromium.
-fn chromium() -> Option<PathBuf> {
-    let p = std::env::var_os("CHROMIUM").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    p.exists().then_some(p)
-}
-
-/// Renders `html` offline; returns the renderer's JSON line, or None (with
-/// a message) when this machine has no Chromium or playwright-core.
+/// Renders `html` offline; returns the renderer's JSON line, or None (a
+/// skip) when the tests' playwright-core or Chromium is missing.
 fn render(html: &Path, png: &Path) -> Option<serde_json::Value> {
-    let (Some(nm), Some(chrome)) = (playwright(), chromium()) else {
-        eprintln!(
-            "SKIPPED rendering {}: no Chromium (/usr/bin/chromium or $CHROMIUM) or no playwright-core \
-             (~/.cache/perfetto-ui-tools; ../shared/tools/perfetto/ui-screenshot installs both on first use)",
-            html.display()
-        );
-        return None;
-    };
-    let out = Command::new("node")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("report_render.js"))
-        .arg(html)
-        .arg(png)
-        .env("NODE_PATH", nm)
-        .env("CHROMIUM", chrome)
-        .output()
-        .expect("running node");
+    let (nm, chrome) = (tools::node_modules()?, tools::chromium()?);
+    let home = png.with_extension("home");
+    // Chromium, if left running, dies with the test.
+    let out = proc::output(
+        Command::new("node")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("report_render.js"))
+            .arg(html)
+            .arg(png)
+            .env("NODE_PATH", nm)
+            .env("CHROMIUM", chrome)
+            // Chromium's crash-report settings and dconf cache: into the
+            // test's folder, not $HOME.
+            .env("XDG_CONFIG_HOME", &home)
+            .env("XDG_CACHE_HOME", &home),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "rendering failed: {}{stdout}", String::from_utf8_lossy(&out.stderr));
     Some(serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}")))

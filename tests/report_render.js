@@ -2,8 +2,8 @@
 // is not the file itself is blocked and reported. Prints one JSON line
 // {errors, requests, height} and writes a full-page screenshot.
 // node report_render.js PAGE.html OUT.png [--print OUT.pdf] [--pieces]
-// Chromium and playwright-core are found as ../shared/tools/perfetto/ui-screenshot
-// finds them: CHROMIUM or /usr/bin/chromium; NODE_PATH with playwright-core.
+// Chromium: $CHROMIUM or /usr/bin/chromium; playwright-core: on NODE_PATH
+// (report_e2e passes the tests' own, from target/test-tools/node).
 const path = require('path');
 const { chromium } = require('playwright-core');
 

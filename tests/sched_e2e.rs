@@ -373,8 +373,7 @@ fn handed_cpu(route: &[&str]) {
     let fifo = dir.path().join("go");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let busy = "import sys, time\nopen(sys.argv[1]).read()\nend = time.time() + 0.3\nwhile time.time() < end: pass";
-    let busy =
-        std::process::Command::new("taskset").args(["-c", "0", "python3", "-c", busy]).arg(&fifo).spawn().unwrap();
+    let busy = spawn(std::process::Command::new("taskset").args(["-c", "0", "python3", "-c", busy]).arg(&fifo));
     let log = dir.path().join("run.bin");
     // Nothing traced runs on CPU 0 for the last second.
     let traced =

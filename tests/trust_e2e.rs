@@ -43,15 +43,15 @@ fn a_killed_recorder_leaves_a_readable_log() {
     let (bin, data) = storm(tmp.path());
     let log = tmp.path().join("run.bin");
     // A command that keeps making events; the recorder is killed under it.
-    let mut rec = Command::new(mltrace_bin())
-        .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--"])
-        .arg(&bin)
-        .args([data.to_str().unwrap(), "100000000", "10"])
-        .current_dir(tmp.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut rec = spawn(
+        Command::new(mltrace_bin())
+            .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--"])
+            .arg(&bin)
+            .args([data.to_str().unwrap(), "100000000", "10"])
+            .current_dir(tmp.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     // Wait until frames with the command's events are on disk, however
     // busy the machine is, then kill.
     let t0 = Instant::now();
@@ -379,12 +379,12 @@ fn sigterm_reaches_the_commands_process_group() {
     // Not on a terminal: the command gets its own group, and a SIGTERM sent
     // to mltrace reaches the command's children too.
     let script = format!("sleep 60 & A=$!; sleep 60 & B=$!; echo $A $B > {}; wait", pids.display());
-    let child = Command::new(mltrace_bin())
-        .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script])
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(
+        Command::new(mltrace_bin())
+            .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
     let t0 = Instant::now();
     while !pids.exists() && t0.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
@@ -413,12 +413,12 @@ fn a_second_interrupt_stops_recording_at_once() {
     let script = format!("trap '' INT; echo $$ > {}; sleep 60", pidfile.display());
     // stderr to a file: the command inherits it and outlives the recorder.
     let err_path = tmp.path().join("stderr");
-    let mut child = Command::new(mltrace_bin())
-        .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script])
-        .stdin(Stdio::null())
-        .stderr(std::fs::File::create(&err_path).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(
+        Command::new(mltrace_bin())
+            .args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stderr(std::fs::File::create(&err_path).unwrap()),
+    );
     let t0 = Instant::now();
     while !pidfile.exists() && t0.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));

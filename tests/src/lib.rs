@@ -12,20 +12,17 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// The `mltrace` binary of this build (`MLTRACE_BIN` overrides).
-pub fn mltrace_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("MLTRACE_BIN") {
-        return PathBuf::from(p);
-    }
-    // target/<profile>/deps/<test> -> target/<profile>/mltrace
-    let exe = std::env::current_exe().unwrap();
-    let p = exe.parent().unwrap().parent().unwrap().join("mltrace");
-    assert!(p.exists(), "{} missing: build it first (`cargo build -p mltrace`, or `make test`)", p.display());
-    p
-}
+mod binary;
+pub mod proc;
+pub mod tools;
 
+pub use binary::mltrace_bin;
+pub use proc::{spawn, Spawned};
+pub use tools::{perfetto_tp, skip, skip_optional, tp_query};
+
+/// `mltrace ARGS` in `cwd`, to completion (stdin empty, output captured).
 pub fn mltrace(args: &[&str], cwd: &Path) -> Output {
-    Command::new(mltrace_bin()).args(args).current_dir(cwd).output().expect("running mltrace")
+    proc::output(Command::new(mltrace_bin()).args(args).current_dir(cwd))
 }
 
 /// BPF tests need root. Without it they fail, unless the developer opts
@@ -36,7 +33,7 @@ pub fn require_root() -> bool {
         return true;
     }
     if std::env::var_os("MLTRACE_SKIP_BPF_TESTS").is_some() {
-        eprintln!("skipping: needs root (MLTRACE_SKIP_BPF_TESTS is set)");
+        skip_optional("BPF end-to-end test", "needs root (MLTRACE_SKIP_BPF_TESTS is set)");
         return false;
     }
     panic!("the BPF end-to-end tests need root (or set MLTRACE_SKIP_BPF_TESTS=1 to skip them)");
@@ -124,57 +121,4 @@ pub fn drawn_mappings(recs: &[Rec], pid: Option<u32>) -> usize {
         }
     }
     n
-}
-
-/// Perfetto's trace_processor (`../shared/tools/perfetto/tp`), if present.
-/// In CI it must be; elsewhere tests that need it say they skipped.
-pub fn perfetto_tp() -> Option<PathBuf> {
-    let p = std::env::var_os("MLTRACE_PERFETTO_TP")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared/tools/perfetto/tp"));
-    if p.exists() {
-        return Some(p);
-    }
-    assert!(std::env::var_os("CI").is_none(), "{} is missing in CI", p.display());
-    eprintln!("skipping the Perfetto importer check: {} not found", p.display());
-    None
-}
-
-/// Runs SQL queries on `trace` with `tp --strict`; returns each query's
-/// rows (tab-separated cells), panicking on import problems.
-pub fn tp_query(tp: &Path, trace: &Path, queries: &[&str]) -> Vec<Vec<Vec<String>>> {
-    // tp (Node) exits without flushing a pipe: large outputs go to a file.
-    let out_file = tempfile::NamedTempFile::new().unwrap();
-    let status = Command::new(tp)
-        .arg("--strict")
-        .arg(trace)
-        .args(queries)
-        .stdout(out_file.reopen().unwrap())
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .expect("running tp");
-    let text = std::fs::read_to_string(out_file.path()).unwrap();
-    assert!(status.status.success(), "tp failed:\n{text}\n{}", String::from_utf8_lossy(&status.stderr));
-    // Output: "> query" line, header line, rows; a blank-free stream.
-    let mut results: Vec<Vec<Vec<String>>> = Vec::new();
-    let mut lines = text.lines().peekable();
-    while let Some(l) = lines.next() {
-        if let Some(q) = l.strip_prefix("> ") {
-            if !queries.iter().any(|x| x.trim() == q.trim()) {
-                continue; // tp's own stats query under --strict
-            }
-            lines.next(); // column names
-            let mut rows = Vec::new();
-            while let Some(n) = lines.peek() {
-                if n.starts_with("> ") {
-                    break;
-                }
-                rows.push(n.split('\t').map(|c| c.to_string()).collect());
-                lines.next();
-            }
-            results.push(rows);
-        }
-    }
-    assert_eq!(results.len(), queries.len(), "tp output:\n{text}");
-    results
 }

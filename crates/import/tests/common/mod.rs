@@ -5,9 +5,11 @@
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use mltrace_import::{Options, Plan, Summary};
+
+#[path = "../../../../tests/src/tools.rs"]
+mod tools;
 use mltrace_log::{Header, LogReader, Record, Trailer};
 
 /// The repository root.
@@ -26,13 +28,16 @@ pub fn fixture_dir(d: &str) -> Vec<PathBuf> {
     v
 }
 
-/// The shared sample traces (no licence: read in place, never copied).
+/// The shared sample traces (no licence: read in place, never copied),
+/// optional: beside the repository, or at $MLTRACE_SAMPLES.
 pub fn samples() -> Option<PathBuf> {
-    let p = repo().join("../shared/samples/mlperf-traces");
+    let p = std::env::var_os("MLTRACE_SAMPLES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared/samples/mlperf-traces"));
     if p.is_dir() {
         Some(p)
     } else {
-        eprintln!("skipping: the sample traces are not at {}", p.display());
+        tools::skip_optional("checks on real traces", &format!("the sample traces are not at {}", p.display()));
         None
     }
 }
@@ -109,47 +114,17 @@ pub fn export(log: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Perfetto's trace_processor, when the shared tools are there.
-pub fn perfetto_tp() -> Option<PathBuf> {
-    let p = repo().join("../shared/tools/perfetto/tp");
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipping the Perfetto importer check: {} not found", p.display());
-        None
-    }
-}
+#[allow(unused_imports)] // not every test binary asks Perfetto
+pub use tools::perfetto_tp;
 
 /// Runs SQL on `trace` with `tp --strict` (which fails on any import
 /// problem Perfetto records); each query's rows as tab-separated cells.
 pub fn tp_query(tp: &Path, trace: &[u8], name: &str, queries: &[&str]) -> Vec<Vec<Vec<String>>> {
     let path = std::env::temp_dir().join(format!("mltrace-import-{}-{name}.perfetto-trace", std::process::id()));
     std::fs::write(&path, trace).unwrap();
-    let out = Command::new(tp).arg("--strict").arg(&path).args(queries).output().expect("running tp");
+    let rows = tools::tp_query(tp, &path, queries);
     let _ = std::fs::remove_file(&path);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "tp failed on {name}:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    let mut results: Vec<Vec<Vec<String>>> = Vec::new();
-    let mut lines = text.lines().peekable();
-    while let Some(l) = lines.next() {
-        if let Some(q) = l.strip_prefix("> ") {
-            if !queries.iter().any(|x| x.trim() == q.trim()) {
-                continue;
-            }
-            lines.next();
-            let mut rows = Vec::new();
-            while let Some(n) = lines.peek() {
-                if n.starts_with("> ") {
-                    break;
-                }
-                rows.push(n.split('\t').map(str::to_string).collect());
-                lines.next();
-            }
-            results.push(rows);
-        }
-    }
-    assert_eq!(results.len(), queries.len(), "tp output:\n{text}");
-    results
+    rows
 }
 
 /// One number from a query's single row.

@@ -4,9 +4,11 @@
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use mltrace_log::*;
+
+#[path = "../../../../tests/src/tools.rs"]
+mod tools;
 
 pub const T0: u64 = 7_000_000_123_456;
 pub const ROOT: u32 = 100;
@@ -669,60 +671,5 @@ pub fn out_dir(name: &str) -> PathBuf {
     d
 }
 
-/// Perfetto's trace_processor (`<repo>/../shared/tools/perfetto/tp`), if
-/// present; in CI it must be.
-pub fn tp() -> Option<PathBuf> {
-    let p = std::env::var_os("MLTRACE_PERFETTO_TP")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/perfetto/tp"));
-    if p.exists() {
-        return Some(p);
-    }
-    assert!(std::env::var_os("CI").is_none(), "{} is missing in CI", p.display());
-    eprintln!("skipping the Perfetto importer check: {} not found", p.display());
-    None
-}
-
-/// Runs SQL queries on `trace` with `tp --strict`; returns each query's
-/// rows (tab-separated cells), panicking on import problems.
-pub fn tp_query(tp: &Path, trace: &Path, queries: &[&str]) -> Vec<Vec<Vec<String>>> {
-    // Into a file: tp (Node) exits without draining a pipe, which cuts
-    // long outputs short.
-    let stdout = trace.with_extension("tp-out");
-    let out = Command::new(tp)
-        .arg("--strict")
-        .arg(trace)
-        .args(queries)
-        .stdout(std::fs::File::create(&stdout).unwrap())
-        .output()
-        .expect("running tp");
-    let text = std::fs::read_to_string(&stdout).unwrap();
-    let _ = std::fs::remove_file(&stdout);
-    assert!(
-        out.status.success(),
-        "tp failed on {}:\n{text}\n{}",
-        trace.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut results: Vec<Vec<Vec<String>>> = Vec::new();
-    let mut lines = text.lines().peekable();
-    while let Some(l) = lines.next() {
-        if let Some(q) = l.strip_prefix("> ") {
-            if !queries.iter().any(|x| x.trim() == q.trim()) {
-                continue; // tp's own stats query under --strict
-            }
-            lines.next(); // column names
-            let mut rows = Vec::new();
-            while let Some(n) = lines.peek() {
-                if n.starts_with("> ") {
-                    break;
-                }
-                rows.push(n.split('\t').map(|c| c.to_string()).collect());
-                lines.next();
-            }
-            results.push(rows);
-        }
-    }
-    assert_eq!(results.len(), queries.len(), "tp output:\n{text}");
-    results
-}
+#[allow(unused_imports)] // not every test binary asks Perfetto
+pub use tools::{perfetto_tp as tp, tp_query};
