@@ -3,8 +3,9 @@
 # each with the one binary built here: `doctor`, then the end-to-end checks
 # that matter on every kernel, on each syscall route the kernel has.
 #
-#   scripts/test-kernels.sh [--smoke] [SERIES...]   (SERIES: 5.10 6.1 6.12 host)
+#   scripts/test-kernels.sh [--smoke] [--report] [SERIES...]   (SERIES: 5.10 6.1 6.12 host)
 #
+# --report: no runs; the Perfetto check and the table of the last ones.
 # --smoke: 5.10 only, doctor + one recording checked against /proc/PID/io,
 # its Perfetto export left in $OUT/smoke for the caller (make test) to load.
 # Kernels, virtme-ng and the apt lists are cached in $MLTRACE_CACHE
@@ -17,10 +18,12 @@ root=$PWD
 cache=${MLTRACE_CACHE:-$HOME/.cache/mltrace}
 out=$root/target/test-kernels
 smoke=0
+report_only=0
 series=()
 for a in "$@"; do
   case $a in
     --smoke) smoke=1 ;;
+    --report) report_only=1 ;;
     5.10|6.1|6.12|host) series+=("$a") ;;
     *) echo "test-kernels: unknown argument $a (expected --smoke, 5.10, 6.1, 6.12, host)" >&2; exit 2 ;;
   esac
@@ -169,11 +172,13 @@ run_host() {
 
 [ "$(id -u)" = 0 ] || { echo "test-kernels: needs root (BPF, drop_caches)" >&2; exit 1; }
 mkdir -p "$out" "$cache" "$root/target/tmp"
-need
-build
-for s in "${series[@]}"; do
-  if [ "$s" = host ]; then run_host; else run_guest "$s" "$(kernel_dir "$s")"; fi
-done
+if [ $report_only = 0 ]; then
+  need
+  build
+  for s in "${series[@]}"; do
+    if [ "$s" = host ]; then run_host; else run_guest "$s" "$(kernel_dir "$s")"; fi
+  done
+fi
 
 # Each kernel's recording, exported there, loaded here in Perfetto's own
 # importer: it loads without import errors, and its read slices are the
