@@ -11,6 +11,15 @@
 set -euo pipefail
 
 missing=()
+# With --kernels, what `make test-kernels` (and make test's 5.10 part)
+# boots other kernels with: QEMU, a static busybox for virtme-ng's init,
+# kmod for the kernels' modules, mkfs.ext4 for the scratch disk.
+if [ "${1:-}" = --kernels ]; then
+  command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
+  [ -x /bin/busybox ] || [ -x /usr/bin/busybox ] || missing+=(busybox-static)
+  command -v depmod >/dev/null || missing+=(kmod)
+  command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
+fi
 if [ "${1:-}" = --wheel ]; then
   for tool in autoconf automake autopoint flex bison gawk; do
     command -v $tool >/dev/null || missing+=($tool)

@@ -44,16 +44,8 @@ declare -A like=(
 )
 
 need() {
-  local missing=()
-  command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
-  [ -x /bin/busybox ] || [ -x /usr/bin/busybox ] || missing+=(busybox-static)
-  command -v depmod >/dev/null || missing+=(kmod)
-  command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "test-kernels: installing ${missing[*]}" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  # System packages come from the one script that installs them.
+  "$root/scripts/install-deps.sh" --kernels
   if [ ! -x "$cache/vng/bin/vng" ]; then
     python3 -m venv "$cache/vng"
     "$cache/vng/bin/pip" install -q virtme-ng==1.42
