@@ -116,12 +116,13 @@ fn a_cold_mapped_file_is_attributed_to_its_path_and_process() {
     }
     // Libraries: counted, not data.
     assert!(u(&p["mappings"]["code"]["calls"]) > 0);
-    trace_shows(tmp.path(), &run, &f, ours.len());
+    trace_shows(tmp.path(), &run, &f, ours.len(), starts);
 }
 
 /// In the trace: the mmap and munmap on the thread's track with their
-/// args, and the major faults as slices (Perfetto's importer, strict).
-fn trace_shows(dir: &Path, run: &Run, f: &Path, faults: usize) {
+/// args, and the major faults as slices (Perfetto's importer, strict):
+/// with a duration where the kernel said when the stall began (`starts`).
+fn trace_shows(dir: &Path, run: &Run, f: &Path, faults: usize, starts: bool) {
     let Some(tp) = perfetto_tp() else { return };
     let trace = dir.join("cold.perfetto-trace");
     let out = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir);
@@ -140,10 +141,11 @@ fn trace_shows(dir: &Path, run: &Run, f: &Path, faults: usize) {
     let r = tp_query(&tp, &trace, &[&slices, &args]);
     let rows: Vec<Vec<String>> = r[0].clone();
     let want = |n: &str, c: usize| vec![n.to_string(), c.to_string(), "1".to_string()];
+    let fault_row = vec![format!("major fault {name}"), faults.to_string(), if starts { "1" } else { "0" }.to_string()];
     assert_eq!(
         rows,
         vec![
-            want(&format!("major fault {name}"), faults),
+            fault_row,
             want(&format!("mmap {name}"), 1),
             want(&format!("munmap {name}"), 1)
         ]
