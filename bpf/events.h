@@ -57,18 +57,22 @@ enum lost {
 	LOST__COUNT = 8,
 };
 
-/* ev_open.trunc / ev_file.flags / ev_exec.trunc bits */
-#define TR_ARG 1          /* passed string / argv cut */
-#define TR_ABS 2          /* resolved path cut (too long or too deep) */
-#define TR_UNREADABLE 4   /* string could not be read */
-#define F_DISCONNECTED 8  /* path is a lone dentry name (pipe, socket, memfd...) */
-#define F_BASE 16         /* ev_file describes a directory used as a base */
-#define F_PASSED 32       /* ev_open: the passed absolute path names the file (no walk) */
+/* ev_open.trunc / ev_file.flags / ev_exec.trunc bits; an enum so that the skeleton carries it to user space */
+enum str_bits {
+	TR_ARG = 1, /* passed string / argv cut */
+	TR_ABS = 2, /* resolved path cut (too long or too deep) */
+	TR_UNREADABLE = 4, /* string could not be read */
+	F_DISCONNECTED = 8, /* path is a lone dentry name (pipe, socket, memfd...) */
+	F_BASE = 16, /* ev_file describes a directory used as a base */
+	F_PASSED = 32, /* ev_open: the passed absolute path names the file (no walk) */
+};
 
-/* ev_hdr.flags */
-#define IOF_FILEPOS 1      /* offset is the file position, not an argument */
-#define IOF_REQ_PARTIAL 2  /* more iovecs than summed: requested is a lower bound */
-#define IOF_NO_OFFSET 4    /* the call has no offset (fsync) */
+/* ev_hdr.flags; an enum so that the skeleton carries it to user space */
+enum io_bits {
+	IOF_FILEPOS = 1, /* offset is the file position, not an argument */
+	IOF_REQ_PARTIAL = 2, /* more iovecs than summed: requested is a lower bound */
+	IOF_NO_OFFSET = 4, /* the call has no offset (fsync) */
+};
 
 struct ev_hdr {
 	u8 kind;
@@ -156,9 +160,11 @@ struct ev_open {
 	char path[2 * PATHBUF];  /* passed path, then (named) the resolved one */
 };
 
-/* ev_ioac.have */
-#define IOAC_CHARS 1  /* rchar, wchar, syscr, syscw */
-#define IOAC_BYTES 2  /* read_bytes, write_bytes, cancelled_write_bytes */
+/* ev_ioac.have; an enum so that the skeleton carries it to user space */
+enum ioac_bits {
+	IOAC_CHARS = 1, /* rchar, wchar, syscr, syscw */
+	IOAC_BYTES = 2, /* read_bytes, write_bytes, cancelled_write_bytes */
+};
 
 /* A thread's task_struct->ioac (what /proc/PID/task/TID/io shows). */
 struct ev_ioac {
@@ -216,8 +222,10 @@ struct ev_pcache {
 	u32 pages;  /* 1 << order */
 };
 
-/* ev_map.h.flags */
-#define MAPF_ANON_SUMMARY 1  /* not a call: the process's anonymous mmaps so far (ret calls, len bytes) */
+/* ev_map.h.flags; an enum so that the skeleton carries it to user space */
+enum map_bits {
+	MAPF_ANON_SUMMARY = 1, /* not a call: the process's anonymous mmaps so far (ret calls, len bytes) */
+};
 
 /* mmap (of a file, or anonymous with MAP_FIXED: it replaces what was
  * there), munmap, mremap; h.op says which. Anonymous mmaps are only
@@ -252,20 +260,24 @@ struct ev_fault {
 	u32 _pad;
 };
 
-/* ev_block.h.flags */
-#define BLK_TRACED 1          /* started in a traced process */
-#define BLK_KTHREAD 2         /* started in a kernel thread */
-#define BLK_START_UNKNOWN 4   /* in flight before tracing began */
-#define BLK_ISSUE_UNKNOWN 8
-#define BLK_PARTIAL 16        /* a partial completion; more follow */
-/* ev_block.rq_flags: the kernel's REQ_* bits, normalised */
-#define RQF_SYNC 1
-#define RQF_META 2
-#define RQF_PRIO 4
-#define RQF_FUA 8
-#define RQF_PREFLUSH 16
-#define RQF_RAHEAD 32
-#define RQF_BACKGROUND 64
+/* ev_block.h.flags; an enum so that the skeleton carries it to user space */
+enum blk_bits {
+	BLK_TRACED = 1, /* started in a traced process */
+	BLK_KTHREAD = 2, /* started in a kernel thread */
+	BLK_START_UNKNOWN = 4, /* in flight before tracing began */
+	BLK_ISSUE_UNKNOWN = 8,
+	BLK_PARTIAL = 16, /* a partial completion; more follow */
+};
+/* ev_block.rq_flags: the kernel's REQ_* bits, normalised; an enum so that the skeleton carries it to user space */
+enum rq_bits {
+	RQF_SYNC = 1,
+	RQF_META = 2,
+	RQF_PRIO = 4,
+	RQF_FUA = 8,
+	RQF_PREFLUSH = 16,
+	RQF_RAHEAD = 32,
+	RQF_BACKGROUND = 64,
+};
 
 /* One block request completion. h.ts: when the request started (in the
  * submitter's context: h.pid/h.tid/comm are the submitter). */
@@ -287,13 +299,15 @@ struct ev_block {
 	char disk[32];
 };
 
-/* ev_uring.h.flags */
-#define URF_FIXED_FILE 1    /* IOSQE_FIXED_FILE: fd is an index into the registered files */
-#define URF_SQPOLL 2        /* submitted by the ring's SQPOLL thread */
-#define URF_FILEPOS 4       /* offset -1: the file position (read back at completion) */
-#define URF_NO_OFFSET 8     /* no offset known (a stream, or position unreadable) */
-#define URF_REQ_PARTIAL 16  /* more iovecs than summed: requested is a lower bound */
-#define URF_BUF_SELECT 32   /* the kernel picks a provided buffer: requested is its limit */
+/* ev_uring.h.flags; an enum so that the skeleton carries it to user space */
+enum uring_bits {
+	URF_FIXED_FILE = 1, /* IOSQE_FIXED_FILE: fd is an index into the registered files */
+	URF_SQPOLL = 2, /* submitted by the ring's SQPOLL thread */
+	URF_FILEPOS = 4, /* offset -1: the file position (read back at completion) */
+	URF_NO_OFFSET = 8, /* no offset known (a stream, or position unreadable) */
+	URF_REQ_PARTIAL = 16, /* more iovecs than summed: requested is a lower bound */
+	URF_BUF_SELECT = 32, /* the kernel picks a provided buffer: requested is its limit */
+};
 
 /* One io_uring read/write request of a traced process, from submission
  * (io_uring_submit_req, in the submitting thread) to completion
@@ -332,20 +346,26 @@ struct ev_aio {
 	u32 nblk;
 };
 
-/* ev_sched.h.op */
-#define SCHED_SWITCH 1
-#define SCHED_WAKING 2
-#define SCHED_MIGRATE 3
-/* ev_sched.state: how prev left the CPU (mltrace_log::SchedState) */
-#define SS_RUNNABLE 0
-#define SS_SLEEPING 1
-#define SS_UNINTERRUPTIBLE 2
-#define SS_STOPPED 3
-#define SS_DEAD 4
-#define SS_OTHER 5
-/* ev_sched.traced (mltrace_log::sched bits) */
-#define ST_SELF 1    /* h.pid/h.tid is traced (always, except a switch in) */
-#define ST_OTHER 2   /* other_* is traced */
+/* ev_sched.h.op; an enum so that the skeleton carries it to user space */
+enum sched_op {
+	SCHED_SWITCH = 1,
+	SCHED_WAKING = 2,
+	SCHED_MIGRATE = 3,
+};
+/* ev_sched.state: how prev left the CPU (mltrace_log::SchedState); an enum so that the skeleton carries it to user space */
+enum sched_state {
+	SS_RUNNABLE = 0,
+	SS_SLEEPING = 1,
+	SS_UNINTERRUPTIBLE = 2,
+	SS_STOPPED = 3,
+	SS_DEAD = 4,
+	SS_OTHER = 5,
+};
+/* ev_sched.traced (mltrace_log::sched bits); an enum so that the skeleton carries it to user space */
+enum sched_traced {
+	ST_SELF = 1, /* h.pid/h.tid is traced (always, except a switch in) */
+	ST_OTHER = 2, /* other_* is traced */
+};
 
 /*
  * Scheduling of traced threads, fixed-size (these are frequent).

@@ -231,6 +231,16 @@ struct ev_fault keep_fault = {};
 enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;
+enum str_bits keep_str_bits = 0;
+enum io_bits keep_io_bits = 0;
+enum ioac_bits keep_ioac_bits = 0;
+enum map_bits keep_map_bits = 0;
+enum blk_bits keep_blk_bits = 0;
+enum rq_bits keep_rq_bits = 0;
+enum uring_bits keep_uring_bits = 0;
+enum sched_op keep_sched_op = 0;
+enum sched_state keep_sched_state = 0;
+enum sched_traced keep_sched_traced = 0;
 
 static __always_inline void count_lost(u32 kind)
 {

@@ -9,25 +9,25 @@ use mltrace_log::*;
 use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::inodes::InodeNames;
 use crate::skel::types::{
-    ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac, ev_kind,
-    ev_map, ev_open, ev_pcache, ev_sched, ev_uring, ev_xfer, op,
+    self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac,
+    ev_kind, ev_map, ev_open, ev_pcache, ev_sched, ev_uring, ev_xfer, op,
 };
 
-/// BPF flag bits (events.h).
-const TR_ARG: u8 = 1;
-const TR_ABS: u8 = 2;
-const TR_UNREADABLE: u8 = 4;
-const F_DISCONNECTED: u8 = 8;
-const F_PASSED: u8 = 32;
-const IOF_FILEPOS: u16 = 1;
-const IOF_REQ_PARTIAL: u16 = 2;
-const IOF_NO_OFFSET: u16 = 4;
-const URF_FIXED_FILE: u16 = 1;
-const URF_SQPOLL: u16 = 2;
-const URF_FILEPOS: u16 = 4;
-const URF_NO_OFFSET: u16 = 8;
-const URF_REQ_PARTIAL: u16 = 16;
-const URF_BUF_SELECT: u16 = 32;
+/// BPF flag bits, as events.h declares them (its enums reach the skeleton).
+const TR_ARG: u8 = types::str_bits::TR_ARG.0 as u8;
+const TR_ABS: u8 = types::str_bits::TR_ABS.0 as u8;
+const TR_UNREADABLE: u8 = types::str_bits::TR_UNREADABLE.0 as u8;
+const F_DISCONNECTED: u8 = types::str_bits::F_DISCONNECTED.0 as u8;
+const F_PASSED: u8 = types::str_bits::F_PASSED.0 as u8;
+const IOF_FILEPOS: u16 = types::io_bits::IOF_FILEPOS.0 as u16;
+const IOF_REQ_PARTIAL: u16 = types::io_bits::IOF_REQ_PARTIAL.0 as u16;
+const IOF_NO_OFFSET: u16 = types::io_bits::IOF_NO_OFFSET.0 as u16;
+const URF_FIXED_FILE: u16 = types::uring_bits::URF_FIXED_FILE.0 as u16;
+const URF_SQPOLL: u16 = types::uring_bits::URF_SQPOLL.0 as u16;
+const URF_FILEPOS: u16 = types::uring_bits::URF_FILEPOS.0 as u16;
+const URF_NO_OFFSET: u16 = types::uring_bits::URF_NO_OFFSET.0 as u16;
+const URF_REQ_PARTIAL: u16 = types::uring_bits::URF_REQ_PARTIAL.0 as u16;
+const URF_BUF_SELECT: u16 = types::uring_bits::URF_BUF_SELECT.0 as u16;
 
 /// BPF's URF_* bits (events.h) to the log's [`uring`] bits.
 fn uring_flags(f: u16) -> u8 {
@@ -54,7 +54,7 @@ fn offset_src(no_offset: bool, filepos: bool, kind: FileKind) -> OffsetSrc {
     }
 }
 
-const MAPF_ANON_SUMMARY: u16 = 1;
+const MAPF_ANON_SUMMARY: u16 = types::map_bits::MAPF_ANON_SUMMARY.0 as u16;
 
 /// Super-block magics of file systems in memory: tmpfs and shmem
 /// (/dev/shm, memfd), ramfs, hugetlbfs.
@@ -120,25 +120,31 @@ fn cstr(b: &[i8]) -> Vec<u8> {
 
 /// BPF's BLK_* and RQF_* bits (events.h) to the log's [`blk`] bits.
 fn block_flags(h_flags: u16, rq: u16) -> u16 {
-    const MAP: [(u16, u16); 5] =
-        [(1, blk::TRACED), (2, blk::KTHREAD), (4, blk::START_UNKNOWN), (8, blk::ISSUE_UNKNOWN), (16, blk::PARTIAL)];
-    const RQ: [(u16, u16); 7] = [
-        (1, blk::SYNC),
-        (2, blk::META),
-        (4, blk::PRIO),
-        (8, blk::FUA),
-        (16, blk::PREFLUSH),
-        (32, blk::READAHEAD),
-        (64, blk::BACKGROUND),
+    use types::{blk_bits as b, rq_bits as q};
+    const MAP: [(b, u16); 5] = [
+        (b::BLK_TRACED, blk::TRACED),
+        (b::BLK_KTHREAD, blk::KTHREAD),
+        (b::BLK_START_UNKNOWN, blk::START_UNKNOWN),
+        (b::BLK_ISSUE_UNKNOWN, blk::ISSUE_UNKNOWN),
+        (b::BLK_PARTIAL, blk::PARTIAL),
+    ];
+    const RQ: [(q, u16); 7] = [
+        (q::RQF_SYNC, blk::SYNC),
+        (q::RQF_META, blk::META),
+        (q::RQF_PRIO, blk::PRIO),
+        (q::RQF_FUA, blk::FUA),
+        (q::RQF_PREFLUSH, blk::PREFLUSH),
+        (q::RQF_RAHEAD, blk::READAHEAD),
+        (q::RQF_BACKGROUND, blk::BACKGROUND),
     ];
     let mut out = 0;
     for (from, to) in MAP {
-        if h_flags & from != 0 {
+        if u32::from(h_flags) & from.0 != 0 {
             out |= to;
         }
     }
     for (from, to) in RQ {
-        if rq & from != 0 {
+        if u32::from(rq) & from.0 != 0 {
             out |= to;
         }
     }
@@ -181,16 +187,30 @@ fn block_record(e: &ev_block, enc: &mut FrameEncoder, hide_others: bool) -> Bloc
     }
 }
 
-/// BPF's SCHED_* ops (events.h).
-const SCHED_SWITCH: u8 = 1;
-const SCHED_WAKING: u8 = 2;
-const SCHED_MIGRATE: u8 = 3;
+/// BPF's SCHED_* ops and ST_* bits (events.h).
+const SCHED_SWITCH: u8 = types::sched_op::SCHED_SWITCH.0 as u8;
+const SCHED_WAKING: u8 = types::sched_op::SCHED_WAKING.0 as u8;
+const SCHED_MIGRATE: u8 = types::sched_op::SCHED_MIGRATE.0 as u8;
+const ST_SELF: u8 = types::sched_traced::ST_SELF.0 as u8;
+const ST_OTHER: u8 = types::sched_traced::ST_OTHER.0 as u8;
+
+// events.h states prev's state and the ioac bits in the log's own codes.
+const _: () = {
+    use types::sched_state as ss;
+    assert!(ss::SS_RUNNABLE.0 == SchedState::Runnable as u32);
+    assert!(ss::SS_SLEEPING.0 == SchedState::Sleeping as u32);
+    assert!(ss::SS_UNINTERRUPTIBLE.0 == SchedState::Uninterruptible as u32);
+    assert!(ss::SS_STOPPED.0 == SchedState::Stopped as u32);
+    assert!(ss::SS_DEAD.0 == SchedState::Dead as u32);
+    assert!(ss::SS_OTHER.0 == SchedState::Other as u32);
+    assert!(types::ioac_bits::IOAC_CHARS.0 == acct::CHARS as u32);
+    assert!(types::ioac_bits::IOAC_BYTES.0 == acct::BYTES as u32);
+};
 
 /// A scheduling event; `None` for an op this version does not know.
 fn sched_record(e: &ev_sched, enc: &mut FrameEncoder) -> Option<Record> {
     let h = &e.h;
-    // BPF's ST_SELF / ST_OTHER.
-    let (me, other) = (e.traced & 1 != 0, e.traced & 2 != 0);
+    let (me, other) = (e.traced & ST_SELF != 0, e.traced & ST_OTHER != 0);
     Some(match h.op {
         SCHED_SWITCH => Record::SchedSwitch(SchedSwitch {
             ts: h.ts,

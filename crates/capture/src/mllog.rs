@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
-use mltrace_import::mllog::{self, MllogEvent, PhaseTracker, TrackedRecord};
 use mltrace_log::{ClockAnchor, FrameEncoder, Mark, Phase, Record};
+use mltrace_mllog::{self as mllog, MllogEvent, PhaseTracker, TrackedRecord};
 
 /// What a reader thread found.
 pub enum MllogMsg {

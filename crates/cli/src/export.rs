@@ -127,6 +127,14 @@ fn describe(run: &Survey, w: &Written) -> String {
     format!("{role}: {} ({}; {})", w.file.path.display(), what, mltrace_log::names::size(w.bytes))
 }
 
+/// Says so when a log is of an older format than this mltrace writes
+/// (read as it is: nothing to convert).
+fn old_format(log_name: &str, (major, minor): (u16, u16)) {
+    if major < mltrace_log::frame::FORMAT_MAJOR {
+        eprintln!("mltrace: {log_name}: log format {major}.{minor} (written by an older mltrace; read as it is)");
+    }
+}
+
 /// Opens each planned file for the chosen format.
 struct Files {
     chrome: bool,
@@ -272,6 +280,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let out_path = a.output.clone().unwrap_or_else(|| default_output(&a.log, ext));
     let mut reader = crate::open_log(&a.log)?;
     let log_name = a.log.display().to_string();
+    old_format(&log_name, reader.version());
     let mut survey = Survey::of(&mut reader).with_context(|| format!("reading {log_name}"))?;
     survey.annotations = crate::verdict::annotations(&mut reader).with_context(|| format!("reading {log_name}"))?;
     for d in &survey.diagnostics {

@@ -12,7 +12,10 @@
 //! The magic lets a reader find the next frame after a damaged header.
 
 pub const FILE_MAGIC: &[u8; 8] = b"MLTRACE\0";
-pub const FORMAT_MAJOR: u16 = 1;
+/// Format 2: kinds declared once, predictions per thread. Format 1 is
+/// still read ([`FORMAT_MAJOR_OLDEST`]).
+pub const FORMAT_MAJOR: u16 = 2;
+pub const FORMAT_MAJOR_OLDEST: u16 = 1;
 pub const FORMAT_MINOR: u16 = 0;
 pub const FILE_HEADER_LEN: usize = 20;
 

@@ -12,7 +12,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::header::{Header, Trailer};
-use crate::record::{Record, StrId};
 
 /// Bits of a pid that are the host's own pid (PID_MAX_LIMIT is 2^22).
 pub const PID_BITS: u32 = 22;
@@ -57,98 +56,6 @@ pub struct HostInfo {
     /// Its log's own header and trailer, as recorded.
     pub header: Header,
     pub trailer: Option<Trailer>,
-}
-
-impl Record {
-    /// Calls `f` on every pid and tid field.
-    pub fn map_pids(&mut self, mut f: impl FnMut(u32) -> u32) {
-        macro_rules! all { ($r:expr, $($field:ident),*) => {{ $( $r.$field = f($r.$field); )* }} }
-        match self {
-            Record::Fork(r) => all!(r, pid, tid, parent_pid, parent_tid),
-            Record::Exec(r) => all!(r, pid, tid),
-            Record::Comm(r) => all!(r, pid, tid),
-            Record::Exit(r) => all!(r, pid, tid),
-            Record::Open(r) => all!(r, pid, tid),
-            Record::Io(r) => all!(r, pid, tid),
-            Record::Close(r) => all!(r, pid, tid),
-            Record::Transfer(r) => all!(r, pid, tid),
-            Record::Lost(_) => {}
-            Record::Block(r) => all!(r, pid, tid),
-            Record::Counter(r) => all!(r, pid),
-            Record::Phase(r) => all!(r, pid),
-            Record::Mark(r) => all!(r, pid),
-            Record::IoAccounting(r) => all!(r, pid, tid),
-            Record::PageCache(r) => all!(r, pid, tid),
-            Record::Mapping(r) => all!(r, pid, tid),
-            Record::MajorFault(r) => all!(r, pid, tid),
-            Record::IoUring(r) => all!(r, pid, tid, complete_tid),
-            Record::Aio(r) => all!(r, pid, tid),
-            Record::SchedSwitch(r) => all!(r, prev_pid, prev_tid, next_pid, next_tid),
-            Record::SchedWake(r) => all!(r, pid, tid, waker_pid, waker_tid),
-            Record::GpuEvent(r) => all!(r, pid),
-        }
-    }
-
-    /// Calls `f` on every string field (to move a record between frames).
-    pub fn map_strs(&mut self, mut f: impl FnMut(StrId) -> StrId) {
-        macro_rules! all { ($r:expr, $($field:ident),*) => {{ $( $r.$field = f($r.$field); )* }} }
-        match self {
-            Record::Fork(_) | Record::Exit(_) | Record::Lost(_) | Record::IoAccounting(_) => {}
-            Record::Exec(r) => all!(r, filename, argv),
-            Record::Comm(r) => all!(r, comm),
-            Record::Open(r) => all!(r, path, abs_path),
-            Record::Io(r) => all!(r, path),
-            Record::Close(r) => all!(r, path),
-            Record::Transfer(r) => all!(r, in_path, out_path),
-            Record::Block(r) => all!(r, comm, disk),
-            Record::Counter(r) => all!(r, group, name),
-            Record::Phase(r) => all!(r, name),
-            Record::Mark(r) => all!(r, name, value),
-            Record::PageCache(r) => all!(r, path),
-            Record::Mapping(r) => all!(r, path),
-            Record::MajorFault(r) => all!(r, path),
-            Record::IoUring(r) => all!(r, path),
-            Record::Aio(r) => all!(r, path),
-            Record::SchedSwitch(r) => all!(r, prev_comm, next_comm),
-            Record::SchedWake(r) => all!(r, comm),
-            Record::GpuEvent(r) => all!(r, group),
-        }
-    }
-
-    /// Moves the record by `by` ns (saturating at 0 and at the end of time).
-    pub fn shift_ts(&mut self, by: i64) {
-        let s = |t: u64| t.saturating_add_signed(by);
-        match self {
-            Record::Fork(r) => r.ts = s(r.ts),
-            Record::Exec(r) => r.ts = s(r.ts),
-            Record::Comm(r) => r.ts = s(r.ts),
-            Record::Exit(r) => r.ts = s(r.ts),
-            Record::Open(r) => r.ts = s(r.ts),
-            Record::Io(r) => r.ts = s(r.ts),
-            Record::Close(r) => r.ts = s(r.ts),
-            Record::Transfer(r) => r.ts = s(r.ts),
-            Record::Lost(r) => r.ts = s(r.ts),
-            Record::Block(r) => {
-                r.ts = s(r.ts);
-                // 0: no causing call.
-                if r.cause_ts != 0 {
-                    r.cause_ts = s(r.cause_ts);
-                }
-            }
-            Record::Counter(r) => r.ts = s(r.ts),
-            Record::Phase(r) => r.ts = s(r.ts),
-            Record::Mark(r) => r.ts = s(r.ts),
-            Record::IoAccounting(r) => r.ts = s(r.ts),
-            Record::PageCache(r) => r.ts = s(r.ts),
-            Record::Mapping(r) => r.ts = s(r.ts),
-            Record::MajorFault(r) => r.ts = s(r.ts),
-            Record::IoUring(r) => r.ts = s(r.ts),
-            Record::Aio(r) => r.ts = s(r.ts),
-            Record::SchedSwitch(r) => r.ts = s(r.ts),
-            Record::SchedWake(r) => r.ts = s(r.ts),
-            Record::GpuEvent(r) => r.ts = s(r.ts),
-        }
-    }
 }
 
 impl Header {

@@ -12,6 +12,8 @@
 //! Reading: [`LogReader`] yields [`Frame`]s, which yield [`Record`]s.
 
 mod codec;
+#[macro_use]
+mod declare;
 mod error;
 pub mod frame;
 mod header;
@@ -20,9 +22,11 @@ pub mod labels;
 pub mod names;
 mod reader;
 pub mod record;
+mod v1;
 mod varint;
 mod writer;
 
+pub use declare::{FieldValue, Value};
 pub use error::LogError;
 pub use header::{Attach, ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount};
 pub use hosts::{global_pid, host_of, local_pid, HostInfo};

@@ -279,11 +279,11 @@ impl<R: Read + Seek> LogReader<R> {
         }
         let major = u16::from_le_bytes([fh[8], fh[9]]);
         let minor = u16::from_le_bytes([fh[10], fh[11]]);
-        if major != FORMAT_MAJOR {
+        if !(FORMAT_MAJOR_OLDEST..=FORMAT_MAJOR).contains(&major) {
             return Err(LogError::UnsupportedVersion {
                 path: name,
                 found: format!("{major}.{minor}"),
-                supported: format!("{FORMAT_MAJOR}.x"),
+                supported: format!("{FORMAT_MAJOR_OLDEST}.x to {FORMAT_MAJOR}.x"),
             });
         }
         let json_len = u32::from_le_bytes(fh[12..16].try_into().unwrap());
@@ -312,7 +312,7 @@ impl<R: Read + Seek> LogReader<R> {
             decomp: zstd::bulk::Decompressor::new().map_err(io_err)?,
             cbuf: Vec::new(),
             payload: Vec::new(),
-            dec: Decoder::new(),
+            dec: Decoder::new(major),
             diags: Vec::new(),
             reported_unknown: 0,
             last_ts: None,
@@ -354,7 +354,7 @@ impl<R: Read + Seek> LogReader<R> {
     pub fn rewind(&mut self) {
         self.offset = self.data_start;
         self.trailer = None;
-        self.dec = Decoder::new();
+        self.dec = Decoder::new(self.version.0);
         self.diags.clear();
         self.reported_unknown = 0;
         self.last_ts = None;

@@ -37,6 +37,15 @@ macro_rules! code_enum {
         impl Default for $name {
             fn default() -> Self { $name::$fb }
         }
+        impl $crate::declare::FieldValue for $name {
+            #[inline(always)]
+            fn to_col(self) -> u64 { self as u64 }
+            #[inline(always)]
+            fn from_col(v: u64) -> Option<Self> { u8::try_from(v).ok().map($name::from_u8) }
+            fn to_i(self) -> i64 { self as i64 }
+            fn from_i(v: i64) -> Option<Self> { u8::try_from(v).ok().map($name::from_u8) }
+            fn value(self) -> $crate::declare::Value { $crate::declare::Value::Code(self.name()) }
+        }
     };
 }
 
@@ -227,205 +236,16 @@ pub mod trunc {
     pub const UNREADABLE: u8 = 4;
 }
 
-/// A new process (`thread == false`) or thread, created by `parent_tid`.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Fork {
-    pub ts: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub parent_pid: u32,
-    pub parent_tid: u32,
-    pub thread: bool,
-}
-
-/// A successful execve/execveat: `filename` is the executed path, `argv` the
-/// NUL-separated argument list.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Exec {
-    pub ts: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub filename: StrId,
-    pub argv: StrId,
-    pub trunc: u8,
-}
-
-/// A thread's name (comm) as of `ts`: set at exec and by prctl(PR_SET_NAME).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Comm {
-    pub ts: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub comm: StrId,
-}
-
-/// A thread ended; `process_exit` when it was the last one of its process.
-/// `status` is in wait(2) form (exit code << 8, or the signal number).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Exit {
-    pub ts: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub status: i32,
-    pub process_exit: bool,
-}
-
-/// open/openat/openat2/creat.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Open {
-    pub ts: u64,
-    pub dur: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub op: OpenOp,
-    /// The dirfd argument (`AT_FDCWD` = -100 when relative to the cwd).
-    pub dirfd: i32,
-    /// The path exactly as passed.
-    pub path: StrId,
-    /// The absolute path: the kernel's own path of the opened file, or for a
-    /// failed open the passed path resolved against dirfd / cwd.
-    pub abs_path: StrId,
-    pub flags: u32,
-    pub mode: u32,
-    /// The new fd, or -errno, or [`RET_UNKNOWN`].
-    pub ret: i64,
-    pub kind: FileKind,
-    /// [`trunc`] bits.
-    pub trunc: u8,
-    /// Block requests this call started (directory and inode reads).
-    pub block_reqs: u32,
-}
-
-/// A read or write family syscall on one fd.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Io {
-    pub ts: u64,
-    pub dur: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub op: IoOp,
-    pub fd: i32,
-    pub path: StrId,
-    pub kind: FileKind,
-    pub offset: u64,
-    pub offset_src: OffsetSrc,
-    /// Bytes asked for (sum of iovecs for the vector calls).
-    pub requested: u64,
-    /// Bytes moved, or -errno, or [`RET_UNKNOWN`].
-    pub ret: i64,
-    /// Block requests this call started (each [`Block`] names its cause).
-    pub block_reqs: u32,
-}
-
-/// close(2).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Close {
-    pub ts: u64,
-    pub dur: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub fd: i32,
-    pub path: StrId,
-    pub kind: FileKind,
-    /// 0, or -errno, or [`RET_UNKNOWN`].
-    pub ret: i64,
-}
-
-/// sendfile / copy_file_range: bytes read from `in_fd` and written to `out_fd`.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Transfer {
-    pub ts: u64,
-    pub dur: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub op: TransferOp,
-    pub in_fd: i32,
-    pub in_path: StrId,
-    pub out_fd: i32,
-    pub out_path: StrId,
-    pub requested: u64,
-    /// Bytes moved, or -errno, or [`RET_UNKNOWN`].
-    pub ret: i64,
-    pub block_reqs: u32,
-}
-
-/// One block request (or a partial completion of one), on any disk.
-///
-/// `ts` is when it started, in the context of `pid`/`tid` (a traced
-/// process when [`blk::TRACED`] is set, otherwise whoever it was: `comm`
-/// names it, e.g. a kworker). It waited `queue` ns before the device got
-/// it and the device took `device` ns. When it was started by a recorded
-/// syscall, `cause_ts` is that syscall's `ts` (same `tid`) and `cause_idx`
-/// which of its requests this is (0-based, below the syscall's
-/// `block_reqs`); `cause_ts` is 0 otherwise.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Block {
-    pub ts: u64,
-    pub queue: u64,
-    pub device: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub comm: StrId,
-    /// The disk: major << 20 | minor.
-    pub dev: u32,
-    pub disk: StrId,
-    pub sector: u64,
-    pub bytes: u64,
-    pub op: BlockOp,
-    /// [`blk`] bits.
-    pub flags: u16,
-    /// The kernel's blk_status_t (0 = success).
-    pub error: i32,
-    pub cause_ts: u64,
-    pub cause_idx: u32,
-}
-
 impl Block {
     pub fn end_ts(&self) -> u64 {
         self.ts.saturating_add(self.queue).saturating_add(self.device)
     }
 }
 
-/// `count` events of some kind were lost in the interval ending at `ts`.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Lost {
-    pub ts: u64,
-    pub kind: LostKind,
-    pub count: u64,
-}
-
-/// One sample of a counter. A counter is the triple (`group`, `name`,
-/// `pid`): `group` says where it belongs (`CPU`, `CPU 3`, `Memory`,
-/// `Disk vda`, `GPU 0 (NVIDIA H100)`), `name` what it measures (`iowait`,
-/// `SM`), `pid` the process it is about (0 for machine-wide counters).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Counter {
-    pub ts: u64,
-    pub group: StrId,
-    pub name: StrId,
-    pub unit: CounterUnit,
-    pub pid: u32,
-    pub value: f64,
-}
-
 /// Bits of [`Phase::flags`].
 pub mod phase {
     /// The phase had started but not ended when the log ended.
     pub const UNFINISHED: u8 = 1;
-}
-
-/// A training phase (`INIT`, `EPOCH 3`...), from MLPerf logging's
-/// `*_start`/`*_stop` pairs. `rank` is the rank that logged it, or -1 when
-/// the ranks agreed or were not given.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Phase {
-    pub ts: u64,
-    pub dur: u64,
-    pub kind: PhaseKind,
-    pub name: StrId,
-    pub rank: i32,
-    pub pid: u32,
-    pub flags: u8,
 }
 
 code_enum!(
@@ -444,19 +264,6 @@ code_enum!(
     }
 );
 
-/// Something a GPU reported at one instant (clock throttling, an XID
-/// error, ECC errors): `group` is the GPU's counter group
-/// (`GPU 0 (NVIDIA H100)`), so it shows on that GPU's track. `pid` is 0,
-/// as for machine-wide counters (a merged log's host number rides in it).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct GpuEvent {
-    pub ts: u64,
-    pub group: StrId,
-    pub kind: GpuEventKind,
-    pub code: u64,
-    pub pid: u32,
-}
-
 /// NVML's clock event reason bits (`nvmlClocksEventReason*`) and what
 /// they mean, for labels.
 pub const GPU_CLOCK_REASONS: [(u64, &str); 9] = [
@@ -470,17 +277,6 @@ pub const GPU_CLOCK_REASONS: [(u64, &str); 9] = [
     (0x80, "power brake"),
     (0x100, "display clock setting"),
 ];
-
-/// A point event with a value (MLLOG keys such as `eval_accuracy`):
-/// `value` is the JSON text of the value.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Mark {
-    pub ts: u64,
-    pub name: StrId,
-    pub value: StrId,
-    pub rank: i32,
-    pub pid: u32,
-}
 
 code_enum!(
     /// When an [`IoAccounting`] was read.
@@ -502,33 +298,6 @@ pub mod acct {
     pub const CHARS: u8 = 1;
     /// read_bytes, write_bytes, cancelled_write_bytes (CONFIG_TASK_IO_ACCOUNTING).
     pub const BYTES: u8 = 2;
-}
-
-/// One thread's I/O counters as the kernel keeps them (`task_struct->ioac`,
-/// what `/proc/PID/task/TID/io` shows): the thread's own, since it was
-/// created, never its reaped children's. A process's count is the sum over
-/// its threads of (count at exit or end - count at its last exec, or 0).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct IoAccounting {
-    pub ts: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub at: AcctPoint,
-    /// [`acct`] bits; counters the kernel does not keep are 0.
-    pub have: u8,
-    /// Bytes read and written by read/write-family calls (and sendfile,
-    /// copy_file_range, the kernel's own reads at exec).
-    pub rchar: u64,
-    pub wchar: u64,
-    /// Read and write calls the kernel counted.
-    pub syscr: u64,
-    pub syscw: u64,
-    /// Bytes this thread caused to be read from storage (block reads it submitted).
-    pub read_bytes: u64,
-    /// Bytes of page cache this thread dirtied (to be written to storage).
-    pub write_bytes: u64,
-    /// Dirty bytes this thread dropped before they were written (truncate, unlink).
-    pub cancelled_write_bytes: u64,
 }
 
 code_enum!(
@@ -554,27 +323,6 @@ impl CacheDuring {
     pub fn is_storage_read(self) -> bool {
         matches!(self, CacheDuring::Fault | CacheDuring::Read | CacheDuring::Other)
     }
-}
-
-/// Pages a traced thread brought into the page cache
-/// (filemap:mm_filemap_add_to_page_cache, which fires in the task that
-/// caused the insertion): outside writes, bytes read from storage for it,
-/// whether by a read, a fault on a mapping or readahead.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct PageCache {
-    pub ts: u64,
-    pub pid: u32,
-    pub tid: u32,
-    /// The file's filesystem (its superblock's dev: major << 20 | minor) and inode.
-    pub dev: u32,
-    pub ino: u64,
-    /// The file's path when known (opened or mapped while recording, or
-    /// found in /proc/PID/maps or fds), else empty.
-    pub path: StrId,
-    /// Byte offset in the file of the first page, and how many bytes.
-    pub offset: u64,
-    pub bytes: u64,
-    pub during: CacheDuring,
 }
 
 code_enum!(
@@ -613,36 +361,6 @@ pub mod uring {
     pub const BUF_SELECT: u8 = 8;
 }
 
-/// One io_uring read or write request, from its submission (in the
-/// submitting thread: `pid`/`tid`, `ts`) to its completion `dur` later.
-/// The kernel does these without read/write syscalls, and does not count
-/// them in the process's syscr/rchar (see [`IoAccounting`]).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct IoUring {
-    pub ts: u64,
-    pub dur: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub op: UringOp,
-    /// The sqe's fd (an index with [`uring::FIXED_FILE`]); -1 if unknown.
-    pub fd: i32,
-    pub path: StrId,
-    pub kind: FileKind,
-    pub offset: u64,
-    pub offset_src: OffsetSrc,
-    /// Bytes asked for (sum of iovecs for readv/writev).
-    pub requested: u64,
-    /// The completion's result: bytes moved, or -errno.
-    pub ret: i64,
-    /// The sqe's user_data, as the program tagged the request.
-    pub user_data: u64,
-    /// The thread the completion ran in (an io-wq worker, the submitter's
-    /// task work...).
-    pub complete_tid: u32,
-    /// [`uring`] bits.
-    pub flags: u8,
-}
-
 code_enum!(
     /// The syscall behind an [`Aio`] (Linux native AIO, as libaio calls it).
     AioOp, fallback Submit, {
@@ -673,44 +391,6 @@ pub mod aio {
     /// counts are not read) or events whose iocb was gone: the bytes are a
     /// lower bound.
     pub const PARTIAL: u8 = 1;
-}
-
-/// io_submit, io_getevents or io_pgetevents. For io_submit `nr` is the
-/// iocbs passed, `read_bytes`/`write_bytes` the aio_nbytes of its pread
-/// and pwrite iocbs, and `fd`/`path`, `cmd`, `offset` are the first
-/// iocb's; for the getevents calls `nr` and `min_nr` bound the events
-/// wanted, `read_bytes`/`write_bytes` sum the res of the returned events
-/// of reads and of writes, `errors` counts those that failed, and
-/// `fd`/`path`/`cmd` are the first event's iocb's, when the program still
-/// had it. `ret` is the call's: iocbs submitted or events returned, or
-/// -errno. At most 16 iocbs or events are read ([`aio::PARTIAL`]).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Aio {
-    pub ts: u64,
-    pub dur: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub op: AioOp,
-    /// The aio_context_t.
-    pub ctx: u64,
-    /// -1 when no iocb was read.
-    pub fd: i32,
-    pub path: StrId,
-    pub kind: FileKind,
-    pub cmd: AioCmd,
-    pub offset: u64,
-    pub nr: i64,
-    pub min_nr: i64,
-    pub ret: i64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    /// iocbs or events summed into the bytes.
-    pub counted: u16,
-    pub errors: u16,
-    /// [`aio`] bits.
-    pub flags: u8,
-    /// Block requests the call started (io_submit of O_DIRECT iocbs).
-    pub block_reqs: u32,
 }
 
 code_enum!(
@@ -755,27 +435,6 @@ pub mod sched {
     pub const WAKER: u8 = 4;
 }
 
-/// A context switch on `cpu` in which at least one side is a traced thread
-/// (`traced` says which). The untraced side is named as the kernel saw it:
-/// another task that ran on the same CPU (or the idle task, pid 0).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct SchedSwitch {
-    pub ts: u64,
-    pub cpu: u32,
-    pub prev_pid: u32,
-    pub prev_tid: u32,
-    pub prev_comm: StrId,
-    /// The kernel's priority (120 = nice 0).
-    pub prev_prio: i32,
-    pub prev_state: SchedState,
-    pub next_pid: u32,
-    pub next_tid: u32,
-    pub next_comm: StrId,
-    pub next_prio: i32,
-    /// [`sched`] bits.
-    pub traced: u8,
-}
-
 code_enum!(
     /// What a [`SchedWake`] is.
     WakeOp, fallback Waking, {
@@ -785,26 +444,6 @@ code_enum!(
         Migrate = 1 => "migrate",
     }
 );
-
-/// A traced thread woken (made runnable) by the task running on `cpu`
-/// (`waker_pid`/`waker_tid`), to run on `target_cpu`; or moved from `cpu`
-/// to `target_cpu` ([`WakeOp::Migrate`], the waker fields are the task that
-/// moved it).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct SchedWake {
-    pub ts: u64,
-    pub op: WakeOp,
-    pub cpu: u32,
-    pub target_cpu: u32,
-    pub pid: u32,
-    pub tid: u32,
-    pub comm: StrId,
-    pub prio: i32,
-    pub waker_pid: u32,
-    pub waker_tid: u32,
-    /// [`sched`] bits (WAKER when the waker is traced too).
-    pub traced: u8,
-}
 
 code_enum!(
     /// The call behind a [`Mapping`].
@@ -826,45 +465,6 @@ pub mod mapf {
     pub const MEMORY_FS: u8 = 1;
 }
 
-/// mmap, munmap or mremap (see [`MapOp`]). File mmaps are recorded with
-/// their file; anonymous ones are only counted ([`MapOp::Anonymous`]),
-/// except those with `MAP_FIXED`, which replace what was mapped there.
-/// munmap and mremap say only addresses: which file they touched is for a
-/// reader's mapping table to say.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct Mapping {
-    pub ts: u64,
-    pub dur: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub op: MapOp,
-    /// mmap: the fd argument (-1 for anonymous memory); otherwise -1.
-    pub fd: i32,
-    /// mmap: the mapped file's path (empty for none), kind, filesystem
-    /// (its superblock's dev: major << 20 | minor) and inode.
-    pub path: StrId,
-    pub kind: FileKind,
-    pub dev: u32,
-    pub ino: u64,
-    /// [`mapf`] bits.
-    pub file_flags: u8,
-    /// mmap: the offset in the file.
-    pub offset: u64,
-    /// mmap: the address asked for (0: any); munmap: the address;
-    /// mremap: the old address.
-    pub addr: u64,
-    /// mmap, munmap: the length; mremap: the old length.
-    pub len: u64,
-    /// mremap: the new length.
-    pub new_len: u64,
-    /// mmap: PROT_* bits.
-    pub prot: u32,
-    /// mmap: MAP_* flags; mremap: MREMAP_* flags.
-    pub flags: u32,
-    /// mmap, mremap: the mapped address, or -errno; munmap: 0 or -errno.
-    pub ret: i64,
-}
-
 impl Mapping {
     /// The address a successful mmap or mremap mapped at.
     pub fn mapped_at(&self) -> Option<u64> {
@@ -880,98 +480,438 @@ pub mod fault {
     pub const FILE: u8 = 1;
 }
 
-/// A major page fault of a traced thread: it stalled while the page was
-/// read from storage (or swap). Without [`fault::FILE`], `ts` is when the
-/// fault ended and `dur` is 0; `addr` is for a reader's mapping table.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct MajorFault {
-    pub ts: u64,
-    pub dur: u64,
-    pub pid: u32,
-    pub tid: u32,
-    /// The faulting address.
-    pub addr: u64,
-    /// [`fault`] bits.
-    pub flags: u8,
-    pub dev: u32,
-    pub ino: u64,
-    /// The file's path when known, else empty.
-    pub path: StrId,
-    /// Byte offset in the file of the page faulted in.
-    pub offset: u64,
-}
+records! {
+    /// A new process (`thread == false`) or thread, created by `parent_tid`.
+    1 Fork "fork" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        2 ts: u64 = ts,
+        3 parent_tid: u32 = tid_of(tid),
+        4 parent_pid: u32 = pid_of(parent_tid),
+        5 thread: bool = plain,
+    }
 
-/// One log record.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Record {
-    Fork(Fork),
-    Exec(Exec),
-    Comm(Comm),
-    Exit(Exit),
-    Open(Open),
-    Io(Io),
-    Close(Close),
-    Transfer(Transfer),
-    Lost(Lost),
-    Block(Block),
-    Counter(Counter),
-    Phase(Phase),
-    Mark(Mark),
-    IoAccounting(IoAccounting),
-    PageCache(PageCache),
-    Mapping(Mapping),
-    MajorFault(MajorFault),
-    IoUring(IoUring),
-    Aio(Aio),
-    SchedSwitch(SchedSwitch),
-    SchedWake(SchedWake),
-    GpuEvent(GpuEvent),
+    /// A successful execve/execveat: `filename` is the executed path, `argv` the
+    /// NUL-separated argument list.
+    2 Exec "exec" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        2 ts: u64 = ts,
+        3 filename: StrId = str,
+        4 argv: StrId = str,
+        5 trunc: u8 = plain,
+    }
+
+    /// A thread's name (comm) as of `ts`: set at exec and by prctl(PR_SET_NAME).
+    3 Comm "comm" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        2 ts: u64 = ts,
+        3 comm: StrId = str,
+    }
+
+    /// A thread ended; `process_exit` when it was the last one of its process.
+    /// `status` is in wait(2) form (exit code << 8, or the signal number).
+    4 Exit "exit" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        2 ts: u64 = ts,
+        3 status: i32 = plain,
+        4 process_exit: bool = plain,
+    }
+
+    /// open/openat/openat2/creat.
+    5 Open "open" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 op: OpenOp = plain,
+        /// The dirfd argument (`AT_FDCWD` = -100 when relative to the cwd).
+        5 dirfd: i32 = plain,
+        /// The path exactly as passed.
+        6 path: StrId = str,
+        /// The absolute path: the kernel's own path of the opened file, or for a
+        /// failed open the passed path resolved against dirfd / cwd.
+        7 abs_path: StrId = str,
+        8 flags: u32 = plain,
+        9 mode: u32 = plain,
+        /// The new fd, or -errno, or [`RET_UNKNOWN`].
+        10 ret: i64 = plain,
+        11 kind: FileKind = plain,
+        /// [`trunc`] bits.
+        12 trunc: u8 = plain,
+        /// Block requests this call started (directory and inode reads).
+        13 block_reqs: u32 = plain,
+    }
+
+    /// A read or write family syscall on one fd.
+    6 Io "io" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 op: IoOp = plain,
+        5 fd: i32 = fd,
+        6 path: StrId = path,
+        7 kind: FileKind = plain,
+        8 offset: u64 = seq(0, offset.wrapping_add(ret.max(0) as u64)),
+        9 offset_src: OffsetSrc = plain,
+        /// Bytes asked for (sum of iovecs for the vector calls).
+        10 requested: u64 = plain,
+        /// Bytes moved, or -errno, or [`RET_UNKNOWN`].
+        11 ret: i64 = less(requested),
+        /// Block requests this call started (each [`Block`] names its cause).
+        12 block_reqs: u32 = plain,
+    }
+
+    /// close(2).
+    7 Close "close" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 fd: i32 = fd,
+        5 path: StrId = path,
+        6 kind: FileKind = plain,
+        /// 0, or -errno, or [`RET_UNKNOWN`].
+        7 ret: i64 = plain,
+    }
+
+    /// sendfile / copy_file_range: bytes read from `in_fd` and written to `out_fd`.
+    8 Transfer "transfer" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 op: TransferOp = plain,
+        5 in_fd: i32 = fd,
+        6 in_path: StrId = path,
+        7 out_fd: i32 = plain,
+        8 out_path: StrId = str,
+        9 requested: u64 = plain,
+        /// Bytes moved, or -errno, or [`RET_UNKNOWN`].
+        10 ret: i64 = less(requested),
+        11 block_reqs: u32 = plain,
+    }
+
+    /// `count` events of some kind were lost in the interval ending at `ts`.
+    9 Lost "lost" {
+        0 ts: u64 = ts,
+        1 kind: LostKind = plain,
+        2 count: u64 = plain,
+    }
+
+    /// One block request (or a partial completion of one), on any disk.
+    ///
+    /// `ts` is when it started, in the context of `pid`/`tid` (a traced
+    /// process when [`blk::TRACED`] is set, otherwise whoever it was: `comm`
+    /// names it, e.g. a kworker). It waited `queue` ns before the device got
+    /// it and the device took `device` ns. When it was started by a recorded
+    /// syscall, `cause_ts` is that syscall's `ts` (same `tid`) and `cause_idx`
+    /// which of its requests this is (0-based, below the syscall's
+    /// `block_reqs`); `cause_ts` is 0 otherwise.
+    10 Block "block" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        2 ts: u64 = ts,
+        3 queue: u64 = plain,
+        4 device: u64 = plain,
+        5 comm: StrId = str,
+        /// The disk: major << 20 | minor.
+        6 dev: u32 = plain,
+        7 disk: StrId = str,
+        8 sector: u64 = seq(1, sector.wrapping_add(bytes >> 9)),
+        9 bytes: u64 = plain,
+        10 op: BlockOp = plain,
+        /// [`blk`] bits.
+        11 flags: u16 = plain,
+        /// The kernel's blk_status_t (0 = success).
+        12 error: i32 = plain,
+        13 cause_ts: u64 = since(ts),
+        14 cause_idx: u32 = plain,
+    }
+
+    /// One sample of a counter. A counter is the triple (`group`, `name`,
+    /// `pid`): `group` says where it belongs (`CPU`, `CPU 3`, `Memory`,
+    /// `Disk vda`, `GPU 0 (NVIDIA H100)`), `name` what it measures (`iowait`,
+    /// `SM`), `pid` the process it is about (0 for machine-wide counters).
+    11 Counter "counter" {
+        0 ts: u64 = ts,
+        1 group: StrId = str,
+        2 name: StrId = str,
+        3 unit: CounterUnit = plain,
+        4 pid: u32 = pid,
+        5 value: f64 = f64,
+    }
+
+    /// A training phase (`INIT`, `EPOCH 3`...), from MLPerf logging's
+    /// `*_start`/`*_stop` pairs. `rank` is the rank that logged it, or -1 when
+    /// the ranks agreed or were not given.
+    12 Phase "phase" {
+        1 dur: u64 = dur,
+        0 ts: u64 = ts_end(dur),
+        2 kind: PhaseKind = plain,
+        3 name: StrId = str,
+        4 rank: i32 = plain,
+        5 pid: u32 = pid,
+        6 flags: u8 = plain,
+    }
+
+    /// A point event with a value (MLLOG keys such as `eval_accuracy`):
+    /// `value` is the JSON text of the value.
+    13 Mark "mark" {
+        0 ts: u64 = ts,
+        1 name: StrId = str,
+        2 value: StrId = str,
+        3 rank: i32 = plain,
+        4 pid: u32 = pid,
+    }
+
+    /// One thread's I/O counters as the kernel keeps them (`task_struct->ioac`,
+    /// what `/proc/PID/task/TID/io` shows): the thread's own, since it was
+    /// created, never its reaped children's. A process's count is the sum over
+    /// its threads of (count at exit or end - count at its last exec, or 0).
+    14 IoAccounting "io_accounting" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        2 ts: u64 = ts,
+        3 at: AcctPoint = plain,
+        /// [`acct`] bits; counters the kernel does not keep are 0.
+        4 have: u8 = plain,
+        /// Bytes read and written by read/write-family calls (and sendfile,
+        /// copy_file_range, the kernel's own reads at exec).
+        5 rchar: u64 = plain,
+        6 wchar: u64 = plain,
+        /// Read and write calls the kernel counted.
+        7 syscr: u64 = plain,
+        8 syscw: u64 = plain,
+        /// Bytes this thread caused to be read from storage (block reads it submitted).
+        9 read_bytes: u64 = plain,
+        /// Bytes of page cache this thread dirtied (to be written to storage).
+        10 write_bytes: u64 = plain,
+        /// Dirty bytes this thread dropped before they were written (truncate, unlink).
+        11 cancelled_write_bytes: u64 = plain,
+    }
+
+    /// Pages a traced thread brought into the page cache
+    /// (filemap:mm_filemap_add_to_page_cache, which fires in the task that
+    /// caused the insertion): outside writes, bytes read from storage for it,
+    /// whether by a read, a fault on a mapping or readahead.
+    15 PageCache "page_cache" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        2 ts: u64 = ts,
+        /// The file's filesystem (its superblock's dev: major << 20 | minor) and inode.
+        3 dev: u32 = plain,
+        4 ino: u64 = plain,
+        /// The file's path when known (opened or mapped while recording, or
+        /// found in /proc/PID/maps or fds), else empty.
+        5 path: StrId = path,
+        /// Byte offset in the file of the first page, and how many bytes.
+        6 offset: u64 = seq(2, offset.wrapping_add(bytes)),
+        7 bytes: u64 = plain,
+        8 during: CacheDuring = plain,
+    }
+
+    /// mmap, munmap or mremap (see [`MapOp`]). File mmaps are recorded with
+    /// their file; anonymous ones are only counted ([`MapOp::Anonymous`]),
+    /// except those with `MAP_FIXED`, which replace what was mapped there.
+    /// munmap and mremap say only addresses: which file they touched is for a
+    /// reader's mapping table to say.
+    16 Mapping "mapping" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 op: MapOp = plain,
+        /// mmap: the fd argument (-1 for anonymous memory); otherwise -1.
+        5 fd: i32 = fd,
+        /// mmap: the mapped file's path (empty for none), kind, filesystem
+        /// (its superblock's dev: major << 20 | minor) and inode.
+        6 path: StrId = path,
+        7 kind: FileKind = plain,
+        8 dev: u32 = plain,
+        9 ino: u64 = plain,
+        /// [`mapf`] bits.
+        10 file_flags: u8 = plain,
+        /// mmap: the offset in the file.
+        11 offset: u64 = plain,
+        /// mmap: the address asked for (0: any); munmap: the address;
+        /// mremap: the old address.
+        12 addr: u64 = plain,
+        /// mmap, munmap: the length; mremap: the old length.
+        13 len: u64 = plain,
+        /// mremap: the new length.
+        14 new_len: u64 = plain,
+        /// mmap: PROT_* bits.
+        15 prot: u32 = plain,
+        /// mmap: MAP_* flags; mremap: MREMAP_* flags.
+        16 flags: u32 = plain,
+        /// mmap, mremap: the mapped address, or -errno; munmap: 0 or -errno.
+        17 ret: i64 = guess(ret_guess(op, addr)),
+    }
+
+    /// A major page fault of a traced thread: it stalled while the page was
+    /// read from storage (or swap). Without [`fault::FILE`], `ts` is when the
+    /// fault ended and `dur` is 0; `addr` is for a reader's mapping table.
+    17 MajorFault "major_fault" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        /// The faulting address.
+        4 addr: u64 = seq(3, addr),
+        /// [`fault`] bits.
+        5 flags: u8 = plain,
+        6 dev: u32 = plain,
+        7 ino: u64 = plain,
+        /// The file's path when known, else empty.
+        8 path: StrId = path,
+        /// Byte offset in the file of the page faulted in.
+        9 offset: u64 = plain,
+    }
+
+    /// One io_uring read or write request, from its submission (in the
+    /// submitting thread: `pid`/`tid`, `ts`) to its completion `dur` later.
+    /// The kernel does these without read/write syscalls, and does not count
+    /// them in the process's syscr/rchar (see [`IoAccounting`]).
+    18 IoUring "io_uring" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 op: UringOp = plain,
+        /// The sqe's fd (an index with [`uring::FIXED_FILE`]); -1 if unknown.
+        5 fd: i32 = fd,
+        6 path: StrId = path,
+        7 kind: FileKind = plain,
+        8 offset: u64 = seq(0, offset.wrapping_add(ret.max(0) as u64)),
+        9 offset_src: OffsetSrc = plain,
+        /// Bytes asked for (sum of iovecs for readv/writev).
+        10 requested: u64 = plain,
+        /// The completion's result: bytes moved, or -errno.
+        11 ret: i64 = less(requested),
+        /// The sqe's user_data, as the program tagged the request.
+        12 user_data: u64 = plain,
+        /// The thread the completion ran in (an io-wq worker, the submitter's
+        /// task work...).
+        13 complete_tid: u32 = tid_of(tid),
+        /// [`uring`] bits.
+        14 flags: u8 = plain,
+    }
+
+    /// io_submit, io_getevents or io_pgetevents. For io_submit `nr` is the
+    /// iocbs passed, `read_bytes`/`write_bytes` the aio_nbytes of its pread
+    /// and pwrite iocbs, and `fd`/`path`, `cmd`, `offset` are the first
+    /// iocb's; for the getevents calls `nr` and `min_nr` bound the events
+    /// wanted, `read_bytes`/`write_bytes` sum the res of the returned events
+    /// of reads and of writes, `errors` counts those that failed, and
+    /// `fd`/`path`/`cmd` are the first event's iocb's, when the program still
+    /// had it. `ret` is the call's: iocbs submitted or events returned, or
+    /// -errno. At most 16 iocbs or events are read ([`aio::PARTIAL`]).
+    19 Aio "aio" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 op: AioOp = plain,
+        /// The aio_context_t.
+        5 ctx: u64 = plain,
+        /// -1 when no iocb was read.
+        6 fd: i32 = fd,
+        7 path: StrId = path,
+        8 kind: FileKind = plain,
+        9 cmd: AioCmd = plain,
+        10 offset: u64 = plain,
+        11 nr: i64 = plain,
+        12 min_nr: i64 = plain,
+        13 ret: i64 = plain,
+        14 read_bytes: u64 = plain,
+        15 write_bytes: u64 = plain,
+        /// iocbs or events summed into the bytes.
+        16 counted: u16 = plain,
+        17 errors: u16 = plain,
+        /// [`aio`] bits.
+        18 flags: u8 = plain,
+        /// Block requests the call started (io_submit of O_DIRECT iocbs).
+        19 block_reqs: u32 = plain,
+    }
+
+    /// A context switch on `cpu` in which at least one side is a traced thread
+    /// (`traced` says which). The untraced side is named as the kernel saw it:
+    /// another task that ran on the same CPU (or the idle task, pid 0).
+    20 SchedSwitch "sched_switch" {
+        0 prev_tid: u32 = thread,
+        1 prev_pid: u32 = pid_of(prev_tid),
+        2 ts: u64 = ts,
+        3 cpu: u32 = plain,
+        4 prev_comm: StrId = str,
+        /// The kernel's priority (120 = nice 0).
+        5 prev_prio: i32 = bias(120),
+        6 prev_state: SchedState = plain,
+        7 next_tid: u32 = tid,
+        8 next_pid: u32 = pid_of(next_tid),
+        9 next_comm: StrId = str,
+        10 next_prio: i32 = bias(120),
+        /// [`sched`] bits.
+        11 traced: u8 = plain,
+    }
+
+    /// A traced thread woken (made runnable) by the task running on `cpu`
+    /// (`waker_pid`/`waker_tid`), to run on `target_cpu`; or moved from `cpu`
+    /// to `target_cpu` ([`WakeOp::Migrate`], the waker fields are the task that
+    /// moved it).
+    21 SchedWake "sched_wake" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        2 ts: u64 = ts,
+        3 op: WakeOp = plain,
+        4 cpu: u32 = plain,
+        5 target_cpu: u32 = rel(cpu),
+        6 comm: StrId = str,
+        7 prio: i32 = bias(120),
+        8 waker_tid: u32 = tid,
+        9 waker_pid: u32 = pid_of(waker_tid),
+        /// [`sched`] bits (WAKER when the waker is traced too).
+        10 traced: u8 = plain,
+    }
+
+    /// Something a GPU reported at one instant (clock throttling, an XID
+    /// error, ECC errors): `group` is the GPU's counter group
+    /// (`GPU 0 (NVIDIA H100)`), so it shows on that GPU's track. `pid` is 0,
+    /// as for machine-wide counters (a merged log's host number rides in it).
+    27 GpuEvent "gpu_event" {
+        0 ts: u64 = ts,
+        1 group: StrId = str,
+        2 kind: GpuEventKind = plain,
+        3 code: u64 = plain,
+        4 pid: u32 = pid,
+    }
 }
 
 impl Record {
-    pub fn ts(&self) -> u64 {
-        match self {
-            Record::Fork(r) => r.ts,
-            Record::Exec(r) => r.ts,
-            Record::Comm(r) => r.ts,
-            Record::Exit(r) => r.ts,
-            Record::Open(r) => r.ts,
-            Record::Io(r) => r.ts,
-            Record::Close(r) => r.ts,
-            Record::Transfer(r) => r.ts,
-            Record::Lost(r) => r.ts,
-            Record::Block(r) => r.ts,
-            Record::Counter(r) => r.ts,
-            Record::Phase(r) => r.ts,
-            Record::Mark(r) => r.ts,
-            Record::IoAccounting(r) => r.ts,
-            Record::PageCache(r) => r.ts,
-            Record::Mapping(r) => r.ts,
-            Record::MajorFault(r) => r.ts,
-            Record::IoUring(r) => r.ts,
-            Record::Aio(r) => r.ts,
-            Record::SchedSwitch(r) => r.ts,
-            Record::SchedWake(r) => r.ts,
-            Record::GpuEvent(r) => r.ts,
-        }
-    }
-
     /// The time the record's operation ended (`ts + dur` for syscalls;
     /// a damaged log's sum stops at the end of time).
     pub fn end_ts(&self) -> u64 {
         match self {
-            Record::Open(r) => r.ts.saturating_add(r.dur),
-            Record::Io(r) => r.ts.saturating_add(r.dur),
-            Record::Close(r) => r.ts.saturating_add(r.dur),
-            Record::Transfer(r) => r.ts.saturating_add(r.dur),
-            Record::IoUring(r) => r.ts.saturating_add(r.dur),
-            Record::Aio(r) => r.ts.saturating_add(r.dur),
             Record::Block(r) => r.end_ts(),
-            Record::Phase(r) => r.ts.saturating_add(r.dur),
-            Record::Mapping(r) => r.ts.saturating_add(r.dur),
-            Record::MajorFault(r) => r.ts.saturating_add(r.dur),
-            r => r.ts(),
+            r => r.span_end(),
         }
+    }
+
+    /// Moves the record by `by` ns (saturating at 0 and at the end of time).
+    pub fn shift_ts(&mut self, by: i64) {
+        self.map_times(|t| t.saturating_add_signed(by));
+    }
+}
+
+/// What a [`Mapping`]'s `ret` is likely to be: the address asked for
+/// (MAP_FIXED, an mremap in place), else 0 (munmap, a count).
+fn ret_guess(op: MapOp, addr: u64) -> i64 {
+    match op {
+        MapOp::Mmap | MapOp::Mremap => addr as i64,
+        _ => 0,
     }
 }
 

@@ -272,106 +272,26 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
     }
 }
 
-/// Rewrites the StrIds of `rec` in order to `ids`.
+/// Rewrites the StrIds of `rec` in order to `ids` (repeating the last).
 fn with_ids(rec: Record, ids: &[StrId]) -> Record {
-    let mut it = ids.iter().copied();
-    let mut n = || it.next().unwrap();
-    match rec {
-        Record::Exec(mut r) => {
-            r.filename = n();
-            r.argv = n();
-            Record::Exec(r)
-        }
-        Record::Comm(mut r) => {
-            r.comm = n();
-            Record::Comm(r)
-        }
-        Record::Open(mut r) => {
-            r.path = n();
-            r.abs_path = n();
-            Record::Open(r)
-        }
-        Record::Io(mut r) => {
-            r.path = n();
-            Record::Io(r)
-        }
-        Record::Close(mut r) => {
-            r.path = n();
-            Record::Close(r)
-        }
-        Record::Transfer(mut r) => {
-            r.in_path = n();
-            r.out_path = n();
-            Record::Transfer(r)
-        }
-        Record::Block(mut r) => {
-            r.comm = n();
-            r.disk = n();
-            Record::Block(r)
-        }
-        Record::Counter(mut r) => {
-            r.group = n();
-            r.name = n();
-            Record::Counter(r)
-        }
-        Record::Phase(mut r) => {
-            r.name = n();
-            Record::Phase(r)
-        }
-        Record::Mark(mut r) => {
-            r.name = n();
-            r.value = n();
-            Record::Mark(r)
-        }
-        Record::GpuEvent(mut r) => {
-            r.group = n();
-            Record::GpuEvent(r)
-        }
-        Record::PageCache(mut r) => {
-            r.path = n();
-            Record::PageCache(r)
-        }
-        Record::IoUring(mut r) => {
-            r.path = n();
-            Record::IoUring(r)
-        }
-        Record::Aio(mut r) => {
-            r.path = n();
-            Record::Aio(r)
-        }
-        Record::Mapping(mut r) => {
-            r.path = n();
-            Record::Mapping(r)
-        }
-        Record::MajorFault(mut r) => {
-            r.path = n();
-            Record::MajorFault(r)
-        }
-        r => r,
-    }
+    let mut i = 0;
+    let mut r = rec;
+    r.map_strs(|_| {
+        let id = ids[i.min(ids.len() - 1)];
+        i += 1;
+        id
+    });
+    r
 }
 
 fn strings_of(frame: &Frame<'_>, rec: &Record) -> Vec<String> {
-    let s = |id| frame.str_lossy(id).into_owned();
-    match rec {
-        Record::Exec(r) => vec![s(r.filename), s(r.argv)],
-        Record::Comm(r) => vec![s(r.comm)],
-        Record::Open(r) => vec![s(r.path), s(r.abs_path)],
-        Record::Io(r) => vec![s(r.path)],
-        Record::Close(r) => vec![s(r.path)],
-        Record::Transfer(r) => vec![s(r.in_path), s(r.out_path)],
-        Record::Block(r) => vec![s(r.comm), s(r.disk)],
-        Record::Counter(r) => vec![s(r.group), s(r.name)],
-        Record::Phase(r) => vec![s(r.name)],
-        Record::Mark(r) => vec![s(r.name), s(r.value)],
-        Record::GpuEvent(r) => vec![s(r.group)],
-        Record::PageCache(r) => vec![s(r.path)],
-        Record::IoUring(r) => vec![s(r.path)],
-        Record::Aio(r) => vec![s(r.path)],
-        Record::Mapping(r) => vec![s(r.path)],
-        Record::MajorFault(r) => vec![s(r.path)],
-        _ => vec![],
-    }
+    let mut out = Vec::new();
+    rec.visit(&mut |_, v| {
+        if let Value::Str(id) = v {
+            out.push(frame.str_lossy(id).into_owned());
+        }
+    });
+    out
 }
 
 fn write_log(n: u64, frame_records: usize, finish: bool) -> (Vec<u8>, Vec<(Record, Vec<&'static str>)>) {
@@ -453,7 +373,7 @@ fn header_round_trips() {
     let (bytes, _) = write_log(1, 10, true);
     let r = LogReader::new(Path::new("h.bin"), Cursor::new(bytes)).unwrap();
     assert_eq!(r.header(), &header());
-    assert_eq!(r.version(), (1, 0));
+    assert_eq!(r.version(), (2, 0));
 }
 
 #[test]
@@ -585,9 +505,9 @@ fn foreign_and_broken_files_are_refused_clearly() {
     assert!(err(&bytes[..15]).contains("cut short"));
     assert!(err(&bytes[..40]).contains("cut short"));
     let mut newer = bytes.clone();
-    newer[8] = 2;
+    newer[8] = 3;
     let e = err(&newer);
-    assert!(e.contains("format 2.0") && e.contains("x.bin"), "{e}");
+    assert!(e.contains("format 3.0") && e.contains("x.bin"), "{e}");
     let mut bad = bytes.clone();
     bad[25] ^= 1;
     assert!(err(&bad).contains("checksum"));

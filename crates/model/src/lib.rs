@@ -23,6 +23,7 @@ pub mod proc_rates;
 pub mod procs;
 pub mod scene;
 pub mod survey;
+#[cfg(feature = "synthetic")]
 pub mod synthetic;
 pub mod window;
 

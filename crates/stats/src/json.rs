@@ -300,6 +300,7 @@ impl Stats {
             "host": self.header.host,
             "kernel": self.header.kernel,
             "records": self.records,
+            "log_format": format!("{}.{}", self.format.0, self.format.1),
             "duration_ns": self.span().map(|(a, b)| b - a),
             "exit_status": self.trailer.as_ref().and_then(|t| t.exit_status),
             "complete": self.trailer.is_some(),

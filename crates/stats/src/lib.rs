@@ -241,6 +241,8 @@ pub type Summary = (f64, u64, f64);
 pub struct Stats {
     pub header: Header,
     pub trailer: Option<Trailer>,
+    /// The log's format version (major, minor).
+    pub format: (u16, u16),
     pub records: u64,
     pub first_ts: Option<u64>,
     pub last_ts: Option<u64>,
@@ -334,6 +336,7 @@ fn is_file(k: FileKind) -> bool {
 impl Stats {
     pub fn new(header: Header) -> Self {
         let mut s = Stats { header, ..Default::default() };
+        s.format = (mltrace_log::frame::FORMAT_MAJOR, mltrace_log::frame::FORMAT_MINOR);
         s.trainer = s.header.root_pid;
         s.sched.trainer = s.trainer;
         s
@@ -716,6 +719,7 @@ impl Stats {
         mut also: impl FnMut(&Frame<'_>, &Record),
     ) -> Result<Stats, LogError> {
         let mut s = Stats::new(reader.header().clone());
+        s.format = reader.version();
         // The trainer's main thread over time (for epochs) needs the span first.
         let span = reader.scan_span()?;
         if let (Some(a), Some(b)) = (span.first_ts, span.last_ts) {
@@ -1108,6 +1112,17 @@ impl Stats {
             )
         };
         let _ = writeln!(o, "events:   {} records, lost {lost}", self.records);
+        let _ = writeln!(
+            o,
+            "log:      format {}.{}{}",
+            self.format.0,
+            self.format.1,
+            if h.mltrace_version.is_empty() {
+                String::new()
+            } else {
+                format!(", written by mltrace {}", h.mltrace_version)
+            }
+        );
         for d in &self.diagnostics {
             let _ = writeln!(o, "warning:  {d}");
         }

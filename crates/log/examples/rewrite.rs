@@ -1,0 +1,43 @@
+//! Reads a log of any format this version reads and writes its records
+//! again in the current one: `rewrite IN OUT`. Prints both sizes, so that
+//! an encoding change is measured on the same records side by side.
+
+use std::path::Path;
+
+use mltrace_log::*;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, input, output] = &args[..] else {
+        return Err("usage: rewrite IN OUT".into());
+    };
+    let mut r = LogReader::open(Path::new(input))?;
+    let out = std::io::BufWriter::new(std::fs::File::create(output)?);
+    let mut w = RecordWriter::new(out, &r.header().clone())?;
+    let mut n = 0u64;
+    while let Some(mut f) = r.next_frame()? {
+        while let Some(rec) = f.next_record() {
+            w.push_with(|e| {
+                let mut rec = rec;
+                rec.map_strs(|id| e.intern(f.str(id)));
+                rec
+            })?;
+            n += 1;
+        }
+    }
+    for d in r.take_diagnostics() {
+        eprintln!("{input}: {}", d.describe(r.header()));
+    }
+    let (major, minor) = r.version();
+    w.finish(&r.trailer().cloned().unwrap_or_default())?;
+    let (a, b) = (std::fs::metadata(input)?.len(), std::fs::metadata(output)?.len());
+    println!(
+        "{n} records: {input} (format {major}.{minor}) {a} bytes, {:.2} B/record; {output} (format {}.{}) {b} bytes, \
+         {:.2} B/record",
+        a as f64 / n.max(1) as f64,
+        frame::FORMAT_MAJOR,
+        frame::FORMAT_MINOR,
+        b as f64 / n.max(1) as f64
+    );
+    Ok(())
+}
