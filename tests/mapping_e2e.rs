@@ -142,14 +142,7 @@ fn trace_shows(dir: &Path, run: &Run, f: &Path, faults: usize, starts: bool) {
     let rows: Vec<Vec<String>> = r[0].clone();
     let want = |n: &str, c: usize| vec![n.to_string(), c.to_string(), "1".to_string()];
     let fault_row = vec![format!("major fault {name}"), faults.to_string(), if starts { "1" } else { "0" }.to_string()];
-    assert_eq!(
-        rows,
-        vec![
-            fault_row,
-            want(&format!("mmap {name}"), 1),
-            want(&format!("munmap {name}"), 1)
-        ]
-    );
+    assert_eq!(rows, vec![fault_row, want(&format!("mmap {name}"), 1), want(&format!("munmap {name}"), 1)]);
     let args: Vec<(String, String)> = r[1].iter().map(|row| (row[0].clone(), row[1].clone())).collect();
     let s = |a: &str, b: &str| (a.to_string(), b.to_string());
     assert_eq!(
