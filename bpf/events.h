@@ -32,6 +32,7 @@ enum ev_kind {
 	EV_URING = 14,
 	EV_AIO = 15,
 	EV_SCHED = 16,
+	EV_NET = 17,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -46,6 +47,7 @@ enum op {
 	OP_FSYNC, OP_FDATASYNC, OP_SYNC_FILE_RANGE,
 	OP_IO_SUBMIT, OP_IO_GETEVENTS, OP_IO_PGETEVENTS,
 	OP_MMAP, OP_MUNMAP, OP_MREMAP,
+	OP_SENDTO, OP_RECVFROM, OP_SENDMSG, OP_RECVMSG, OP_SENDMMSG, OP_RECVMMSG,
 	OP__COUNT,
 };
 
@@ -388,6 +390,33 @@ struct ev_sched {
 	u8 _pad[6];
 	char comm[16];
 	char other_comm[16];
+};
+
+/* ev_net.h.flags; an enum so that the skeleton carries it to user space */
+enum net_bits {
+	NETF_PEER_USER = 1,   /* the peer came from the call's own address argument */
+	NETF_PEER_SOCK = 2,   /* the peer is the socket's (connected, or bound for unix) */
+	NETF_PARTIAL = 4,     /* more messages or iovecs than summed: bytes are a lower bound */
+};
+
+#define NET_PATH 108  /* sizeof(sockaddr_un.sun_path) */
+#define NET_MMSG 8    /* messages of a sendmmsg/recvmmsg whose lengths are summed */
+
+/* sendto, recvfrom, sendmsg, recvmsg, sendmmsg, recvmmsg on a socket: bytes
+ * and the peer (AF_INET, AF_INET6: addr and port; AF_UNIX: path). */
+struct ev_net {
+	struct ev_hdr h;
+	u64 dur;
+	u64 file;
+	u64 requested;  /* len, or the iovecs' sum (the first message's for mmsg) */
+	s64 ret;        /* bytes, or messages for the mmsg calls, or -errno */
+	u64 bytes;      /* bytes moved (the mmsg calls: summed over NET_MMSG) */
+	s32 fd;
+	u16 family;     /* AF_*, 0 when no peer is known */
+	u16 port;       /* host order */
+	u8 addr[16];    /* IPv4 in the first 4 bytes */
+	char path[NET_PATH];
+	u32 _pad;
 };
 
 #endif

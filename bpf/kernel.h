@@ -134,6 +134,38 @@ struct file {
 	struct inode *f_inode;
 	loff_t f_pos;
 	unsigned int f_flags;
+	void *private_data;
+} __attribute__((preserve_access_index));
+
+/* Sockets: the peer of a connected socket. */
+struct in6_addr {
+	__u8 s6_addr[16];
+};
+
+struct sock_common {
+	__be32 skc_daddr;
+	__be16 skc_dport;
+	unsigned short skc_family;
+	struct in6_addr skc_v6_daddr;
+} __attribute__((preserve_access_index));
+
+struct sock {
+	struct sock_common __sk_common;
+} __attribute__((preserve_access_index));
+
+struct socket {
+	struct sock *sk;
+} __attribute__((preserve_access_index));
+
+/* Only `len` is declared: `name` is an array in older kernels and a struct
+ * in newer ones, so its offset is taken as the int after `len`. */
+struct unix_address {
+	int len;
+} __attribute__((preserve_access_index));
+
+struct unix_sock {
+	struct unix_address *addr;
+	struct sock *peer;
 } __attribute__((preserve_access_index));
 
 struct fdtable {

@@ -119,6 +119,7 @@ checks_full=(
   "async_io_e2e io_uring_requests_with_bytes_paths_and_latency"
   "async_io_e2e libaio_calls_with_fd_path_and_counts"
   "attach_e2e attaching_records_reads_of_files_opened_before_and_leaves_the_process_running"
+  "net_e2e a_download_is_the_bytes_received_from_its_peer"
 )
 checks_smoke=(
   "accounting_e2e every_process_matches_the_kernels_own_counts"

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use mltrace_log::{LogReader, Record};
+use mltrace_log::{LogReader, Record, Value};
 
 /// The repository root.
 pub fn repo() -> PathBuf {
@@ -72,24 +72,12 @@ pub fn read_log(path: &Path) -> Vec<Rec> {
     let mut out = Vec::new();
     while let Some(mut f) = r.next_frame().unwrap() {
         while let Some(rec) = f.next_record() {
-            let s = |id| f.str_lossy(id).into_owned();
-            let strs = match rec {
-                Record::Exec(x) => vec![s(x.filename), s(x.argv)],
-                Record::Comm(x) => vec![s(x.comm)],
-                Record::Open(x) => vec![s(x.path), s(x.abs_path)],
-                Record::Io(x) => vec![s(x.path)],
-                Record::Close(x) => vec![s(x.path)],
-                Record::Transfer(x) => vec![s(x.in_path), s(x.out_path)],
-                Record::Phase(x) => vec![s(x.name)],
-                Record::Mark(x) => vec![s(x.name), s(x.value)],
-                Record::GpuEvent(x) => vec![s(x.group)],
-                Record::PageCache(x) => vec![s(x.path)],
-                Record::IoUring(x) => vec![s(x.path)],
-                Record::Aio(x) => vec![s(x.path)],
-                Record::Mapping(x) => vec![s(x.path)],
-                Record::MajorFault(x) => vec![s(x.path)],
-                _ => vec![],
-            };
+            let mut strs = Vec::new();
+            rec.visit(&mut |_, v| {
+                if let Value::Str(id) = v {
+                    strs.push(f.str_lossy(id).into_owned());
+                }
+            });
             out.push(Rec { rec, strs });
         }
     }

@@ -586,6 +586,12 @@ fn op_name(o: u32) -> &'static str {
         op::OP_MMAP => "mmap",
         op::OP_MUNMAP => "munmap",
         op::OP_MREMAP => "mremap",
+        op::OP_SENDTO => "sendto",
+        op::OP_RECVFROM => "recvfrom",
+        op::OP_SENDMSG => "sendmsg",
+        op::OP_RECVMSG => "recvmsg",
+        op::OP_SENDMMSG => "sendmmsg",
+        op::OP_RECVMMSG => "recvmmsg",
         _ => "?",
     }
 }

@@ -10,7 +10,7 @@ use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::inodes::InodeNames;
 use crate::skel::types::{
     self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac,
-    ev_kind, ev_map, ev_open, ev_pcache, ev_sched, ev_uring, ev_xfer, op,
+    ev_kind, ev_map, ev_net, ev_open, ev_pcache, ev_sched, ev_uring, ev_xfer, op,
 };
 
 /// BPF flag bits, as events.h declares them (its enums reach the skeleton).
@@ -116,6 +116,61 @@ fn tail(data: &[u8], offset: usize, len: usize) -> &[u8] {
 
 fn cstr(b: &[i8]) -> Vec<u8> {
     b.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect()
+}
+
+/// BPF's NETF_* bits (events.h) to the log's [`net`] bits.
+fn net_flags(f: u16) -> u8 {
+    use types::net_bits as n;
+    let f = u32::from(f);
+    let mut out = 0;
+    for (from, to) in [
+        (n::NETF_PEER_USER, net::PEER_FROM_CALL),
+        (n::NETF_PEER_SOCK, net::PEER_FROM_SOCKET),
+        (n::NETF_PARTIAL, net::PARTIAL),
+    ] {
+        if f & from.0 != 0 {
+            out |= to;
+        }
+    }
+    out
+}
+
+fn net_op(o: u8) -> NetOp {
+    match op(o.into()) {
+        op::OP_SENDTO => NetOp::Sendto,
+        op::OP_SENDMSG => NetOp::Sendmsg,
+        op::OP_RECVMSG => NetOp::Recvmsg,
+        op::OP_SENDMMSG => NetOp::Sendmmsg,
+        op::OP_RECVMMSG => NetOp::Recvmmsg,
+        _ => NetOp::Recvfrom,
+    }
+}
+
+/// The peer as people write it: `10.0.0.2:8080`, `[::1]:8080`, a unix
+/// socket's path (`@name` for the abstract namespace), or empty.
+fn net_peer(e: &ev_net) -> String {
+    const AF_UNIX: u16 = 1;
+    const AF_INET: u16 = 2;
+    const AF_INET6: u16 = 10;
+    match e.family {
+        AF_INET => {
+            let a = std::net::Ipv4Addr::new(e.addr[0], e.addr[1], e.addr[2], e.addr[3]);
+            format!("{a}:{}", e.port)
+        }
+        AF_INET6 => {
+            let a = std::net::Ipv6Addr::from(e.addr);
+            match a.to_ipv4_mapped() {
+                Some(v4) => format!("{v4}:{}", e.port),
+                None => format!("[{a}]:{}", e.port),
+            }
+        }
+        AF_UNIX => {
+            let p = cstr(&e.path);
+            // An abstract socket's name starts with a NUL (read as empty here).
+            String::from_utf8_lossy(&p).into_owned()
+        }
+        _ => String::new(),
+    }
 }
 
 /// BPF's BLK_* and RQF_* bits (events.h) to the log's [`blk`] bits.
@@ -499,6 +554,7 @@ impl KernelDecoder {
             ev_kind::EV_SCHED => size_of::<ev_sched>(),
             ev_kind::EV_MAP => size_of::<ev_map>(),
             ev_kind::EV_FAULT => size_of::<ev_fault>(),
+            ev_kind::EV_NET => size_of::<ev_net>(),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -518,7 +574,8 @@ impl KernelDecoder {
                     | ev_kind::EV_URING
                     | ev_kind::EV_AIO
                     | ev_kind::EV_MAP
-                    | ev_kind::EV_FAULT => return,
+                    | ev_kind::EV_FAULT
+                    | ev_kind::EV_NET => return,
                     _ => {}
                 }
             }
@@ -589,6 +646,25 @@ impl KernelDecoder {
                     requested: e.requested,
                     ret: e.ret,
                     block_reqs: e.nblk,
+                }));
+            }
+            ev_kind::EV_NET => {
+                let e: ev_net = read(data);
+                let (path, _) = self.file(e.file, enc);
+                let peer = enc.intern(net_peer(&e).as_bytes());
+                enc.push(&Record::NetCall(NetCall {
+                    ts: h.ts,
+                    dur: e.dur,
+                    pid: h.pid,
+                    tid: h.tid,
+                    op: net_op(h.op),
+                    fd: e.fd,
+                    path,
+                    peer,
+                    requested: e.requested,
+                    ret: e.ret,
+                    bytes: e.bytes,
+                    flags: net_flags(h.flags),
                 }));
             }
             ev_kind::EV_FILE => {

@@ -30,6 +30,12 @@ pub fn traced(mappings: bool) -> Vec<(i64, op)> {
         (libc::SYS_sync_file_range, op::OP_SYNC_FILE_RANGE),
         (libc::SYS_io_submit, op::OP_IO_SUBMIT),
         (libc::SYS_io_getevents, op::OP_IO_GETEVENTS),
+        (libc::SYS_sendto, op::OP_SENDTO),
+        (libc::SYS_recvfrom, op::OP_RECVFROM),
+        (libc::SYS_sendmsg, op::OP_SENDMSG),
+        (libc::SYS_recvmsg, op::OP_RECVMSG),
+        (libc::SYS_sendmmsg, op::OP_SENDMMSG),
+        (libc::SYS_recvmmsg, op::OP_RECVMMSG),
     ];
     if mappings {
         v.push((libc::SYS_mmap, op::OP_MMAP));

@@ -260,7 +260,8 @@ fn parquet(a: &Args) -> anyhow::Result<i32> {
     for d in &survey.diagnostics {
         eprintln!("mltrace: {log_name}: {d}");
     }
-    let syscalls = tables.iter().find(|t| t.name == "syscalls").map_or(0, |t| t.rows);
+    // Every call is a row: of `syscalls`, or of `net_calls` for sends and receives.
+    let syscalls: u64 = tables.iter().filter(|t| t.name == "syscalls" || t.name == "net_calls").map(|t| t.rows).sum();
     if syscalls != survey.syscalls {
         anyhow::bail!(
             "internal error: {} syscall records in the log but {syscalls} rows written; please report this",

@@ -472,6 +472,36 @@ impl Mapping {
     }
 }
 
+code_enum!(
+    /// The syscall behind a [`NetCall`].
+    NetOp, fallback Recvfrom, {
+        Sendto = 0 => "sendto",
+        Recvfrom = 1 => "recvfrom",
+        Sendmsg = 2 => "sendmsg",
+        Recvmsg = 3 => "recvmsg",
+        Sendmmsg = 4 => "sendmmsg",
+        Recvmmsg = 5 => "recvmmsg",
+    }
+);
+
+impl NetOp {
+    pub fn is_send(self) -> bool {
+        matches!(self, NetOp::Sendto | NetOp::Sendmsg | NetOp::Sendmmsg)
+    }
+}
+
+/// Bits of [`NetCall::flags`].
+pub mod net {
+    /// The peer is the call's own address argument (`sendto` to an
+    /// address, `recvfrom` that filled one).
+    pub const PEER_FROM_CALL: u8 = 1;
+    /// The peer is the socket's: a connected socket's remote end, or the
+    /// path a unix socket's peer (or, accepted, the socket itself) is bound to.
+    pub const PEER_FROM_SOCKET: u8 = 2;
+    /// More messages or iovecs than summed: `bytes` or `requested` are a lower bound.
+    pub const PARTIAL: u8 = 4;
+}
+
 /// Bits of [`MajorFault::flags`].
 pub mod fault {
     /// The kernel said which file page it read in (filemap:mm_filemap_fault
@@ -875,6 +905,30 @@ records! {
         9 waker_pid: u32 = pid_of(waker_tid),
         /// [`sched`] bits (WAKER when the waker is traced too).
         10 traced: u8 = plain,
+    }
+
+    /// A call that sends or receives on a socket (see [`NetOp`]): `bytes`
+    /// moved (for the mmsg calls, summed over up to 8 messages; `ret` is
+    /// then the messages), and the peer as text: `127.0.0.1:8080`,
+    /// `[::1]:8080`, a unix socket's path, or empty when unknown. Plain
+    /// read and write on a socket are [`Io`] records of kind socket.
+    22 NetCall "net_call" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 op: NetOp = plain,
+        5 fd: i32 = fd,
+        /// The socket, as its file is named (`socket:[1234]`).
+        6 path: StrId = path,
+        7 peer: StrId = str,
+        /// Bytes asked for (the iovecs' sum for the msg calls).
+        8 requested: u64 = plain,
+        /// Bytes moved, or messages for the mmsg calls, or -errno.
+        9 ret: i64 = plain,
+        10 bytes: u64 = plain,
+        /// [`net`] bits.
+        11 flags: u8 = plain,
     }
 
     /// Something a GPU reported at one instant (clock throttling, an XID

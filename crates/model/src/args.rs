@@ -65,10 +65,11 @@ pub enum ArgKey {
     GpuIdleInDataWait,
     GpuEvent,
     GpuEventCode,
+    Peer,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 58] = [
+    pub const ALL: [ArgKey; 59] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -127,6 +128,7 @@ impl ArgKey {
         ArgKey::GpuIdleInDataWait,
         ArgKey::GpuEvent,
         ArgKey::GpuEventCode,
+        ArgKey::Peer,
     ];
 
     pub fn name(self) -> &'static str {
@@ -190,6 +192,7 @@ impl ArgKey {
             ArgKey::GpuEvent => "GPU event",
             // The clock reason mask, the XID number, or how many ECC errors.
             ArgKey::GpuEventCode => "code",
+            ArgKey::Peer => "peer",
         }
     }
 }

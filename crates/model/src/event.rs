@@ -38,7 +38,13 @@ pub fn flow_to_disk(b: &Block) -> u64 {
 pub fn is_call(r: &Record) -> bool {
     matches!(
         r,
-        Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) | Record::IoUring(_) | Record::Aio(_)
+        Record::Io(_)
+            | Record::Open(_)
+            | Record::Close(_)
+            | Record::Transfer(_)
+            | Record::IoUring(_)
+            | Record::Aio(_)
+            | Record::NetCall(_)
     )
 }
 
@@ -64,6 +70,19 @@ pub fn uring_key(op: UringOp, ret: i64) -> u64 {
 
 pub fn aio_key(op: AioOp, ret: i64) -> u64 {
     (6 << 56) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
+}
+
+/// A network call is named by its bytes (messages for the mmsg calls are
+/// in its args).
+pub fn net_key(op: NetOp, ret: i64, bytes: u64) -> u64 {
+    let v = if ret < 0 { ret as u64 } else { bytes };
+    (7 << 56) | ((op as u64) << 48) | (v & ((1 << 48) - 1))
+}
+
+/// `recvfrom 64 KiB`, `sendto ECONNRESET`: what a network call is called.
+pub fn net_name(r: &NetCall) -> String {
+    let v = if r.ret < 0 { r.ret } else { r.bytes as i64 };
+    labels::syscall(r.op.name(), v)
 }
 
 /// Opens and closes are named after their file: the key hashes what the
@@ -267,6 +286,28 @@ impl Args for TransferArgs<'_> {
     }
 }
 
+/// A send or receive on a socket, and who is at the other end.
+pub struct NetArgs<'a> {
+    pub r: &'a NetCall,
+    pub path: &'a [u8],
+    pub peer: &'a [u8],
+}
+
+impl Args for NetArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let r = self.r;
+        if !self.peer.is_empty() {
+            s.str(K::Peer, self.peer);
+        }
+        s.str(K::Path, self.path);
+        s.int(K::Fd, i64::from(r.fd));
+        s.uint(K::Requested, r.requested);
+        returned(s, r.ret);
+        s.uint(K::Bytes, r.bytes);
+        s.int(K::Tid, i64::from(r.tid));
+    }
+}
+
 /// Name-key tags of mappings and faults (opens use their op, closes 255).
 pub const MAP_TAG: u8 = 0x40;
 pub const FAULT_TAG: u8 = 0x50;
@@ -402,6 +443,10 @@ pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut OwnedArgs) -> Option<Str
         Record::Aio(r) => {
             AioArgs { r, path: f.str(r.path) }.write(args);
             labels::aio(r.op, r.ret)
+        }
+        Record::NetCall(r) => {
+            NetArgs { r, path: f.str(r.path), peer: f.str(r.peer) }.write(args);
+            net_name(r)
         }
         _ => return None,
     })

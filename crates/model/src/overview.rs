@@ -233,6 +233,7 @@ impl OverviewAgg {
             Record::Transfer(r) => (r.ts, r.dur, r.ret, Lanes::Reads),
             Record::IoUring(r) => (r.ts, r.dur, r.ret, if r.op.is_write() { Lanes::Writes } else { Lanes::Reads }),
             Record::Aio(r) => (r.ts, r.dur, r.ret, Lanes::Reads),
+            Record::NetCall(r) => (r.ts, r.dur, r.ret, if r.op.is_send() { Lanes::Writes } else { Lanes::Reads }),
             _ => return,
         };
         let a = self.proc(idx, ts);

@@ -96,6 +96,7 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::MajorFault(x) => x.pid,
         Record::IoUring(x) => x.pid,
         Record::Aio(x) => x.pid,
+        Record::NetCall(x) => x.pid,
         Record::SchedWake(x) => x.pid,
         // A switch belongs to its traced side (the outgoing one when both are).
         Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
@@ -231,6 +232,10 @@ impl Procs {
             Record::IoUring(r) => {
                 p.syscalls += 1;
                 p.bytes += u64::try_from(r.ret).unwrap_or(0);
+            }
+            Record::NetCall(r) => {
+                p.syscalls += 1;
+                p.bytes += r.bytes;
             }
             Record::Aio(r) => {
                 p.syscalls += 1;

@@ -682,7 +682,8 @@ impl<'s> Scene<'s> {
             | Record::Close(_)
             | Record::Transfer(_)
             | Record::IoUring(_)
-            | Record::Aio(_) => {
+            | Record::Aio(_)
+            | Record::NetCall(_) => {
                 if let Some(i) = idx {
                     match rec {
                         Record::Io(r) => self.io(enc, f, i, r)?,
@@ -691,6 +692,7 @@ impl<'s> Scene<'s> {
                         Record::Transfer(r) => self.transfer(enc, f, i, r)?,
                         Record::IoUring(r) => self.uring(enc, f, i, r)?,
                         Record::Aio(r) => self.aio(enc, f, i, r)?,
+                        Record::NetCall(r) => self.net(enc, f, i, r)?,
                         _ => {}
                     }
                 }
@@ -939,6 +941,16 @@ impl<'s> Scene<'s> {
         let name = Name::Keyed(event::aio_key(op, ret), &make);
         self.slice(enc, track, r.ts, r.dur, name, &event::AioArgs { r, path })?;
         self.syscall_written(enc, r.tid, r.ts, r.block_reqs, true)
+    }
+
+    /// A send or receive on a socket, on its thread's track.
+    fn net<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: ProcIdx, r: &NetCall) -> io::Result<()> {
+        let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
+        let make = move || event::net_name(r);
+        let (path, peer) = (f.str(r.path), f.str(r.peer));
+        self.stats.syscalls += 1;
+        let name = Name::Keyed(event::net_key(r.op, r.ret, r.bytes), &make);
+        self.slice(enc, track, r.ts, r.dur, name, &event::NetArgs { r, path, peer })
     }
 
     fn lost<E: Encoder>(&mut self, enc: &mut E, r: &Lost) -> io::Result<()> {

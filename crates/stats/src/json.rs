@@ -234,6 +234,8 @@ impl Stats {
                     "opens": p.opens.count,
                     "failed_opens": p.opens.errors,
                     "closes": p.closes,
+                    "net_send_bytes": p.sockets.send_bytes,
+                    "net_recv_bytes": p.sockets.recv_bytes,
                     "files": p.files_touched(),
                     "block": block(&p.block),
                     "storage_read_bytes": storage(&p.cache),
@@ -312,6 +314,7 @@ impl Stats {
                 v["host"] = self.header.hosts.get(n.host).map_or(Value::Null, |h| h.name.clone().into());
                 v
             }).collect::<Vec<_>>(),
+            "peers": self.peers.to_json(),
             "hosts": self.hosts_json(),
             "lost": self.total_lost(),
             "lost_by_kind": self.lost.iter().map(|(k, n)| (k.name().to_string(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),

@@ -11,6 +11,7 @@ mod json;
 pub mod kernel;
 pub mod mapped;
 pub mod network;
+pub mod peers;
 mod render_maps;
 pub mod sched;
 pub mod timeline;
@@ -118,6 +119,8 @@ pub struct ProcStats {
     /// `reads`/`writes`: the kernel does not count them as calls).
     pub uring: UringStats,
     pub aio: AioStats,
+    /// Bytes it sent and received on sockets.
+    pub sockets: peers::SocketBytes,
     /// Its mmaps, munmaps, mremaps and major faults.
     pub maps: ProcMaps,
     files: HashSet<u64>,
@@ -265,6 +268,8 @@ pub struct Stats {
     pub utilisation: Vec<(CounterKey, Summary)>,
     /// Each network interface's and RDMA port's traffic, from its counters.
     pub network: Vec<network::NetStats>,
+    /// Traffic per peer, from the send/recv calls.
+    pub peers: peers::Peers,
     /// GPU events (throttling, XID, ECC) by GPU and kind: how many.
     pub gpu_events: Vec<(String, GpuEventKind, u64)>,
     /// Block requests started outside traced processes, by task name.
@@ -498,6 +503,7 @@ impl Stats {
                 self.calls.add("", r.op.name(), data.then_some(r.requested), r.dur);
                 let p = self.proc(r.pid);
                 p.traced_io.io(r.op, r.ret);
+                p.sockets.io(&r);
                 if r.op.is_write() {
                     p.writes.add(r.ret, r.dur)
                 } else {
@@ -519,6 +525,11 @@ impl Stats {
                         fs.read_ns += r.dur;
                     }
                 }
+            }
+            Record::NetCall(r) => {
+                self.calls.add("", r.op.name(), Some(r.requested), r.dur);
+                self.proc(r.pid).sockets.net(&r);
+                self.peers.add(&f.str_lossy(r.peer), &r);
             }
             Record::Transfer(r) => {
                 self.calls.add("", r.op.name(), Some(r.requested), r.dur);
@@ -763,6 +774,23 @@ impl Stats {
     }
 
     /// Traffic per interface and RDMA port (idle ones counted, not listed).
+    /// The traced processes' peers, from their send and receive calls.
+    fn render_peers(&self, o: &mut String, top: usize) {
+        let peers = self.peers.sorted();
+        if peers.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "\nsockets, the traced processes' peers (send and receive calls):");
+        let mut rows = vec![["peer", "received", "sent", "calls"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+        for (a, p) in peers.iter().take(top) {
+            rows.push(vec![a.to_string(), bytes(p.recv_bytes), bytes(p.send_bytes), p.calls.to_string()]);
+        }
+        o.push_str(&table(&rows));
+        if peers.len() > top {
+            let _ = writeln!(o, "  ({} more)", peers.len() - top);
+        }
+    }
+
     fn render_network(&self, o: &mut String) {
         let busy: Vec<_> = self.network.iter().filter(|n| !n.idle()).collect();
         if self.network.is_empty() {
@@ -1218,6 +1246,7 @@ impl Stats {
             }
             o.push_str(&table(&rows));
         }
+        self.render_peers(&mut o, top);
         self.render_network(&mut o);
         self.render_hosts(&mut o);
         let files = self.top_files(top);

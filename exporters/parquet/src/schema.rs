@@ -206,6 +206,33 @@ pub fn faults() -> Vec<Col> {
     ])
 }
 
+/// Sends and receives on sockets (sendto, recvfrom, sendmsg, recvmsg,
+/// sendmmsg, recvmmsg), one row each.
+pub fn net_calls() -> Vec<Col> {
+    cat(&[
+        &[("ts", I64, false), ("dur", I64, false), ("wall", Wall, true), ("epoch", I64, true)],
+        &who!(),
+        &[
+            ("syscall", Str, false),
+            // send or recv.
+            ("direction", Str, false),
+            ("fd", I64, false),
+            // The socket as its file is named: socket:[1234].
+            ("path", Str, true),
+            // 127.0.0.1:8080, [::1]:8080, a unix socket's path; null when unknown.
+            ("peer", Str, true),
+            ("requested", I64, false),
+            // Bytes moved (the mmsg calls: summed over their first 8 messages).
+            ("bytes", I64, true),
+            // sendmmsg, recvmmsg: messages moved.
+            ("messages", I64, true),
+            ("errno", Str, true),
+            // Bytes or messages are a lower bound.
+            ("partial", Bool, false),
+        ],
+    ])
+}
+
 /// Context switches with a traced side.
 pub fn sched() -> Vec<Col> {
     vec![

@@ -24,6 +24,7 @@ struct Tables {
     page_cache: Table,
     mappings: Table,
     faults: Table,
+    net_calls: Table,
     sched: Table,
     wakeups: Table,
     marks: Table,
@@ -43,6 +44,7 @@ impl Tables {
             page_cache: Table::create(dir, "page_cache", &schema::page_cache(), n)?,
             mappings: Table::create(dir, "mappings", &schema::mappings(), n)?,
             faults: Table::create(dir, "faults", &schema::faults(), n)?,
+            net_calls: Table::create(dir, "net_calls", &schema::net_calls(), n)?,
             sched: Table::create(dir, "sched", &schema::sched(), n)?,
             wakeups: Table::create(dir, "wakeups", &schema::wakeups(), n)?,
             marks: Table::create(dir, "marks", &schema::marks(), n)?,
@@ -62,6 +64,7 @@ impl Tables {
             self.page_cache,
             self.mappings,
             self.faults,
+            self.net_calls,
             self.sched,
             self.wakeups,
             self.marks,
@@ -467,6 +470,25 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                 .opt_i64(file.then_some(i(x.ino)))?
                 .path(f.str(x.path))?
                 .opt_i64(file.then_some(i(x.offset)))?;
+            t.end_row()
+        }
+        Record::NetCall(x) => {
+            let t = &mut tb.net_calls;
+            let mmsg = matches!(x.op, NetOp::Sendmmsg | NetOp::Recvmmsg);
+            let (result, errno) = outcome(x.ret);
+            t.i64(i(x.ts))?.i64(i(x.dur))?.wall(cx.wall(x.ts))?.opt_i64(cx.epoch(x.ts))?;
+            cx.who_cols(t, x.pid, x.tid, idx)?;
+            let peer = f.str(x.peer);
+            t.str(x.op.name())?
+                .str(if x.op.is_send() { "send" } else { "recv" })?
+                .i64(x.fd.into())?
+                .path(f.str(x.path))?
+                .opt_str((!peer.is_empty()).then(|| String::from_utf8_lossy(peer)).as_deref())?
+                .i64(i(x.requested))?
+                .opt_i64(result.map(|_| i(x.bytes)))?
+                .opt_i64(if mmsg { result } else { None })?
+                .opt_str(errno.as_deref())?
+                .bool(x.flags & net::PARTIAL != 0)?;
             t.end_row()
         }
         Record::SchedSwitch(s) => {

@@ -1,0 +1,85 @@
+//! Traffic on sockets, per process and per peer: what a job sent to and
+//! received from an object store, a parameter server or another rank.
+
+use std::collections::HashMap;
+
+use mltrace_log::{FileKind, Io, NetCall};
+use serde_json::{json, Value};
+
+/// One process's bytes on sockets: through the send/recv calls and plain
+/// read/write on a socket fd.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SocketBytes {
+    pub send_bytes: u64,
+    pub recv_bytes: u64,
+    /// Send and receive calls (not plain reads and writes).
+    pub calls: u64,
+}
+
+impl SocketBytes {
+    pub fn net(&mut self, r: &NetCall) {
+        self.calls += 1;
+        if r.ret >= 0 {
+            if r.op.is_send() {
+                self.send_bytes += r.bytes;
+            } else {
+                self.recv_bytes += r.bytes;
+            }
+        }
+    }
+
+    pub fn io(&mut self, r: &Io) {
+        if r.kind != FileKind::Socket || r.ret <= 0 {
+            return;
+        }
+        if r.op.is_write() {
+            self.send_bytes += r.ret as u64;
+        } else {
+            self.recv_bytes += r.ret as u64;
+        }
+    }
+}
+
+/// Traffic with one peer (`10.0.0.2:8080`, `[::1]:8080`, a unix socket's path).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PeerStats {
+    pub send_bytes: u64,
+    pub recv_bytes: u64,
+    pub calls: u64,
+}
+
+/// Every peer the send/recv calls named, by address.
+#[derive(Clone, Debug, Default)]
+pub struct Peers(pub HashMap<String, PeerStats>);
+
+impl Peers {
+    pub fn add(&mut self, peer: &str, r: &NetCall) {
+        if peer.is_empty() {
+            return;
+        }
+        let p = self.0.entry(peer.to_string()).or_default();
+        p.calls += 1;
+        if r.ret >= 0 {
+            if r.op.is_send() {
+                p.send_bytes += r.bytes;
+            } else {
+                p.recv_bytes += r.bytes;
+            }
+        }
+    }
+
+    /// By bytes moved, most first.
+    pub fn sorted(&self) -> Vec<(&String, &PeerStats)> {
+        let mut v: Vec<_> = self.0.iter().collect();
+        v.sort_by(|a, b| (b.1.send_bytes + b.1.recv_bytes).cmp(&(a.1.send_bytes + a.1.recv_bytes)).then(a.0.cmp(b.0)));
+        v
+    }
+
+    pub fn to_json(&self) -> Value {
+        self.sorted()
+            .into_iter()
+            .map(|(a, p)| json!({"address": a, "send_bytes": p.send_bytes, "recv_bytes": p.recv_bytes, "calls": p.calls}))
+            .collect::<Vec<_>>()
+            .into()
+    }
+}
