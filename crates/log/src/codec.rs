@@ -78,12 +78,23 @@ pub(crate) struct Tracks {
     list: Vec<Track>,
     by_tid: HashMap<u32, u32, BuildHasherDefault<TidHasher>>,
     recent: [u32; RECENT],
+    /// Each recent thread's track, once looked up ([`NO_TRACK`] before):
+    /// most records find their thread here, without hashing.
+    recent_track: [u32; RECENT],
     last_ts: u64,
 }
 
+const NO_TRACK: u32 = u32::MAX;
+
 impl Tracks {
     fn new() -> Self {
-        Tracks { list: vec![Track::default(); MAX_KINDS], by_tid: HashMap::default(), recent: [0; RECENT], last_ts: 0 }
+        Tracks {
+            list: vec![Track::default(); MAX_KINDS],
+            by_tid: HashMap::default(),
+            recent: [0; RECENT],
+            recent_track: [NO_TRACK; RECENT],
+            last_ts: 0,
+        }
     }
 
     fn reset(&mut self) {
@@ -91,6 +102,7 @@ impl Tracks {
         self.list.resize(MAX_KINDS, Track::default());
         self.by_tid.clear();
         self.recent = [0; RECENT];
+        self.recent_track = [NO_TRACK; RECENT];
         self.last_ts = 0;
     }
 
@@ -98,35 +110,55 @@ impl Tracks {
     /// one not among them; it becomes the most recent.
     #[inline]
     fn tid_code(&mut self, tid: u32) -> u64 {
-        let code = match self.recent.iter().position(|&t| t == tid) {
+        match self.recent.iter().position(|&t| t == tid) {
             Some(i) => {
-                self.recent.copy_within(0..i, 1);
+                self.to_front(i, tid);
                 i as u64
             }
             None => {
-                self.recent.copy_within(0..RECENT - 1, 1);
+                self.to_front(RECENT - 1, tid);
+                self.recent_track[0] = NO_TRACK;
                 RECENT as u64 + u64::from(tid)
             }
-        };
+        }
+    }
+
+    /// Moves recent entry `i` (or, for a new thread, the last) to the front.
+    #[inline]
+    fn to_front(&mut self, i: usize, tid: u32) {
+        let t = self.recent_track[i];
+        self.recent.copy_within(0..i, 1);
+        self.recent_track.copy_within(0..i, 1);
         self.recent[0] = tid;
-        code
+        self.recent_track[0] = t;
     }
 
     /// The tid of a code from [`Tracks::tid_code`].
     #[inline]
     fn tid_of_code(&mut self, code: u64) -> Option<u32> {
-        let tid = if code < RECENT as u64 {
+        if code < RECENT as u64 {
             let i = code as usize;
             let tid = self.recent[i];
-            self.recent.copy_within(0..i, 1);
-            tid
+            self.to_front(i, tid);
+            Some(tid)
         } else {
             let tid = u32::try_from(code - RECENT as u64).ok()?;
-            self.recent.copy_within(0..RECENT - 1, 1);
-            tid
-        };
-        self.recent[0] = tid;
-        Some(tid)
+            self.to_front(RECENT - 1, tid);
+            self.recent_track[0] = NO_TRACK;
+            Some(tid)
+        }
+    }
+
+    /// The track of thread `tid`: the most recent thread's without hashing.
+    #[inline]
+    fn track(&mut self, tid: u32) -> usize {
+        if self.recent[0] != tid {
+            return self.of_thread(tid);
+        }
+        if self.recent_track[0] == NO_TRACK {
+            self.recent_track[0] = self.of_thread(tid) as u32;
+        }
+        self.recent_track[0] as usize
     }
 
     #[inline]
@@ -172,7 +204,7 @@ impl W<'_> {
     pub fn thread(&mut self, f: usize, tid: u32) {
         let code = self.tracks.tid_code(tid);
         self.u(f, code);
-        self.cur = self.tracks.of_thread(tid);
+        self.cur = self.tracks.track(tid);
     }
     #[inline]
     pub fn tid(&mut self, f: usize, tid: u32) {
@@ -183,7 +215,7 @@ impl W<'_> {
     /// 1 + (tid - pid) zigzagged (1 for a main thread).
     #[inline]
     pub fn pid_of(&mut self, f: usize, tid: u32, pid: u32) {
-        let i = self.tracks.of_thread(tid);
+        let i = self.tracks.track(tid);
         let t = &mut self.tracks.list[i];
         if t.pid_known && t.pid == pid {
             self.u(f, 0);
@@ -427,7 +459,7 @@ impl R<'_> {
     #[inline(always)]
     pub fn thread(&mut self, f: usize) -> Result<u32, Bad> {
         let tid = self.tid(f)?;
-        self.cur = self.tracks.of_thread(tid);
+        self.cur = self.tracks.track(tid);
         Ok(tid)
     }
     #[inline(always)]
@@ -438,7 +470,7 @@ impl R<'_> {
     #[inline(always)]
     pub fn pid_of(&mut self, f: usize, tid: u32) -> Result<u32, Bad> {
         let v = self.u(f)?;
-        let i = self.tracks.of_thread(tid);
+        let i = self.tracks.track(tid);
         let t = &mut self.tracks.list[i];
         if v == 0 {
             return Ok(t.pid);
