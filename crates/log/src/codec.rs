@@ -112,11 +112,11 @@ impl Tracks {
     fn tid_code(&mut self, tid: u32) -> u64 {
         match self.recent.iter().position(|&t| t == tid) {
             Some(i) => {
-                self.to_front(i, tid);
+                self.bring_forward(i, tid);
                 i as u64
             }
             None => {
-                self.to_front(RECENT - 1, tid);
+                self.bring_forward(RECENT - 1, tid);
                 self.recent_track[0] = NO_TRACK;
                 RECENT as u64 + u64::from(tid)
             }
@@ -125,7 +125,7 @@ impl Tracks {
 
     /// Moves recent entry `i` (or, for a new thread, the last) to the front.
     #[inline]
-    fn to_front(&mut self, i: usize, tid: u32) {
+    fn bring_forward(&mut self, i: usize, tid: u32) {
         let t = self.recent_track[i];
         self.recent.copy_within(0..i, 1);
         self.recent_track.copy_within(0..i, 1);
@@ -139,11 +139,11 @@ impl Tracks {
         if code < RECENT as u64 {
             let i = code as usize;
             let tid = self.recent[i];
-            self.to_front(i, tid);
+            self.bring_forward(i, tid);
             Some(tid)
         } else {
             let tid = u32::try_from(code - RECENT as u64).ok()?;
-            self.to_front(RECENT - 1, tid);
+            self.bring_forward(RECENT - 1, tid);
             self.recent_track[0] = NO_TRACK;
             Some(tid)
         }
