@@ -146,31 +146,33 @@ fn net_op(o: u8) -> NetOp {
     }
 }
 
-/// The peer as people write it: `10.0.0.2:8080`, `[::1]:8080`, a unix
-/// socket's path (`@name` for the abstract namespace), or empty.
-fn net_peer(e: &ev_net) -> String {
+/// The peer as people write it, into `out`: `10.0.0.2:8080`,
+/// `[::1]:8080`, a unix socket's path, or nothing when unknown (an
+/// abstract unix socket's name starts with a NUL, so it reads as empty).
+fn net_peer(e: &ev_net, out: &mut Vec<u8>) {
+    use std::io::Write;
     const AF_UNIX: u16 = 1;
     const AF_INET: u16 = 2;
     const AF_INET6: u16 = 10;
-    match e.family {
+    out.clear();
+    let _ = match e.family {
         AF_INET => {
             let a = std::net::Ipv4Addr::new(e.addr[0], e.addr[1], e.addr[2], e.addr[3]);
-            format!("{a}:{}", e.port)
+            write!(out, "{a}:{}", e.port)
         }
         AF_INET6 => {
             let a = std::net::Ipv6Addr::from(e.addr);
             match a.to_ipv4_mapped() {
-                Some(v4) => format!("{v4}:{}", e.port),
-                None => format!("[{a}]:{}", e.port),
+                Some(v4) => write!(out, "{v4}:{}", e.port),
+                None => write!(out, "[{a}]:{}", e.port),
             }
         }
         AF_UNIX => {
-            let p = cstr(&e.path);
-            // An abstract socket's name starts with a NUL (read as empty here).
-            String::from_utf8_lossy(&p).into_owned()
+            out.extend(e.path.iter().take_while(|&&c| c != 0).map(|&c| c as u8));
+            Ok(())
         }
-        _ => String::new(),
-    }
+        _ => Ok(()),
+    };
 }
 
 /// BPF's BLK_* and RQF_* bits (events.h) to the log's [`blk`] bits.
@@ -345,6 +347,8 @@ pub struct KernelDecoder {
     pre_exec: Option<u32>,
     open_buf: Reused<ev_open>,
     file_buf: Reused<ev_file>,
+    /// A network call's peer as text, before it is interned (reused).
+    peer_buf: Vec<u8>,
     /// `--path`: only file events on paths under this prefix are kept.
     path_filter: Option<Vec<u8>>,
     /// Without root: block requests of processes not traced (kernel
@@ -651,7 +655,8 @@ impl KernelDecoder {
             ev_kind::EV_NET => {
                 let e: ev_net = read(data);
                 let (path, _) = self.file(e.file, enc);
-                let peer = enc.intern(net_peer(&e).as_bytes());
+                net_peer(&e, &mut self.peer_buf);
+                let peer = enc.intern(&self.peer_buf);
                 enc.push(&Record::NetCall(NetCall {
                     ts: h.ts,
                     dur: e.dur,

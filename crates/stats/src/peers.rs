@@ -57,7 +57,11 @@ impl Peers {
         if peer.is_empty() {
             return;
         }
-        let p = self.0.entry(peer.to_string()).or_default();
+        // Owned once per peer, not per call.
+        if !self.0.contains_key(peer) {
+            self.0.insert(peer.to_string(), PeerStats::default());
+        }
+        let p = self.0.get_mut(peer).unwrap();
         p.calls += 1;
         if r.ret >= 0 {
             if r.op.is_send() {
