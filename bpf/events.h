@@ -363,6 +363,15 @@ enum sched_state {
 	SS_DEAD = 4,
 	SS_OTHER = 5,
 };
+/* ev_sched.state of a SCHED_WAKING: what raised the wake-up
+ * (mltrace_log::WakeBy); an enum so that the skeleton carries it to user space */
+enum wake_by {
+	WB_TASK = 0,     /* the running task (other_*) */
+	WB_TIMER = 1,    /* a timer expiring in hardirq (hrtimer_interrupt) */
+	WB_HARDIRQ = 2,  /* another hard interrupt: a device */
+	WB_SOFTIRQ = 3,  /* a softirq: network, block completions, timer wheel */
+	WB_UNKNOWN = 4,  /* preempt_count could not be found or read */
+};
 /* ev_sched.traced (mltrace_log::sched bits); an enum so that the skeleton carries it to user space */
 enum sched_traced {
 	ST_SELF = 1, /* h.pid/h.tid is traced (always, except a switch in) */
@@ -371,9 +380,11 @@ enum sched_traced {
 
 /*
  * Scheduling of traced threads, fixed-size (these are frequent).
- * SCHED_SWITCH: h = prev, other = next, on CPU `cpu`.
- * SCHED_WAKING: h = the woken thread, other = the waker (the running task),
- *   cpu = the waker's CPU, target_cpu = where the woken thread is queued.
+ * SCHED_SWITCH: h = prev, other = next, on CPU `cpu`; prev_call = the
+ *   system call prev sleeps in (x86_64 number), -1 when none or not asleep.
+ * SCHED_WAKING: h = the woken thread, other = the waker (the running task;
+ *   0 when state, a wake_by, says an interrupt raised it), cpu = the
+ *   waker's CPU, target_cpu = where the woken thread is queued.
  * SCHED_MIGRATE: h = the moved thread, other = the task moving it,
  *   cpu -> target_cpu.
  */
@@ -387,7 +398,8 @@ struct ev_sched {
 	s32 other_prio;
 	u8 state;
 	u8 traced;
-	u8 _pad[6];
+	s16 prev_call;
+	u8 _pad[4];
 	char comm[16];
 	char other_comm[16];
 };

@@ -31,6 +31,7 @@ typedef __u8 u8;
 typedef __u16 u16;
 typedef __u32 u32;
 typedef __u64 u64;
+typedef __s16 s16;
 typedef __s32 s32;
 typedef __s64 s64;
 typedef int pid_t;
@@ -222,8 +223,20 @@ struct cred {
 	kuid_t euid;
 } __attribute__((preserve_access_index));
 
+struct rq;
+
+struct cfs_rq {
+	struct rq *rq;          /* CONFIG_FAIR_GROUP_SCHED */
+} __attribute__((preserve_access_index));
+
+struct sched_entity {
+	struct cfs_rq *cfs_rq;  /* CONFIG_FAIR_GROUP_SCHED */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	struct thread_info thread_info;
+	void *stack;            /* the kernel stack: its pt_regs sit at the top */
+	struct sched_entity se;
 	unsigned int __state;   /* 5.14+; `state` before (task_struct___old) */
 	unsigned int cpu;       /* before 5.16 */
 	int prio;
@@ -242,6 +255,11 @@ struct task_struct {
 	struct mm_struct *mm;
 	struct signal_struct *signal;
 	const struct cred *cred;
+} __attribute__((preserve_access_index));
+
+/* A CPU's hrtimer state: in_hrtirq while hrtimer_interrupt expires timers. */
+struct hrtimer_cpu_base___mt {
+	unsigned int in_hrtirq : 1;
 } __attribute__((preserve_access_index));
 
 struct task_struct___old {

@@ -243,6 +243,7 @@ enum uring_bits keep_uring_bits = 0;
 enum sched_op keep_sched_op = 0;
 enum sched_state keep_sched_state = 0;
 enum sched_traced keep_sched_traced = 0;
+enum wake_by keep_wake_by = 0;
 enum net_bits keep_net_bits = 0;
 
 static __always_inline void count_lost(u32 kind)
@@ -2386,6 +2387,85 @@ static __always_inline u8 switch_state(bool preempt, struct task_struct *prev)
 	return SS_OTHER;
 }
 
+/*
+ * The system call a thread going to sleep is in (its x86_64 number), or -1:
+ * read from the registers saved at the top of its kernel stack. orig_ax is
+ * the call's number, and ax still holds the -ENOSYS that the entry code
+ * put there until the call returns; an exception (a page fault) saves an
+ * error code in orig_ax and the user's ax instead, so it names no call.
+ * Kernels with FRED (6.9+, when enabled) leave 16 bytes above the
+ * registers: both places are tried. KASAN kernels (32 KiB stacks) match
+ * neither and name no call.
+ */
+#define THREAD_SIZE (16 << 10)
+#define ENOSYS 38
+
+static __always_inline s16 regs_call(void *top)
+{
+	struct pt_regs *regs = top - bpf_core_type_size(struct pt_regs);
+	unsigned long nr;
+
+	if (BPF_CORE_READ(regs, ax) != (unsigned long)-ENOSYS)
+		return -1;
+	nr = BPF_CORE_READ(regs, orig_ax);
+	return nr < MAX_SYSCALL_NR ? nr : -1;
+}
+
+static __always_inline s16 sleeping_call(struct task_struct *t)
+{
+	void *stack = BPF_CORE_READ(t, stack);
+	s16 nr;
+
+	if (!stack)
+		return -1;
+	nr = regs_call(stack + THREAD_SIZE);
+	return nr >= 0 ? nr : regs_call(stack + THREAD_SIZE - 16);
+}
+
+/*
+ * What raised a wake-up (enum wake_by). A wake-up from a hard or soft
+ * interrupt (a timer expiring, a device completing) runs on whatever task
+ * the interrupt cut into: that task woke nobody and is not named, or the
+ * verdict would take a timer for a worker handing over data.
+ *
+ * The CPU's preempt_count says which context runs. It is a per-CPU
+ * variable that moved (x86: __preempt_count; in pcpu_hot from 6.2 to
+ * 6.14), and the kernel resolves per-CPU symbols for BPF (typed ksyms)
+ * only when it lists data symbols (CONFIG_KALLSYMS_ALL). So it is found
+ * from a per-CPU variable the programs can reach, this CPU's runqueue
+ * (the running task's cfs_rq->rq): every CPU's copy of the per-CPU
+ * section has the same layout, and user space reads the distances from
+ * the kernel's BTF (its .data..percpu section) or /proc/kallsyms.
+ */
+const volatile bool pc_known = false;
+const volatile s64 pc_delta = 0;  /* &__preempt_count - &runqueues */
+const volatile bool hb_known = false;
+const volatile s64 hb_delta = 0;  /* &hrtimer_bases - &runqueues */
+
+#define SOFTIRQ_OFFSET 0x100
+#define HARDIRQ_MASK 0xf0000
+#define NMI_MASK 0xf00000
+
+static __always_inline u8 wake_by(void)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	const struct hrtimer_cpu_base___mt *hb;
+	void *rq;
+	int pc = 0;
+
+	if (!pc_known || !bpf_core_field_exists(t->se.cfs_rq))
+		return WB_UNKNOWN;
+	rq = BPF_CORE_READ(t, se.cfs_rq, rq);
+	if (!rq || bpf_probe_read_kernel(&pc, sizeof(pc), rq + pc_delta))
+		return WB_UNKNOWN;
+	if (!(pc & (HARDIRQ_MASK | NMI_MASK)))
+		return pc & SOFTIRQ_OFFSET ? WB_SOFTIRQ : WB_TASK;
+	hb = rq + hb_delta;
+	if (!hb_known || !bpf_core_field_exists(hb->in_hrtirq))
+		return WB_HARDIRQ;
+	return BPF_CORE_READ_BITFIELD_PROBED(hb, in_hrtirq) ? WB_TIMER : WB_HARDIRQ;
+}
+
 static __always_inline u32 task_cpu(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->thread_info.cpu))
@@ -2425,6 +2505,7 @@ static __always_inline void on_switch(bool preempt, struct task_struct *prev, st
 	e->other_prio = BPF_CORE_READ(next, prio);
 	e->state = switch_state(preempt, prev);
 	e->traced = traced;
+	e->prev_call = (traced & ST_SELF) && e->state != SS_RUNNABLE ? sleeping_call(prev) : -1;
 	BPF_CORE_READ_STR_INTO(&e->comm, prev, comm);
 	BPF_CORE_READ_STR_INTO(&e->other_comm, next, comm);
 	bpf_ringbuf_submit(e, wake_flags());
@@ -2445,8 +2526,19 @@ static __always_inline void on_wake(struct task_struct *p, u8 op, s32 dest, u8 t
 	}
 	sched_ids(p, &pid, &tid);
 	fill_hdr(&e->h, EV_SCHED, op, ((u64)pid << 32) | tid, bpf_ktime_get_boot_ns());
-	e->other_pid = id >> 32;
-	e->other_tid = (u32)id;
+	e->state = op == SCHED_WAKING ? wake_by() : WB_TASK;
+	if (e->state == WB_TASK || e->state == WB_UNKNOWN || op != SCHED_WAKING) {
+		e->other_pid = id >> 32;
+		e->other_tid = (u32)id;
+		bpf_get_current_comm(&e->other_comm, sizeof(e->other_comm));
+	} else {
+		/* The interrupted task woke nobody. */
+		e->other_pid = 0;
+		e->other_tid = 0;
+		e->other_comm[0] = 0;
+		traced &= ~ST_OTHER;
+	}
+	e->prev_call = -1;
 	if (op == SCHED_MIGRATE) {
 		e->cpu = task_cpu(p);
 		e->target_cpu = dest;
@@ -2456,10 +2548,8 @@ static __always_inline void on_wake(struct task_struct *p, u8 op, s32 dest, u8 t
 	}
 	e->prio = BPF_CORE_READ(p, prio);
 	e->other_prio = 0;
-	e->state = 0;
 	e->traced = traced;
 	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
-	bpf_get_current_comm(&e->other_comm, sizeof(e->other_comm));
 	bpf_ringbuf_submit(e, wake_flags());
 }
 

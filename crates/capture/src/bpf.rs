@@ -6,7 +6,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
 use crate::error::CaptureError;
-use crate::features::{BlockRoute, FaultRoute, KernelBtf, PageCacheRoute, UringRoute};
+use crate::features::{BlockRoute, FaultRoute, KernelBtf, PageCacheRoute, UringRoute, WakeContext};
 use crate::skel::types::lost;
 use crate::skel::{MltraceSkel, MltraceSkelBuilder};
 use crate::syscalls;
@@ -121,6 +121,8 @@ pub struct Plan {
     pub uring: Result<UringRoute, String>,
     /// Whether scheduling is recorded (asked for, and the kernel has the tracepoints).
     pub sched: bool,
+    /// How a wake-up raised by an interrupt is told from one by a task.
+    pub wake_context: WakeContext,
     /// mmap, munmap and mremap.
     pub mappings: bool,
     /// Major faults; `None` also when their perf event could not be
@@ -156,6 +158,8 @@ impl Plan {
             (None, true) => UringRoute::choose(kernel).map_err(str::to_string),
         };
         let sched = cfg.sched && SCHED_TRACEPOINTS.iter().all(|t| kernel.has_tracepoint(t));
+        let wake_context =
+            if sched { WakeContext::choose(kernel) } else { WakeContext::Unknown("no scheduling probes".into()) };
         let faults = cfg.mappings.then(|| match FaultRoute::choose(kernel) {
             FaultRoute::PerfAndFilemap if !tracefs => FaultRoute::Perf,
             r => r,
@@ -166,6 +170,7 @@ impl Plan {
             page_cache,
             uring,
             sched,
+            wake_context,
             mappings: cfg.mappings,
             faults,
             fault_fallback: None,
@@ -258,6 +263,12 @@ fn load_route<'obj>(
     // Wake the consumer when an eighth of the ring is waiting; it also polls.
     rodata.wakeup_bytes = u64::from(ring / 8);
     rodata.blk_have_io_start = plan.block == Some(BlockRoute::IoStart);
+    if let WakeContext::Known { preempt_count, hrtimer_bases, .. } = plan.wake_context {
+        rodata.pc_known = true;
+        rodata.pc_delta = preempt_count;
+        rodata.hb_known = hrtimer_bases.is_some();
+        rodata.hb_delta = hrtimer_bases.unwrap_or(0);
+    }
     if let Some(a) = &cfg.adopt {
         rodata.adopt = true;
         rodata.adopt_all = a.all;
@@ -525,7 +536,11 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
         v.push(mltrace_log::Probe {
             subsystem: "scheduling".into(),
             mechanism: if plan.route == SyscallRoute::Fast { "tp_btf, per-task storage" } else { "raw_tp" }.into(),
-            detail: "sched_switch (traced thread on either side), sched_waking, sched_migrate_task".into(),
+            detail: format!(
+                "sched_switch (traced thread on either side, with the call it sleeps in), sched_waking, \
+                 sched_migrate_task; {}",
+                plan.wake_context.describe()
+            ),
         });
     }
     if plan.mappings {

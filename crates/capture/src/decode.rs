@@ -260,6 +260,11 @@ const _: () = {
     assert!(ss::SS_STOPPED.0 == SchedState::Stopped as u32);
     assert!(ss::SS_DEAD.0 == SchedState::Dead as u32);
     assert!(ss::SS_OTHER.0 == SchedState::Other as u32);
+    assert!(types::wake_by::WB_TASK.0 == WakeBy::Task as u32);
+    assert!(types::wake_by::WB_TIMER.0 == WakeBy::Timer as u32);
+    assert!(types::wake_by::WB_HARDIRQ.0 == WakeBy::Hardirq as u32);
+    assert!(types::wake_by::WB_SOFTIRQ.0 == WakeBy::Softirq as u32);
+    assert!(types::wake_by::WB_UNKNOWN.0 == WakeBy::Unknown as u32);
     assert!(types::ioac_bits::IOAC_CHARS.0 == acct::CHARS as u32);
     assert!(types::ioac_bits::IOAC_BYTES.0 == acct::BYTES as u32);
 };
@@ -282,6 +287,7 @@ fn sched_record(e: &ev_sched, enc: &mut FrameEncoder) -> Option<Record> {
             next_comm: enc.intern(&cstr(&e.other_comm)),
             next_prio: e.other_prio,
             traced: if me { sched::PREV } else { 0 } | if other { sched::NEXT } else { 0 },
+            prev_call: crate::syscalls::sleep_call(e.prev_call),
         }),
         SCHED_WAKING | SCHED_MIGRATE => Record::SchedWake(SchedWake {
             ts: h.ts,
@@ -295,6 +301,7 @@ fn sched_record(e: &ev_sched, enc: &mut FrameEncoder) -> Option<Record> {
             waker_pid: e.other_pid,
             waker_tid: e.other_tid,
             traced: if other { sched::WAKER } else { 0 },
+            by: WakeBy::from_u8(e.state),
         }),
         _ => return None,
     })

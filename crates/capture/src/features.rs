@@ -2,7 +2,7 @@
 //! tracepoints exist decides which programs load (and `mltrace doctor`
 //! reports the same choices).
 
-use libbpf_rs::btf::types::{Struct, Typedef};
+use libbpf_rs::btf::types::{DataSec, MemberAttr, Struct, Typedef, Var};
 use libbpf_rs::btf::Btf;
 
 pub struct KernelBtf {
@@ -26,6 +26,33 @@ impl KernelBtf {
 }
 
 impl KernelBtf {
+    /// Where the kernel's per-CPU variables among `names` are in its
+    /// per-CPU section (BTF lists them from pahole 1.18; Debian's 5.10
+    /// has none): `None` when the section is not in the BTF.
+    pub fn percpu<'n>(&self, names: &[&'n str]) -> Option<Vec<(&'n str, u64)>> {
+        let btf = self.btf.as_ref()?;
+        let sec = btf.type_by_name::<DataSec<'_>>(".data..percpu")?;
+        let mut out = Vec::new();
+        for v in sec.iter() {
+            let Some(name) = btf.type_by_id::<Var<'_>>(v.ty).and_then(|t| t.name()) else { continue };
+            if let Some(&n) = names.iter().find(|n| name == std::ffi::OsStr::new(n)) {
+                out.push((n, u64::from(v.offset)));
+            }
+        }
+        Some(out)
+    }
+
+    /// The byte offset of `member` in the kernel's struct `name`.
+    pub fn member_offset(&self, name: &str, member: &str) -> Option<u64> {
+        let btf = self.btf.as_ref()?;
+        let s = btf.type_by_name::<Struct<'_>>(name)?;
+        let m = s.iter().find(|m| m.name.is_some_and(|n| n == member))?;
+        let bits = match m.attr {
+            MemberAttr::Normal { offset } | MemberAttr::BitField { offset, .. } => offset,
+        };
+        Some(u64::from(bits / 8))
+    }
+
     /// Whether the kernel's struct `name` has a member `member`.
     pub fn has_member(&self, name: &str, member: &str) -> bool {
         self.btf.as_ref().is_some_and(|b| {
@@ -159,5 +186,151 @@ impl UringRoute {
             UringRoute::SubmitReq => "io_uring:io_uring_submit_req + io_uring:io_uring_complete, paired by request",
             UringRoute::SubmitSqe => "io_uring:io_uring_submit_sqe + io_uring:io_uring_complete, paired by request",
         }
+    }
+}
+
+/// How the programs tell a wake-up raised by an interrupt (a timer, a
+/// device) from one raised by a task: where this CPU's preempt_count and
+/// hrtimer_bases are, as distances from its runqueue (the BPF side's
+/// anchor, see mltrace.bpf.c's wake_by).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WakeContext {
+    Known {
+        /// &__preempt_count (or pcpu_hot.preempt_count) - &runqueues.
+        preempt_count: i64,
+        /// &hrtimer_bases - &runqueues: timers told from other interrupts.
+        hrtimer_bases: Option<i64>,
+        /// Where the distances come from.
+        source: &'static str,
+    },
+    /// Why not: a wake-up's waker is then the running task, which an
+    /// interrupt may have cut into.
+    Unknown(String),
+}
+
+/// Per-CPU symbols' places: runqueues, the count (or pcpu_hot and the
+/// count's offset in it), hrtimer_bases.
+#[derive(Default)]
+struct PerCpu {
+    runqueues: Option<u64>,
+    preempt_count: Option<u64>,
+    pcpu_hot: Option<u64>,
+    hrtimer_bases: Option<u64>,
+}
+
+impl PerCpu {
+    fn set(&mut self, name: &str, at: u64) {
+        match name {
+            "runqueues" => self.runqueues = Some(at),
+            "__preempt_count" => self.preempt_count = Some(at),
+            "pcpu_hot" => self.pcpu_hot = Some(at),
+            "hrtimer_bases" => self.hrtimer_bases = Some(at),
+            _ => {}
+        }
+    }
+
+    fn context(&self, hot_count: u64, source: &'static str) -> Option<WakeContext> {
+        let rq = self.runqueues? as i64;
+        let count = self.preempt_count.or(self.pcpu_hot.map(|h| h + hot_count))?;
+        Some(WakeContext::Known {
+            preempt_count: count as i64 - rq,
+            hrtimer_bases: self.hrtimer_bases.map(|h| h as i64 - rq),
+            source,
+        })
+    }
+}
+
+impl WakeContext {
+    pub fn choose(k: &KernelBtf) -> WakeContext {
+        if !k.has_member("task_struct", "se") || !k.has_member("cfs_rq", "rq") {
+            return WakeContext::Unknown("no cfs_rq->rq (CONFIG_FAIR_GROUP_SCHED off)".into());
+        }
+        // pcpu_hot (6.2 to 6.14) starts with the current task's pointer.
+        let hot_count = k.member_offset("pcpu_hot", "preempt_count").unwrap_or(8);
+        if let Some(c) = k.percpu(&["runqueues", "__preempt_count", "pcpu_hot", "hrtimer_bases"]).and_then(|p| {
+            let mut v = PerCpu::default();
+            for (name, at) in p {
+                v.set(name, at);
+            }
+            v.context(hot_count, "the kernel's BTF")
+        }) {
+            return c;
+        }
+        match std::fs::read_to_string("/proc/kallsyms") {
+            Ok(text) => Self::from_kallsyms(&text, hot_count),
+            Err(e) => WakeContext::Unknown(format!("no per-CPU variables in BTF; /proc/kallsyms: {e}")),
+        }
+    }
+
+    /// From /proc/kallsyms' text (`ADDR TYPE NAME [MODULE]` lines).
+    pub fn from_kallsyms(text: &str, hot_count: u64) -> WakeContext {
+        let mut v = PerCpu::default();
+        for line in text.lines() {
+            let mut f = line.split_ascii_whitespace();
+            if let (Some(addr), Some(_), Some(name), None) = (f.next(), f.next(), f.next(), f.next()) {
+                if let Ok(at) = u64::from_str_radix(addr, 16) {
+                    v.set(name, at);
+                }
+            }
+        }
+        match v.context(hot_count, "/proc/kallsyms") {
+            _ if v.runqueues == Some(0) => WakeContext::Unknown(
+                "no per-CPU variables in BTF; /proc/kallsyms hides addresses (kptr_restrict)".into(),
+            ),
+            Some(c) => c,
+            None => WakeContext::Unknown(
+                "no per-CPU variables in BTF or /proc/kallsyms (pahole < 1.18 and CONFIG_KALLSYMS_ALL off)".into(),
+            ),
+        }
+    }
+
+    pub fn known(&self) -> bool {
+        matches!(self, WakeContext::Known { .. })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            WakeContext::Known { hrtimer_bases: None, source, .. } => {
+                format!(
+                    "wake-ups by interrupts told apart (preempt_count, from {source}; timers not told from devices)"
+                )
+            }
+            WakeContext::Known { source, .. } => {
+                format!("wake-ups by timers, hardirqs and softirqs told apart (preempt_count, from {source})")
+            }
+            WakeContext::Unknown(why) => {
+                format!("wake-ups by interrupts NOT told apart ({why}): a timer may be taken for the task it cut into")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms_give_the_per_cpu_distances() {
+        let text = "ffffffff82a0b8c0 R __per_cpu_offset\n\
+                    0000000000022a4c D __preempt_count\n\
+                    000000000001f6c0 d hrtimer_bases\n\
+                    0000000000030000 D runqueues\n\
+                    ffffffffc0000000 t foo\t[nvidia]\n";
+        assert_eq!(
+            WakeContext::from_kallsyms(text, 8),
+            WakeContext::Known {
+                preempt_count: 0x22a4c - 0x30000,
+                hrtimer_bases: Some(0x1f6c0 - 0x30000),
+                source: "/proc/kallsyms"
+            }
+        );
+        let hot = "0000000000032000 D pcpu_hot\n0000000000030000 D runqueues\n";
+        assert!(matches!(
+            WakeContext::from_kallsyms(hot, 8),
+            WakeContext::Known { preempt_count: 0x2008, hrtimer_bases: None, .. }
+        ));
+        let hidden = "0000000000000000 D runqueues\n0000000000000000 D __preempt_count\n";
+        assert!(!WakeContext::from_kallsyms(hidden, 8).known());
+        assert!(!WakeContext::from_kallsyms("ffffffff81000000 T _text\n", 8).known());
     }
 }

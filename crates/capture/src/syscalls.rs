@@ -1,6 +1,8 @@
 //! Which syscall numbers the BPF programs record, from this build's own
 //! architecture constants (the BPF side only sees the resulting table).
 
+use mltrace_log::SleepCall;
+
 use crate::skel::types::op;
 
 /// Size of the BPF side's `sys_op` table (MAX_SYSCALL_NR).
@@ -60,6 +62,45 @@ pub fn table(mappings: bool) -> [u8; TABLE_LEN] {
         t[nr as usize] = o.0 as u8;
     }
     t
+}
+
+/// The family of system call `nr` (this arch's number) that a thread went
+/// to sleep in; `nr` < 0: none.
+#[allow(non_upper_case_globals)] // libc's SYS_* names as patterns
+pub fn sleep_call(nr: i16) -> SleepCall {
+    use libc::*;
+    let nr = i64::from(nr);
+    if nr < 0 {
+        return SleepCall::None;
+    }
+    match nr {
+        SYS_futex | SYS_futex_waitv => SleepCall::Futex,
+        SYS_poll | SYS_ppoll => SleepCall::Poll,
+        SYS_select | SYS_pselect6 => SleepCall::Select,
+        SYS_epoll_wait | SYS_epoll_pwait | SYS_epoll_pwait2 => SleepCall::EpollWait,
+        SYS_nanosleep | SYS_clock_nanosleep => SleepCall::Nanosleep,
+        SYS_read | SYS_readv | SYS_pread64 | SYS_preadv | SYS_preadv2 => SleepCall::Read,
+        SYS_write | SYS_writev | SYS_pwrite64 | SYS_pwritev | SYS_pwritev2 => SleepCall::Write,
+        SYS_recvfrom | SYS_recvmsg | SYS_recvmmsg => SleepCall::Recv,
+        SYS_sendto | SYS_sendmsg | SYS_sendmmsg => SleepCall::Send,
+        SYS_accept | SYS_accept4 => SleepCall::Accept,
+        SYS_connect => SleepCall::Connect,
+        SYS_wait4 | SYS_waitid => SleepCall::Wait,
+        SYS_pause | SYS_rt_sigsuspend | SYS_rt_sigtimedwait => SleepCall::Signal,
+        SYS_ioctl => SleepCall::Ioctl,
+        SYS_io_getevents | SYS_io_uring_enter => SleepCall::AsyncIo,
+        // io_pgetevents: libc names it on no arch (x86_64's number).
+        #[cfg(target_arch = "x86_64")]
+        333 => SleepCall::AsyncIo,
+        SYS_open | SYS_openat | SYS_openat2 | SYS_close => SleepCall::OpenClose,
+        SYS_fsync | SYS_fdatasync | SYS_sync_file_range | SYS_msync => SleepCall::Sync,
+        SYS_mmap | SYS_munmap | SYS_mremap | SYS_mprotect | SYS_madvise => SleepCall::Mapping,
+        SYS_flock | SYS_fcntl => SleepCall::Lock,
+        SYS_semop | SYS_semtimedop | SYS_msgrcv | SYS_msgsnd | SYS_mq_timedreceive | SYS_mq_timedsend => SleepCall::Ipc,
+        SYS_sendfile | SYS_splice | SYS_tee | SYS_copy_file_range | SYS_vmsplice => SleepCall::Splice,
+        SYS_exit | SYS_exit_group => SleepCall::Exit,
+        _ => SleepCall::Other,
+    }
 }
 
 #[cfg(test)]

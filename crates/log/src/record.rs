@@ -436,6 +436,92 @@ pub mod sched {
 }
 
 code_enum!(
+    /// What raised a [`SchedWake`]: the running task, or an interrupt that
+    /// cut into it (which then woke nobody: the waker fields are 0).
+    WakeBy, fallback Unknown, {
+        /// The task running on `cpu` (`waker_pid`/`waker_tid`).
+        Task = 0 => "task",
+        /// A timer expiring (hrtimer interrupt): a timed sleep or a timeout.
+        Timer = 1 => "timer",
+        /// Another hard interrupt: a device completing.
+        Hardirq = 2 => "hardirq",
+        /// A softirq: network receive, block completion, timer wheel.
+        Softirq = 3 => "softirq",
+        /// Not known (a log of format 1, or a kernel where mltrace could
+        /// not find preempt_count): the waker fields name the running
+        /// task, which an interrupt may have cut into.
+        Unknown = 4 => "unknown",
+    }
+);
+
+impl WakeBy {
+    /// Whether an interrupt, not a task, raised the wake-up.
+    pub fn interrupt(self) -> bool {
+        matches!(self, WakeBy::Timer | WakeBy::Hardirq | WakeBy::Softirq)
+    }
+}
+
+code_enum!(
+    /// The system call a thread went to sleep in ([`SchedSwitch::prev_call`]),
+    /// by family: the verdict needs to know a sleep the thread asked for
+    /// (nanosleep) from a wait for something, and the trace names it.
+    SleepCall, fallback Other, {
+        None = 0 => "",
+        /// A call outside the families below.
+        Other = 1 => "other call",
+        Futex = 2 => "futex",
+        /// poll, ppoll.
+        Poll = 3 => "poll",
+        /// select, pselect6.
+        Select = 4 => "select",
+        /// epoll_wait, epoll_pwait, epoll_pwait2.
+        EpollWait = 5 => "epoll_wait",
+        /// nanosleep, clock_nanosleep: a sleep the thread asked for.
+        Nanosleep = 6 => "nanosleep",
+        /// read, readv, pread64, preadv, preadv2.
+        Read = 7 => "read",
+        /// write, writev, pwrite64, pwritev, pwritev2.
+        Write = 8 => "write",
+        /// recvfrom, recvmsg, recvmmsg.
+        Recv = 9 => "recv",
+        /// sendto, sendmsg, sendmmsg.
+        Send = 10 => "send",
+        /// accept, accept4.
+        Accept = 11 => "accept",
+        Connect = 12 => "connect",
+        /// wait4, waitid.
+        Wait = 13 => "wait",
+        /// pause, rt_sigsuspend, rt_sigtimedwait.
+        Signal = 14 => "signal wait",
+        /// ioctl: how GPU drivers wait for the device.
+        Ioctl = 15 => "ioctl",
+        /// io_getevents, io_pgetevents, io_uring_enter.
+        AsyncIo = 16 => "async I/O wait",
+        /// open, openat, openat2, close.
+        OpenClose = 17 => "open/close",
+        /// fsync, fdatasync, sync_file_range, msync.
+        Sync = 18 => "fsync",
+        /// mmap, munmap, mremap, mprotect, madvise.
+        Mapping = 19 => "mmap",
+        /// flock, fcntl.
+        Lock = 20 => "file lock",
+        /// semop, semtimedop, msgrcv, msgsnd, mq_timedreceive, mq_timedsend.
+        Ipc = 21 => "SysV/POSIX IPC",
+        /// sendfile, splice, tee, copy_file_range, vmsplice.
+        Splice = 22 => "splice",
+        /// exit, exit_group.
+        Exit = 23 => "exit",
+    }
+);
+
+impl SleepCall {
+    /// A sleep the thread asked for, ended by its own timer.
+    pub fn timed_sleep(self) -> bool {
+        self == SleepCall::Nanosleep
+    }
+}
+
+code_enum!(
     /// What a [`SchedWake`] is.
     WakeOp, fallback Waking, {
         /// sched_waking: the waker (the running task) makes the thread runnable.
@@ -886,10 +972,15 @@ records! {
         10 next_prio: i32 = bias(120),
         /// [`sched`] bits.
         11 traced: u8 = plain,
+        /// The system call prev went to sleep in; [`SleepCall::None`] when
+        /// it is not asleep, or asleep outside a call (a page fault), or
+        /// the call is not known.
+        12 prev_call: SleepCall = plain,
     }
 
     /// A traced thread woken (made runnable) by the task running on `cpu`
-    /// (`waker_pid`/`waker_tid`), to run on `target_cpu`; or moved from `cpu`
+    /// (`waker_pid`/`waker_tid`) or by an interrupt there (`by`; the waker
+    /// fields are then 0), to run on `target_cpu`; or moved from `cpu`
     /// to `target_cpu` ([`WakeOp::Migrate`], the waker fields are the task that
     /// moved it).
     21 SchedWake "sched_wake" {
@@ -905,6 +996,8 @@ records! {
         9 waker_pid: u32 = pid_of(waker_tid),
         /// [`sched`] bits (WAKER when the waker is traced too).
         10 traced: u8 = plain,
+        /// What raised it (a task, or an interrupt: then no waker).
+        11 by: WakeBy = plain,
     }
 
     /// A call that sends or receives on a socket (see [`NetOp`]): `bytes`

@@ -418,6 +418,7 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
                 next_comm,
                 next_prio,
                 traced,
+                prev_call: SleepCall::None,
             })
         }
         21 => {
@@ -431,7 +432,20 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
             let prio = r.prio(7)?;
             let (waker_pid, waker_tid) = r.ids(8, 9)?;
             let traced = r.u8(10)?;
-            Record::SchedWake(SchedWake { ts, op, cpu, target_cpu, pid, tid, comm, prio, waker_pid, waker_tid, traced })
+            Record::SchedWake(SchedWake {
+                ts,
+                op,
+                cpu,
+                target_cpu,
+                pid,
+                tid,
+                comm,
+                prio,
+                waker_pid,
+                waker_tid,
+                traced,
+                by: WakeBy::Unknown,
+            })
         }
         16 => {
             let ts = r.ts(0)?;

@@ -20,6 +20,7 @@ fn switch(i: u64) -> SchedSwitch {
         next_comm: StrId(0),
         next_prio: if i.is_multiple_of(5) { -1 } else { 120 },
         traced: sched::PREV,
+        prev_call: SleepCall::from_u8((i % 25) as u8),
     }
 }
 
@@ -35,7 +36,8 @@ fn wake(i: u64) -> SchedWake {
         prio: 120,
         waker_pid: 200,
         waker_tid: 201 + (i % 2) as u32,
-        traced: sched::WAKER,
+        traced: if i.is_multiple_of(4) { 0 } else { sched::WAKER },
+        by: WakeBy::from_u8((i % 5) as u8),
     }
 }
 

@@ -141,10 +141,13 @@ pub struct SwitchEvent<'a> {
     pub next_tid: u32,
     pub next_comm: &'a [u8],
     pub next_prio: i32,
+    /// The system call prev sleeps in ("futex", "nanosleep"...), or "".
+    pub prev_call: &'static str,
 }
 
-/// A traced thread `tid` made runnable by `waker_tid` (running on `cpu`),
-/// to run on `target_cpu`.
+/// A traced thread `tid` made runnable by `waker_tid` (running on `cpu`;
+/// for an interrupt, one of the made-up threads "timer interrupt",
+/// "hardirq", "softirq" of "other tasks"), to run on `target_cpu`.
 #[derive(Clone, Copy, Debug)]
 pub struct WakingEvent<'a> {
     pub ts: u64,

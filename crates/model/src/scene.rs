@@ -73,6 +73,18 @@ const OTHER_TASKS_RANK: i32 = PROCESS_RANK + 10_000_000;
 /// shown in: the largest pid Linux can give (pid_max is at most 2^22).
 pub const OTHER_TASKS_PID: u32 = (1 << 22) - 1;
 
+/// The made-up thread of "other tasks" that stands for an interrupt that
+/// woke a thread (its tid, below the group's pid, and name); `None` for a
+/// task's wake-up.
+fn interrupt_waker(by: WakeBy) -> Option<(u32, &'static str)> {
+    match by {
+        WakeBy::Timer => Some((OTHER_TASKS_PID - 1, "timer interrupt")),
+        WakeBy::Hardirq => Some((OTHER_TASKS_PID - 2, "device interrupt (hardirq)")),
+        WakeBy::Softirq => Some((OTHER_TASKS_PID - 3, "softirq (network, block, timers)")),
+        WakeBy::Task | WakeBy::Unknown => None,
+    }
+}
+
 /// What a file shows of the log: a time window and some processes.
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
@@ -741,6 +753,7 @@ impl<'s> Scene<'s> {
                     next_tid: r.next_tid,
                     next_comm: f.str(r.next_comm),
                     next_prio: r.next_prio,
+                    prev_call: r.prev_call.name(),
                 })?;
             }
             Record::SchedWake(r) if r.op == WakeOp::Waking => {
@@ -749,13 +762,23 @@ impl<'s> Scene<'s> {
                 if let Some(i) = idx {
                     self.sched_thread(enc, i, r.tid)?;
                 }
-                if r.traced & sched::WAKER == 0 {
-                    self.other_task(enc, r.waker_tid, b"")?;
-                }
+                // An interrupt is a waker of its own, never the task it cut into.
+                let waker_tid = match interrupt_waker(r.by) {
+                    Some((tid, name)) => {
+                        let tid = global_pid(host_of(r.tid), tid);
+                        self.other_task(enc, tid, name.as_bytes())?;
+                        tid
+                    }
+                    None if r.traced & sched::WAKER == 0 => {
+                        self.other_task(enc, r.waker_tid, b"")?;
+                        r.waker_tid
+                    }
+                    None => r.waker_tid,
+                };
                 enc.sched_waking(&WakingEvent {
                     ts: r.ts,
                     cpu: r.cpu,
-                    waker_tid: r.waker_tid,
+                    waker_tid,
                     tid: r.tid,
                     comm: f.str(r.comm),
                     prio: r.prio,
@@ -847,6 +870,7 @@ impl<'s> Scene<'s> {
                     next_tid: r.prev_tid,
                     next_comm: f.str(r.prev_comm),
                     next_prio: r.prev_prio,
+                    prev_call: "",
                 })?;
             }
         }

@@ -66,7 +66,21 @@ struct Thread {
     /// Its last wake-up was by a worker: if it then wakes another thread
     /// of its process, it hands a batch on (PyTorch's pin-memory thread).
     fed: bool,
+    /// The call it sleeps in (while asleep).
+    call: SleepCall,
+    /// Waits that timed out (ended by an interrupt) and were retried: if
+    /// the retried wait ends by a worker, they were waits for data too
+    /// (a DataLoader polls its queue with a 5 s timeout). (start, end).
+    retried: Vec<(u64, u64)>,
+    /// Ns on CPU since the last timed-out wait: past [`RETRY_WORK`], the
+    /// thread did work in between and the timed-out waits are dropped.
+    ran: u64,
 }
+
+/// CPU time after a timed-out wait beyond which the next wait is not a retry.
+const RETRY_WORK: u64 = 10_000_000;
+/// Timed-out waits kept per thread (a 5 s timeout: 10 minutes' worth).
+const RETRY_KEEP: usize = 128;
 
 /// The accumulator; see the module docs.
 #[derive(Default)]
@@ -95,6 +109,8 @@ pub struct SchedTimes {
 /// Who ended a sleep.
 #[derive(Clone, Copy)]
 struct Waker {
+    /// An interrupt (a timer, a device), not a task: no waker process.
+    interrupt: bool,
     pid: u32,
     /// One of the trainer's workers (as far as the log has told so far).
     by_worker: bool,
@@ -113,36 +129,62 @@ fn field(st: St) -> Field {
 }
 
 impl SchedTimes {
-    /// Ends thread `tid`'s current interval at `ts` and starts `st`;
-    /// `waker`: who ended it, for a wake-up.
-    fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, waker: Option<Waker>) {
-        let mut fed = false;
-        if let Some(t) = self.threads.get(&tid) {
-            let (since, was, tpid) = (t.since, t.st, t.pid);
-            fed = t.fed;
+    /// Ends thread `tid`'s current interval at `ts` and starts `st`
+    /// (asleep in `call`); `waker`: who ended it, for a wake-up.
+    fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, call: SleepCall, waker: Option<Waker>) {
+        let (mut fed, mut retried, mut ran) = (false, Vec::new(), 0);
+        if let Some(t) = self.threads.get_mut(&tid) {
+            let (since, was, tpid, was_call) = (t.since, t.st, t.pid, t.call);
+            (fed, ran) = (t.fed, t.ran);
+            retried = std::mem::take(&mut t.retried);
             let ns = ts.saturating_sub(since);
             self.procs.entry(tpid).or_default().add(was, ns);
             if tid == tpid {
                 self.main_thread.entry(tpid).or_default().add(was, ns);
             }
-            if let (Some(w), St::Sleeping | St::IoWait) = (waker, was) {
-                if w.handed_on {
-                    *self.handed_on.entry(tid).or_default() += ns;
-                } else {
-                    *self.woken_by.entry((tid, w.pid)).or_default() += ns;
+            if was == St::Running {
+                ran += ns;
+                if ran > RETRY_WORK {
+                    retried.clear();
                 }
             }
-            if tid == self.trainer && tpid == self.trainer {
-                let data_wait =
-                    waker.is_some_and(|w| w.by_worker || w.handed_on) && matches!(was, St::Sleeping | St::IoWait);
-                if let Some(tl) = self.timeline.as_mut() {
-                    tl.add(field(was), since, ts);
-                    if data_wait {
-                        tl.add(Field::DataWait, since, ts);
+            let asleep = matches!(was, St::Sleeping | St::IoWait);
+            // The waits whose end decides whether they were for data: this
+            // one, and the timed-out ones it retried.
+            let mut ended: Vec<(u64, u64)> = Vec::new();
+            match waker {
+                // A sleep the thread asked for is never a wait for data.
+                Some(_) if asleep && was_call.timed_sleep() => retried.clear(),
+                Some(w) if asleep && w.interrupt => {
+                    if retried.len() < RETRY_KEEP {
+                        retried.push((since, ts));
+                    }
+                    ran = 0;
+                }
+                Some(w) if asleep => {
+                    ended = std::mem::take(&mut retried);
+                    ended.push((since, ts));
+                    let total: u64 = ended.iter().map(|&(a, b)| b.saturating_sub(a)).sum();
+                    if w.handed_on {
+                        *self.handed_on.entry(tid).or_default() += total;
+                    } else {
+                        *self.woken_by.entry((tid, w.pid)).or_default() += total;
+                    }
+                    if !(w.by_worker || w.handed_on) {
+                        ended.clear();
                     }
                 }
-                if data_wait {
-                    self.gpu.data_wait(since, ts, self.timeline.as_mut());
+                _ => {}
+            }
+            if tid == self.trainer && tpid == self.trainer {
+                if let Some(tl) = self.timeline.as_mut() {
+                    tl.add(field(was), since, ts);
+                    for &(a, b) in &ended {
+                        tl.add(Field::DataWait, a, b);
+                    }
+                }
+                for &(a, b) in &ended {
+                    self.gpu.data_wait(a, b, self.timeline.as_mut());
                 }
             }
         }
@@ -152,7 +194,7 @@ impl SchedTimes {
         }
         match st {
             Some(st) => {
-                self.threads.insert(tid, Thread { pid, st, since: ts, fed });
+                self.threads.insert(tid, Thread { pid, st, since: ts, fed, call, retried, ran });
             }
             None => {
                 self.threads.remove(&tid);
@@ -168,10 +210,10 @@ impl SchedTimes {
                 self.records += 1;
                 if r.traced & sched::PREV != 0 {
                     let st = (r.prev_state != SchedState::Dead).then(|| after_switch(r.prev_state));
-                    self.set(r.prev_pid, r.prev_tid, r.ts, st, None);
+                    self.set(r.prev_pid, r.prev_tid, r.ts, st, r.prev_call, None);
                 }
                 if r.traced & sched::NEXT != 0 {
-                    self.set(r.next_pid, r.next_tid, r.ts, Some(St::Running), None);
+                    self.set(r.next_pid, r.next_tid, r.ts, Some(St::Running), SleepCall::None, None);
                 }
             }
             Record::SchedWake(r) if r.op == WakeOp::Waking => {
@@ -186,13 +228,21 @@ impl SchedTimes {
                     // Woken before it got off the CPU: still running.
                     Some(St::Running) | Some(St::Runnable) => {}
                     _ => {
-                        let waker = Waker { pid: r.waker_pid, by_worker: waker_is_worker, handed_on };
-                        self.set(r.pid, r.tid, r.ts, Some(St::Runnable), Some(waker))
+                        let interrupt = r.by.interrupt();
+                        let waker = Waker {
+                            interrupt,
+                            pid: r.waker_pid,
+                            by_worker: waker_is_worker && !interrupt,
+                            handed_on: handed_on && !interrupt,
+                        };
+                        self.set(r.pid, r.tid, r.ts, Some(St::Runnable), SleepCall::None, Some(waker))
                     }
                 }
             }
             Record::SchedWake(_) => self.records += 1,
-            Record::Exit(e) if self.threads.contains_key(&e.tid) => self.set(e.pid, e.tid, e.ts, None, None),
+            Record::Exit(e) if self.threads.contains_key(&e.tid) => {
+                self.set(e.pid, e.tid, e.ts, None, SleepCall::None, None)
+            }
             _ => {}
         }
     }
@@ -209,7 +259,7 @@ impl SchedTimes {
     pub fn finish(&mut self, end: u64) {
         let tids: Vec<(u32, u32)> = self.threads.iter().map(|(&tid, t)| (t.pid, tid)).collect();
         for (pid, tid) in tids {
-            self.set(pid, tid, end, None, None);
+            self.set(pid, tid, end, None, SleepCall::None, None);
         }
     }
 
@@ -300,6 +350,96 @@ mod tests {
         s.finish(500);
         assert_eq!(s.data_wait(10, &[20]), 150);
         assert_eq!(s.main_thread[&10].sleep, 150 + 100 + 50);
+    }
+
+    fn sleep_in(ts: u64, who: (u32, u32), call: SleepCall) -> Record {
+        Record::SchedSwitch(SchedSwitch {
+            ts,
+            prev_pid: who.0,
+            prev_tid: who.1,
+            prev_state: SchedState::Sleeping,
+            traced: sched::PREV,
+            prev_call: call,
+            ..Default::default()
+        })
+    }
+
+    fn run(ts: u64, who: (u32, u32)) -> Record {
+        sw(ts, (0, 0), SchedState::Runnable, who, sched::NEXT)
+    }
+
+    fn woken(ts: u64, who: (u32, u32), by: WakeBy, waker: (u32, u32)) -> Record {
+        Record::SchedWake(SchedWake {
+            ts,
+            pid: who.0,
+            tid: who.1,
+            waker_pid: waker.0,
+            waker_tid: waker.1,
+            by,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn a_sleep_the_thread_asked_for_is_never_a_data_wait() {
+        let mut s = SchedTimes::default();
+        let (trainer, worker) = ((10, 10), (20, 21));
+        s.add_t(&run(0, trainer));
+        // time.sleep: ended by its timer, or by a worker's signal.
+        s.add_t(&sleep_in(100, trainer, SleepCall::Nanosleep));
+        s.add(&woken(400, trainer, WakeBy::Timer, (0, 0)), false);
+        s.add_t(&run(410, trainer));
+        s.add_t(&sleep_in(500, trainer, SleepCall::Nanosleep));
+        s.add(&woken(700, trainer, WakeBy::Task, worker), true);
+        s.add_t(&run(710, trainer));
+        // A format-1 log names the task a timer interrupted: still not data.
+        s.add_t(&sleep_in(800, trainer, SleepCall::Nanosleep));
+        s.add(&woken(900, trainer, WakeBy::Unknown, worker), true);
+        s.finish(1000);
+        assert_eq!(s.data_wait(10, &[20]), 0);
+        assert_eq!(s.main_thread[&10].sleep, 300 + 200 + 100);
+    }
+
+    #[test]
+    fn an_interrupt_is_never_a_worker() {
+        let mut s = SchedTimes::default();
+        let (trainer, worker) = ((10, 10), (20, 21));
+        s.add_t(&run(0, trainer));
+        for (i, by) in [WakeBy::Timer, WakeBy::Hardirq, WakeBy::Softirq].into_iter().enumerate() {
+            let t = 1_000_000_000 * (i as u64 + 1);
+            s.add_t(&sleep_in(t, trainer, SleepCall::Futex));
+            s.add(&woken(t + 100, trainer, by, worker), true);
+            // Works 20 ms: the timed-out wait was not retried.
+            s.add_t(&run(t + 110, trainer));
+        }
+        s.finish(5_000_000_000);
+        assert_eq!(s.data_wait(10, &[20]), 0);
+    }
+
+    #[test]
+    fn waits_that_timed_out_and_were_retried_count_when_a_worker_ends_them() {
+        let mut s = SchedTimes::default();
+        let (trainer, worker) = ((10, 10), (20, 21));
+        s.add_t(&run(0, trainer));
+        // A queue get with a timeout: times out twice, then data comes.
+        s.add_t(&sleep_in(100, trainer, SleepCall::Poll));
+        s.add(&woken(1100, trainer, WakeBy::Timer, (0, 0)), false);
+        s.add_t(&run(1110, trainer));
+        s.add_t(&sleep_in(1150, trainer, SleepCall::Poll));
+        s.add(&woken(2150, trainer, WakeBy::Timer, (0, 0)), false);
+        s.add_t(&run(2160, trainer));
+        s.add_t(&sleep_in(2200, trainer, SleepCall::Poll));
+        s.add(&woken(2700, trainer, WakeBy::Task, worker), true);
+        s.add_t(&run(2710, trainer));
+        // A timed-out wait, then 20 ms of work, then a wait a worker ends:
+        // only that last one.
+        s.add_t(&sleep_in(3000, trainer, SleepCall::Futex));
+        s.add(&woken(4000, trainer, WakeBy::Timer, (0, 0)), false);
+        s.add_t(&run(4010, trainer));
+        s.add_t(&sleep_in(20_004_010, trainer, SleepCall::Futex));
+        s.add(&woken(20_004_510, trainer, WakeBy::Task, worker), true);
+        s.finish(20_010_000);
+        assert_eq!(s.data_wait(10, &[20]), 1000 + 1000 + 500 + 500);
     }
 
     #[test]

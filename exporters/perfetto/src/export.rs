@@ -20,8 +20,8 @@ use crate::proto::{
     clock_snapshot::Clock, counter_descriptor::Unit as PUnit, process_tree, trace_packet::SequenceFlags,
     track_descriptor::ChildTracksOrdering, track_descriptor::ProcessOrdering, track_event::Type, BuiltinClock,
     ChromeEventBundle, ChromeMetadata, ClockSnapshot, CounterDescriptor, FtraceEvent, FtraceEventBundle, InternedData,
-    ProcessDescriptor, ProcessTree, SchedSwitchFtraceEvent, SchedWakingFtraceEvent, SystemInfo, ThreadDescriptor,
-    TracePacket, TrackDescriptor, TrackEvent, Utsname,
+    InternedString, ProcessDescriptor, ProcessTree, SchedBlockedReasonFtraceEvent, SchedSwitchFtraceEvent,
+    SchedWakingFtraceEvent, SystemInfo, ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent, Utsname,
 };
 use crate::wire;
 
@@ -154,6 +154,12 @@ pub struct PerfettoEncoder<W: Write> {
     /// one ftrace bundle per CPU when [`SCHED_BATCH`] are waiting, and at
     /// the end.
     sched: HashMap<(u32, u32), Vec<FtraceEvent>>,
+    /// The bundles' own sequence (made at the first), for their interned
+    /// names of the calls threads sleep in (kernel_symbols).
+    sched_seq: Option<u32>,
+    /// Those names' iids, and the ones not yet written.
+    sched_calls: HashMap<&'static str, u64>,
+    sched_calls_new: Vec<InternedString>,
     /// The machine of the top-level groups declared next.
     machine: u32,
 }
@@ -172,6 +178,9 @@ impl<W: Write> PerfettoEncoder<W> {
             next_seq: 2,
             start_ts: 0,
             sched: HashMap::default(),
+            sched_seq: None,
+            sched_calls: HashMap::default(),
+            sched_calls_new: Vec::new(),
             machine: 0,
             scratch: Scratch {
                 end: TrackEvent { r#type: Some(Type::SliceEnd as i32), ..Default::default() },
@@ -254,9 +263,22 @@ impl<W: Write> PerfettoEncoder<W> {
         if event.is_empty() {
             return Ok(());
         }
+        // Stable: a sleep's blocked reason stays after its switch.
         event.sort_by_key(|e| e.timestamp);
+        let (seq, flags) = match self.sched_seq {
+            Some(id) => (id, None),
+            None => {
+                self.next_seq += 1;
+                self.sched_seq = Some(self.next_seq);
+                (self.next_seq, Some(SequenceFlags::SeqIncrementalStateCleared as u32))
+            }
+        };
+        let interned = (!self.sched_calls_new.is_empty())
+            .then(|| InternedData { kernel_symbols: std::mem::take(&mut self.sched_calls_new), ..Default::default() });
         let p = TracePacket {
-            trusted_packet_sequence_id: Some(self.global.id),
+            trusted_packet_sequence_id: Some(seq),
+            sequence_flags: flags,
+            interned_data: interned,
             machine_id: machine_id(machine),
             ftrace_events: Some(FtraceEventBundle { cpu: Some(cpu), event }),
             ..Default::default()
@@ -503,6 +525,26 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
                 next_comm: Some(String::from_utf8_lossy(e.next_comm).into_owned()),
                 next_pid: Some(local_pid(e.next_tid) as i32),
                 next_prio: Some(e.next_prio),
+            }),
+            ..Default::default()
+        };
+        self.sched_event(machine, e.cpu, ev)?;
+        if e.prev_call.is_empty() {
+            return Ok(());
+        }
+        // The call prev sleeps in, as the sleep's "blocked function".
+        let next = self.sched_calls.len() as u64 + 1;
+        let iid = *self.sched_calls.entry(e.prev_call).or_insert_with(|| {
+            self.sched_calls_new.push(InternedString { iid: Some(next), r#str: Some(e.prev_call.as_bytes().to_vec()) });
+            next
+        });
+        let ev = FtraceEvent {
+            timestamp: Some(e.ts),
+            pid: Some(local_pid(e.prev_tid)),
+            sched_blocked_reason: Some(SchedBlockedReasonFtraceEvent {
+                pid: Some(local_pid(e.prev_tid) as i32),
+                caller: Some(iid),
+                io_wait: None,
             }),
             ..Default::default()
         };

@@ -1,0 +1,73 @@
+"""A trainer that takes batches from 4 forked workers, as a PyTorch
+DataLoader does, and measures its own waits for them.
+
+    step_trainer.py DATA STEPS COMPUTE_MS sleep|spin
+
+Each worker, per batch: reads a 1 MiB chunk of DATA and hashes it (over
+and over, standing in for decoding), then puts a small batch on the
+queue. Four of them keep both CPUs of a small machine busy. The trainer,
+per step: takes the next batch (its wait, measured) and computes for
+COMPUTE_MS, by sleeping (as storage benchmarks emulate an accelerator:
+its timer ends the sleep while a worker runs on that CPU) or by spinning.
+It prints `key value` lines: `pid`, `total_ns` (its first request to its last batch) and
+`blocked_ns` (time in the queue's get), and the workers' pids.
+"""
+import hashlib
+import multiprocessing as mp
+import os
+import sys
+import time
+
+WORKERS = 4
+CHUNK = 1 << 20
+# Hash rounds per batch: about 30 ms of one CPU on the test machines.
+ROUNDS = int(os.environ.get("STEP_TRAINER_ROUNDS", "60"))
+
+
+def worker(wid, data, steps, q):
+    size = os.path.getsize(data)
+    with open(data, "rb") as f:
+        for step in range(wid, steps, WORKERS):
+            f.seek((step * CHUNK) % max(size - CHUNK, 1))
+            chunk = f.read(CHUNK)
+            h = hashlib.sha256()
+            for _ in range(ROUNDS):
+                h.update(chunk)
+            q.put((step, h.hexdigest()))
+
+
+def compute(ms, how):
+    if how == "sleep":
+        time.sleep(ms / 1000)
+        return
+    end = time.perf_counter() + ms / 1000
+    while time.perf_counter() < end:
+        pass
+
+
+def main():
+    data, steps, compute_ms, how = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+    ctx = mp.get_context("fork")
+    q = ctx.Queue(maxsize=2 * WORKERS)
+    procs = [ctx.Process(target=worker, args=(w, data, steps, q)) for w in range(WORKERS)]
+    start = time.perf_counter_ns()
+    for p in procs:
+        p.start()
+    blocked = 0
+    for _ in range(steps):
+        t = time.perf_counter_ns()
+        q.get()
+        blocked += time.perf_counter_ns() - t
+        compute(compute_ms, how)
+    total = time.perf_counter_ns() - start
+    for p in procs:
+        p.join()
+    print(f"pid {os.getpid()}")
+    print(f"total_ns {total}")
+    print(f"blocked_ns {blocked}")
+    for i, p in enumerate(procs):
+        print(f"worker{i} {p.pid}")
+
+
+if __name__ == "__main__":
+    main()
