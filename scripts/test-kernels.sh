@@ -120,7 +120,13 @@ checks_full=(
   "async_io_e2e libaio_calls_with_fd_path_and_counts"
   "attach_e2e attaching_records_reads_of_files_opened_before_and_leaves_the_process_running"
   "net_e2e a_download_is_the_bytes_received_from_its_peer"
+  "wakeups_e2e a_trainer_that_sleeps_to_compute_waits_as_it_measured"
 )
+# MLTRACE_KERNEL_CHECKS="bin test;bin test": only these (a change to one
+# probe, checked on every kernel without the whole list).
+if [ -n "${MLTRACE_KERNEL_CHECKS:-}" ]; then
+  IFS=';' read -r -a checks_full <<<"$MLTRACE_KERNEL_CHECKS"
+fi
 checks_smoke=(
   "accounting_e2e every_process_matches_the_kernels_own_counts"
 )

@@ -253,6 +253,8 @@ pub fn sched() -> Vec<Col> {
         ("next_traced", Bool, false),
         // The traced side's process (the outgoing one when both are).
         ("process", Str, true),
+        // The call prev went to sleep in (futex, nanosleep...); null when none.
+        ("prev_call", Str, true),
     ]
 }
 
@@ -271,6 +273,8 @@ pub fn wakeups() -> Vec<Col> {
             ("waker_pid", I64, false),
             ("waker_tid", I64, false),
             ("waker_traced", Bool, false),
+            // task, timer, hardirq, softirq (then no waker), or unknown.
+            ("woken_by", Str, false),
         ],
     ])
 }

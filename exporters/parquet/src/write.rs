@@ -508,7 +508,8 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                 .path(f.str(s.next_comm))?
                 .i64(s.next_prio.into())?
                 .bool(s.traced & sched::NEXT != 0)?
-                .opt_str(name)?;
+                .opt_str(name)?
+                .opt_str((s.prev_call != SleepCall::None).then(|| s.prev_call.name()))?;
             t.end_row()
         }
         Record::SchedWake(w) => {
@@ -522,7 +523,8 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                 .i64(w.target_cpu.into())?
                 .i64(w.waker_pid.into())?
                 .i64(w.waker_tid.into())?
-                .bool(w.traced & sched::WAKER != 0)?;
+                .bool(w.traced & sched::WAKER != 0)?
+                .str(w.by.name())?;
             t.end_row()
         }
         Record::Mark(m) => {
