@@ -154,14 +154,21 @@ pub struct PerfettoEncoder<W: Write> {
     /// one ftrace bundle per CPU when [`SCHED_BATCH`] are waiting, and at
     /// the end.
     sched: HashMap<(u32, u32), Vec<FtraceEvent>>,
-    /// The bundles' own sequence (made at the first), for their interned
-    /// names of the calls threads sleep in (kernel_symbols).
-    sched_seq: Option<u32>,
-    /// Those names' iids, and the ones not yet written.
-    sched_calls: HashMap<&'static str, u64>,
-    sched_calls_new: Vec<InternedString>,
+    /// By machine (the importer keeps a sequence per machine): the
+    /// bundles' own sequence, for their interned names of the calls
+    /// threads sleep in (kernel_symbols).
+    sched_seqs: HashMap<u32, SchedSeq>,
     /// The machine of the top-level groups declared next.
     machine: u32,
+}
+
+/// A machine's ftrace bundles' sequence: its id (0 until the first
+/// bundle), the call names' iids, and the names not yet written.
+#[derive(Default)]
+struct SchedSeq {
+    id: u32,
+    calls: HashMap<&'static str, u64>,
+    new: Vec<InternedString>,
 }
 
 /// Scheduling events per ftrace bundle.
@@ -178,9 +185,7 @@ impl<W: Write> PerfettoEncoder<W> {
             next_seq: 2,
             start_ts: 0,
             sched: HashMap::default(),
-            sched_seq: None,
-            sched_calls: HashMap::default(),
-            sched_calls_new: Vec::new(),
+            sched_seqs: HashMap::default(),
             machine: 0,
             scratch: Scratch {
                 end: TrackEvent { r#type: Some(Type::SliceEnd as i32), ..Default::default() },
@@ -265,16 +270,17 @@ impl<W: Write> PerfettoEncoder<W> {
         }
         // Stable: a sleep's blocked reason stays after its switch.
         event.sort_by_key(|e| e.timestamp);
-        let (seq, flags) = match self.sched_seq {
-            Some(id) => (id, None),
-            None => {
-                self.next_seq += 1;
-                self.sched_seq = Some(self.next_seq);
-                (self.next_seq, Some(SequenceFlags::SeqIncrementalStateCleared as u32))
-            }
+        let ss = self.sched_seqs.entry(machine).or_default();
+        let flags = if ss.id == 0 {
+            self.next_seq += 1;
+            ss.id = self.next_seq;
+            Some(SequenceFlags::SeqIncrementalStateCleared as u32)
+        } else {
+            None
         };
-        let interned = (!self.sched_calls_new.is_empty())
-            .then(|| InternedData { kernel_symbols: std::mem::take(&mut self.sched_calls_new), ..Default::default() });
+        let seq = ss.id;
+        let interned = (!ss.new.is_empty())
+            .then(|| InternedData { kernel_symbols: std::mem::take(&mut ss.new), ..Default::default() });
         let p = TracePacket {
             trusted_packet_sequence_id: Some(seq),
             sequence_flags: flags,
@@ -533,9 +539,10 @@ impl<W: Write> Encoder for PerfettoEncoder<W> {
             return Ok(());
         }
         // The call prev sleeps in, as the sleep's "blocked function".
-        let next = self.sched_calls.len() as u64 + 1;
-        let iid = *self.sched_calls.entry(e.prev_call).or_insert_with(|| {
-            self.sched_calls_new.push(InternedString { iid: Some(next), r#str: Some(e.prev_call.as_bytes().to_vec()) });
+        let ss = self.sched_seqs.entry(machine).or_default();
+        let next = ss.calls.len() as u64 + 1;
+        let iid = *ss.calls.entry(e.prev_call).or_insert_with(|| {
+            ss.new.push(InternedString { iid: Some(next), r#str: Some(e.prev_call.as_bytes().to_vec()) });
             next
         });
         let ev = FtraceEvent {
