@@ -3,21 +3,15 @@
 //! process, bounded rows, no counter that says nothing.
 
 use std::path::Path;
-use std::process::Command;
 
 use mltrace_tests::*;
-
-fn python() -> Option<String> {
-    let out = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
 
 #[test]
 fn a_trainer_and_its_workers_read_at_a_glance() {
     if !require_root() {
         return;
     }
-    let Some(py) = python() else {
+    let Some(py) = system_python() else {
         assert!(std::env::var_os("CI").is_none(), "python3 is missing in CI");
         return;
     };

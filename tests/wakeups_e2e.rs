@@ -7,18 +7,12 @@
 //! both syscall routes. And the trace shows a timer-ended sleep as such.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use mltrace_log::*;
 use mltrace_tests::*;
 
 /// Both CPUs are kept busy: one test at a time.
 static BUSY: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn python() -> Option<String> {
-    let out = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
 
 struct Run {
     log: PathBuf,
@@ -51,17 +45,8 @@ fn record(dir: &Path, py: &str, how: &str, route: &[&str]) -> Run {
 
 /// The trainer's life in the log, exec to exit, and its records.
 fn life(run: &Run) -> (f64, Vec<Rec>) {
-    let pid = run.kv["pid"] as u32;
     let recs = read_log(&run.log);
-    let exec = recs.iter().find_map(|r| match r.rec {
-        Record::Exec(x) if x.pid == pid => Some(x.ts),
-        _ => None,
-    });
-    let exit = recs.iter().find_map(|r| match r.rec {
-        Record::Exit(x) if x.pid == pid && x.process_exit => Some(x.ts),
-        _ => None,
-    });
-    ((exit.expect("the trainer's exit") - exec.expect("the trainer's exec")) as f64, recs)
+    (exec_to_exit(&recs, run.kv["pid"] as u32) as f64, recs)
 }
 
 /// `data_wait_fraction` within 0.05 of the trainer's time in the queue's
@@ -107,7 +92,7 @@ fn timed_sleeps(recs: &[Rec], pid: u32) -> (usize, usize, usize) {
 }
 
 fn sleeping_trainer(route: &[&str]) {
-    let Some(py) = python() else {
+    let Some(py) = system_python() else {
         assert!(std::env::var_os("CI").is_none(), "python3 is missing in CI");
         return;
     };
@@ -140,7 +125,7 @@ fn a_trainer_that_spins_to_compute_waits_as_it_measured() {
     if !require_root() {
         return;
     }
-    let Some(py) = python() else {
+    let Some(py) = system_python() else {
         assert!(std::env::var_os("CI").is_none(), "python3 is missing in CI");
         return;
     };
@@ -167,7 +152,7 @@ fn the_trace_shows_a_timer_ended_sleep_as_such() {
     if !require_root() {
         return;
     }
-    let Some(py) = python() else {
+    let Some(py) = system_python() else {
         assert!(std::env::var_os("CI").is_none(), "python3 is missing in CI");
         return;
     };

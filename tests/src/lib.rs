@@ -110,3 +110,25 @@ pub fn drawn_mappings(recs: &[Rec], pid: Option<u32>) -> usize {
     }
     n
 }
+
+/// The machine's Python interpreter itself: `python3` resolved past
+/// launchers such as pyenv's shims (shell scripts whose forks would be
+/// recorded too). `None` without a python3; CI has one.
+pub fn system_python() -> Option<String> {
+    let out = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Process `pid`'s life in a log, its exec to its exit, in ns: what the
+/// verdict's shares of a trainer are of.
+pub fn exec_to_exit(recs: &[Rec], pid: u32) -> u64 {
+    let exec = recs.iter().find_map(|r| match r.rec {
+        Record::Exec(x) if x.pid == pid => Some(x.ts),
+        _ => None,
+    });
+    let exit = recs.iter().find_map(|r| match r.rec {
+        Record::Exit(x) if x.pid == pid && x.process_exit => Some(x.ts),
+        _ => None,
+    });
+    exit.expect("the process's exit") - exec.expect("the process's exec")
+}

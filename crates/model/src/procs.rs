@@ -127,6 +127,11 @@ pub struct ProcInfo {
     pub exit: Option<(u64, i32)>,
     /// Its threads (tid, comm), in order of first sight.
     pub threads: Vec<(u32, String)>,
+    /// Bytes of the job's data each thread but the main one read or
+    /// received, until it is a loader thread (see [`LOADER_BYTES`]).
+    pub thread_data: HashMap<u32, u64>,
+    /// Its loader threads, in the order they became so.
+    pub loaders: Vec<u32>,
     /// Syscall records and bytes moved: how busy it was.
     pub syscalls: u64,
     pub bytes: u64,
@@ -139,6 +144,65 @@ pub struct ProcInfo {
     pub role: Role,
     /// Where it goes among the process groups, lowest first.
     pub order: i32,
+}
+
+impl ProcInfo {
+    /// Counts `n` bytes of data read or received by thread `tid`.
+    fn data_in(&mut self, tid: u32, n: u64) {
+        if tid == self.pid || n == 0 || self.loaders.contains(&tid) {
+            return;
+        }
+        if self.thread_data.len() >= MAX_THREADS_COUNTED && !self.thread_data.contains_key(&tid) {
+            return;
+        }
+        let b = self.thread_data.entry(tid).or_default();
+        *b += n;
+        if *b >= LOADER_BYTES {
+            self.thread_data.remove(&tid);
+            self.loaders.push(tid);
+        }
+    }
+
+    /// Whether thread `tid` is one of its loader threads (as far as the
+    /// log has said so far).
+    pub fn is_loader_thread(&self, tid: u32) -> bool {
+        self.loaders.contains(&tid)
+    }
+
+    /// What its loader threads are called, without their number.
+    pub fn loader_word(&self) -> &'static str {
+        // TensorFlow names its pools tf_*; the threads tf.data reads in
+        // are unnamed ones beside them.
+        if self.threads.iter().any(|t| t.1.starts_with("tf_")) {
+            "tf.data thread"
+        } else {
+            "loader thread"
+        }
+    }
+
+    /// A thread's comm, if it was renamed or named when seen.
+    fn thread_comm(&self, tid: u32) -> Option<&str> {
+        self.threads.iter().find(|t| t.0 == tid).map(|t| t.1.as_str()).filter(|c| !c.is_empty())
+    }
+
+    /// What a thread is called: a loader thread by its number among them
+    /// (and its comm where the framework set one), any other by its comm,
+    /// else its process's (threads inherit it).
+    pub fn thread_name(&self, tid: u32) -> String {
+        let comm = self.thread_comm(tid);
+        if let Some(k) = self.loaders.iter().position(|&t| t == tid) {
+            let base = self.loader_word();
+            return match comm.filter(|&c| Some(c) != self.comm.as_deref()) {
+                Some(c) => format!("{base} {} ({c})", k + 1),
+                None => format!("{base} {}", k + 1),
+            };
+        }
+        match (comm, &self.comm) {
+            (Some(c), _) => c.to_string(),
+            (None, Some(c)) => c.clone(),
+            _ => format!("thread {tid}"),
+        }
+    }
 }
 
 /// What a process is to the job: decides its name and its place.
@@ -164,6 +228,43 @@ const HELPER_NS: u64 = 5_000_000_000;
 const HELPER_BYTES: u64 = 1 << 20;
 /// Longest process name: what fits the track column of Perfetto's UI.
 pub const SHORT_NAME: usize = 28;
+/// A thread other than the main one that has read or received this much
+/// of the job's data is a loader thread (tf.data, DALI, a thread pool):
+/// more than a config file or a handshake, less than a few batches.
+pub const LOADER_BYTES: u64 = 1 << 20;
+/// Threads per process whose data bytes are counted.
+const MAX_THREADS_COUNTED: usize = 4096;
+
+/// A path the job reads as data, not as its program: not Python's own
+/// modules and packages, shared libraries, or the kernel's files.
+pub fn is_data_path(path: &[u8]) -> bool {
+    let has = |needle: &[u8]| path.windows(needle.len()).any(|w| w == needle);
+    let code = [&b".py"[..], b".pyc", b".so"].iter().any(|e| path.ends_with(e))
+        || has(b".so.")
+        || has(b"/site-packages/")
+        || has(b"/dist-packages/")
+        || has(b"/lib/python");
+    let system = [&b"/proc/"[..], b"/sys/", b"/dev/", b"/etc/", b"/usr/", b"/lib/", b"/lib64/"]
+        .iter()
+        .any(|p| path.starts_with(p));
+    !(code || system || path.is_empty())
+}
+
+/// The thread and bytes of a record that brought the job's data into a
+/// thread: a read of a data file, or a receive from the network.
+fn data_in(f: &Frame<'_>, rec: &Record) -> Option<(u32, u64)> {
+    let (tid, n) = match *rec {
+        Record::Io(r) if !r.op.is_write() => match r.kind {
+            FileKind::Regular | FileKind::BlockDev if is_data_path(f.str(r.path)) => (r.tid, r.ret),
+            FileKind::Socket => (r.tid, r.ret),
+            _ => return None,
+        },
+        Record::IoUring(r) if r.op.is_read() && is_data_path(f.str(r.path)) => (r.tid, r.ret),
+        Record::NetCall(r) if !r.op.is_send() && r.ret >= 0 => return Some((r.tid, r.bytes)),
+        _ => return None,
+    };
+    u64::try_from(n).ok().map(|n| (tid, n))
+}
 
 /// All incarnations.
 #[derive(Default)]
@@ -191,6 +292,9 @@ impl Procs {
         let ts = rec.ts();
         p.first_ts = p.first_ts.min(ts);
         p.last_ts = p.last_ts.max(rec.end_ts());
+        if let Some((tid, n)) = data_in(f, rec) {
+            p.data_in(tid, n);
+        }
         match *rec {
             Record::Fork(r) => {
                 if r.thread {
@@ -454,4 +558,46 @@ pub fn short_command(argv: &[String], max: usize) -> String {
         return s.chars().take(max.saturating_sub(1)).collect::<String>() + "…";
     }
     s
+}
+
+#[cfg(test)]
+mod loader_tests {
+    use super::*;
+
+    #[test]
+    fn data_is_what_is_not_the_program() {
+        for p in ["/data/train/shard-0001.tfrecord", "/tmp/tl/x.bin", "/mnt/imagenet/n01/a.JPEG", "/home/u/c4.json"] {
+            assert!(is_data_path(p.as_bytes()), "{p}");
+        }
+        for p in [
+            "/usr/lib/python3.11/os.py",
+            "/venv/lib/python3.11/site-packages/tensorflow/__init__.py",
+            "/a/__pycache__/b.cpython-311.pyc",
+            "/opt/x/libcudart.so.12",
+            "/proc/self/maps",
+            "/sys/devices/system/cpu/online",
+            "/etc/ld.so.cache",
+            "",
+        ] {
+            assert!(!is_data_path(p.as_bytes()), "{p}");
+        }
+    }
+
+    #[test]
+    fn a_thread_becomes_a_loader_past_a_mebibyte() {
+        let mut p = ProcInfo { pid: 10, comm: Some("python3".into()), ..Default::default() };
+        p.threads.push((12, "tf_Compute".into()));
+        p.data_in(10, 8 << 20);
+        p.data_in(11, LOADER_BYTES - 1);
+        assert!(!p.is_loader_thread(11) && !p.is_loader_thread(10));
+        p.data_in(13, LOADER_BYTES);
+        p.data_in(11, 1);
+        assert_eq!(p.loaders, [13, 11]);
+        assert_eq!(p.thread_name(11), "tf.data thread 2");
+        assert_eq!(p.thread_name(12), "tf_Compute");
+        p.threads.clear();
+        p.threads.push((13, "reader".into()));
+        assert_eq!(p.thread_name(13), "loader thread 1 (reader)");
+        assert_eq!(p.thread_name(14), "python3");
+    }
 }

@@ -543,7 +543,7 @@ impl<'s> Scene<'s> {
             None => {
                 *next_track += 1;
                 let id = *next_track;
-                let name = thread_name(info, tid);
+                let name = info.thread_name(tid);
                 let kind = TrackKind::Thread { pid: info.pid, tid };
                 enc.track(&Track { id, parent: Some(group), name: &name, rank: i32::from(tid != info.pid), kind })?;
                 id
@@ -566,7 +566,7 @@ impl<'s> Scene<'s> {
         let group = self.proc_group(enc, idx)?;
         let info = self.run.procs.get(idx);
         let id = self.out.id();
-        let name = thread_name(info, tid);
+        let name = info.thread_name(tid);
         let kind = TrackKind::Thread { pid: info.pid, tid };
         enc.track(&Track { id, parent: Some(group), name: &name, rank: i32::from(tid != info.pid), kind })?;
         self.out.procs[idx as usize].as_mut().expect("declared by proc_group").sched_threads.insert(tid, id);
@@ -1585,16 +1585,6 @@ fn child_rank(group: &str, name: &str) -> i32 {
         _ => &[],
     };
     order.iter().position(|&n| n == name).map_or(10, |i| i as i32)
-}
-
-/// A thread's name: its comm, else its process's (threads inherit it).
-fn thread_name(p: &crate::procs::ProcInfo, tid: u32) -> String {
-    let comm = p.threads.iter().find(|t| t.0 == tid).map(|t| t.1.as_str()).filter(|c| !c.is_empty());
-    match (comm, &p.comm) {
-        (Some(c), _) => c.to_string(),
-        (None, Some(c)) => c.clone(),
-        _ => format!("thread {tid}"),
-    }
 }
 
 /// A syscall record's thread and how many block requests it started.

@@ -7,8 +7,10 @@ use serde_json::{json, Value};
 
 use crate::kernel::Check;
 use crate::mapped::{Count, ProcMaps};
-use crate::{BlockStats, CacheFill, Histogram, Stats};
+use crate::{BlockStats, CacheFill, Histogram, ProcStats, Stats};
 use mltrace_log::acct;
+use mltrace_log::local_pid;
+use std::collections::HashMap;
 
 fn q(h: &Histogram, q: f64) -> Value {
     h.quantile(q).map_or(Value::Null, Value::from)
@@ -156,6 +158,50 @@ impl Stats {
         Files { listed, has }
     }
 
+    /// Threads other than the main one with scheduling times, by pid.
+    fn threads_by_pid(&self) -> HashMap<u32, Vec<u32>> {
+        let mut by: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (&tid, &(pid, _)) in &self.sched.thread_times {
+            by.entry(pid).or_default().push(tid);
+        }
+        by
+    }
+
+    /// Where each of `p`'s threads' time went: its main thread, then the
+    /// others by tid; `tids` are the others with scheduling times.
+    fn thread_rows(&self, p: &ProcStats, tids: &[u32]) -> Value {
+        let mut tids = tids.to_vec();
+        tids.sort_unstable();
+        let main = self.sched.main_thread.get(&p.pid).map(|t| (p.pid, t));
+        let others = tids.iter().filter_map(|tid| self.sched.thread_times.get(tid).map(|t| (*tid, &t.1)));
+        let rows: Vec<Value> = main
+            .into_iter()
+            .chain(others)
+            .map(|(tid, t)| {
+                let name = p.thread_names.iter().find(|n| n.0 == tid).map_or(p.label(), |n| n.1.as_str());
+                let role = if tid == p.pid {
+                    "main"
+                } else if p.loader_threads.contains(&tid) {
+                    "loader"
+                } else {
+                    "other"
+                };
+                let read_ns = self.thread_reads.get(tid).read_ns;
+                json!({
+                    "tid": local_pid(tid),
+                    "name": name,
+                    "role": role,
+                    "cpu_fraction": t.fraction(t.cpu),
+                    "runnable_fraction": t.fraction(t.runnable),
+                    "read_fraction": t.fraction(read_ns).map(|f| f.min(1.0)),
+                    "io_wait_fraction": t.fraction(t.io_wait),
+                    "sleep_fraction": t.fraction(t.sleep),
+                })
+            })
+            .collect();
+        rows.into()
+    }
+
     /// Everything but the files' entries (`files` is null there).
     fn whole(&self) -> Whole<'_> {
         let pc = self.has_page_cache();
@@ -169,6 +215,7 @@ impl Stats {
         let faulted = |v: u64| if faults { Value::from(v) } else { Value::Null };
         // Through mappings: needs both the mappings and the page cache.
         let via_maps = |v: u64| if maps && pc { Value::from(v) } else { Value::Null };
+        let threads_of = self.threads_by_pid();
         let processes: Vec<Value> = self
             .processes
             .iter()
@@ -219,7 +266,8 @@ impl Stats {
                     "parent": if p.parent == 0 { Value::Null } else { Value::from(p.parent) },
                     "name": p.name,
                     "trace_name": p.trace_name,
-                    "threads": p.threads,
+                    "thread_count": p.threads,
+                    "threads": [],
                     "exit_status": p.exit_status,
                     "reads": p.reads.count,
                     "read_bytes": p.reads.bytes,
@@ -264,6 +312,7 @@ impl Stats {
                     v["runnable_fraction"] = t.fraction(t.runnable).into();
                     v["io_wait_fraction"] = t.fraction(t.io_wait).into();
                     v["sleep_fraction"] = t.fraction(t.sleep).into();
+                    v["threads"] = self.thread_rows(p, threads_of.get(&p.pid).map_or(&[], |v| v.as_slice()));
                 }
                 if let Some(h) = self.header.hosts.get(mltrace_log::host_of(p.pid)) {
                     v["host"] = h.name.clone().into();

@@ -134,6 +134,40 @@ pub struct ProcStats {
     /// What the trace calls it (`DataLoader worker 2 (epoch 3)`), from the
     /// model's reading of the same records; `None` before the log is read.
     pub trace_name: Option<String>,
+    /// Its threads as the trace names them (tid, name), the main one
+    /// first; its loader threads (tids). Both known once the log is read.
+    pub thread_names: Vec<(u32, String)>,
+    pub loader_threads: Vec<u32>,
+    /// What its loader threads are called (`tf.data thread`, `loader thread`).
+    pub loader_word: &'static str,
+}
+
+/// What one thread read from files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadRead {
+    /// Time in read-family calls on files.
+    pub read_ns: u64,
+    /// Bytes those calls brought into the page cache.
+    pub from_storage: u64,
+}
+
+/// [`ThreadRead`] by tid.
+#[derive(Default)]
+pub struct ThreadReads(HashMap<u32, ThreadRead>);
+
+/// Threads whose reads are kept one by one.
+const MAX_THREAD_READS: usize = 1 << 16;
+
+impl ThreadReads {
+    fn add(&mut self, tid: u32, f: impl FnOnce(&mut ThreadRead)) {
+        if self.0.len() < MAX_THREAD_READS || self.0.contains_key(&tid) {
+            f(self.0.entry(tid).or_default());
+        }
+    }
+
+    pub fn get(&self, tid: u32) -> ThreadRead {
+        self.0.get(&tid).copied().unwrap_or_default()
+    }
 }
 
 impl ProcStats {
@@ -289,9 +323,11 @@ pub struct Stats {
     pub trainer: u32,
     /// Whether the trainer's workers have read yet (then it stays).
     trainer_fed: bool,
-    /// The processes whose data-loader workers read files (the trainer,
-    /// or each rank under torchrun).
+    /// The processes whose data-loader workers or loader threads read
+    /// files (the trainer, or each rank under torchrun).
     pub fed: HashSet<u32>,
+    /// What each thread read from files.
+    pub thread_reads: ThreadReads,
     /// Epoch phases: (start, end, name), in the order they ended.
     pub epochs: Vec<(u64, u64, String)>,
     /// Per operation over all processes: sizes asked for and latency.
@@ -374,12 +410,23 @@ impl Stats {
         self.trainer != 0 && self.loader_parent(pid) == Some(self.trainer)
     }
 
-    /// Counts `n` bytes read from `path` by a worker.
-    fn worker_read(&mut self, pid: u32, path: &[u8], kind: FileKind, n: i64) {
+    /// Whether thread `tid` of `pid` is one of its loader threads, as far
+    /// as the log has said so far (the model's reading).
+    fn is_loader_thread(&self, pid: u32, tid: u32) -> bool {
+        let Some(i) = self.tracker.known(pid) else { return false };
+        self.roles.list.get(i as usize).is_some_and(|p| p.is_loader_thread(tid))
+    }
+
+    /// Counts `n` bytes read from `path` by a worker or a loader thread.
+    fn worker_read(&mut self, pid: u32, tid: u32, path: &[u8], kind: FileKind, n: i64) {
         if n <= 0 || !matches!(kind, FileKind::Regular | FileKind::BlockDev) {
             return;
         }
-        let Some(parent) = self.loader_parent(pid) else { return };
+        let parent = match self.loader_parent(pid) {
+            Some(parent) => parent,
+            None if tid != pid && self.is_loader_thread(pid, tid) => pid,
+            None => return,
+        };
         self.fed.insert(parent);
         if !self.trainer_fed {
             // The first process whose workers read is the trainer, the
@@ -466,7 +513,7 @@ impl Stats {
                 p.has_cmdline = true;
             }
             Record::Exit(r) => {
-                self.sched.add(rec, false);
+                self.sched.add(rec, sched::Feeder::No);
                 if r.process_exit {
                     let p = self.proc(r.pid);
                     p.exit_status = Some(r.status);
@@ -497,7 +544,7 @@ impl Stats {
             }
             Record::Io(r) => {
                 if !r.op.is_write() {
-                    self.worker_read(r.pid, f.str(r.path), r.kind, r.ret);
+                    self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret);
                 }
                 let data = !matches!(r.op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncFileRange);
                 self.calls.add("", r.op.name(), data.then_some(r.requested), r.dur);
@@ -511,6 +558,7 @@ impl Stats {
                     // Data reads, not waits on a pipe or socket.
                     if matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
                         p.read_ns += r.dur;
+                        self.thread_reads.add(r.tid, |t| t.read_ns += r.dur);
                     }
                 }
                 if let Some(fs) = self.file(r.pid, f.str(r.path), r.kind) {
@@ -560,7 +608,7 @@ impl Stats {
             }
             Record::IoUring(r) => {
                 if r.op.is_read() {
-                    self.worker_read(r.pid, f.str(r.path), r.kind, r.ret);
+                    self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret);
                 }
                 self.calls.add("io_uring", r.op.name(), Some(r.requested), r.dur);
                 self.proc(r.pid).uring.add(&r);
@@ -630,18 +678,27 @@ impl Stats {
                         self.proc(pid);
                     }
                 }
-                self.sched.add(rec, false);
+                self.sched.add(rec, sched::Feeder::No);
             }
             Record::SchedWake(r) => {
                 self.proc(r.pid);
                 // By one of the woken process's own workers (each rank's
-                // under torchrun, the trainer's among them).
-                let by_worker = self.loader_parent(r.waker_pid) == Some(r.pid);
-                self.sched.add(rec, by_worker);
+                // under torchrun, the trainer's among them) or loader threads.
+                let feeder = if self.loader_parent(r.waker_pid) == Some(r.pid) {
+                    sched::Feeder::Worker
+                } else if r.waker_pid == r.pid && r.waker_tid != r.tid && self.is_loader_thread(r.pid, r.waker_tid) {
+                    sched::Feeder::Thread
+                } else {
+                    sched::Feeder::No
+                };
+                self.sched.add(rec, feeder);
             }
             Record::PageCache(c) => {
                 // A fault on a file it has mapped: read through the mapping.
                 let through = c.during == CacheDuring::Fault && self.maps.maps_file(c.pid, c.dev, c.ino);
+                if c.during == CacheDuring::Read {
+                    self.thread_reads.add(c.tid, |t| t.from_storage += c.bytes);
+                }
                 let p = self.proc(c.pid);
                 p.cache.add(c.during, c.bytes);
                 if through {
@@ -769,6 +826,17 @@ impl Stats {
             let same_fork = all.iter().find(|i| i.forked && Some(i.first_ts) == p.started);
             let info = same_fork.or_else(|| all.iter().find(|i| !i.forked)).unwrap_or(&all[0]);
             p.trace_name = Some(info.name.clone());
+            let tids =
+                std::iter::once(p.pid).chain(info.threads.iter().map(|t| t.0)).chain(info.loaders.iter().copied());
+            let mut names: Vec<(u32, String)> = Vec::new();
+            for tid in tids {
+                if !names.iter().any(|n| n.0 == tid) {
+                    names.push((tid, info.thread_name(tid)));
+                }
+            }
+            p.thread_names = names;
+            p.loader_threads = info.loaders.clone();
+            p.loader_word = info.loader_word();
         }
         self.roles = roles;
     }

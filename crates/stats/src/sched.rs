@@ -1,7 +1,8 @@
 //! Where each traced thread's time went, from the scheduling records:
 //! on CPU, runnable (waiting for a CPU), asleep in uninterruptible I/O
-//! waits (D), asleep otherwise (S), and which process woke it. See
-//! docs/verdict.md for the exact definitions.
+//! waits (D), asleep otherwise (S), and which process woke it: one of
+//! its data-loader workers or loader threads, or not. See docs/verdict.md
+//! for the exact definitions.
 
 use std::collections::HashMap;
 
@@ -63,9 +64,10 @@ struct Thread {
     pid: u32,
     st: St,
     since: u64,
-    /// Its last wake-up was by a worker: if it then wakes another thread
-    /// of its process, it hands a batch on (PyTorch's pin-memory thread).
-    fed: bool,
+    /// How many hops from a loader its last wake-up was (0: not from
+    /// one): if it then wakes another thread of its process, it hands a
+    /// batch on (PyTorch's pin-memory thread, tf.data's prefetch thread).
+    fed: u8,
     /// The call it sleeps in (while asleep).
     call: SleepCall,
     /// Waits that timed out (ended by an interrupt) and were retried: if
@@ -76,6 +78,26 @@ struct Thread {
     /// thread did work in between and the timed-out waits are dropped.
     ran: u64,
 }
+
+/// Who did a wake-up, as far as the log has said so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Feeder {
+    /// Not one of the sleeper's data loaders.
+    #[default]
+    No,
+    /// One of the sleeper's process's data-loader worker processes.
+    Worker,
+    /// One of the sleeper's process's own loader threads.
+    Thread,
+}
+
+/// Most hops from a loader to the thread it hands a batch on to
+/// (tf.data: a reader wakes the map's runner, which wakes the prefetch
+/// thread, which wakes the trainer).
+const MAX_HOPS: u8 = 3;
+
+/// Threads whose times are kept one by one (beyond: counted per process only).
+const MAX_THREAD_TIMES: usize = 1 << 16;
 
 /// CPU time after a timed-out wait beyond which the next wait is not a retry.
 const RETRY_WORK: u64 = 10_000_000;
@@ -93,9 +115,13 @@ pub struct SchedTimes {
     /// By (sleeper tid, waker pid): ns asleep (S or D) that a thread of
     /// the waker's process ended by waking it.
     pub woken_by: HashMap<(u32, u32), u64>,
+    /// By sleeper tid: ns asleep that one of its process's loader threads ended.
+    pub by_threads: HashMap<u32, u64>,
     /// By sleeper tid: ns asleep that another thread of its own process
     /// ended, that thread having been woken by a worker (a hand-on).
     pub handed_on: HashMap<u32, u64>,
+    /// By tid (threads other than a process's main one): (pid, its times).
+    pub thread_times: HashMap<u32, (u32, Times)>,
     /// Scheduling records seen.
     pub records: u64,
     /// The trainer's pid (its main thread is followed over time), or 0.
@@ -112,10 +138,12 @@ struct Waker {
     /// An interrupt (a timer, a device), not a task: no waker process.
     interrupt: bool,
     pid: u32,
-    /// One of the trainer's workers (as far as the log has told so far).
-    by_worker: bool,
-    /// A thread of the sleeper's process, woken by a worker before.
+    /// One of the sleeper's loaders (as far as the log has told so far).
+    feeder: Feeder,
+    /// A thread of the sleeper's process, woken by a loader before.
     handed_on: bool,
+    /// Hops from a loader the sleeper is now (see [`Thread::fed`]).
+    fed: u8,
 }
 
 fn field(st: St) -> Field {
@@ -132,7 +160,7 @@ impl SchedTimes {
     /// Ends thread `tid`'s current interval at `ts` and starts `st`
     /// (asleep in `call`); `waker`: who ended it, for a wake-up.
     fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, call: SleepCall, waker: Option<Waker>) {
-        let (mut fed, mut retried, mut ran) = (false, Vec::new(), 0);
+        let (mut fed, mut retried, mut ran) = (0, Vec::new(), 0);
         if let Some(t) = self.threads.get_mut(&tid) {
             let (since, was, tpid, was_call) = (t.since, t.st, t.pid, t.call);
             (fed, ran) = (t.fed, t.ran);
@@ -141,6 +169,8 @@ impl SchedTimes {
             self.procs.entry(tpid).or_default().add(was, ns);
             if tid == tpid {
                 self.main_thread.entry(tpid).or_default().add(was, ns);
+            } else if self.thread_times.len() < MAX_THREAD_TIMES || self.thread_times.contains_key(&tid) {
+                self.thread_times.entry(tid).or_insert((tpid, Times::default())).1.add(was, ns);
             }
             if was == St::Running {
                 ran += ns;
@@ -167,10 +197,12 @@ impl SchedTimes {
                     let total: u64 = ended.iter().map(|&(a, b)| b.saturating_sub(a)).sum();
                     if w.handed_on {
                         *self.handed_on.entry(tid).or_default() += total;
+                    } else if w.feeder == Feeder::Thread {
+                        *self.by_threads.entry(tid).or_default() += total;
                     } else {
                         *self.woken_by.entry((tid, w.pid)).or_default() += total;
                     }
-                    if !(w.by_worker || w.handed_on) {
+                    if w.feeder == Feeder::No && !w.handed_on {
                         ended.clear();
                     }
                 }
@@ -188,9 +220,8 @@ impl SchedTimes {
                 }
             }
         }
-        // One hop only: a thread the main thread woke does not feed it.
         if let Some(w) = waker {
-            fed = w.by_worker;
+            fed = w.fed;
         }
         match st {
             Some(st) => {
@@ -202,9 +233,9 @@ impl SchedTimes {
         }
     }
 
-    /// Takes one record; `waker_is_worker`: for a wake-up, whether its
-    /// waker is one of the trainer's workers.
-    pub fn add(&mut self, rec: &Record, waker_is_worker: bool) {
+    /// Takes one record; `feeder`: for a wake-up, whether its waker is
+    /// one of the woken process's data loaders.
+    pub fn add(&mut self, rec: &Record, feeder: Feeder) {
         match *rec {
             Record::SchedSwitch(r) => {
                 self.records += 1;
@@ -218,23 +249,28 @@ impl SchedTimes {
             }
             Record::SchedWake(r) if r.op == WakeOp::Waking => {
                 self.records += 1;
-                // A thread of the sleeper's own process that a worker woke
-                // hands the batch on.
-                let handed_on = !waker_is_worker
-                    && r.waker_pid == r.pid
-                    && r.waker_tid != r.tid
-                    && self.threads.get(&r.waker_tid).is_some_and(|w| w.fed);
+                // A thread of the sleeper's own process that a loader woke
+                // (or one it woke, up to MAX_HOPS) hands the batch on.
+                let relay = (r.waker_pid == r.pid && r.waker_tid != r.tid)
+                    .then(|| self.threads.get(&r.waker_tid).map_or(0, |w| w.fed))
+                    .filter(|&h| (1..=MAX_HOPS).contains(&h));
+                let handed_on = feeder == Feeder::No && relay.is_some();
                 match self.threads.get(&r.tid).map(|t| t.st) {
                     // Woken before it got off the CPU: still running.
                     Some(St::Running) | Some(St::Runnable) => {}
                     _ => {
                         let interrupt = r.by.interrupt();
-                        let waker = Waker {
-                            interrupt,
-                            pid: r.waker_pid,
-                            by_worker: waker_is_worker && !interrupt,
-                            handed_on: handed_on && !interrupt,
+                        let feeder = if interrupt { Feeder::No } else { feeder };
+                        // The thread waiting for data (a main thread) is
+                        // never a relay: what it wakes is not fed.
+                        let fed = match (feeder, relay) {
+                            _ if interrupt || r.tid == r.pid => 0,
+                            (Feeder::No, Some(h)) => h + 1,
+                            (Feeder::No, None) => 0,
+                            _ => 1,
                         };
+                        let waker =
+                            Waker { interrupt, pid: r.waker_pid, feeder, handed_on: handed_on && !interrupt, fed };
                         self.set(r.pid, r.tid, r.ts, Some(St::Runnable), SleepCall::None, Some(waker))
                     }
                 }
@@ -264,10 +300,11 @@ impl SchedTimes {
     }
 
     /// Ns the main thread of `pid` slept until a thread of one of
-    /// `workers` woke it, or a thread of its own that one had woken.
+    /// `workers` woke it, one of its loader threads, or a thread of its
+    /// own that one of those had woken.
     pub fn data_wait(&self, pid: u32, workers: &[u32]) -> u64 {
         let direct: u64 = workers.iter().map(|w| self.woken_by.get(&(pid, *w)).copied().unwrap_or(0)).sum();
-        direct + self.handed_on.get(&pid).copied().unwrap_or(0)
+        direct + self.by_threads.get(&pid).copied().unwrap_or(0) + self.handed_on.get(&pid).copied().unwrap_or(0)
     }
 }
 
@@ -301,7 +338,7 @@ mod tests {
 
     impl SchedTimes {
         fn add_t(&mut self, r: &Record) {
-            self.add(r, false)
+            self.add(r, Feeder::No)
         }
     }
 
@@ -336,7 +373,7 @@ mod tests {
             s.add_t(&sw(0, t, SchedState::Sleeping, idle, sched::PREV));
         }
         // The worker wakes the pin thread, which wakes the main thread.
-        s.add(&wake(100, pin, worker), true);
+        s.add(&wake(100, pin, worker), Feeder::Worker);
         s.add_t(&wake(150, main, pin));
         // The main thread wakes the logger, which later wakes it: no data.
         s.add_t(&sw(200, main, SchedState::Sleeping, idle, sched::PREV));
@@ -387,14 +424,14 @@ mod tests {
         s.add_t(&run(0, trainer));
         // time.sleep: ended by its timer, or by a worker's signal.
         s.add_t(&sleep_in(100, trainer, SleepCall::Nanosleep));
-        s.add(&woken(400, trainer, WakeBy::Timer, (0, 0)), false);
+        s.add(&woken(400, trainer, WakeBy::Timer, (0, 0)), Feeder::No);
         s.add_t(&run(410, trainer));
         s.add_t(&sleep_in(500, trainer, SleepCall::Nanosleep));
-        s.add(&woken(700, trainer, WakeBy::Task, worker), true);
+        s.add(&woken(700, trainer, WakeBy::Task, worker), Feeder::Worker);
         s.add_t(&run(710, trainer));
         // A format-1 log names the task a timer interrupted: still not data.
         s.add_t(&sleep_in(800, trainer, SleepCall::Nanosleep));
-        s.add(&woken(900, trainer, WakeBy::Unknown, worker), true);
+        s.add(&woken(900, trainer, WakeBy::Unknown, worker), Feeder::Worker);
         s.finish(1000);
         assert_eq!(s.data_wait(10, &[20]), 0);
         assert_eq!(s.main_thread[&10].sleep, 300 + 200 + 100);
@@ -408,7 +445,7 @@ mod tests {
         for (i, by) in [WakeBy::Timer, WakeBy::Hardirq, WakeBy::Softirq].into_iter().enumerate() {
             let t = 1_000_000_000 * (i as u64 + 1);
             s.add_t(&sleep_in(t, trainer, SleepCall::Futex));
-            s.add(&woken(t + 100, trainer, by, worker), true);
+            s.add(&woken(t + 100, trainer, by, worker), Feeder::Worker);
             // Works 20 ms: the timed-out wait was not retried.
             s.add_t(&run(t + 110, trainer));
         }
@@ -423,23 +460,59 @@ mod tests {
         s.add_t(&run(0, trainer));
         // A queue get with a timeout: times out twice, then data comes.
         s.add_t(&sleep_in(100, trainer, SleepCall::Poll));
-        s.add(&woken(1100, trainer, WakeBy::Timer, (0, 0)), false);
+        s.add(&woken(1100, trainer, WakeBy::Timer, (0, 0)), Feeder::No);
         s.add_t(&run(1110, trainer));
         s.add_t(&sleep_in(1150, trainer, SleepCall::Poll));
-        s.add(&woken(2150, trainer, WakeBy::Timer, (0, 0)), false);
+        s.add(&woken(2150, trainer, WakeBy::Timer, (0, 0)), Feeder::No);
         s.add_t(&run(2160, trainer));
         s.add_t(&sleep_in(2200, trainer, SleepCall::Poll));
-        s.add(&woken(2700, trainer, WakeBy::Task, worker), true);
+        s.add(&woken(2700, trainer, WakeBy::Task, worker), Feeder::Worker);
         s.add_t(&run(2710, trainer));
         // A timed-out wait, then 20 ms of work, then a wait a worker ends:
         // only that last one.
         s.add_t(&sleep_in(3000, trainer, SleepCall::Futex));
-        s.add(&woken(4000, trainer, WakeBy::Timer, (0, 0)), false);
+        s.add(&woken(4000, trainer, WakeBy::Timer, (0, 0)), Feeder::No);
         s.add_t(&run(4010, trainer));
         s.add_t(&sleep_in(20_004_010, trainer, SleepCall::Futex));
-        s.add(&woken(20_004_510, trainer, WakeBy::Task, worker), true);
+        s.add(&woken(20_004_510, trainer, WakeBy::Task, worker), Feeder::Worker);
         s.finish(20_010_000);
         assert_eq!(s.data_wait(10, &[20]), 1000 + 1000 + 500 + 500);
+    }
+
+    #[test]
+    fn a_loader_thread_and_the_relays_it_feeds_end_data_waits() {
+        let mut s = SchedTimes::default();
+        let (main, reader, runner, prefetch, logger) = ((10, 10), (10, 11), (10, 12), (10, 13), (10, 14));
+        s.add_t(&run(0, main));
+        // tf.data: the reader wakes the runner, the runner the prefetch
+        // thread, the prefetch thread the trainer: three hops, counted.
+        s.add_t(&sleep_in(100, main, SleepCall::Futex));
+        s.add(&woken(110, runner, WakeBy::Task, reader), Feeder::Thread);
+        s.add_t(&woken(120, prefetch, WakeBy::Task, runner));
+        s.add_t(&woken(300, main, WakeBy::Task, prefetch));
+        s.add_t(&run(310, main));
+        // A thread pool's loader wakes the trainer itself.
+        s.add_t(&sleep_in(400, main, SleepCall::Futex));
+        s.add(&woken(500, main, WakeBy::Task, reader), Feeder::Thread);
+        s.add_t(&run(510, main));
+        // The trainer, fed, wakes the logger, which wakes it: not data
+        // (the one waiting for data relays nothing).
+        s.add_t(&woken(520, logger, WakeBy::Task, main));
+        s.add_t(&sleep_in(600, main, SleepCall::Futex));
+        s.add_t(&woken(700, main, WakeBy::Task, logger));
+        s.add_t(&run(710, main));
+        // Four hops is too far.
+        let (a, b, c) = ((10, 21), (10, 22), (10, 23));
+        s.add(&woken(800, a, WakeBy::Task, reader), Feeder::Thread);
+        s.add_t(&woken(810, b, WakeBy::Task, a));
+        s.add_t(&woken(820, c, WakeBy::Task, b));
+        s.add_t(&woken(830, logger, WakeBy::Task, c));
+        s.add_t(&sleep_in(900, main, SleepCall::Futex));
+        s.add_t(&woken(1000, main, WakeBy::Task, logger));
+        s.finish(1100);
+        assert_eq!(s.data_wait(10, &[]), 200 + 100);
+        assert_eq!(s.by_threads[&10], 100);
+        assert_eq!(s.main_thread[&10].sleep, 200 + 100 + 100 + 100);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The one-sentence answer to "is the job input-bound?", from the
 //! scheduling records: how long the trainer slept until one of its
-//! data-loader workers woke it, against its time on CPU, and what the
-//! workers did meanwhile. Without scheduling records it says so.
+//! data loaders woke it (worker processes or loader threads), against its
+//! time on CPU, and what the loaders did meanwhile. Without scheduling
+//! records it says so.
 
 use serde_json::{json, Value};
 
@@ -15,6 +16,11 @@ const COMPUTE_BOUND: f64 = 0.5;
 /// What the trainer's workers did, over their threads' time together.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Workers {
+    /// `processes` (forked workers) or `threads` (the trainer's own
+    /// loader threads): whichever ended more of its data waits.
+    pub kind: &'static str,
+    /// What one is called: `worker`, `loader thread`, `tf.data thread`.
+    pub word: &'static str,
     pub count: usize,
     /// The most alive at once (fewer than `count` when respawned per epoch).
     pub at_once: usize,
@@ -82,6 +88,7 @@ impl Verdict {
         let (idle, during) = gpu(&self.gpu);
         let workers = self.workers.as_ref().map_or(Value::Null, |w| {
             json!({
+                "kind": w.kind,
                 "count": w.count,
                 "at_once": w.at_once,
                 "read_fraction": w.read_fraction,
@@ -159,41 +166,54 @@ impl Stats {
         self.processes.iter().filter(|p| p.parent == trainer.pid && p.pid != trainer.pid && p.loader).collect()
     }
 
-    /// The trainer's main thread's share of its time asleep until a worker woke it.
+    /// The trainer's main thread's share of its time asleep until one of
+    /// its loaders (a worker or a loader thread) woke it.
     pub fn data_wait_fraction(&self, trainer: &ProcStats) -> Option<f64> {
         if !self.has_sched() {
             return None;
         }
         let workers: Vec<u32> = self.workers_of(trainer).iter().map(|w| w.pid).collect();
-        if workers.is_empty() {
+        if workers.is_empty() && trainer.loader_threads.is_empty() {
             return None;
         }
         let main = self.sched.main_thread.get(&trainer.pid)?;
         main.fraction(self.sched.data_wait(trainer.pid, &workers))
     }
 
-    /// What `workers` did, and what they read.
-    fn workers_summary(&self, workers: &[&ProcStats]) -> Workers {
+    /// What the trainer's loaders did, and what they read: its worker
+    /// processes, or its loader threads.
+    fn workers_summary(&self, t: &ProcStats, workers: &[&ProcStats]) -> Workers {
+        // Each loader's times, read time and bytes from storage.
+        let each: Vec<(Option<&crate::sched::Times>, u64, u64)> = if self.loaders_are_threads(t, workers) {
+            let times = |tid| self.sched.thread_times.get(&tid).filter(|x| x.0 == t.pid).map(|x| &x.1);
+            let reads = |tid| self.thread_reads.get(tid);
+            t.loader_threads.iter().map(|&tid| (times(tid), reads(tid).read_ns, reads(tid).from_storage)).collect()
+        } else {
+            workers.iter().map(|w| (self.sched.procs.get(&w.pid), w.read_ns, w.cache.during_reads)).collect()
+        };
         let mut wt = crate::sched::Times::default();
         let (mut read_ns, mut from_storage) = (0, 0);
-        for w in workers {
-            if let Some(x) = self.sched.procs.get(&w.pid) {
+        for (times, ns, storage) in &each {
+            if let Some(x) = times {
                 wt.cpu += x.cpu;
                 wt.runnable += x.runnable;
                 wt.io_wait += x.io_wait;
                 wt.sleep += x.sleep;
                 wt.other += x.other;
             }
-            read_ns += w.read_ns;
-            from_storage += w.cache.during_reads;
+            read_ns += ns;
+            from_storage += storage;
         }
+        let threads = self.loaders_are_threads(t, workers);
         let wf = |n| wt.fraction(n).unwrap_or(0.0);
         let files: Vec<(&str, u64)> = self.worker_files.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         // Bytes from files (not pipes or sockets): what the cache could hold.
         let read_bytes = files.iter().map(|f| f.1).sum();
         Workers {
-            count: workers.len(),
-            at_once: most_at_once(workers),
+            kind: if threads { "threads" } else { "processes" },
+            word: if threads { t.loader_word } else { "worker" },
+            count: each.len(),
+            at_once: if threads { each.len() } else { most_at_once(workers) },
             read_fraction: wf(read_ns).min(1.0),
             io_wait_fraction: wf(wt.io_wait),
             cpu_fraction: wf(wt.cpu),
@@ -206,6 +226,18 @@ impl Stats {
                 None
             },
         }
+    }
+
+    /// Whether the trainer's loaders are its own threads: it has loader
+    /// threads, and they ended more of its data waits than its workers.
+    fn loaders_are_threads(&self, t: &ProcStats, workers: &[&ProcStats]) -> bool {
+        if t.loader_threads.is_empty() {
+            return false;
+        }
+        let pids: Vec<u32> = workers.iter().map(|w| w.pid).collect();
+        let by_threads = self.sched.by_threads.get(&t.pid).copied().unwrap_or(0);
+        let by_workers = self.sched.data_wait(t.pid, &pids) - by_threads;
+        workers.is_empty() || by_threads > by_workers
     }
 
     /// GPU idle time against data waits, over the whole run.
@@ -277,7 +309,7 @@ impl Stats {
             let mut v = none(
                 "no-workers",
                 format!(
-                    "no data-loader workers: the trainer was on CPU {}, runnable {}, in I/O wait {}, asleep {} of its time",
+                    "no data loaders (worker processes or loader threads): the trainer was on CPU {}, runnable {}, in I/O wait {}, asleep {} of its time",
                     pct(cpu),
                     pct(run),
                     pct(io),
@@ -287,7 +319,7 @@ impl Stats {
             v.epochs = self.epoch_verdicts();
             return v;
         };
-        let w = self.workers_summary(&workers);
+        let w = self.workers_summary(t, &workers);
         let n = w.count;
         let what = match &w.files {
             Some((files, _)) => format!("reads of {files}"),
@@ -296,9 +328,9 @@ impl Stats {
         let cache = w.cache_fraction.map(|c| format!("{} from cache; ", pct(c))).unwrap_or_default();
         // Respawned workers (a new set each epoch) are counted once per set.
         let who = if w.at_once < n {
-            format!("its {} workers ({n} over the run)", w.at_once)
+            format!("its {} {}s ({n} over the run)", w.at_once, w.word)
         } else {
-            format!("its {n} worker{}", if n == 1 { "" } else { "s" })
+            format!("its {n} {}{}", w.word, if n == 1 { "" } else { "s" })
         };
         let of_workers = format!(
             "{who} spent {} in {what} ({cache}{} in uninterruptible I/O sleep), {} on CPU, {} waiting for a CPU",

@@ -1,0 +1,127 @@
+"""A trainer whose data loaders are threads of its own process, measuring
+its own waits for them.
+
+    thread_loader.py pool DIR STEPS COMPUTE_MS sleep|spin
+    thread_loader.py tfdata DIR STEPS COMPUTE_MS sleep|spin
+
+`pool`: two threads read 1 MiB files of DIR and hash them (standing in
+for decoding; hashlib lets go of the GIL) into a `queue.Queue`; the main
+thread times each `get()`.
+`tfdata`: a TensorFlow `tf.data` pipeline: the files read with a
+parallel map that also decodes them (a matrix product, about 30 ms),
+batched by 4, prefetched 2; the main thread times each `next()`.
+Either way the files are written first and dropped from the page cache
+(the loaders read from storage), and the trainer computes COMPUTE_MS
+per step by sleeping or spinning. It prints `key value` lines: `pid`,
+`total_ns` (its first request to its last batch), `blocked_ns` (time
+waiting for batches) and `steps`.
+"""
+import hashlib
+import os
+import queue
+import sys
+import threading
+import time
+
+FILE = 1 << 20
+# Hash rounds per file (pool) and matrix products per file (tfdata):
+# about 30 ms of one CPU each on the test machines.
+ROUNDS = int(os.environ.get("THREAD_LOADER_ROUNDS", "80"))
+PRODUCTS = int(os.environ.get("THREAD_LOADER_PRODUCTS", "2"))
+
+
+def make_files(d, n):
+    os.makedirs(d, exist_ok=True)
+    paths = []
+    for i in range(n):
+        p = os.path.join(d, f"shard-{i:04d}.bin")
+        if not os.path.exists(p) or os.path.getsize(p) != FILE:
+            with open(p, "wb") as f:
+                f.write(os.urandom(FILE))
+        paths.append(p)
+    os.sync()
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    return paths
+
+
+def compute(ms, how):
+    if how == "sleep":
+        time.sleep(ms / 1000)
+        return
+    end = time.perf_counter() + ms / 1000
+    while time.perf_counter() < end:
+        pass
+
+
+def pool(paths, steps, ms, how):
+    q = queue.Queue(maxsize=4)
+    per_batch = 2
+
+    def loader(k):
+        for step in range(k, steps, 2):
+            h = hashlib.sha256()
+            for j in range(per_batch):
+                with open(paths[(step * per_batch + j) % len(paths)], "rb") as f:
+                    chunk = f.read()
+                for _ in range(ROUNDS):
+                    h.update(chunk)
+            q.put((step, h.hexdigest()))
+
+    threads = [threading.Thread(target=loader, args=(k,), name=f"loader{k}") for k in range(2)]
+    start = time.perf_counter_ns()
+    for t in threads:
+        t.start()
+    blocked = 0
+    for _ in range(steps):
+        t0 = time.perf_counter_ns()
+        q.get()
+        blocked += time.perf_counter_ns() - t0
+        compute(ms, how)
+    total = time.perf_counter_ns() - start
+    for t in threads:
+        t.join()
+    return total, blocked
+
+
+def tfdata(paths, steps, ms, how):
+    import tensorflow as tf
+
+    def decode(path):
+        raw = tf.io.decode_raw(tf.io.read_file(path), tf.uint8)
+        x = tf.reshape(tf.cast(raw, tf.float32), [1024, 1024]) / 255.0
+        for _ in range(PRODUCTS):
+            x = tf.matmul(x, x) / 1024.0
+        return tf.reduce_sum(x)
+
+    ds = tf.data.Dataset.from_tensor_slices(paths[: steps * 4])
+    ds = ds.map(decode, num_parallel_calls=2).batch(4).prefetch(2)
+    start = time.perf_counter_ns()
+    it = iter(ds)
+    blocked = 0
+    for _ in range(steps):
+        t0 = time.perf_counter_ns()
+        next(it)
+        blocked += time.perf_counter_ns() - t0
+        compute(ms, how)
+    total = time.perf_counter_ns() - start
+    return total, blocked
+
+
+def main():
+    mode, d, steps, ms, how = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    if mode == "tfdata":
+        # TensorFlow's own threads, before the clock starts.
+        import tensorflow as tf  # noqa: F401
+    paths = make_files(d, steps * (4 if mode == "tfdata" else 2))
+    total, blocked = (pool if mode == "pool" else tfdata)(paths, steps, ms, how)
+    print(f"pid {os.getpid()}")
+    print(f"total_ns {total}")
+    print(f"blocked_ns {blocked}")
+    print(f"steps {steps}")
+
+
+if __name__ == "__main__":
+    main()
