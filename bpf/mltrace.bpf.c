@@ -72,6 +72,13 @@ struct inflight {
 	u32 nblk;       /* block requests started during the call so far */
 	u8 op;          /* OP_NONE outside recorded syscalls */
 	u8 _pad[3];
+	/* Page-cache insertions of the call in progress not yet sent: a run
+	 * of consecutive pages of one file (see on_pcache); pc_pages 0: none. */
+	u64 pc_ino;
+	u64 pc_index;
+	u64 pc_ts;
+	u32 pc_dev;
+	u32 pc_pages;
 };
 
 struct {
@@ -1443,6 +1450,35 @@ static __always_inline bool adopt_process(struct task_struct *t, u32 tgid)
 	return true;
 }
 
+/* Page-cache insertions (see on_pcache): one record for a run of pages. */
+/* The most pages one record holds (256 MiB of 4 KiB pages). */
+#define PCACHE_RUN_MAX 65536
+
+static __always_inline void send_pcache(u8 op, u64 id, u64 ts, u64 ino, u64 index, u32 dev, u32 pages)
+{
+	struct ev_pcache *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	fill_hdr(&e->h, EV_PCACHE, op, id, ts);
+	e->ino = ino;
+	e->index = index;
+	e->dev = dev;
+	e->pages = pages;
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+/* Sends the call's pending run of insertions, if any. */
+static __always_inline void flush_pcache(struct inflight *st, u64 id)
+{
+	if (!st->pc_pages)
+		return;
+	send_pcache(st->op, id, st->pc_ts, st->pc_ino, st->pc_index, st->pc_dev, st->pc_pages);
+	st->pc_pages = 0;
+}
+
 /* The compat route: raw_tp programs, state in hash maps. */
 SEC("raw_tp/sys_enter")
 int sys_enter(struct bpf_raw_tracepoint_args *ctx)
@@ -1483,6 +1519,7 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	/* No copy of the state (stack is short, see save_args): only this
 	 * thread touches its entry, which goes once the call is handled. */
+	flush_pcache(vp, id);
 	leave(vp, NULL, NULL, (void *)ctx->args[0], ctx->args[1], id, false);
 	bpf_map_delete_elem(&inflight, &tid);
 	return 0;
@@ -1552,6 +1589,7 @@ int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
 	if (!st || st->op == OP_NONE)
 		return 0;
 	/* The state itself, not a copy (stack is short, see save_args). */
+	flush_pcache(st, ((u64)t->tgid << 32) | (u32)t->pid);
 	leave(st, st, t, regs, ret, ((u64)t->tgid << 32) | (u32)t->pid, true);
 	st->op = OP_NONE;
 	return 0;
@@ -1748,10 +1786,14 @@ int sched_exit(struct bpf_raw_tracepoint_args *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = id >> 32, tid = (u32)id;
+	struct inflight *vp;
 
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
 	/* A thread killed inside a syscall never reaches sys_exit. */
+	vp = bpf_map_lookup_elem(&inflight, &tid);
+	if (vp)
+		flush_pcache(vp, id);
 	bpf_map_delete_elem(&inflight, &tid);
 	on_exit((void *)ctx->args[0]);
 	return 0;
@@ -1760,9 +1802,12 @@ int sched_exit(struct bpf_raw_tracepoint_args *ctx)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(fast_sched_exit, struct task_struct *task)
 {
+	struct inflight *st = state_of(task);
 	u32 tgid;
 
-	if (state_of(task)) {
+	if (st) {
+		if (st->op != OP_NONE)
+			flush_pcache(st, ((u64)task->tgid << 32) | (u32)task->pid);
 		on_exit(task);
 		return 0;
 	}
@@ -1777,27 +1822,41 @@ int BPF_PROG(fast_sched_exit, struct task_struct *task)
 
 /*
  * Page-cache insertions caused by traced threads: what they read from
- * storage (or, inside a write, the pages the write filled). One record per
- * insertion (a page, or a large folio of 1 << order pages).
+ * storage (or, inside a write, the pages the write filled). Inside a
+ * recorded call, consecutive insertions of one file (readahead adds a
+ * folio at a time, a 32 MiB read thousands of them) are one record:
+ * the run is kept in the thread's state and sent when the next insertion
+ * does not continue it, when the call ends, or when the thread exits.
+ * Outside calls (faults, exec) each insertion is a record of its own
+ * (a page, or a large folio of 1 << order pages).
  */
-static __always_inline void on_pcache(struct trace_event_raw_mm_filemap_op_page_cache *ctx, u8 op)
+static __always_inline void on_pcache(struct trace_event_raw_mm_filemap_op_page_cache *ctx, struct inflight *st)
 {
-	struct ev_pcache *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	u32 order = 0;
+	u64 id = bpf_get_current_pid_tgid(), ino, index;
+	u32 order = 0, dev, pages;
 
-	if (!e) {
-		count_lost(LOST_RING);
-		return;
-	}
 	/* The tracepoint's record is the program's context: plain loads. */
 	if (bpf_core_field_exists(ctx->order))
 		order = ctx->order & 31;
-	fill_hdr(&e->h, EV_PCACHE, op, bpf_get_current_pid_tgid(), bpf_ktime_get_boot_ns());
-	e->ino = ctx->i_ino;
-	e->index = ctx->index;
-	e->dev = ctx->s_dev;
-	e->pages = 1U << order;
-	bpf_ringbuf_submit(e, wake_flags());
+	pages = 1U << order;
+	ino = ctx->i_ino;
+	index = ctx->index;
+	dev = ctx->s_dev;
+	if (!st || st->op == OP_NONE) {
+		send_pcache(OP_NONE, id, bpf_ktime_get_boot_ns(), ino, index, dev, pages);
+		return;
+	}
+	if (st->pc_pages && st->pc_ino == ino && st->pc_dev == dev && st->pc_index + st->pc_pages == index &&
+	    st->pc_pages + pages <= PCACHE_RUN_MAX) {
+		st->pc_pages += pages;
+		return;
+	}
+	flush_pcache(st, id);
+	st->pc_ino = ino;
+	st->pc_index = index;
+	st->pc_dev = dev;
+	st->pc_pages = pages;
+	st->pc_ts = bpf_ktime_get_boot_ns();
 }
 
 SEC("tp/filemap/mm_filemap_add_to_page_cache")
@@ -1805,12 +1864,10 @@ int pcache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = id >> 32, tid = (u32)id;
-	struct inflight *v;
 
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	v = bpf_map_lookup_elem(&inflight, &tid);
-	on_pcache(ctx, v ? v->op : OP_NONE);
+	on_pcache(ctx, bpf_map_lookup_elem(&inflight, &tid));
 	return 0;
 }
 
@@ -1820,7 +1877,7 @@ int fast_pcache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	struct inflight *st = state_of(bpf_get_current_task_btf());
 
 	if (st)
-		on_pcache(ctx, st->op);
+		on_pcache(ctx, st);
 	return 0;
 }
 

@@ -813,7 +813,9 @@ records! {
     /// Pages a traced thread brought into the page cache
     /// (filemap:mm_filemap_add_to_page_cache, which fires in the task that
     /// caused the insertion): outside writes, bytes read from storage for it,
-    /// whether by a read, a fault on a mapping or readahead.
+    /// whether by a read, a fault on a mapping or readahead. Inside a call,
+    /// a run of consecutive insertions into one file is one record (`ts`
+    /// its first); outside calls, one insertion (a folio).
     15 PageCache "page_cache" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
