@@ -89,9 +89,50 @@ fn run_cpu(cmd: &mut Command) -> Result<(String, u64)> {
     Ok((stdout, ns(ru.ru_utime) + ns(ru.ru_stime)))
 }
 
+/// `name runs ns` lines, as `record` writes them with MLTRACE_BPF_STATS.
+fn prog_stats(p: &Path) -> Vec<(String, u64, u64)> {
+    let text = fs::read_to_string(p).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.to_string(), it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Turns the kernel's per-program run-time counting on for as long as it
+/// lives (as it was before, after).
+struct BpfStats(Option<String>);
+
+impl BpfStats {
+    const PATH: &'static str = "/proc/sys/kernel/bpf_stats_enabled";
+    fn on() -> Self {
+        let was = fs::read_to_string(Self::PATH).ok();
+        let _ = fs::write(Self::PATH, "1");
+        BpfStats(was)
+    }
+}
+
+impl Drop for BpfStats {
+    fn drop(&mut self) {
+        if let Some(w) = &self.0 {
+            let _ = fs::write(Self::PATH, w.trim());
+        }
+    }
+}
+
+/// Drops the page cache, then lets the machine settle. On a VM whose
+/// hypervisor takes freed memory back (virtio-balloon free page
+/// reporting, 2 s after it is freed), a run started at once finds the
+/// dropped cache's pages still in the guest, and one started later must
+/// fault them back from the host: 1.4 s and 0.5 s of CPU against 2.0 s and
+/// 1.8 s for the same untraced job here. The recorder's start-up would put
+/// traced runs on the slow side; waiting puts every run there.
 fn drop_caches() -> Result<()> {
     let _ = Command::new("sync").status();
-    fs::write("/proc/sys/vm/drop_caches", "3").context("dropping the page cache (needs root)")
+    fs::write("/proc/sys/vm/drop_caches", "3").context("dropping the page cache (needs root)")?;
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    Ok(())
 }
 
 pub(crate) fn cold_bench(dir: &Path, mltrace: &Path, baseline: Option<&Path>, reps: usize) -> Result<String> {
@@ -116,19 +157,43 @@ pub(crate) fn cold_bench(dir: &Path, mltrace: &Path, baseline: Option<&Path>, re
     let mut cpu: Vec<Vec<u64>> = vec![Vec::new(); configs.len()];
     let mut shapes: Vec<Option<LogShape>> = vec![None; configs.len()];
     let args = [data.display().to_string(), FILES.to_string(), WORKERS.into(), IDLE_THREADS.into()];
+    // Per program, over the all-on runs: (runs, ns) summed.
+    let stats_file = dir.join("out-e.bpf-stats");
+    let _stats_on = BpfStats::on();
+    let mut progs: Vec<(String, u64, u64)> = Vec::new();
+    let mut progs_runs = 0u64;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for round in 0..reps {
-        let n = configs.len();
-        for ci in (0..n).map(|j| (j + round) % n) {
+        // A new order each round (shuffled, not turned: turning keeps each
+        // configuration right after the same other one, and on this VM a
+        // run leaves the disk in a state the next one feels).
+        let mut order: Vec<usize> = (0..configs.len()).collect();
+        for i in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(i, (seed % (i as u64 + 1)) as usize);
+        }
+        for ci in order {
             let c = configs[ci];
             eprint!("\rbench: cold loader round {}/{reps} {:<28}", round + 1, c.name);
             let _ = std::io::stderr().flush();
             drop_caches()?;
+            // The dataset is cold; the recorder's own binary is read back
+            // (a job reads it once, at its start, not while it loads data).
+            if let Some(bin) = c.args.map(|_| if c.baseline { baseline.unwrap() } else { mltrace }) {
+                let _ = fs::read(bin);
+            }
             let out = match c.args {
                 None => run_cpu(Command::new(&wl).args(&args)),
                 Some(opts) => {
                     let bin: PathBuf = if c.baseline { baseline.unwrap().to_path_buf() } else { mltrace.to_path_buf() };
                     let mut cmd = Command::new(bin);
                     cmd.args(["record", "-q", "-f", "--gpu", "off", "-o"]).arg(&log).args(opts).arg("--").arg(&wl);
+                    let _ = fs::remove_file(&stats_file);
+                    if ci == 1 {
+                        cmd.env("MLTRACE_BPF_STATS", &stats_file);
+                    }
                     run_cpu(cmd.args(&args))
                 }
             };
@@ -142,6 +207,15 @@ pub(crate) fn cold_bench(dir: &Path, mltrace: &Path, baseline: Option<&Path>, re
             if c.args.is_some() {
                 shapes[ci] = shape(&log).ok();
             }
+            if ci == 1 {
+                progs_runs += 1;
+                for (name, runs, ns) in prog_stats(&stats_file) {
+                    match progs.iter_mut().find(|p| p.0 == name) {
+                        Some(p) => (p.1, p.2) = (p.1 + runs, p.2 + ns),
+                        None => progs.push((name, runs, ns)),
+                    }
+                }
+            }
         }
     }
     eprintln!();
@@ -149,7 +223,7 @@ pub(crate) fn cold_bench(dir: &Path, mltrace: &Path, baseline: Option<&Path>, re
     let _ = writeln!(
         t,
         "\n== 7. (e) Cold-cache loader: {WORKERS} workers reading {FILES} files of {} MiB, {IDLE_THREADS} idle threads \
-         in the main process, page cache dropped before each run ({reps} rounds, order turning) ==",
+         in the main process, page cache dropped before each run ({reps} rounds, order shuffled) ==",
         FILE_BYTES >> 20
     );
     let _ = writeln!(
@@ -200,6 +274,30 @@ pub(crate) fn cold_bench(dir: &Path, mltrace: &Path, baseline: Option<&Path>, re
                 old.page_cache >= 5 * new.page_cache && old.page_cache_bytes.abs_diff(new.page_cache_bytes) < 1 << 20
             )
         );
+    }
+    if !progs.is_empty() {
+        progs.sort_by_key(|p| std::cmp::Reverse(p.2));
+        let total: u64 = progs.iter().filter(|p| !p.0.starts_with('(')).map(|p| p.2).sum();
+        let n = progs_runs.max(1);
+        let _ = writeln!(
+            t,
+            "  BPF programs, all on (kernel.bpf_stats_enabled; per run of the job): {} in all; then the \
+             recorder's own CPU before the command ran and while it ran",
+            ms(total as f64 / n as f64).trim_start_matches('+')
+        );
+        for (name, runs, ns) in &progs {
+            if name.starts_with('(') {
+                let _ = writeln!(t, "    {name:<32}{:>10}", ms(*ns as f64 / n as f64).trim_start_matches('+'));
+                continue;
+            }
+            let _ = writeln!(
+                t,
+                "    {name:<22}{:>10} runs{:>10}{:>9.0} ns/run",
+                runs / n,
+                ms(*ns as f64 / n as f64).trim_start_matches('+'),
+                *ns as f64 / (*runs).max(1) as f64
+            );
+        }
     }
     let pct = |ci: usize| (med[ci] as f64 / base as f64 - 1.0) * 100.0;
     let all = pct(1);

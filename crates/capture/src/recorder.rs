@@ -648,6 +648,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     }
     let mut plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
     let mut storage: [MaybeUninit<_>; 4] = std::array::from_fn(|_| MaybeUninit::uninit());
+    let loaded_since = system::boottime_ns();
     let skel = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
     if let Some(why) = &plan.fallback {
         // Slower, but everything is still recorded: say so, once.
@@ -882,6 +883,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 h.join().expect("output relay thread panicked");
             }
         };
+        let startup_cpu = bpf::self_cpu_ns();
         let exec = child.map(launch::Paused::release).unwrap_or(Ok(()));
         let wait_status = match exec {
             Ok(()) => {
@@ -899,6 +901,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 // While the probes are still attached, so the two compare.
                 let disks = if plan.block.is_some() { system::disk_snapshot() } else { None };
                 let uring_ops = if plan.uring.is_ok() { bpf::read_uring_ops(skel_ref) } else { Vec::new() };
+                bpf::write_prog_stats(skel_ref, loaded_since, startup_cpu);
                 shared_ref.stop_samplers.store(true, Ordering::Release);
                 let mut sampler_cpu = proc_h.map(|h| h.join().expect("sampler thread panicked")).unwrap_or(0);
                 let mut warnings = Vec::new();
