@@ -86,3 +86,56 @@ fn a_trainer_and_its_workers_read_at_a_glance() {
     assert_eq!(workers, (0..4).map(|i| format!("DataLoader worker {i}")).collect::<Vec<_>>(), "{names:?}");
     assert!(names.contains(&"python3 loader.py"), "{names:?}");
 }
+
+/// Under a launcher that is a shell (pyenv's shims, `conda run`, a
+/// `train.sh` that ends in `exec python`): the shell's subshells, forked
+/// before it became the trainer, are not workers; the trainer's 4 are.
+#[test]
+fn a_shell_launcher_forks_subshells_not_workers() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = system_python() else {
+        assert!(std::env::var_os("CI").is_none(), "python3 is missing in CI");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("run.bin");
+    let shim = tmp.path().join("python3");
+    // As pyenv's shim does: a few command substitutions, then exec.
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/usr/bin/env bash\nset -e\nv=\"$(echo 3.11)\"\nw=\"$(basename \"$0\")\"\n\
+             x=\"$(printf '%s' \"$v\" | wc -c)\"\nexec {py} \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&shim, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script = repo().join("tests/workloads/loader.py");
+    let data = tmp.path().join("data");
+    let args = [
+        "record",
+        "-f",
+        "--gpu",
+        "off",
+        "-o",
+        log.to_str().unwrap(),
+        "--",
+        shim.to_str().unwrap(),
+        script.to_str().unwrap(),
+        data.to_str().unwrap(),
+    ];
+    let out = mltrace(&args, Path::new("."));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mltrace(&["stats", "--json", log.to_str().unwrap()], Path::new("."));
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v["processes"].as_array().unwrap().iter().filter_map(|p| p["trace_name"].as_str()).collect();
+    let mut workers: Vec<&str> = names.iter().copied().filter(|n| n.contains("worker")).collect();
+    workers.sort();
+    assert_eq!(workers, (0..4).map(|i| format!("DataLoader worker {i}")).collect::<Vec<_>>(), "{names:?}");
+    let w = &v["verdict"]["workers"];
+    assert_eq!((w["count"].as_u64(), w["at_once"].as_u64()), (Some(4), Some(4)), "{}", v["verdict"]);
+    assert!(v["verdict"]["text"].as_str().unwrap().contains("its 4 workers spent"), "{}", v["verdict"]);
+}

@@ -392,6 +392,15 @@ pub fn command_name<S: AsRef<str>>(args: &[S], max: usize) -> String {
     s
 }
 
+/// Whether a program (a command line, or its name) is a shell: what a
+/// shell forks is a subshell (`$(...)`, a pipeline's stage), never a data
+/// loader, even when the shell later execs the trainer (pyenv's shims,
+/// conda run, a `train.sh` that ends in `exec python`).
+pub fn is_shell(program: &str) -> bool {
+    let first = program.split_whitespace().next().unwrap_or("");
+    matches!(basename(first), "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "fish" | "busybox")
+}
+
 /// [`command_name`] of a NUL-separated argv.
 pub fn command_line(argv: &[u8], max: usize) -> String {
     let args: Vec<String> = argv.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();

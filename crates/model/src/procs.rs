@@ -116,6 +116,8 @@ pub struct ProcInfo {
     pub parent: Option<ProcIdx>,
     /// Seen being forked (so it started while recording).
     pub forked: bool,
+    /// Forked while its parent ran a shell: a subshell, not a worker.
+    pub forked_by_shell: bool,
     /// Has records of its own (not only named as a parent).
     pub seen: bool,
     pub first_ts: u64,
@@ -286,6 +288,18 @@ impl Procs {
             let j = self.list.len();
             self.list.push(ProcInfo { pid: tracker.pids[j], first_ts: u64::MAX, ..Default::default() });
         }
+        // The parent's program when it forked this one (a shell forks
+        // subshells, even one that later execs the trainer).
+        let by_shell = match *rec {
+            // A subshell's own forks (a pipeline's stages) are a shell's too.
+            Record::Fork(r) if !r.thread => {
+                tracker.parents[i].and_then(|q| self.list.get(q as usize)).is_some_and(|q| match &q.exec {
+                    Some(e) => names::is_shell(&e.0),
+                    None => q.forked_by_shell || q.comm.as_deref().is_some_and(names::is_shell),
+                })
+            }
+            _ => false,
+        };
         let p = &mut self.list[i];
         p.parent = tracker.parents[i];
         p.seen = true;
@@ -303,6 +317,7 @@ impl Procs {
                     }
                 } else {
                     p.forked = true;
+                    p.forked_by_shell = by_shell;
                     p.first_ts = ts;
                 }
             }
@@ -432,12 +447,12 @@ impl Procs {
         p.parent.map(|q| q as usize).filter(|&q| q < i && p.forked && self.list[q].seen)
     }
 
-    /// Forked from a traced process without exec, or started by
-    /// multiprocessing's spawn or forkserver.
+    /// Forked from a traced process without exec (not by a shell: that
+    /// is a subshell), or started by multiprocessing's spawn or forkserver.
     fn is_worker(&self, i: usize) -> bool {
         let p = &self.list[i];
         match &p.exec {
-            None => self.live_parent(i).is_some(),
+            None => self.live_parent(i).is_some() && !p.forked_by_shell,
             Some((_, argv)) => argv.iter().any(|a| a.contains("multiprocessing.spawn") || a.contains("spawn_main")),
         }
     }

@@ -481,6 +481,8 @@ impl Stats {
                 } else {
                     let parent = self.current.get(&r.parent_pid).map(|&i| &self.processes[i]);
                     let parent = parent.map(|p| (p.name.clone(), p.has_cmdline));
+                    // A shell's fork is a subshell, not a data loader.
+                    let by_shell = parent.as_ref().is_some_and(|p| names::is_shell(&p.0));
                     let root = r.pid == self.header.root_pid;
                     let cmd = names::command_name(&self.header.command, NAME_MAX);
                     let has_cmd = !self.header.command.is_empty();
@@ -492,7 +494,7 @@ impl Stats {
                     let p = self.proc(r.pid);
                     p.parent = r.parent_pid;
                     p.started = Some(r.ts);
-                    p.loader = true;
+                    p.loader = !by_shell;
                     p.maps.inherited_bytes = mapped.inherited;
                     if let Some((n, has_cmdline)) = parent {
                         p.name = n;
