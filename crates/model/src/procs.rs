@@ -253,8 +253,19 @@ pub fn is_data_path(path: &[u8]) -> bool {
 }
 
 /// The thread and bytes of a record that brought the job's data into a
-/// thread: a read of a data file, or a receive from the network.
-fn data_in(f: &Frame<'_>, rec: &Record) -> Option<(u32, u64)> {
+/// thread other than `p`'s main one and not yet one of its loaders: a
+/// read of a data file, or a receive from the network. (The cheap tests
+/// first: most reads are a main thread's or a known loader's.)
+fn data_in(f: &Frame<'_>, rec: &Record, p: &ProcInfo) -> Option<(u32, u64)> {
+    let tid = match *rec {
+        Record::Io(r) => r.tid,
+        Record::IoUring(r) => r.tid,
+        Record::NetCall(r) => r.tid,
+        _ => return None,
+    };
+    if tid == p.pid || p.loaders.contains(&tid) {
+        return None;
+    }
     let (tid, n) = match *rec {
         Record::Io(r) if !r.op.is_write() => match r.kind {
             FileKind::Regular | FileKind::BlockDev if is_data_path(f.str(r.path)) => (r.tid, r.ret),
@@ -306,7 +317,7 @@ impl Procs {
         let ts = rec.ts();
         p.first_ts = p.first_ts.min(ts);
         p.last_ts = p.last_ts.max(rec.end_ts());
-        if let Some((tid, n)) = data_in(f, rec) {
+        if let Some((tid, n)) = data_in(f, rec, p) {
             p.data_in(tid, n);
         }
         match *rec {
