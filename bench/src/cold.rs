@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
@@ -179,15 +179,17 @@ pub(crate) fn cold_bench(dir: &Path, mltrace: &Path, baseline: Option<&Path>, re
             eprint!("\rbench: cold loader round {}/{reps} {:<28}", round + 1, c.name);
             let _ = std::io::stderr().flush();
             drop_caches()?;
-            // The dataset is cold; the recorder's own binary is read back
-            // (a job reads it once, at its start, not while it loads data).
-            if let Some(bin) = c.args.map(|_| if c.baseline { baseline.unwrap() } else { mltrace }) {
-                let _ = fs::read(bin);
-            }
             let out = match c.args {
                 None => run_cpu(Command::new(&wl).args(&args)),
                 Some(opts) => {
-                    let bin: PathBuf = if c.baseline { baseline.unwrap().to_path_buf() } else { mltrace.to_path_buf() };
+                    let bin = match (c.baseline, baseline) {
+                        (true, Some(b)) => b,
+                        _ => mltrace,
+                    };
+                    // The dataset is cold; the recorder's own binary is read
+                    // back (a job reads it once, at its start, not while it
+                    // loads data).
+                    let _ = fs::read(bin);
                     let mut cmd = Command::new(bin);
                     cmd.args(["record", "-q", "-f", "--gpu", "off", "-o"]).arg(&log).args(opts).arg("--").arg(&wl);
                     let _ = fs::remove_file(&stats_file);

@@ -615,8 +615,9 @@ fn op_name(o: u32) -> &'static str {
 /// ran, as `name runs run_time_ns` lines, counted while the kernel's
 /// `kernel.bpf_stats_enabled` is 1 (`make bench` sets it): where the time
 /// the probes take goes, per program; then the recorder's own CPU time
-/// (its threads, user and system) before the command ran and while it ran. Programs are told from another
-/// recorder's by being loaded at or after `loaded_since` (boot-time ns).
+/// (its threads, user and system) before the command ran and while it
+/// ran. Programs are told from another recorder's by being loaded at or
+/// after `loaded_since` (boot-time ns).
 pub fn write_prog_stats(skel: &MltraceSkel<'_>, loaded_since: u64, startup_cpu_ns: u64) {
     let Some(path) = std::env::var_os("MLTRACE_BPF_STATS") else { return };
     let ours: Vec<String> =
@@ -630,22 +631,10 @@ pub fn write_prog_stats(skel: &MltraceSkel<'_>, loaded_since: u64, startup_cpu_n
     }
     // The recorder's own threads (user + system): before the command ran
     // (loading and verifying the programs), and while it ran.
-    let now = self_cpu_ns();
+    let now = mltrace_sample::process_cpu_ns();
     out.push_str(&format!("(recorder,start-up) 1 {startup_cpu_ns}\n"));
     out.push_str(&format!("(recorder,run) 1 {}\n", now.saturating_sub(startup_cpu_ns)));
     if let Err(e) = std::fs::write(&path, out) {
         eprintln!("mltrace: MLTRACE_BPF_STATS: {}: {e}", std::path::Path::new(&path).display());
     }
-}
-
-/// CPU time (user + system) of this process's threads so far.
-pub fn self_cpu_ns() -> u64 {
-    // SAFETY: rusage is plain data, filled by the kernel.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru
-    };
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    ns(ru.ru_utime) + ns(ru.ru_stime)
 }

@@ -883,7 +883,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 h.join().expect("output relay thread panicked");
             }
         };
-        let startup_cpu = bpf::self_cpu_ns();
+        let startup_cpu = mltrace_sample::process_cpu_ns();
         let exec = child.map(launch::Paused::release).unwrap_or(Ok(()));
         let wait_status = match exec {
             Ok(()) => {

@@ -43,12 +43,21 @@ pub fn boottime_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+fn cpu_clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: as above; both CPU-time clocks always exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// CPU time this thread has used, in ns (to measure the samplers' cost).
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: as above.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    cpu_clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time all of this process's threads have used, in ns.
+pub fn process_cpu_ns() -> u64 {
+    cpu_clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// Calls `tick` every `interval` (on a fixed schedule, so slow ticks do not

@@ -192,9 +192,8 @@ impl SchedTimes {
                     ran = 0;
                 }
                 Some(w) if asleep => {
-                    ended = std::mem::take(&mut retried);
-                    ended.push((since, ts));
-                    let total: u64 = ended.iter().map(|&(a, b)| b.saturating_sub(a)).sum();
+                    let retried_ns: u64 = retried.iter().map(|&(a, b)| b.saturating_sub(a)).sum();
+                    let total = retried_ns + ts.saturating_sub(since);
                     if w.handed_on {
                         *self.handed_on.entry(tid).or_default() += total;
                     } else if w.feeder == Feeder::Thread {
@@ -202,8 +201,13 @@ impl SchedTimes {
                     } else {
                         *self.woken_by.entry((tid, w.pid)).or_default() += total;
                     }
-                    if w.feeder == Feeder::No && !w.handed_on {
-                        ended.clear();
+                    // Only a data wait's intervals go on (most wake-ups are
+                    // not: no list is built for them).
+                    if w.feeder != Feeder::No || w.handed_on {
+                        ended = std::mem::take(&mut retried);
+                        ended.push((since, ts));
+                    } else {
+                        retried.clear();
                     }
                 }
                 _ => {}

@@ -183,8 +183,9 @@ impl Stats {
     /// What the trainer's loaders did, and what they read: its worker
     /// processes, or its loader threads.
     fn workers_summary(&self, t: &ProcStats, workers: &[&ProcStats]) -> Workers {
+        let threads = self.loaders_are_threads(t, workers);
         // Each loader's times, read time and bytes from storage.
-        let each: Vec<(Option<&crate::sched::Times>, u64, u64)> = if self.loaders_are_threads(t, workers) {
+        let each: Vec<(Option<&crate::sched::Times>, u64, u64)> = if threads {
             let times = |tid| self.sched.thread_times.get(&tid).filter(|x| x.0 == t.pid).map(|x| &x.1);
             let reads = |tid| self.thread_reads.get(tid);
             t.loader_threads.iter().map(|&tid| (times(tid), reads(tid).read_ns, reads(tid).from_storage)).collect()
@@ -204,7 +205,6 @@ impl Stats {
             read_ns += ns;
             from_storage += storage;
         }
-        let threads = self.loaders_are_threads(t, workers);
         let wf = |n| wt.fraction(n).unwrap_or(0.0);
         let files: Vec<(&str, u64)> = self.worker_files.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         // Bytes from files (not pipes or sockets): what the cache could hold.
