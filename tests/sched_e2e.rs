@@ -18,11 +18,7 @@ fn measuring() -> std::sync::RwLockReadGuard<'static, ()> {
     CPU_SHARES.read().unwrap_or_else(|e| e.into_inner())
 }
 
-struct Run {
-    log: PathBuf,
-    kv: std::collections::HashMap<String, i64>,
-    json: serde_json::Value,
-}
+use mltrace_tests::Recorded as Run;
 
 fn record(dir: &Path, bin: &Path, data: &Path, extra: &[&str]) -> Run {
     let mut args = vec!["--gpu", "off"];
@@ -44,13 +40,7 @@ fn record_with(dir: &Path, bin: &Path, data: &Path, opts: &[&str], work: &[&str]
         .envs(env.iter().copied())
         .output()
         .expect("running mltrace");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains(" 0 lost"), "{stderr}");
-    let kv = key_values(&String::from_utf8_lossy(&out.stdout));
-    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
-    assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
-    Run { log, kv, json: serde_json::from_slice(&js.stdout).unwrap() }
+    recorded(&out, log, dir)
 }
 
 fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {

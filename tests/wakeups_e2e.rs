@@ -6,7 +6,7 @@
 //! `data_wait_fraction` must match the trainer's own clock either way, on
 //! both syscall routes. And the trace shows a timer-ended sleep as such.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use mltrace_log::*;
 use mltrace_tests::*;
@@ -14,11 +14,7 @@ use mltrace_tests::*;
 /// Both CPUs are kept busy: one test at a time.
 static BUSY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-struct Run {
-    log: PathBuf,
-    kv: std::collections::HashMap<String, i64>,
-    json: serde_json::Value,
-}
+use mltrace_tests::Recorded as Run;
 
 /// Records the trainer computing COMPUTE_MS per step by `how` (sleep,
 /// spin), with `route`'s options.
@@ -34,13 +30,7 @@ fn record(dir: &Path, py: &str, how: &str, route: &[&str]) -> Run {
     args.extend_from_slice(route);
     args.extend(["--", py, script.to_str().unwrap(), data.to_str().unwrap(), "100", "10", how]);
     let out = mltrace(&args, dir);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains(" 0 lost"), "{stderr}");
-    let kv = key_values(&String::from_utf8_lossy(&out.stdout));
-    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
-    assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
-    Run { log, kv, json: serde_json::from_slice(&js.stdout).unwrap() }
+    recorded(&out, log, dir)
 }
 
 /// The trainer's life in the log, exec to exit, and its records.
@@ -92,10 +82,7 @@ fn timed_sleeps(recs: &[Rec], pid: u32) -> (usize, usize, usize) {
 }
 
 fn sleeping_trainer(route: &[&str]) {
-    let Some(py) = system_python() else {
-        assert!(std::env::var_os("CI").is_none(), "python3 is missing in CI");
-        return;
-    };
+    let Some(py) = system_python() else { return };
     let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let run = record(dir.path(), &py, "sleep", route);
@@ -125,10 +112,7 @@ fn a_trainer_that_spins_to_compute_waits_as_it_measured() {
     if !require_root() {
         return;
     }
-    let Some(py) = system_python() else {
-        assert!(std::env::var_os("CI").is_none(), "python3 is missing in CI");
-        return;
-    };
+    let Some(py) = system_python() else { return };
     let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     for route in [&[][..], &["--syscall-probes", "compat"][..]] {
@@ -152,10 +136,7 @@ fn the_trace_shows_a_timer_ended_sleep_as_such() {
     if !require_root() {
         return;
     }
-    let Some(py) = system_python() else {
-        assert!(std::env::var_os("CI").is_none(), "python3 is missing in CI");
-        return;
-    };
+    let Some(py) = system_python() else { return };
     let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let run = record(dir.path(), &py, "sleep", &[]);

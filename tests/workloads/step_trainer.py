@@ -18,6 +18,8 @@ import os
 import sys
 import time
 
+from compute import compute
+
 WORKERS = 4
 CHUNK = 1 << 20
 # Hash rounds per batch: about 30 ms of one CPU on the test machines.
@@ -34,15 +36,6 @@ def worker(wid, data, steps, q):
             for _ in range(ROUNDS):
                 h.update(chunk)
             q.put((step, h.hexdigest()))
-
-
-def compute(ms, how):
-    if how == "sleep":
-        time.sleep(ms / 1000)
-        return
-    end = time.perf_counter() + ms / 1000
-    while time.perf_counter() < end:
-        pass
 
 
 def main():

@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+from compute import compute
+
 FILE = 1 << 20
 # Hash rounds per file (pool) and matrix products per file (tfdata):
 # about 30 ms of one CPU each on the test machines.
@@ -45,15 +47,6 @@ def make_files(d, n):
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(fd)
     return paths
-
-
-def compute(ms, how):
-    if how == "sleep":
-        time.sleep(ms / 1000)
-        return
-    end = time.perf_counter() + ms / 1000
-    while time.perf_counter() < end:
-        pass
 
 
 def pool(paths, steps, ms, how):
