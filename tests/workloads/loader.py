@@ -9,7 +9,7 @@ import sys
 import threading
 
 
-def worker(wid, paths, q):
+def worker(wid, paths, q, done):
     n = 0
     for p in paths[wid::4]:
         with open(p, "rb") as f:
@@ -19,6 +19,10 @@ def worker(wid, paths, q):
                     break
                 n += len(b)
     q.put((wid, n))
+    # Alive until all four have read, as a DataLoader's workers are for an
+    # epoch: the tests count the workers at once, which a fast one exiting
+    # before the last starts would make a race.
+    done.wait()
 
 
 def main():
@@ -43,10 +47,12 @@ def main():
         t.join()
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    ws = [ctx.Process(target=worker, args=(i, paths, q)) for i in range(4)]
+    done = ctx.Event()
+    ws = [ctx.Process(target=worker, args=(i, paths, q, done)) for i in range(4)]
     for w in ws:
         w.start()
     total = sum(q.get()[1] for _ in ws)
+    done.set()
     for w in ws:
         w.join()
     print("read", total)
