@@ -588,6 +588,31 @@ pub mod net {
     pub const PARTIAL: u8 = 4;
 }
 
+code_enum!(
+    /// The CUDA driver call behind a [`GpuCall`]: the calls that make the
+    /// host wait for the GPU (`_v2` and `_ptsz` entry points are the same call).
+    GpuApi, fallback StreamSynchronize, {
+        StreamSynchronize = 0 => "cuStreamSynchronize",
+        CtxSynchronize = 1 => "cuCtxSynchronize",
+        EventSynchronize = 2 => "cuEventSynchronize",
+        /// The blocking copies (the `Async` ones enqueue and return).
+        Memcpy = 8 => "cuMemcpy",
+        MemcpyDtoH = 9 => "cuMemcpyDtoH",
+        MemcpyHtoD = 10 => "cuMemcpyHtoD",
+        MemcpyDtoD = 11 => "cuMemcpyDtoD",
+        MemcpyPeer = 12 => "cuMemcpyPeer",
+        Memcpy2D = 13 => "cuMemcpy2D",
+        Memcpy3D = 14 => "cuMemcpy3D",
+    }
+);
+
+impl GpuApi {
+    /// A copy (its `bytes` are known), not a synchronisation.
+    pub fn is_copy(self) -> bool {
+        (self as u8) >= 8
+    }
+}
+
 /// Bits of [`MajorFault::flags`].
 pub mod fault {
     /// The kernel said which file page it read in (filemap:mm_filemap_fault
@@ -1024,6 +1049,22 @@ records! {
         10 bytes: u64 = plain,
         /// [`net`] bits.
         11 flags: u8 = plain,
+    }
+
+    /// A CUDA driver call that waited for the GPU (see [`GpuApi`]), seen by
+    /// a uprobe on `libcuda.so.1`: from entry to return, spinning or
+    /// asleep. `stream` is the stream waited on (0: the default stream,
+    /// or the call has none), for `cuEventSynchronize` the event; `bytes`
+    /// a copy's size; `ret` the CUresult (0 = success).
+    24 GpuCall "gpu_call" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 call: GpuApi = plain,
+        5 stream: u64 = plain,
+        6 bytes: u64 = plain,
+        7 ret: i32 = plain,
     }
 
     /// Something a GPU reported at one instant (clock throttling, an XID

@@ -66,10 +66,12 @@ pub enum ArgKey {
     GpuEvent,
     GpuEventCode,
     Peer,
+    Stream,
+    Event,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 59] = [
+    pub const ALL: [ArgKey; 61] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -129,6 +131,8 @@ impl ArgKey {
         ArgKey::GpuEvent,
         ArgKey::GpuEventCode,
         ArgKey::Peer,
+        ArgKey::Stream,
+        ArgKey::Event,
     ];
 
     pub fn name(self) -> &'static str {
@@ -193,6 +197,8 @@ impl ArgKey {
             // The clock reason mask, the XID number, or how many ECC errors.
             ArgKey::GpuEventCode => "code",
             ArgKey::Peer => "peer",
+            ArgKey::Stream => "stream",
+            ArgKey::Event => "event",
         }
     }
 }

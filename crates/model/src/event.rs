@@ -45,6 +45,7 @@ pub fn is_call(r: &Record) -> bool {
             | Record::IoUring(_)
             | Record::Aio(_)
             | Record::NetCall(_)
+            | Record::GpuCall(_)
     )
 }
 
@@ -83,6 +84,24 @@ pub fn net_key(op: NetOp, ret: i64, bytes: u64) -> u64 {
 pub fn net_name(r: &NetCall) -> String {
     let v = if r.ret < 0 { r.ret } else { r.bytes as i64 };
     labels::syscall(r.op.name(), v)
+}
+
+pub fn gpu_key(r: &GpuCall) -> u64 {
+    let v = if r.call.is_copy() { r.bytes } else { 0 };
+    (8 << 56) | ((r.call as u64) << 48) | (u64::from(r.ret != 0) << 47) | (v & ((1 << 47) - 1))
+}
+
+/// `cuStreamSynchronize`, `cuMemcpyDtoH 64 MiB`, `cuCtxSynchronize failed`.
+pub fn gpu_name(r: &GpuCall) -> String {
+    let mut s = r.call.name().to_string();
+    if r.call.is_copy() {
+        s.push(' ');
+        s.push_str(&mltrace_log::names::size(r.bytes));
+    }
+    if r.ret != 0 {
+        s.push_str(" failed");
+    }
+    s
 }
 
 /// Opens and closes are named after their file: the key hashes what the
@@ -308,6 +327,27 @@ impl Args for NetArgs<'_> {
     }
 }
 
+/// A CUDA call that waited for the GPU: what it waited on.
+pub struct GpuArgs<'a> {
+    pub r: &'a GpuCall,
+}
+
+impl Args for GpuArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let r = self.r;
+        match r.call {
+            GpuApi::EventSynchronize => s.str(K::Event, hex(r.stream).as_bytes()),
+            GpuApi::CtxSynchronize => {}
+            _ if r.call.is_copy() => s.uint(K::Bytes, r.bytes),
+            _ if r.stream == 0 => s.str(K::Stream, b"default"),
+            _ => s.str(K::Stream, hex(r.stream).as_bytes()),
+        }
+        // CUresult: 0 is CUDA_SUCCESS.
+        s.int(K::Result, i64::from(r.ret));
+        s.int(K::Tid, i64::from(r.tid));
+    }
+}
+
 /// Name-key tags of mappings and faults (opens use their op, closes 255).
 pub const MAP_TAG: u8 = 0x40;
 pub const FAULT_TAG: u8 = 0x50;
@@ -447,6 +487,10 @@ pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut OwnedArgs) -> Option<Str
         Record::NetCall(r) => {
             NetArgs { r, path: f.str(r.path), peer: f.str(r.peer) }.write(args);
             net_name(r)
+        }
+        Record::GpuCall(r) => {
+            GpuArgs { r }.write(args);
+            gpu_name(r)
         }
         _ => return None,
     })

@@ -695,7 +695,8 @@ impl<'s> Scene<'s> {
             | Record::Transfer(_)
             | Record::IoUring(_)
             | Record::Aio(_)
-            | Record::NetCall(_) => {
+            | Record::NetCall(_)
+            | Record::GpuCall(_) => {
                 if let Some(i) = idx {
                     match rec {
                         Record::Io(r) => self.io(enc, f, i, r)?,
@@ -705,6 +706,7 @@ impl<'s> Scene<'s> {
                         Record::IoUring(r) => self.uring(enc, f, i, r)?,
                         Record::Aio(r) => self.aio(enc, f, i, r)?,
                         Record::NetCall(r) => self.net(enc, f, i, r)?,
+                        Record::GpuCall(r) => self.gpu_call(enc, i, r)?,
                         _ => {}
                     }
                 }
@@ -975,6 +977,13 @@ impl<'s> Scene<'s> {
         self.stats.syscalls += 1;
         let name = Name::Keyed(event::net_key(r.op, r.ret, r.bytes), &make);
         self.slice(enc, track, r.ts, r.dur, name, &event::NetArgs { r, path, peer })
+    }
+
+    fn gpu_call<E: Encoder>(&mut self, enc: &mut E, idx: ProcIdx, r: &GpuCall) -> io::Result<()> {
+        let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
+        let make = move || event::gpu_name(r);
+        let name = Name::Keyed(event::gpu_key(r), &make);
+        self.slice(enc, track, r.ts, r.dur, name, &event::GpuArgs { r })
     }
 
     fn lost<E: Encoder>(&mut self, enc: &mut E, r: &Lost) -> io::Result<()> {

@@ -453,6 +453,11 @@ impl Stats {
         }
     }
 
+    /// A CUDA call that waited for the GPU.
+    fn gpu_call(&mut self, r: &GpuCall) {
+        let _ = r;
+    }
+
     fn file(&mut self, pid: u32, path: &[u8], kind: FileKind) -> Option<&mut FileStats> {
         if !is_file(kind) || path.is_empty() {
             return None;
@@ -576,6 +581,7 @@ impl Stats {
                     }
                 }
             }
+            Record::GpuCall(r) => self.gpu_call(&r),
             Record::NetCall(r) => {
                 self.calls.add("", r.op.name(), Some(r.requested), r.dur);
                 self.proc(r.pid).sockets.net(&r);

@@ -332,3 +332,36 @@ pub fn io_accounting() -> Vec<Col> {
 pub fn lost() -> Vec<Col> {
     vec![("ts", I64, false), ("wall", Wall, true), ("kind", Str, false), ("count", I64, false)]
 }
+
+/// The tables made from a kind's declaration alone (see [`of_kind`]): a
+/// new kind gets its table by a line here.
+pub const KIND_TABLES: &[(u8, &str)] = &[(mltrace_log::GpuCall::CODE, "gpu_calls")];
+
+/// A kind's table: `ts`, `dur` (when it has one), `wall`, `epoch`, the
+/// process columns (when it has a pid), then each other field under its
+/// declared name: integers and times as int64, codes and strings as text.
+pub fn of_kind(code: u8) -> Vec<Col> {
+    use mltrace_log::Value;
+    let Some(rec) = mltrace_log::Record::build(code, |_| 0) else { return Vec::new() };
+    let (names, _) = rec.fields();
+    let mut cols: Vec<Col> = vec![("ts", I64, false)];
+    if names.contains(&"dur") {
+        cols.push(("dur", I64, false));
+    }
+    cols.extend([("wall", Wall, true), ("epoch", I64, true)]);
+    if names.contains(&"pid") && names.contains(&"tid") {
+        cols.extend(who!());
+    }
+    rec.visit(&mut |name, v| {
+        if !matches!(name, "ts" | "dur" | "pid" | "tid") {
+            let ty = match v {
+                Value::U(_) | Value::I(_) | Value::Time(_) => I64,
+                Value::Bool(_) => Bool,
+                Value::F64(_) => F64,
+                Value::Str(_) | Value::Code(_) => Str,
+            };
+            cols.push((name, ty, ty == Str));
+        }
+    });
+    cols
+}

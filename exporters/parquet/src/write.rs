@@ -31,6 +31,8 @@ struct Tables {
     gpu_events: Table,
     io_accounting: Table,
     lost: Table,
+    /// [`schema::KIND_TABLES`], in that order.
+    by_kind: Vec<Table>,
 }
 
 impl Tables {
@@ -51,6 +53,10 @@ impl Tables {
             gpu_events: Table::create(dir, "gpu_events", &schema::gpu_events(), n)?,
             io_accounting: Table::create(dir, "io_accounting", &schema::io_accounting(), n)?,
             lost: Table::create(dir, "lost", &schema::lost(), n)?,
+            by_kind: schema::KIND_TABLES
+                .iter()
+                .map(|&(code, name)| Table::create(dir, name, &schema::of_kind(code), n))
+                .collect::<Result<_, _>>()?,
         })
     }
 
@@ -73,6 +79,7 @@ impl Tables {
             self.lost,
         ];
         all.into_iter()
+            .chain(self.by_kind)
             .map(|t| {
                 let name = t.name;
                 let rows = t.close()?;
@@ -568,9 +575,54 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
             t.i64(i(l.ts))?.wall(cx.wall(l.ts))?.str(l.kind.name())?.i64(i(l.count))?;
             t.end_row()
         }
+        Record::GpuCall(_) => kind_row(&mut tb.by_kind, cx, f, rec, idx),
         // In `processes`, from the survey.
         Record::Fork(_) | Record::Exec(_) | Record::Comm(_) | Record::Exit(_) => Ok(()),
     }
+}
+
+/// A row of a table made from the kind's declaration ([`schema::of_kind`]).
+fn kind_row(
+    tables: &mut [Table],
+    cx: &Ctx<'_>,
+    f: &Frame<'_>,
+    rec: &Record,
+    idx: Option<ProcIdx>,
+) -> Result<(), Error> {
+    let Some(k) = schema::KIND_TABLES.iter().position(|&(code, _)| code == rec.code()) else { return Ok(()) };
+    let t = &mut tables[k];
+    let (mut dur, mut pid, mut tid) = (None, None, None);
+    rec.visit(&mut |name, v| match (name, v) {
+        ("dur", Value::U(x)) => dur = Some(x),
+        ("pid", Value::U(x)) => pid = Some(x as u32),
+        ("tid", Value::U(x)) => tid = Some(x as u32),
+        _ => {}
+    });
+    let ts = rec.ts();
+    t.i64(i(ts))?;
+    if let Some(d) = dur {
+        t.i64(i(d))?;
+    }
+    t.wall(cx.wall(ts))?.opt_i64(cx.epoch(ts))?;
+    if let (Some(pid), Some(tid)) = (pid, tid) {
+        cx.who_cols(t, pid, tid, idx)?;
+    }
+    let mut res = Ok(());
+    rec.visit(&mut |name, v| {
+        if res.is_err() || matches!(name, "ts" | "dur" | "pid" | "tid") {
+            return;
+        }
+        res = match v {
+            Value::U(x) | Value::Time(x) => t.i64(i(x)).map(drop),
+            Value::I(x) => t.i64(x).map(drop),
+            Value::Bool(x) => t.bool(x).map(drop),
+            Value::F64(x) => t.f64(x).map(drop),
+            Value::Str(s) => t.path(f.str(s)).map(drop),
+            Value::Code(c) => t.str(c).map(drop),
+        };
+    });
+    res?;
+    t.end_row()
 }
 
 fn processes(t: &mut Table, cx: &Ctx<'_>) -> Result<(), Error> {
