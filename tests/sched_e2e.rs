@@ -317,7 +317,7 @@ fn per_epoch_and_gpu_idle_against_what_the_trainer_measured() {
         eprintln!("epoch {k}: data wait {got:.3} (measured {want:.3}), {e}");
     }
     assert_eq!(epochs[0]["kind"], "input-bound", "{v}");
-    assert_eq!(epochs[1]["kind"], "compute-bound", "{v}");
+    assert_eq!(epochs[1]["kind"], "cpu-bound", "{v}");
     // The stand-in GPU 0 idles only while the trainer waits (and before and
     // after it runs): most of its idle time is in data waits. Its GPU 1
     // stays at 12% (not idle), half of the GPU time summed over both.
@@ -350,7 +350,7 @@ fn per_epoch_and_gpu_idle_against_what_the_trainer_measured() {
     assert_eq!(got.len(), 3, "{got:?}");
     assert_eq!(got[0], ("Verdict", v["text"].as_str().unwrap()));
     assert!(got[1].0 == "epochs" && got[1].1.starts_with("EPOCH 1: input-bound, waited for data"), "{got:?}");
-    assert!(got[2].1.starts_with("EPOCH 2: compute-bound"), "{got:?}");
+    assert!(got[2].1.starts_with("EPOCH 2: cpu-bound"), "{got:?}");
 }
 
 /// An untraced busy loop on CPU 0 that the traced thread there hands the

@@ -28,6 +28,13 @@ pub fn annotations<R: Read + Seek>(reader: &mut LogReader<R>) -> anyhow::Result<
     if let Some(d) = v.data_wait_fraction {
         run.push((ArgKey::DataWait, pct(d)));
     }
+    if let Some(b) = v.breakdown {
+        run.extend([
+            (ArgKey::GpuWait, pct(b.gpu_wait)),
+            (ArgKey::OwnIo, pct(b.own_io)),
+            (ArgKey::OnCpu, pct(b.on_cpu)),
+        ]);
+    }
     if let Some(g) = v.gpu {
         if let Some(i) = g.idle_fraction {
             run.push((ArgKey::GpuIdle, pct(i)));
@@ -46,6 +53,15 @@ pub fn annotations<R: Read + Seek>(reader: &mut LogReader<R>) -> anyhow::Result<
         }
         if let Some(c) = e.cpu_fraction {
             args.push((ArgKey::OnCpu, pct(c)));
+        }
+        if let Some(b) = e.breakdown {
+            args.extend([(ArgKey::GpuWait, pct(b.gpu_wait)), (ArgKey::OwnIo, pct(b.own_io))]);
+            if b.gpu_wait >= 0.005 {
+                label.push_str(&format!(", for the GPU {}", pct(b.gpu_wait)));
+            }
+            if b.own_io >= 0.005 {
+                label.push_str(&format!(", own file I/O {}", pct(b.own_io)));
+            }
         }
         if let Some(g) = e.gpu {
             if let Some(i) = g.idle_fraction {

@@ -68,10 +68,12 @@ pub enum ArgKey {
     Peer,
     Stream,
     Event,
+    GpuWait,
+    OwnIo,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 61] = [
+    pub const ALL: [ArgKey; 63] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -133,6 +135,8 @@ impl ArgKey {
         ArgKey::Peer,
         ArgKey::Stream,
         ArgKey::Event,
+        ArgKey::GpuWait,
+        ArgKey::OwnIo,
     ];
 
     pub fn name(self) -> &'static str {
@@ -199,6 +203,8 @@ impl ArgKey {
             ArgKey::Peer => "peer",
             ArgKey::Stream => "stream",
             ArgKey::Event => "event",
+            ArgKey::GpuWait => "gpu wait",
+            ArgKey::OwnIo => "own file I/O",
         }
     }
 }

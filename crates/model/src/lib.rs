@@ -10,6 +10,7 @@
 
 pub mod annotate;
 pub mod args;
+pub mod checkpoints;
 pub mod disk_counters;
 pub mod encoder;
 pub mod event;

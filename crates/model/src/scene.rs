@@ -44,6 +44,7 @@ pub const MAX_THREAD_TRACKS: usize = 12;
 
 /// Group names, as the viewer shows them.
 pub const PHASES_GROUP: &str = "Training phases";
+pub const CHECKPOINTS_GROUP: &str = "Checkpoints";
 pub const CPU_DETAILS: &str = "CPU details";
 pub const LOST_GROUP: &str = "mltrace: lost events";
 pub const LOST_TRACK: &str = "mltrace: lost events (total)";
@@ -55,6 +56,7 @@ pub fn group_rank(name: &str) -> i32 {
     match name {
         crate::annotate::VERDICT_TRACK => -10,
         PHASES_GROUP => 0,
+        CHECKPOINTS_GROUP => 5,
         n if n.starts_with("GPU") => 10,
         "CPU" => 20,
         n if n.starts_with("Disk") => 30,
@@ -373,7 +375,46 @@ impl<'s> Scene<'s> {
         let rank = group_rank(crate::annotate::VERDICT_TRACK);
         let out = &mut self.out;
         self.stats.slices += crate::annotate::draw(enc, &self.run.annotations, range, rank, &mut || out.id())?;
-        self.phases(enc, range)
+        self.phases(enc, range)?;
+        self.checkpoints(enc, range)
+    }
+
+    /// The checkpoints that meet `[from, to)`, on their own track: path,
+    /// size and MB/s.
+    fn checkpoints<E: Encoder>(&mut self, enc: &mut E, (from, to): (u64, u64)) -> io::Result<()> {
+        let run = self.run;
+        let mut id = None;
+        for c in run.checkpoints.iter().filter(|c| c.end >= from && c.start < to) {
+            let track = match id {
+                Some(t) => t,
+                None => {
+                    let t = self.out.id();
+                    let rank = group_rank(CHECKPOINTS_GROUP);
+                    enc.track(&Track { id: t, parent: None, name: CHECKPOINTS_GROUP, rank, kind: TrackKind::Slices })?;
+                    id = Some(t);
+                    t
+                }
+            };
+            let name = format!("checkpoint {} ({:.0} MB/s)", mltrace_log::names::size(c.bytes), c.mb_per_s());
+            let s = Slice {
+                track,
+                ts: c.start,
+                dur: c.end - c.start,
+                name: Name::Str(&name),
+                flows_out: &[],
+                flows_in: &[],
+            };
+            enc.slice(
+                &s,
+                &FnArgs(|a: &mut dyn crate::ArgSink| {
+                    a.str(ArgKey::Path, c.path.as_bytes());
+                    a.uint(ArgKey::Bytes, c.bytes);
+                    a.uint(ArgKey::Pid, u64::from(c.pid));
+                }),
+            )?;
+            self.stats.slices += 1;
+        }
+        Ok(())
     }
 
     /// Ends the file. `last`: the log is done, so disk counters still held

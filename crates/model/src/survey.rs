@@ -65,6 +65,8 @@ pub struct Survey {
     pub marks: Vec<MarkInfo>,
     pub gpu_events: Vec<GpuEventInfo>,
     pub lost: Vec<LostInfo>,
+    /// By start.
+    pub checkpoints: Vec<crate::checkpoints::Checkpoint>,
     /// Earliest start and latest end of any record.
     pub first_ts: u64,
     pub last_ts: u64,
@@ -177,6 +179,7 @@ impl Survey {
             marks: Vec::new(),
             gpu_events: Vec::new(),
             lost: Vec::new(),
+            checkpoints: Vec::new(),
             first_ts: u64::MAX,
             last_ts: 0,
             records: 0,
@@ -191,12 +194,15 @@ impl Survey {
             annotations: Vec::new(),
         };
         let mut tracker = ProcTracker::default();
+        let mut checkpoints = crate::checkpoints::Detector::default();
         while let Some(mut frame) = reader.next_frame()? {
             while let Some(rec) = frame.next_record() {
                 let idx = tracker.observe(&rec);
+                checkpoints.add(&frame, &rec);
                 s.take(&frame, &rec, idx, &tracker);
             }
         }
+        s.checkpoints = checkpoints.finish();
         s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&s.header)).collect();
         s.trailer = reader.trailer().cloned();
         if s.first_ts == u64::MAX {

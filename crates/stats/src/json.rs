@@ -298,6 +298,8 @@ impl Stats {
                     "runnable_fraction": Value::Null,
                     "io_wait_fraction": Value::Null,
                     "sleep_fraction": Value::Null,
+                    "gpu_wait_fraction": Value::Null,
+                    "own_io_fraction": Value::Null,
                     "data_wait_fraction": Value::Null,
                 });
                 crate::async_io::json_fields(p, &mut v);
@@ -312,6 +314,10 @@ impl Stats {
                     v["runnable_fraction"] = t.fraction(t.runnable).into();
                     v["io_wait_fraction"] = t.fraction(t.io_wait).into();
                     v["sleep_fraction"] = t.fraction(t.sleep).into();
+                    // Time in calls over its threads' time (a call can
+                    // begin before the first scheduling record: at most 1).
+                    v["gpu_wait_fraction"] = t.fraction(p.gpu_wait_ns).map(|f| f.min(1.0)).into();
+                    v["own_io_fraction"] = t.fraction(p.own_io_ns).map(|f| f.min(1.0)).into();
                     v["threads"] = self.thread_rows(p, threads_of.get(&p.pid).map_or(&[], |v| v.as_slice()));
                 }
                 if let Some(h) = self.header.hosts.get(mltrace_log::host_of(p.pid)) {
@@ -364,6 +370,17 @@ impl Stats {
                 v
             }).collect::<Vec<_>>(),
             "peers": self.peers.to_json(),
+            "checkpoints": self.checkpoints.iter().map(|c| {
+                let t0 = self.first_ts.unwrap_or(c.start);
+                json!({
+                    "path": c.path,
+                    "pid": c.pid,
+                    "start_s": c.start.saturating_sub(t0) as f64 / 1e9,
+                    "duration_s": c.end.saturating_sub(c.start) as f64 / 1e9,
+                    "bytes": c.bytes,
+                    "files": c.files,
+                })
+            }).collect::<Vec<_>>(),
             "hosts": self.hosts_json(),
             "lost": self.total_lost(),
             "lost_by_kind": self.lost.iter().map(|(k, n)| (k.name().to_string(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),

@@ -96,6 +96,11 @@ pub struct DiskStats {
 #[derive(Clone, Default)]
 pub struct ProcStats {
     pub pid: u32,
+    /// Ns its threads spent in CUDA calls that waited for the GPU, and in
+    /// calls on its files (reads, writes, fsyncs, opens and closes of
+    /// regular files and block devices).
+    pub gpu_wait_ns: u64,
+    pub own_io_ns: u64,
     pub parent: u32,
     pub name: String,
     pub threads: u64,
@@ -277,6 +282,10 @@ pub type Summary = (f64, u64, f64);
 #[derive(Default)]
 pub struct Stats {
     pub header: Header,
+    /// Found while reading ([`Stats::checkpoints`] once read).
+    checkpoint_detector: mltrace_model::checkpoints::Detector,
+    /// By start, once the log is read.
+    pub checkpoints: Vec<mltrace_model::checkpoints::Checkpoint>,
     pub trailer: Option<Trailer>,
     /// The log's format version (major, minor).
     pub format: (u16, u16),
@@ -455,7 +464,17 @@ impl Stats {
 
     /// A CUDA call that waited for the GPU.
     fn gpu_call(&mut self, r: &GpuCall) {
-        let _ = r;
+        self.proc(r.pid).gpu_wait_ns += r.dur;
+        self.sched.call(r.pid, r.tid, r.ts, r.ts.saturating_add(r.dur), sched::CallKind::Gpu);
+    }
+
+    /// A call of `pid`'s thread `tid` on a file of `kind`: its own I/O when
+    /// the file is one (a pipe or socket is how data comes, not I/O).
+    fn own_io(&mut self, pid: u32, tid: u32, ts: u64, dur: u64, kind: FileKind) {
+        if matches!(kind, FileKind::Regular | FileKind::BlockDev) {
+            self.proc(pid).own_io_ns += dur;
+            self.sched.call(pid, tid, ts, ts.saturating_add(dur), sched::CallKind::OwnIo);
+        }
     }
 
     fn file(&mut self, pid: u32, path: &[u8], kind: FileKind) -> Option<&mut FileStats> {
@@ -550,6 +569,7 @@ impl Stats {
                 }
             }
             Record::Io(r) => {
+                self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
                 if !r.op.is_write() {
                     self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret);
                 }
@@ -588,6 +608,7 @@ impl Stats {
                 self.peers.add(&f.str_lossy(r.peer), &r);
             }
             Record::Transfer(r) => {
+                self.own_io(r.pid, r.tid, r.ts, r.dur, FileKind::Regular);
                 self.calls.add("", r.op.name(), Some(r.requested), r.dur);
                 let p = self.proc(r.pid);
                 p.traced_io.transfer(r.ret);
@@ -604,6 +625,7 @@ impl Stats {
                 }
             }
             Record::Open(r) => {
+                self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
                 self.calls.add("", r.op.name(), None, r.dur);
                 self.proc(r.pid).opens.add(if r.ret < 0 { r.ret } else { 0 }, r.dur);
                 // A result an import did not have still counts for the file
@@ -636,7 +658,10 @@ impl Stats {
                 // Only the first iocb's file is known: it counts as touched.
                 self.file(r.pid, f.str(r.path), r.kind);
             }
-            Record::Close(r) => self.proc(r.pid).closes += 1,
+            Record::Close(r) => {
+                self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
+                self.proc(r.pid).closes += 1
+            }
             Record::Lost(r) => match self.lost.iter_mut().find(|(k, _)| *k == r.kind) {
                 Some((_, n)) => *n += r.count,
                 None => self.lost.push((r.kind, r.count)),
@@ -804,12 +829,14 @@ impl Stats {
         while let Some(mut f) = reader.next_frame()? {
             while let Some(rec) = f.next_record() {
                 s.add(&f, &rec);
+                s.checkpoint_detector.add(&f, &rec);
                 also(&f, &rec);
             }
         }
         if let Some(end) = s.last_ts {
             s.sched.finish(end);
         }
+        s.checkpoints = std::mem::take(&mut s.checkpoint_detector).finish();
         s.name_as_the_trace();
         let header = reader.header().clone();
         s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&header)).collect();
@@ -847,6 +874,30 @@ impl Stats {
             p.loader_word = info.loader_word();
         }
         self.roles = roles;
+    }
+
+    /// Checkpoints: big files (or directories of shards) written in one burst.
+    fn render_checkpoints(&self, o: &mut String, top: usize) {
+        if self.checkpoints.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "\ncheckpoints (64 MiB or more written in one burst):");
+        let t0 = self.first_ts.unwrap_or(0);
+        let mut rows = vec![["start", "duration", "size", "MB/s", "pid", "path"].map(String::from).to_vec()];
+        for c in self.checkpoints.iter().take(top) {
+            rows.push(vec![
+                format!("+{}", duration(c.start.saturating_sub(t0))),
+                duration(c.end.saturating_sub(c.start)),
+                bytes(c.bytes),
+                format!("{:.0}", c.mb_per_s()),
+                c.pid.to_string(),
+                c.path.clone(),
+            ]);
+        }
+        o.push_str(&table(&rows));
+        if self.checkpoints.len() > top {
+            let _ = writeln!(o, "  ({} more)", self.checkpoints.len() - top);
+        }
     }
 
     /// Traffic per interface and RDMA port (idle ones counted, not listed).
@@ -1322,6 +1373,7 @@ impl Stats {
             }
             o.push_str(&table(&rows));
         }
+        self.render_checkpoints(&mut o, top);
         self.render_peers(&mut o, top);
         self.render_network(&mut o);
         self.render_hosts(&mut o);

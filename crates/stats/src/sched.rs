@@ -4,7 +4,7 @@
 //! its data-loader workers or loader threads, or not. See docs/verdict.md
 //! for the exact definitions.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use mltrace_log::*;
 
@@ -79,6 +79,43 @@ struct Thread {
     ran: u64,
 }
 
+/// A call a main thread spent time in, taken out of its states so that
+/// the verdict's breakdown adds up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    /// A CUDA call that waited for the GPU.
+    Gpu,
+    /// A call on one of its files (not a pipe or socket: a wait for data
+    /// on those is a data wait).
+    OwnIo,
+}
+
+/// A main thread's time inside its calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InCalls {
+    pub gpu: u64,
+    pub own_io: u64,
+    /// Both, by the state the thread was in.
+    pub states: Times,
+    /// Both, asleep until a loader woke it (never expected: kept so the
+    /// split cannot count time twice).
+    pub data_wait: u64,
+}
+
+/// A closed interval of a main thread: `data` when it was a data wait.
+#[derive(Clone, Copy)]
+struct Interval {
+    from: u64,
+    to: u64,
+    st: St,
+    data: bool,
+}
+
+/// Closed intervals kept per main thread for the calls that end later
+/// (a call's record comes when it returns). A sync call preempted more
+/// often than this while it spins is counted for its latest part.
+const KEEP_INTERVALS: usize = 512;
+
 /// Who did a wake-up, as far as the log has said so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Feeder {
@@ -130,6 +167,10 @@ pub struct SchedTimes {
     pub timeline: Option<Timeline>,
     /// GPU idle time against the trainer's data waits.
     pub gpu: GpuIdle,
+    /// By pid: its main thread's latest closed intervals.
+    recent: HashMap<u32, VecDeque<Interval>>,
+    /// By pid: its main thread's time inside calls.
+    pub in_calls: HashMap<u32, InCalls>,
 }
 
 /// Who ended a sleep.
@@ -212,6 +253,14 @@ impl SchedTimes {
                 }
                 _ => {}
             }
+            if tid == tpid {
+                let data = ended.last() == Some(&(since, ts));
+                let q = self.recent.entry(tid).or_default();
+                if q.len() == KEEP_INTERVALS {
+                    q.pop_front();
+                }
+                q.push_back(Interval { from: since, to: ts, st: was, data });
+            }
             if tid == self.trainer && tpid == self.trainer {
                 if let Some(tl) = self.timeline.as_mut() {
                     tl.add(field(was), since, ts);
@@ -284,6 +333,60 @@ impl SchedTimes {
                 self.set(e.pid, e.tid, e.ts, None, SleepCall::None, None)
             }
             _ => {}
+        }
+    }
+
+    /// Thread `tid` of `pid` was inside a call of `kind` over
+    /// `[from, to)`: for a main thread, that time moves out of the states
+    /// it was in (and out of a data wait) into the call's kind.
+    pub fn call(&mut self, pid: u32, tid: u32, from: u64, to: u64, kind: CallKind) {
+        if tid != pid || to <= from {
+            return;
+        }
+        let mut parts: [(u64, u64, St, bool); 8] = [(0, 0, St::Other, false); 8];
+        let mut n = 0;
+        // The open interval (closed later, whole), then the closed ones
+        // back to the call's start.
+        if let Some(t) = self.threads.get(&tid).filter(|t| t.pid == pid && t.since < to) {
+            parts[0] = (t.since.max(from), to, t.st, false);
+            n = 1;
+        }
+        let mut spill = Vec::new();
+        if let Some(q) = self.recent.get(&tid) {
+            for iv in q.iter().rev() {
+                if iv.to <= from {
+                    break;
+                }
+                let (a, b) = (iv.from.max(from), iv.to.min(to));
+                if b > a {
+                    if n < parts.len() {
+                        parts[n] = (a, b, iv.st, iv.data);
+                        n += 1;
+                    } else {
+                        spill.push((a, b, iv.st, iv.data));
+                    }
+                }
+            }
+        }
+        let ic = self.in_calls.entry(pid).or_default();
+        let mut tl = self.timeline.as_mut().filter(|_| pid == self.trainer);
+        for &(a, b, st, data) in parts[..n].iter().chain(&spill) {
+            let ns = b - a;
+            ic.states.add(st, ns);
+            if data {
+                ic.data_wait += ns;
+            }
+            match kind {
+                CallKind::Gpu => ic.gpu += ns,
+                CallKind::OwnIo => ic.own_io += ns,
+            }
+            if let Some(tl) = tl.as_mut() {
+                tl.sub(field(st), a, b);
+                if data {
+                    tl.sub(Field::DataWait, a, b);
+                }
+                tl.add(if kind == CallKind::Gpu { Field::GpuWait } else { Field::OwnIo }, a, b);
+            }
         }
     }
 

@@ -20,6 +20,11 @@ pub struct Span {
     pub other: f64,
     /// Asleep until a worker woke it (within `sleep` + `io_wait`).
     pub data_wait: f64,
+    /// Inside a CUDA call that waited for the GPU, and inside its own file
+    /// calls: time taken out of the states above, so that `total` counts
+    /// it once.
+    pub gpu_wait: f64,
+    pub own_io: f64,
     /// GPU time sampled, idle, and idle during a data wait (summed over GPUs).
     pub gpu_sampled: f64,
     pub gpu_idle: f64,
@@ -28,7 +33,7 @@ pub struct Span {
 
 impl Span {
     pub fn total(&self) -> f64 {
-        self.cpu + self.runnable + self.io_wait + self.sleep + self.other
+        self.cpu + self.runnable + self.io_wait + self.sleep + self.other + self.gpu_wait + self.own_io
     }
 
     fn add_scaled(&mut self, o: &Span, k: f64) {
@@ -38,6 +43,8 @@ impl Span {
         self.sleep += o.sleep * k;
         self.other += o.other * k;
         self.data_wait += o.data_wait * k;
+        self.gpu_wait += o.gpu_wait * k;
+        self.own_io += o.own_io * k;
         self.gpu_sampled += o.gpu_sampled * k;
         self.gpu_idle += o.gpu_idle * k;
         self.gpu_idle_data_wait += o.gpu_idle_data_wait * k;
@@ -53,6 +60,8 @@ pub enum Field {
     Sleep,
     Other,
     DataWait,
+    GpuWait,
+    OwnIo,
     GpuSampled,
     GpuIdle,
     GpuIdleDataWait,
@@ -66,6 +75,8 @@ fn slot(s: &mut Span, f: Field) -> &mut f64 {
         Field::Sleep => &mut s.sleep,
         Field::Other => &mut s.other,
         Field::DataWait => &mut s.data_wait,
+        Field::GpuWait => &mut s.gpu_wait,
+        Field::OwnIo => &mut s.own_io,
         Field::GpuSampled => &mut s.gpu_sampled,
         Field::GpuIdle => &mut s.gpu_idle,
         Field::GpuIdleDataWait => &mut s.gpu_idle_data_wait,
@@ -102,18 +113,27 @@ impl Timeline {
 
     /// Adds `[from, to)` to `field`, split across the bins it covers.
     pub fn add(&mut self, field: Field, from: u64, to: u64) {
+        self.add_signed(field, from, to, 1.0);
+    }
+
+    /// Takes `[from, to)` out of `field` (time moved to another field).
+    pub fn sub(&mut self, field: Field, from: u64, to: u64) {
+        self.add_signed(field, from, to, -1.0);
+    }
+
+    fn add_signed(&mut self, field: Field, from: u64, to: u64, sign: f64) {
         if to <= from {
             return;
         }
         let (a, b) = (self.index(from), self.index(to - 1));
         if a == b {
-            *slot(&mut self.bins[a], field) += (to - from) as f64;
+            *slot(&mut self.bins[a], field) += sign * (to - from) as f64;
             return;
         }
         for i in a..=b {
             let s = if i == a { from } else { self.bin_start(i) };
             let e = if i == b { to } else { self.bin_start(i + 1) };
-            *slot(&mut self.bins[i], field) += e.saturating_sub(s) as f64;
+            *slot(&mut self.bins[i], field) += sign * e.saturating_sub(s) as f64;
         }
     }
 

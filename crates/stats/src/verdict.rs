@@ -8,10 +8,108 @@ use serde_json::{json, Value};
 
 use crate::{ProcStats, Stats};
 
-/// The trainer waited for its workers at least this share of its time.
-const INPUT_BOUND: f64 = 0.2;
-/// The trainer was on CPU at least this share of its time.
-const COMPUTE_BOUND: f64 = 0.5;
+/// The trainer stalled (for data, or in its own file I/O) at least this
+/// share of its time.
+const STALL_BOUND: f64 = 0.2;
+/// The trainer waited for the GPU, or was on CPU, at least this share.
+const BUSY_BOUND: f64 = 0.5;
+
+/// Where the trainer's main thread's time went, as shares that add up
+/// to 1 (see docs/verdict.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Breakdown {
+    /// Asleep until one of its loaders woke it.
+    pub data_wait: f64,
+    /// Inside CUDA calls that waited for the GPU (spinning or asleep).
+    pub gpu_wait: f64,
+    /// Inside its own calls on files (checkpoint writes, fsync, its reads).
+    pub own_io: f64,
+    /// On a CPU outside those calls.
+    pub on_cpu: f64,
+    /// Waiting for a CPU outside those calls.
+    pub runnable: f64,
+    /// Everything else: other sleeps and waits.
+    pub other: f64,
+}
+
+impl Breakdown {
+    /// From ns: the total, and each part but `other` (the rest).
+    fn of(total: f64, data_wait: f64, gpu_wait: f64, own_io: f64, on_cpu: f64, runnable: f64) -> Option<Breakdown> {
+        if total <= 0.0 {
+            return None;
+        }
+        let f = |x: f64| (x / total).clamp(0.0, 1.0);
+        let mut b = Breakdown {
+            data_wait: f(data_wait),
+            gpu_wait: f(gpu_wait),
+            own_io: f(own_io),
+            on_cpu: f(on_cpu),
+            runnable: f(runnable),
+            other: 0.0,
+        };
+        // Records a few microseconds out of order can make the parts
+        // overlap by as much: they are scaled to fit.
+        let sum = b.data_wait + b.gpu_wait + b.own_io + b.on_cpu + b.runnable;
+        if sum > 1.0 {
+            for x in [&mut b.data_wait, &mut b.gpu_wait, &mut b.own_io, &mut b.on_cpu, &mut b.runnable] {
+                *x /= sum;
+            }
+        }
+        b.other = (1.0 - sum).max(0.0);
+        Some(b)
+    }
+
+    /// The kind: a stall (data, own I/O) of a fifth of the time names it
+    /// (the larger one); else waiting for the GPU or on CPU half the time;
+    /// else `mixed`.
+    pub fn kind(&self) -> &'static str {
+        let stall = self.data_wait.max(self.own_io);
+        if stall >= STALL_BOUND {
+            if self.data_wait >= self.own_io {
+                "input-bound"
+            } else {
+                "io-bound"
+            }
+        } else if self.gpu_wait >= BUSY_BOUND && self.gpu_wait >= self.on_cpu {
+            "gpu-bound"
+        } else if self.on_cpu >= BUSY_BOUND {
+            "cpu-bound"
+        } else {
+            "mixed"
+        }
+    }
+
+    pub fn to_json(self) -> Value {
+        json!({
+            "data_wait": self.data_wait,
+            "gpu_wait": self.gpu_wait,
+            "own_io": self.own_io,
+            "on_cpu": self.on_cpu,
+            "runnable": self.runnable,
+            "other": self.other,
+        })
+    }
+
+    /// `on CPU 40%, waiting for data 31%, ...`: the parts over 0.5%,
+    /// largest first, but `skip` (the one the sentence leads with).
+    fn text(&self, skip: &str) -> String {
+        let mut parts = [
+            (self.data_wait, "waiting for data"),
+            (self.gpu_wait, "waiting for the GPU"),
+            (self.own_io, "in its own file I/O"),
+            (self.on_cpu, "on CPU"),
+            (self.runnable, "waiting for a CPU"),
+            (self.other, "otherwise asleep"),
+        ];
+        parts.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let shown: Vec<String> = parts
+            .iter()
+            .filter(|p| p.0 >= 0.005 && p.1 != skip)
+            .map(|(f, what)| format!("{what} {}", pct(*f)))
+            .collect();
+        shown.join(", ")
+    }
+}
 
 /// What the trainer's workers did, over their threads' time together.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,18 +155,20 @@ pub struct EpochVerdict {
     pub kind: &'static str,
     pub data_wait_fraction: Option<f64>,
     pub cpu_fraction: Option<f64>,
+    pub breakdown: Option<Breakdown>,
     pub gpu: Option<GpuOverlap>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
-    /// `input-bound`, `compute-bound`, `mixed`, `no-workers`, or
+    /// `input-bound`, `gpu-bound`, `cpu-bound`, `io-bound`, `mixed`, or
     /// `no-scheduling-data`.
     pub kind: &'static str,
     pub text: String,
     /// The trainer's pid (the command's, or below a wrapper), if in the log.
     pub trainer_pid: Option<u32>,
     pub data_wait_fraction: Option<f64>,
+    pub breakdown: Option<Breakdown>,
     pub workers: Option<Workers>,
     /// Null without GPU counters.
     pub gpu: Option<GpuOverlap>,
@@ -113,6 +213,7 @@ impl Verdict {
                     "kind": e.kind,
                     "data_wait_fraction": e.data_wait_fraction,
                     "cpu_fraction": e.cpu_fraction,
+                    "breakdown": e.breakdown.map(|b| b.to_json()),
                     "gpu_idle_fraction": idle,
                     "gpu_idle_during_data_wait_fraction": during,
                 })
@@ -123,6 +224,7 @@ impl Verdict {
             "text": self.text,
             "trainer_pid": self.trainer_pid,
             "data_wait_fraction": self.data_wait_fraction,
+            "breakdown": self.breakdown.map(|b| b.to_json()),
             "workers": workers,
             "gpu_idle_fraction": idle,
             "gpu_idle_during_data_wait_fraction": during,
@@ -133,17 +235,6 @@ impl Verdict {
 
 fn pct(f: f64) -> String {
     format!("{:.0}%", f * 100.0)
-}
-
-/// The kind, from the trainer's data-wait and on-CPU shares.
-fn kind_of(dw: f64, cpu: f64) -> &'static str {
-    if dw >= INPUT_BOUND {
-        "input-bound"
-    } else if cpu >= COMPUTE_BOUND {
-        "compute-bound"
-    } else {
-        "mixed"
-    }
 }
 
 impl Stats {
@@ -259,17 +350,15 @@ impl Stats {
             .into_iter()
             .map(|(start, end, name)| {
                 let w = tl.window(start, end);
-                let (dw, cpu) = (ratio(w.data_wait, w.total()), ratio(w.cpu, w.total()));
+                let b = Breakdown::of(w.total(), w.data_wait, w.gpu_wait, w.own_io, w.cpu, w.runnable);
                 EpochVerdict {
                     name,
                     start,
                     end,
-                    kind: match (dw, cpu) {
-                        (Some(d), Some(c)) => kind_of(d, c),
-                        _ => "no-scheduling-data",
-                    },
-                    data_wait_fraction: dw,
-                    cpu_fraction: cpu,
+                    kind: b.map_or("no-scheduling-data", |b| b.kind()),
+                    data_wait_fraction: b.map(|b| b.data_wait),
+                    cpu_fraction: b.map(|b| b.on_cpu),
+                    breakdown: b,
                     gpu: gpus.then(|| GpuOverlap {
                         idle_fraction: ratio(w.gpu_idle, w.gpu_sampled),
                         idle_during_data_wait_fraction: ratio(w.gpu_idle_data_wait, w.gpu_idle),
@@ -286,6 +375,7 @@ impl Stats {
             text,
             trainer_pid,
             data_wait_fraction: None,
+            breakdown: None,
             workers: None,
             gpu: None,
             epochs: Vec::new(),
@@ -302,44 +392,22 @@ impl Stats {
         let Some(main) = self.sched.main_thread.get(&t.pid).filter(|m| m.total() > 0) else {
             return none("no-scheduling-data", "no verdict: no scheduling records of the trainer".into());
         };
-        let frac = |n| main.fraction(n).unwrap_or(0.0);
-        let (cpu, run, io, sleep) = (frac(main.cpu), frac(main.runnable), frac(main.io_wait), frac(main.sleep));
         let workers = self.workers_of(t);
-        let Some(dw) = self.data_wait_fraction(t) else {
-            let mut v = none(
-                "no-workers",
-                format!(
-                    "no data loaders (worker processes or loader threads): the trainer was on CPU {}, runnable {}, in I/O wait {}, asleep {} of its time",
-                    pct(cpu),
-                    pct(run),
-                    pct(io),
-                    pct(sleep)
-                ),
-            );
-            v.epochs = self.epoch_verdicts();
-            return v;
+        let pids: Vec<u32> = workers.iter().map(|w| w.pid).collect();
+        let has_loaders = !pids.is_empty() || !t.loader_threads.is_empty();
+        let dw_ns = if has_loaders { self.sched.data_wait(t.pid, &pids) } else { 0 };
+        let ic = self.sched.in_calls.get(&t.pid).copied().unwrap_or_default();
+        let Some(b) = Breakdown::of(
+            main.total() as f64,
+            dw_ns.saturating_sub(ic.data_wait) as f64,
+            ic.gpu as f64,
+            ic.own_io as f64,
+            main.cpu.saturating_sub(ic.states.cpu) as f64,
+            main.runnable.saturating_sub(ic.states.runnable) as f64,
+        ) else {
+            return none("no-scheduling-data", "no verdict: no scheduling records of the trainer".into());
         };
-        let w = self.workers_summary(t, &workers);
-        let n = w.count;
-        let what = match &w.files {
-            Some((files, _)) => format!("reads of {files}"),
-            None => "file reads".to_string(),
-        };
-        let cache = w.cache_fraction.map(|c| format!("{} from cache; ", pct(c))).unwrap_or_default();
-        // Respawned workers (a new set each epoch) are counted once per set.
-        let who = if w.at_once < n {
-            format!("its {} {}s ({n} over the run)", w.at_once, w.word)
-        } else {
-            format!("its {n} {}{}", w.word, if n == 1 { "" } else { "s" })
-        };
-        let of_workers = format!(
-            "{who} spent {} in {what} ({cache}{} in uninterruptible I/O sleep), {} on CPU, {} waiting for a CPU",
-            pct(w.read_fraction),
-            pct(w.io_wait_fraction),
-            pct(w.cpu_fraction),
-            pct(w.runnable_fraction),
-        );
-        let kind = kind_of(dw, cpu);
+        let kind = b.kind();
         // Named when it is not the command itself (a wrapper ran it).
         let trainer = if t.pid == self.header.root_pid {
             "the trainer".to_string()
@@ -347,17 +415,47 @@ impl Stats {
             format!("the trainer ({} [{}])", t.trace_name.as_deref().unwrap_or(&t.name), t.pid)
         };
         let head = match kind {
-            "input-bound" => format!("input-bound: {trainer} waited for data {} of its time", pct(dw)),
-            "compute-bound" => {
-                format!("compute-bound: {trainer} was on CPU {} of its time and waited for data {}", pct(cpu), pct(dw))
+            "input-bound" => {
+                format!("{trainer} waited for data {} of its time ({})", pct(b.data_wait), b.text("waiting for data"))
             }
-            _ => format!(
-                "neither: {trainer} waited for data {}, was on CPU {}, runnable {}, otherwise asleep or in I/O {}",
-                pct(dw),
-                pct(cpu),
-                pct(run),
-                pct(io + sleep - dw)
+            "io-bound" => format!(
+                "{trainer} was in its own file I/O {} of its time ({})",
+                pct(b.own_io),
+                b.text("in its own file I/O")
             ),
+            "gpu-bound" => format!(
+                "{trainer} waited for the GPU {} of its time ({})",
+                pct(b.gpu_wait),
+                b.text("waiting for the GPU")
+            ),
+            "cpu-bound" => format!("{trainer} was on CPU {} of its time ({})", pct(b.on_cpu), b.text("on CPU")),
+            _ => format!("{trainer} spent its time {}", b.text("")),
+        };
+        let head = format!("{kind}: {head}");
+        let w = has_loaders.then(|| self.workers_summary(t, &workers));
+        let of_workers = match &w {
+            None => "; no data loaders (worker processes or loader threads)".to_string(),
+            Some(w) => {
+                let n = w.count;
+                let what = match &w.files {
+                    Some((files, _)) => format!("reads of {files}"),
+                    None => "file reads".to_string(),
+                };
+                let cache = w.cache_fraction.map(|c| format!("{} from cache; ", pct(c))).unwrap_or_default();
+                // Respawned workers (a new set each epoch) are counted once per set.
+                let who = if w.at_once < n {
+                    format!("its {} {}s ({n} over the run)", w.at_once, w.word)
+                } else {
+                    format!("its {n} {}{}", w.word, if n == 1 { "" } else { "s" })
+                };
+                format!(
+                    "; {who} spent {} in {what} ({cache}{} in uninterruptible I/O sleep), {} on CPU, {} waiting for a CPU",
+                    pct(w.read_fraction),
+                    pct(w.io_wait_fraction),
+                    pct(w.cpu_fraction),
+                    pct(w.runnable_fraction),
+                )
+            }
         };
         // Other processes with workers of their own (torchrun's other
         // ranks): how long they waited, in a range.
@@ -388,10 +486,11 @@ impl Stats {
         };
         Verdict {
             kind,
-            text: format!("{head}; {of_workers}{others_text}{gpu_text}"),
+            text: format!("{head}{of_workers}{others_text}{gpu_text}"),
             trainer_pid,
-            data_wait_fraction: Some(dw),
-            workers: Some(w),
+            data_wait_fraction: has_loaders.then_some(b.data_wait),
+            breakdown: Some(b),
+            workers: w,
             gpu,
             epochs: self.epoch_verdicts(),
         }
@@ -406,7 +505,7 @@ impl Stats {
         }
         let gpus = v.epochs.iter().any(|e| e.gpu.is_some());
         let _ = writeln!(o, "verdict per epoch (the trainer's main thread; GPU idle: SM below 10%):");
-        let mut head = vec!["epoch", "start", "duration", "data wait", "on CPU"];
+        let mut head = vec!["epoch", "start", "duration", "data wait", "GPU wait", "own I/O", "on CPU"];
         if gpus {
             head.extend(["GPU idle", "of it in data waits"]);
         }
@@ -420,6 +519,8 @@ impl Stats {
                 format!("+{}", crate::duration(e.start.saturating_sub(t0))),
                 crate::duration(e.end.saturating_sub(e.start)),
                 opt(e.data_wait_fraction),
+                opt(e.breakdown.map(|b| b.gpu_wait)),
+                opt(e.breakdown.map(|b| b.own_io)),
                 opt(e.cpu_fraction),
             ];
             if gpus {
@@ -489,6 +590,78 @@ mod tests {
         Record::Fork(Fork { ts, pid, tid: pid, parent_pid: parent, parent_tid: parent, thread: false })
     }
 
+    /// 1000 ns of the trainer: 200 on CPU, a 300 ns sync call (spinning
+    /// 100, asleep 200), a 100 ns write to a file (on CPU), 200 asleep
+    /// until its worker woke it, 100 runnable, 100 in a timed sleep.
+    #[test]
+    fn the_breakdown_adds_up_with_gpu_waits_and_own_io() {
+        let gpu = Record::GpuCall(GpuCall { ts: 300, dur: 300, pid: 10, tid: 10, ..Default::default() });
+        let write = Record::Io(Io {
+            ts: 600,
+            dur: 100,
+            pid: 10,
+            tid: 10,
+            op: IoOp::Write,
+            kind: FileKind::Regular,
+            ret: 4096,
+            requested: 4096,
+            ..Default::default()
+        });
+        let s = stats(
+            &[
+                fork(0, 11, 10),
+                sw(100, 0, SchedState::Runnable, 10),
+                // In the sync call from 300: spins to 400, sleeps to 600.
+                sw(400, 10, SchedState::Sleeping, 0),
+                wake(600, 10, 0),
+                sw(600, 0, SchedState::Runnable, 10),
+                gpu,
+                write,
+                // Waits for its worker 700..900.
+                sw(700, 10, SchedState::Sleeping, 11),
+                wake(900, 10, 11),
+                sw(900, 11, SchedState::Sleeping, 0),
+                // Runnable 900..1000, on CPU 1000..1000.
+                sw(1000, 0, SchedState::Runnable, 10),
+                sw(1000, 10, SchedState::Sleeping, 0),
+                // A timed sleep (an interrupt ends it) 1000..1100.
+                Record::SchedWake(SchedWake { ts: 1100, pid: 10, tid: 10, by: WakeBy::Timer, ..Default::default() }),
+                sw(1100, 0, SchedState::Runnable, 10),
+            ],
+            vec![],
+        );
+        let v = s.verdict();
+        let b = v.breakdown.unwrap();
+        let sum = b.data_wait + b.gpu_wait + b.own_io + b.on_cpu + b.runnable + b.other;
+        assert!((sum - 1.0).abs() < 1e-9, "{b:?}");
+        let close = |a: f64, e: f64| (a - e).abs() < 1e-9;
+        assert!(close(b.gpu_wait, 0.3) && close(b.own_io, 0.1) && close(b.data_wait, 0.2), "{b:?}");
+        assert!(close(b.on_cpu, 0.2) && close(b.runnable, 0.1) && close(b.other, 0.1), "{b:?}");
+        assert_eq!(v.kind, "input-bound", "{}", v.text);
+        let j = s.to_json();
+        let keys: Vec<&String> = j["verdict"]["breakdown"].as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 6, "{keys:?}");
+        let t = j["processes"].as_array().unwrap().iter().find(|p| p["pid"] == 10).unwrap();
+        assert!(t["gpu_wait_fraction"].as_f64().unwrap() > 0.25, "{t}");
+        assert!(t["own_io_fraction"].as_f64().unwrap() > 0.05, "{t}");
+    }
+
+    #[test]
+    fn kinds_from_the_breakdown() {
+        let b = |data_wait, gpu_wait, own_io, on_cpu| super::Breakdown {
+            data_wait,
+            gpu_wait,
+            own_io,
+            on_cpu,
+            ..Default::default()
+        };
+        assert_eq!(b(0.3, 0.5, 0.0, 0.2).kind(), "input-bound");
+        assert_eq!(b(0.2, 0.0, 0.3, 0.5).kind(), "io-bound");
+        assert_eq!(b(0.05, 0.6, 0.0, 0.3).kind(), "gpu-bound");
+        assert_eq!(b(0.05, 0.1, 0.0, 0.7).kind(), "cpu-bound");
+        assert_eq!(b(0.1, 0.4, 0.1, 0.4).kind(), "mixed");
+    }
+
     #[test]
     fn the_trainer_waits_for_its_worker() {
         let s = stats(
@@ -509,7 +682,10 @@ mod tests {
         let v = s.verdict();
         assert_eq!(v.kind, "input-bound", "{v:?}");
         assert_eq!(v.data_wait_fraction, Some(0.6));
-        assert!(v.text.starts_with("input-bound: the trainer waited for data 60% of its time; its 1 worker"), "{v:?}");
+        assert!(
+            v.text.starts_with("input-bound: the trainer waited for data 60% of its time (on CPU 40%); its 1 worker"),
+            "{v:?}"
+        );
         let j = s.to_json();
         assert_eq!(j["verdict"]["kind"], "input-bound");
         assert_eq!(j["verdict"]["data_wait_fraction"].as_f64(), Some(0.6));
@@ -646,14 +822,14 @@ mod tests {
             v.epochs.iter().map(|e| (e.name.as_str(), e.kind, e.data_wait_fraction, e.cpu_fraction)).collect();
         assert_eq!(
             e,
-            [("EPOCH 1", "input-bound", Some(0.6), Some(0.4)), ("EPOCH 2", "compute-bound", Some(0.0), Some(1.0))]
+            [("EPOCH 1", "input-bound", Some(0.6), Some(0.4)), ("EPOCH 2", "cpu-bound", Some(0.0), Some(1.0))]
         );
         let (g1, g2) = (v.epochs[0].gpu.unwrap(), v.epochs[1].gpu.unwrap());
         assert_eq!((g1.idle_fraction, g1.idle_during_data_wait_fraction), (Some(1.0), Some(0.6)));
         assert_eq!((g2.idle_fraction, g2.idle_during_data_wait_fraction), (Some(0.0), None));
         let j = s.to_json();
         assert_eq!(j["verdict"]["epochs"][0]["start"].as_u64(), Some(100));
-        assert_eq!(j["verdict"]["epochs"][1]["kind"], "compute-bound");
+        assert_eq!(j["verdict"]["epochs"][1]["kind"], "cpu-bound");
         assert_eq!(j["verdict"]["gpu_idle_during_data_wait_fraction"].as_f64(), Some(0.6));
         assert_eq!(j["verdict"]["workers"]["files"], "/data/train/*.npz");
         let text = s.render(5);

@@ -333,6 +333,25 @@ pub fn lost() -> Vec<Col> {
     vec![("ts", I64, false), ("wall", Wall, true), ("kind", Str, false), ("count", I64, false)]
 }
 
+/// Checkpoints: a file (or a directory of shards) the job wrote 64 MiB or
+/// more of in one burst, one row each.
+pub fn checkpoints() -> Vec<Col> {
+    vec![
+        ("ts", I64, false),
+        ("dur", I64, false),
+        ("wall", Wall, true),
+        // The file, or for shards their directory with a trailing `/`.
+        ("path", Str, false),
+        // The process that wrote the first of it.
+        ("pid", I64, false),
+        ("bytes", I64, false),
+        ("files", I64, false),
+        // Processes that wrote it (ranks writing shards).
+        ("writers", I64, false),
+        ("mb_per_s", F64, false),
+    ]
+}
+
 /// The tables made from a kind's declaration alone (see [`of_kind`]): a
 /// new kind gets its table by a line here.
 pub const KIND_TABLES: &[(u8, &str)] = &[(mltrace_log::GpuCall::CODE, "gpu_calls")];

@@ -31,6 +31,7 @@ struct Tables {
     gpu_events: Table,
     io_accounting: Table,
     lost: Table,
+    checkpoints: Table,
     /// [`schema::KIND_TABLES`], in that order.
     by_kind: Vec<Table>,
 }
@@ -53,6 +54,7 @@ impl Tables {
             gpu_events: Table::create(dir, "gpu_events", &schema::gpu_events(), n)?,
             io_accounting: Table::create(dir, "io_accounting", &schema::io_accounting(), n)?,
             lost: Table::create(dir, "lost", &schema::lost(), n)?,
+            checkpoints: Table::create(dir, "checkpoints", &schema::checkpoints(), n)?,
             by_kind: schema::KIND_TABLES
                 .iter()
                 .map(|&(code, name)| Table::create(dir, name, &schema::of_kind(code), n))
@@ -77,6 +79,7 @@ impl Tables {
             self.gpu_events,
             self.io_accounting,
             self.lost,
+            self.checkpoints,
         ];
         all.into_iter()
             .chain(self.by_kind)
@@ -681,6 +684,19 @@ pub fn export<R: Read + Seek>(
     let cx = Ctx { survey, epochs };
     let mut tb = Tables::create(dir, opts.row_group)?;
     processes(&mut tb.processes, &cx)?;
+    for c in &survey.checkpoints {
+        let t = &mut tb.checkpoints;
+        t.i64(i(c.start))?
+            .i64(i(c.end.saturating_sub(c.start)))?
+            .wall(cx.wall(c.start))?
+            .str(&c.path)?
+            .i64(c.pid.into())?
+            .i64(i(c.bytes))?
+            .i64(c.files.into())?
+            .i64(c.writers.into())?
+            .f64(c.mb_per_s())?;
+        t.end_row()?;
+    }
     reader.rewind();
     let mut tracker = ProcTracker::default();
     // The incarnation each pid had last, for records the tracker does not

@@ -420,19 +420,36 @@ fn verdict(r: &Report, o: &mut String) {
     }
     let v = r.stats.verdict();
     let _ = write!(o, "<section id=\"verdict\"><h2>Verdict</h2><p class=\"verdict\">{}</p>", esc(&v.text));
+    if let Some(b) = v.breakdown {
+        // The split of the trainer's time, as one table row that adds up.
+        let _ = write!(
+            o,
+            "<table><tr><th>waiting for data</th><th>waiting for the GPU</th><th>own file I/O</th><th>on CPU</th>\
+             <th>waiting for a CPU</th><th>other</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td></tr></table>",
+            pct(Some(b.data_wait)),
+            pct(Some(b.gpu_wait)),
+            pct(Some(b.own_io)),
+            pct(Some(b.on_cpu)),
+            pct(Some(b.runnable)),
+            pct(Some(b.other)),
+        );
+    }
     if !v.epochs.is_empty() {
         o.push_str(
-            "<table><tr><th>epoch</th><th>verdict</th><th>waited for data</th><th>on CPU</th>\
-             <th>GPU idle</th><th>GPU idle while waiting for data</th></tr>",
+            "<table><tr><th>epoch</th><th>verdict</th><th>waited for data</th><th>waited for the GPU</th>\
+             <th>own file I/O</th><th>on CPU</th><th>GPU idle</th><th>GPU idle while waiting for data</th></tr>",
         );
         for e in &v.epochs {
             let gpu = e.gpu.as_ref();
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&e.name),
                 e.kind,
                 pct(e.data_wait_fraction),
+                pct(e.breakdown.map(|b| b.gpu_wait)),
+                pct(e.breakdown.map(|b| b.own_io)),
                 pct(e.cpu_fraction),
                 pct(gpu.and_then(|g| g.idle_fraction)),
                 pct(gpu.and_then(|g| g.idle_during_data_wait_fraction)),
@@ -441,8 +458,9 @@ fn verdict(r: &Report, o: &mut String) {
         o.push_str("</table>");
     }
     o.push_str(
-        "<p class=\"note\">From the trainer's main thread's scheduling: the share of its time asleep until a \
-         data-loader worker woke it (waiting for data), and the GPUs' idle time.</p></section>\n",
+        "<p class=\"note\">From the trainer's main thread's scheduling and calls: its time asleep until a \
+         data-loader worker woke it (waiting for data), inside CUDA calls that wait for the GPU, inside its own \
+         calls on files, on CPU and waiting for one outside those; and the GPUs' idle time.</p></section>\n",
     );
 }
 

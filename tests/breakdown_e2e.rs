@@ -1,0 +1,108 @@
+//! The verdict's breakdown against what a trainer measures itself: it waits
+//! for a forked loader, for the "GPU" (the stand-in libcuda's
+//! cuStreamSynchronize, spinning or asleep), computes, and writes and
+//! fsyncs a 200 MiB checkpoint (tests/workloads/breakdown.py).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mltrace_tests::*;
+
+/// The stand-in libcuda.so.1, built into `dir`.
+fn fake_cuda(dir: &Path) -> PathBuf {
+    let out = dir.join("libcuda.so.1");
+    let st = Command::new("cc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(repo().join("tests/workloads/fake_cuda.c"))
+        .status()
+        .expect("running cc");
+    assert!(st.success());
+    out
+}
+
+struct Run {
+    json: serde_json::Value,
+    measured: serde_json::Value,
+}
+
+fn run(dir: &Path, py: &str, cuda: Option<&Path>, gpu_s: &str, mode: &str, route: &[&str]) -> Run {
+    let log = dir.join(format!("run-{mode}{}.bin", route.join("")));
+    let script = repo().join("tests/workloads/breakdown.py");
+    let lib = cuda.map_or("-".to_string(), |p| p.display().to_string());
+    let mut args = vec!["record", "-f", "--gpu", "off", "-o", log.to_str().unwrap()];
+    args.extend_from_slice(route);
+    args.extend(["--", py, script.to_str().unwrap(), dir.to_str().unwrap(), &lib]);
+    // 16 steps: loader 80 ms, GPU `gpu_s`, compute 40 ms; 200 MiB halfway.
+    args.extend(["16", "0.08", gpu_s, "0.04", "200", mode]);
+    let mut cmd = Command::new(mltrace_bin());
+    cmd.args(&args).current_dir(dir);
+    if let Some(p) = cuda {
+        cmd.env("MLTRACE_CUDA_LIB", p);
+    }
+    let out = proc::output(&mut cmd);
+    let r = recorded(&out, log, dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("{stdout}"));
+    Run { json: r.json, measured: serde_json::from_str(line).unwrap() }
+}
+
+/// Each share within 0.05 of the trainer's own measurement (over its wall
+/// time; computing counts what it spent runnable too: its clock cannot
+/// tell), and the shares add up to 1.
+fn check(r: &Run, what: &str) {
+    let v = &r.json["verdict"];
+    let b = &v["breakdown"];
+    let m = &r.measured;
+    let wall = m["wall"].as_f64().unwrap();
+    let f = |k: &str| b[k].as_f64().unwrap_or_else(|| panic!("{what}: {b}"));
+    let sum: f64 = ["data_wait", "gpu_wait", "own_io", "on_cpu", "runnable", "other"].iter().map(|k| f(k)).sum();
+    assert!((sum - 1.0).abs() < 1e-6, "{what}: {b}");
+    for (share, got, mine) in [
+        ("data_wait", f("data_wait"), m["data"].as_f64().unwrap()),
+        ("gpu_wait", f("gpu_wait"), m["gpu"].as_f64().unwrap()),
+        ("own_io", f("own_io"), m["io"].as_f64().unwrap()),
+        ("on_cpu + runnable", f("on_cpu") + f("runnable"), m["cpu"].as_f64().unwrap()),
+    ] {
+        let expect = mine / wall;
+        assert!((got - expect).abs() <= 0.05, "{what}: {share} {got:.3} against {expect:.3} measured: {b} {m}");
+    }
+    let cks = r.json["checkpoints"].as_array().unwrap();
+    assert_eq!(cks.len(), 1, "{what}: {cks:?}");
+    assert_eq!(cks[0]["bytes"].as_u64(), Some(200 << 20), "{what}");
+    assert!(cks[0]["path"].as_str().unwrap().ends_with("/ckpt.pt"), "{what}");
+    let io = m["io"].as_f64().unwrap();
+    let d = cks[0]["duration_s"].as_f64().unwrap();
+    assert!((d - io).abs() <= 0.1 + 0.2 * io, "{what}: checkpoint {d} s against {io} s measured");
+}
+
+#[test]
+fn no_cuda_data_waits_compute_and_a_checkpoint() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = system_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let r = run(tmp.path(), &py, None, "0", "sleep", &[]);
+    check(&r, "no CUDA");
+    let t = r.json["processes"].as_array().unwrap().iter().find(|p| p["pid"] == r.json["verdict"]["trainer_pid"]);
+    assert_eq!(t.unwrap()["gpu_wait_fraction"].as_f64(), Some(0.0));
+}
+
+#[test]
+fn gpu_waits_spinning_and_asleep_on_both_routes() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = system_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = fake_cuda(tmp.path());
+    for (mode, route) in [("spin", &[][..]), ("sleep", &[][..]), ("spin", &["--syscall-probes", "compat"][..])] {
+        // 200 ms per step in the GPU: the larger share.
+        let r = run(tmp.path(), &py, Some(&lib), "0.2", mode, route);
+        check(&r, &format!("{mode} {route:?}"));
+        let v = &r.json["verdict"];
+        assert_eq!(v["kind"], "gpu-bound", "{mode} {route:?}: {}", v["text"]);
+        assert!(v["text"].as_str().unwrap().contains("waited for the GPU"), "{}", v["text"]);
+    }
+}
