@@ -133,3 +133,50 @@ fn a_shell_launcher_forks_subshells_not_workers() {
     assert_eq!((w["count"].as_u64(), w["at_once"].as_u64()), (Some(4), Some(4)), "{}", v["verdict"]);
     assert!(v["verdict"]["text"].as_str().unwrap().contains("its 4 workers spent"), "{}", v["verdict"]);
 }
+
+/// Under `uv run` (which runs Python as its child, not by exec): the
+/// trainer is the Python process, its 4 workers are named as such, and
+/// the verdict is about it.
+#[test]
+fn a_uv_launcher_runs_the_trainer_as_its_child() {
+    if !require_root() {
+        return;
+    }
+    let (Some(py), Some(uv)) = (system_python(), tools::uv()) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("run.bin");
+    let script = repo().join("tests/workloads/loader.py");
+    let data = tmp.path().join("data");
+    let args = [
+        "record",
+        "-f",
+        "--gpu",
+        "off",
+        "-o",
+        log.to_str().unwrap(),
+        "--",
+        uv.to_str().unwrap(),
+        "run",
+        "--no-project",
+        "--no-cache",
+        "--offline",
+        "--python",
+        &py,
+        "python",
+        script.to_str().unwrap(),
+        data.to_str().unwrap(),
+    ];
+    let out = mltrace(&args, Path::new("."));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mltrace(&["stats", "--json", log.to_str().unwrap()], Path::new("."));
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let procs = v["processes"].as_array().unwrap();
+    let trainer = procs.iter().find(|p| p["trace_name"] == "python3 loader.py").unwrap_or_else(|| panic!("{procs:?}"));
+    assert_eq!(v["verdict"]["trainer_pid"], trainer["pid"], "{}", v["verdict"]);
+    let mut workers: Vec<&str> =
+        procs.iter().filter_map(|p| p["trace_name"].as_str()).filter(|n| n.contains("worker")).collect();
+    workers.sort();
+    assert_eq!(workers, (0..4).map(|i| format!("DataLoader worker {i}")).collect::<Vec<_>>());
+    assert!(v["verdict"]["text"].as_str().unwrap().contains("its 4 workers spent"), "{}", v["verdict"]);
+}

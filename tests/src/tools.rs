@@ -87,6 +87,12 @@ pub fn python() -> Option<PathBuf> {
     present(&p, "the tests' Python", "a check in Python").then_some(p)
 }
 
+/// uv, a launcher that runs Python as its child (from the tests' venv).
+pub fn uv() -> Option<PathBuf> {
+    let p = tools_dir().join("venv/bin/uv");
+    present(&p, "uv", "a trainer run through `uv run`").then_some(p)
+}
+
 /// node_modules with tests/tools/package.json's packages (playwright-core).
 pub fn node_modules() -> Option<PathBuf> {
     let p = tools_dir().join("node/node_modules");
