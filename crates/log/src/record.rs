@@ -613,6 +613,41 @@ impl GpuApi {
     }
 }
 
+code_enum!(
+    /// The NCCL call behind a [`Collective`].
+    NcclOp, fallback AllReduce, {
+        AllReduce = 0 => "ncclAllReduce",
+        AllGather = 1 => "ncclAllGather",
+        ReduceScatter = 2 => "ncclReduceScatter",
+        Broadcast = 3 => "ncclBroadcast",
+        Reduce = 4 => "ncclReduce",
+        Send = 5 => "ncclSend",
+        Recv = 6 => "ncclRecv",
+        /// Calls between a GroupStart and its GroupEnd are launched together at the end.
+        GroupStart = 16 => "ncclGroupStart",
+        GroupEnd = 17 => "ncclGroupEnd",
+    }
+);
+
+/// Bytes of one element of NCCL datatype `dt` (ncclDataType_t), 0 for one
+/// this version does not know.
+pub fn nccl_type_size(dt: u8) -> u64 {
+    match dt {
+        0 | 1 | 10 | 11 => 1, // int8, uint8, fp8 e4m3, fp8 e5m2
+        2 | 3 | 7 => 4,       // int32, uint32, float32
+        4 | 5 | 8 => 8,       // int64, uint64, float64
+        6 | 9 => 2,           // float16, bfloat16
+        _ => 0,
+    }
+}
+
+impl NcclOp {
+    /// A group bracket, not a transfer.
+    pub fn is_group(self) -> bool {
+        matches!(self, NcclOp::GroupStart | NcclOp::GroupEnd)
+    }
+}
+
 /// Bits of [`MajorFault::flags`].
 pub mod fault {
     /// The kernel said which file page it read in (filemap:mm_filemap_fault
@@ -1065,6 +1100,32 @@ records! {
         5 stream: u64 = plain,
         6 bytes: u64 = plain,
         7 ret: i32 = plain,
+    }
+
+    /// An NCCL call, seen by a uprobe on `libnccl.so.2`. It enqueues the
+    /// collective on `stream` and returns: the wait for it shows in the
+    /// [`GpuCall`]s that synchronise. `count` elements of NCCL datatype
+    /// `datatype` make `bytes` (per rank: what this rank contributes, or
+    /// for AllGather what it sends). `comm` is the communicator, and
+    /// `rank` of `nranks` this process's place in it when its creation
+    /// was seen (else -1 and 0); `peer` is ncclSend/ncclRecv's peer, or
+    /// the root of a Broadcast or Reduce (-1 otherwise); `ret` the
+    /// ncclResult_t (0 = success).
+    25 Collective "collective" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 op: NcclOp = plain,
+        5 count: u64 = plain,
+        6 datatype: u8 = plain,
+        7 bytes: u64 = plain,
+        8 comm: u64 = plain,
+        9 rank: i32 = plain,
+        10 nranks: i32 = plain,
+        11 peer: i32 = plain,
+        12 stream: u64 = plain,
+        13 ret: i32 = plain,
     }
 
     /// Something a GPU reported at one instant (clock throttling, an XID

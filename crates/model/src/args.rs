@@ -70,10 +70,14 @@ pub enum ArgKey {
     Event,
     GpuWait,
     OwnIo,
+    Comm,
+    NRanks,
+    NcclPeer,
+    Count,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 63] = [
+    pub const ALL: [ArgKey; 67] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -137,6 +141,10 @@ impl ArgKey {
         ArgKey::Event,
         ArgKey::GpuWait,
         ArgKey::OwnIo,
+        ArgKey::Comm,
+        ArgKey::NRanks,
+        ArgKey::NcclPeer,
+        ArgKey::Count,
     ];
 
     pub fn name(self) -> &'static str {
@@ -205,6 +213,10 @@ impl ArgKey {
             ArgKey::Event => "event",
             ArgKey::GpuWait => "gpu wait",
             ArgKey::OwnIo => "own file I/O",
+            ArgKey::Comm => "communicator",
+            ArgKey::NRanks => "ranks",
+            ArgKey::NcclPeer => "peer rank",
+            ArgKey::Count => "elements",
         }
     }
 }

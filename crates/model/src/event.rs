@@ -46,6 +46,7 @@ pub fn is_call(r: &Record) -> bool {
             | Record::Aio(_)
             | Record::NetCall(_)
             | Record::GpuCall(_)
+            | Record::Collective(_)
     )
 }
 
@@ -95,6 +96,23 @@ pub fn gpu_key(r: &GpuCall) -> u64 {
 pub fn gpu_name(r: &GpuCall) -> String {
     let mut s = r.call.name().to_string();
     if r.call.is_copy() {
+        s.push(' ');
+        s.push_str(&mltrace_log::names::size(r.bytes));
+    }
+    if r.ret != 0 {
+        s.push_str(" failed");
+    }
+    s
+}
+
+pub fn nccl_key(r: &Collective) -> u64 {
+    (9 << 56) | ((r.op as u64) << 48) | (u64::from(r.ret != 0) << 47) | (r.bytes & ((1 << 47) - 1))
+}
+
+/// `ncclAllReduce 64 MiB`, `ncclGroupEnd`, `ncclSend 1 MiB failed`.
+pub fn nccl_name(r: &Collective) -> String {
+    let mut s = r.op.name().to_string();
+    if !r.op.is_group() {
         s.push(' ');
         s.push_str(&mltrace_log::names::size(r.bytes));
     }
@@ -348,6 +366,37 @@ impl Args for GpuArgs<'_> {
     }
 }
 
+/// An NCCL call: what it moves, on which communicator.
+pub struct NcclArgs<'a> {
+    pub r: &'a Collective,
+}
+
+impl Args for NcclArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let r = self.r;
+        if !r.op.is_group() {
+            s.uint(K::Bytes, r.bytes);
+            s.uint(K::Count, r.count);
+            s.str(K::Comm, hex(r.comm).as_bytes());
+            if r.rank >= 0 {
+                s.int(K::Rank, i64::from(r.rank));
+                s.int(K::NRanks, i64::from(r.nranks));
+            }
+            if r.peer >= 0 {
+                s.int(K::NcclPeer, i64::from(r.peer));
+            }
+            if r.stream == 0 {
+                s.str(K::Stream, b"default");
+            } else {
+                s.str(K::Stream, hex(r.stream).as_bytes());
+            }
+        }
+        // ncclResult_t: 0 is ncclSuccess.
+        s.int(K::Result, i64::from(r.ret));
+        s.int(K::Tid, i64::from(r.tid));
+    }
+}
+
 /// Name-key tags of mappings and faults (opens use their op, closes 255).
 pub const MAP_TAG: u8 = 0x40;
 pub const FAULT_TAG: u8 = 0x50;
@@ -491,6 +540,10 @@ pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut OwnedArgs) -> Option<Str
         Record::GpuCall(r) => {
             GpuArgs { r }.write(args);
             gpu_name(r)
+        }
+        Record::Collective(r) => {
+            NcclArgs { r }.write(args);
+            nccl_name(r)
         }
         _ => return None,
     })

@@ -737,7 +737,8 @@ impl<'s> Scene<'s> {
             | Record::IoUring(_)
             | Record::Aio(_)
             | Record::NetCall(_)
-            | Record::GpuCall(_) => {
+            | Record::GpuCall(_)
+            | Record::Collective(_) => {
                 if let Some(i) = idx {
                     match rec {
                         Record::Io(r) => self.io(enc, f, i, r)?,
@@ -748,6 +749,7 @@ impl<'s> Scene<'s> {
                         Record::Aio(r) => self.aio(enc, f, i, r)?,
                         Record::NetCall(r) => self.net(enc, f, i, r)?,
                         Record::GpuCall(r) => self.gpu_call(enc, i, r)?,
+                        Record::Collective(r) => self.collective(enc, i, r)?,
                         _ => {}
                     }
                 }
@@ -1025,6 +1027,13 @@ impl<'s> Scene<'s> {
         let make = move || event::gpu_name(r);
         let name = Name::Keyed(event::gpu_key(r), &make);
         self.slice(enc, track, r.ts, r.dur, name, &event::GpuArgs { r })
+    }
+
+    fn collective<E: Encoder>(&mut self, enc: &mut E, idx: ProcIdx, r: &Collective) -> io::Result<()> {
+        let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
+        let make = move || event::nccl_name(r);
+        let name = Name::Keyed(event::nccl_key(r), &make);
+        self.slice(enc, track, r.ts, r.dur, name, &event::NcclArgs { r })
     }
 
     fn lost<E: Encoder>(&mut self, enc: &mut E, r: &Lost) -> io::Result<()> {

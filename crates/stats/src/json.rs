@@ -370,6 +370,7 @@ impl Stats {
                 v
             }).collect::<Vec<_>>(),
             "peers": self.peers.to_json(),
+            "collectives": self.collectives.to_json(),
             "checkpoints": self.checkpoints.iter().map(|c| {
                 let t0 = self.first_ts.unwrap_or(c.start);
                 json!({

@@ -3,6 +3,7 @@
 
 mod async_io;
 pub mod calls;
+pub mod collectives;
 mod glob;
 pub mod gpu_idle;
 mod hist;
@@ -286,6 +287,8 @@ pub struct Stats {
     checkpoint_detector: mltrace_model::checkpoints::Detector,
     /// By start, once the log is read.
     pub checkpoints: Vec<mltrace_model::checkpoints::Checkpoint>,
+    /// NCCL calls per process and operation.
+    pub collectives: collectives::Collectives,
     pub trailer: Option<Trailer>,
     /// The log's format version (major, minor).
     pub format: (u16, u16),
@@ -602,6 +605,7 @@ impl Stats {
                 }
             }
             Record::GpuCall(r) => self.gpu_call(&r),
+            Record::Collective(r) => self.collectives.add(&r),
             Record::NetCall(r) => {
                 self.calls.add("", r.op.name(), Some(r.requested), r.dur);
                 self.proc(r.pid).sockets.net(&r);
@@ -874,6 +878,20 @@ impl Stats {
             p.loader_word = info.loader_word();
         }
         self.roles = roles;
+    }
+
+    /// NCCL calls per rank and operation.
+    fn render_collectives(&self, o: &mut String) {
+        if self.collectives.0.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "\nNCCL calls (enqueued; their wait shows in the CUDA calls that synchronise):");
+        let mut rows = vec![["pid", "rank", "op", "calls", "bytes", "in calls"].map(String::from).to_vec()];
+        for (&(pid, op), t) in &self.collectives.0 {
+            let rank = if t.rank >= 0 { format!("{} of {}", t.rank, t.nranks) } else { "-".into() };
+            rows.push(vec![pid.to_string(), rank, op.to_string(), t.calls.to_string(), bytes(t.bytes), duration(t.ns)]);
+        }
+        o.push_str(&table(&rows));
     }
 
     /// Checkpoints: big files (or directories of shards) written in one burst.
@@ -1374,6 +1392,7 @@ impl Stats {
             o.push_str(&table(&rows));
         }
         self.render_checkpoints(&mut o, top);
+        self.render_collectives(&mut o);
         self.render_peers(&mut o, top);
         self.render_network(&mut o);
         self.render_hosts(&mut o);

@@ -354,7 +354,8 @@ pub fn checkpoints() -> Vec<Col> {
 
 /// The tables made from a kind's declaration alone (see [`of_kind`]): a
 /// new kind gets its table by a line here.
-pub const KIND_TABLES: &[(u8, &str)] = &[(mltrace_log::GpuCall::CODE, "gpu_calls")];
+pub const KIND_TABLES: &[(u8, &str)] =
+    &[(mltrace_log::GpuCall::CODE, "gpu_calls"), (mltrace_log::Collective::CODE, "collectives")];
 
 /// A kind's table: `ts`, `dur` (when it has one), `wall`, `epoch`, the
 /// process columns (when it has a pid), then each other field under its
