@@ -263,7 +263,7 @@ fn parquet(a: &Args) -> anyhow::Result<i32> {
     // Every call is a row: of `syscalls`, of `net_calls` for sends and
     // receives, of `gpu_calls` for CUDA driver calls.
     let syscalls: u64 =
-        tables.iter().filter(|t| matches!(&*t.name, "syscalls" | "net_calls" | "gpu_calls")).map(|t| t.rows).sum();
+        tables.iter().filter(|t| matches!(t.name, "syscalls" | "net_calls" | "gpu_calls")).map(|t| t.rows).sum();
     if syscalls != survey.syscalls {
         anyhow::bail!(
             "internal error: {} syscall records in the log but {syscalls} rows written; please report this",
