@@ -33,6 +33,7 @@ enum ev_kind {
 	EV_AIO = 15,
 	EV_SCHED = 16,
 	EV_NET = 17,
+	EV_GPU = 18,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -428,6 +429,31 @@ struct ev_net {
 	u16 port;       /* host order */
 	u8 addr[16];    /* IPv4 in the first 4 bytes */
 	char path[NET_PATH];
+	u32 _pad;
+};
+
+/* A CUDA driver call of a traced thread, from a uprobe at its entry to a
+ * uretprobe at its return. h.op is the call, in mltrace_log::GpuApi's codes;
+ * h.ts the entry. */
+enum gpu_api {
+	GPU_STREAM_SYNC = 0,
+	GPU_CTX_SYNC = 1,
+	GPU_EVENT_SYNC = 2,
+	GPU_MEMCPY = 8,
+	GPU_MEMCPY_DTOH = 9,
+	GPU_MEMCPY_HTOD = 10,
+	GPU_MEMCPY_DTOD = 11,
+	GPU_MEMCPY_PEER = 12,
+	GPU_MEMCPY_2D = 13,
+	GPU_MEMCPY_3D = 14,
+};
+
+struct ev_gpu {
+	struct ev_hdr h;
+	u64 dur;
+	u64 stream;  /* the CUstream waited on; for cuEventSynchronize the CUevent */
+	u64 bytes;   /* a copy's size */
+	s32 ret;     /* the CUresult */
 	u32 _pad;
 };
 

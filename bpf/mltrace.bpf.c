@@ -237,6 +237,7 @@ struct ev_sched keep_sched = {};
 struct ev_map keep_map = {};
 struct ev_fault keep_fault = {};
 struct ev_net keep_net = {};
+struct ev_gpu keep_gpu = {};
 enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;
@@ -252,6 +253,7 @@ enum sched_state keep_sched_state = 0;
 enum sched_traced keep_sched_traced = 0;
 enum wake_by keep_wake_by = 0;
 enum net_bits keep_net_bits = 0;
+enum gpu_api keep_gpu_api = 0;
 
 static __always_inline void count_lost(u32 kind)
 {
@@ -2700,5 +2702,169 @@ int BPF_PROG(fast_sched_migrate, struct task_struct *p, int dest_cpu)
 {
 	if (state_of(p))
 		on_wake(p, SCHED_MIGRATE, dest_cpu, ST_SELF);
+	return 0;
+}
+
+/*
+ * CUDA driver calls that make the host wait for the GPU (see ev_gpu), from
+ * uprobes on libcuda that user space attaches to every copy of the library
+ * it finds (for all processes: only traced ones are recorded here). One
+ * small entry program per call, so that the call is known without an
+ * attach cookie (bpf_get_attach_cookie is 5.15+); one return program for
+ * all. A call the driver makes from inside another traced call (nested)
+ * is part of the outer one: only the outermost is recorded.
+ */
+struct gpu_call {
+	u64 ts;
+	u64 stream;
+	u64 bytes;
+	u32 depth;  /* traced calls entered inside this one, not yet returned */
+	u8 call;
+	u8 _pad[3];
+};
+
+/* tid -> the call in progress. LRU: a thread killed inside a call never
+ * returns from it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, struct gpu_call);
+} gpu_calls SEC(".maps");
+
+static __always_inline int gpu_enter(u8 call, u64 stream, u64 bytes)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+	struct gpu_call v = {}, *cur;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	cur = bpf_map_lookup_elem(&gpu_calls, &tid);
+	if (cur) {
+		cur->depth++;
+		return 0;
+	}
+	v.ts = bpf_ktime_get_boot_ns();
+	v.stream = stream;
+	v.bytes = bytes;
+	v.call = call;
+	if (bpf_map_update_elem(&gpu_calls, &tid, &v, BPF_ANY))
+		count_lost(LOST_MAP);
+	return 0;
+}
+
+/* A copy described by a struct (CUDA_MEMCPY2D_v2, CUDA_MEMCPY3D_v2): its
+ * WidthInBytes, Height (and Depth) multiplied; 0 when unreadable. */
+static __always_inline u64 copy_extent(const void *desc, u32 off, u32 n)
+{
+	u64 d[3] = {1, 1, 1};
+
+	if (!desc || bpf_probe_read_user(d, n * sizeof(u64), (const char *)desc + off))
+		return 0;
+	return d[0] * d[1] * d[2];
+}
+
+SEC("uprobe")
+int BPF_KPROBE(cu_stream_sync, u64 stream)
+{
+	return gpu_enter(GPU_STREAM_SYNC, stream, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(cu_ctx_sync)
+{
+	return gpu_enter(GPU_CTX_SYNC, 0, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(cu_event_sync, u64 event)
+{
+	return gpu_enter(GPU_EVENT_SYNC, event, 0);
+}
+
+/* The copies that take (dst, src, size): the _v2 entry points' size_t,
+ * and the legacy (pre-CUDA 3.2) ones' unsigned int. */
+#define GPU_COPY(name, call)							\
+	SEC("uprobe")								\
+	int BPF_KPROBE(name, u64 dst, u64 src, u64 n)				\
+	{									\
+		return gpu_enter(call, 0, n);					\
+	}
+#define GPU_COPY_V1(name, call)							\
+	SEC("uprobe")								\
+	int BPF_KPROBE(name, u64 dst, u64 src, u64 n)				\
+	{									\
+		return gpu_enter(call, 0, (u32)n);				\
+	}
+
+GPU_COPY(cu_memcpy, GPU_MEMCPY)
+GPU_COPY(cu_memcpy_dtoh, GPU_MEMCPY_DTOH)
+GPU_COPY(cu_memcpy_htod, GPU_MEMCPY_HTOD)
+GPU_COPY(cu_memcpy_dtod, GPU_MEMCPY_DTOD)
+GPU_COPY_V1(cu_memcpy_dtoh_v1, GPU_MEMCPY_DTOH)
+GPU_COPY_V1(cu_memcpy_htod_v1, GPU_MEMCPY_HTOD)
+GPU_COPY_V1(cu_memcpy_dtod_v1, GPU_MEMCPY_DTOD)
+
+SEC("uprobe")
+int BPF_KPROBE(cu_memcpy_peer, u64 dst, u64 dst_ctx, u64 src, u64 src_ctx, u64 n)
+{
+	return gpu_enter(GPU_MEMCPY_PEER, 0, n);
+}
+
+/* CUDA_MEMCPY2D_v2: WidthInBytes and Height at 112. */
+SEC("uprobe")
+int BPF_KPROBE(cu_memcpy_2d, const void *desc)
+{
+	return gpu_enter(GPU_MEMCPY_2D, 0, copy_extent(desc, 112, 2));
+}
+
+/* CUDA_MEMCPY3D_v2: WidthInBytes, Height and Depth at 176. */
+SEC("uprobe")
+int BPF_KPROBE(cu_memcpy_3d, const void *desc)
+{
+	return gpu_enter(GPU_MEMCPY_3D, 0, copy_extent(desc, 176, 3));
+}
+
+/* The legacy cuMemcpy2D and cuMemcpy3D (32-bit fields): size not read. */
+SEC("uprobe")
+int BPF_KPROBE(cu_memcpy_2d_v1)
+{
+	return gpu_enter(GPU_MEMCPY_2D, 0, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(cu_memcpy_3d_v1)
+{
+	return gpu_enter(GPU_MEMCPY_3D, 0, 0);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(cu_return, long rc)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct gpu_call *v = bpf_map_lookup_elem(&gpu_calls, &tid);
+	struct ev_gpu *e;
+
+	if (!v)
+		return 0;
+	if (v->depth) {
+		v->depth--;
+		return 0;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+	} else {
+		fill_hdr(&e->h, EV_GPU, v->call, id, v->ts);
+		e->dur = bpf_ktime_get_boot_ns() - v->ts;
+		e->stream = v->stream;
+		e->bytes = v->bytes;
+		e->ret = (s32)rc;
+		e->_pad = 0;
+		bpf_ringbuf_submit(e, wake_flags());
+	}
+	bpf_map_delete_elem(&gpu_calls, &tid);
 	return 0;
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Programs that do nothing, loaded by `mltrace doctor` one at a time to
- * learn for real whether this kernel accepts fentry and kprobe programs
- * (a version number cannot say: both depend on the kernel's configuration
- * and on the machine's security settings).
+ * learn for real whether this kernel accepts fentry, kprobe and uprobe
+ * programs (a version number cannot say: they depend on the kernel's
+ * configuration and on the machine's security settings).
  */
 #include "kernel.h"
 #include <bpf/bpf_helpers.h>
@@ -19,6 +19,12 @@ int BPF_PROG(probe_fentry)
 
 SEC("kprobe/vfs_read")
 int BPF_KPROBE(probe_kprobe)
+{
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(probe_uprobe)
 {
 	return 0;
 }

@@ -121,6 +121,7 @@ checks_full=(
   "attach_e2e attaching_records_reads_of_files_opened_before_and_leaves_the_process_running"
   "net_e2e a_download_is_the_bytes_received_from_its_peer"
   "wakeups_e2e a_trainer_that_sleeps_to_compute_waits_as_it_measured"
+  "cuda_e2e driver_calls_are_what_the_trainer_did"
 )
 # MLTRACE_KERNEL_CHECKS="bin test;bin test": only these (a change to one
 # probe, checked on every kernel without the whole list).

@@ -35,6 +35,9 @@ pub struct BpfConfig {
     pub sched: bool,
     /// Record mmap, munmap, mremap and major page faults.
     pub mappings: bool,
+    /// Record the CUDA driver calls that wait for the GPU (uprobes on
+    /// libcuda, see [`crate::cuda`]).
+    pub cuda: bool,
     /// Attaching to running processes (`record -p`, `record -a`) instead
     /// of starting a command.
     pub adopt: Option<Adopt>,
@@ -72,6 +75,7 @@ impl Default for BpfConfig {
             uring: true,
             sched: true,
             mappings: true,
+            cuda: true,
             adopt: None,
         }
     }
@@ -125,6 +129,9 @@ pub struct Plan {
     pub wake_context: WakeContext,
     /// mmap, munmap and mremap.
     pub mappings: bool,
+    /// CUDA driver calls: the programs are loaded (attached by
+    /// [`crate::cuda`] to the libraries it finds).
+    pub cuda: bool,
     /// Major faults; `None` also when their perf event could not be
     /// attached ([`attach_faults`] says why in `fault_fallback`).
     pub faults: Option<FaultRoute>,
@@ -172,6 +179,7 @@ impl Plan {
             sched,
             wake_context,
             mappings: cfg.mappings,
+            cuda: cfg.cuda,
             faults,
             fault_fallback: None,
             fallback: None,
@@ -326,6 +334,22 @@ fn load_route<'obj>(
         (&mut progs.fast_sched_migrate, fast && plan.sched),
         (&mut progs.major_fault, plan.faults.is_some()),
         (&mut progs.fault_begin, plan.faults == Some(FaultRoute::PerfAndFilemap)),
+        (&mut progs.cu_stream_sync, plan.cuda),
+        (&mut progs.cu_ctx_sync, plan.cuda),
+        (&mut progs.cu_event_sync, plan.cuda),
+        (&mut progs.cu_memcpy, plan.cuda),
+        (&mut progs.cu_memcpy_dtoh, plan.cuda),
+        (&mut progs.cu_memcpy_dtoh_v1, plan.cuda),
+        (&mut progs.cu_memcpy_htod, plan.cuda),
+        (&mut progs.cu_memcpy_htod_v1, plan.cuda),
+        (&mut progs.cu_memcpy_dtod, plan.cuda),
+        (&mut progs.cu_memcpy_dtod_v1, plan.cuda),
+        (&mut progs.cu_memcpy_peer, plan.cuda),
+        (&mut progs.cu_memcpy_2d, plan.cuda),
+        (&mut progs.cu_memcpy_3d, plan.cuda),
+        (&mut progs.cu_memcpy_2d_v1, plan.cuda),
+        (&mut progs.cu_memcpy_3d_v1, plan.cuda),
+        (&mut progs.cu_return, plan.cuda),
     ] {
         p.set_autoload(on);
     }
@@ -362,7 +386,13 @@ fn load_route<'obj>(
 fn which_fails_to_attach(skel: &MltraceSkel<'_>) -> String {
     skel.object()
         .progs_mut()
-        .filter(|p| p.autoload() && !p.section().to_string_lossy().starts_with("perf_event"))
+        .filter(|p| {
+            let section = p.section().to_string_lossy();
+            p.autoload()
+                && !section.starts_with("perf_event")
+                && !section.starts_with("uprobe")
+                && !section.starts_with("uretprobe")
+        })
         .find(|p| p.attach().is_err())
         .map(|p| format!(" ({}, {})", p.name().to_string_lossy(), p.section().to_string_lossy()))
         .unwrap_or_default()

@@ -9,8 +9,8 @@ use mltrace_log::*;
 use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::inodes::InodeNames;
 use crate::skel::types::{
-    self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_hdr, ev_io, ev_ioac,
-    ev_kind, ev_map, ev_net, ev_open, ev_pcache, ev_sched, ev_uring, ev_xfer, op,
+    self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_gpu, ev_hdr, ev_io,
+    ev_ioac, ev_kind, ev_map, ev_net, ev_open, ev_pcache, ev_sched, ev_uring, ev_xfer, op,
 };
 
 /// BPF flag bits, as events.h declares them (its enums reach the skeleton).
@@ -267,6 +267,17 @@ const _: () = {
     assert!(types::wake_by::WB_UNKNOWN.0 == WakeBy::Unknown as u32);
     assert!(types::ioac_bits::IOAC_CHARS.0 == acct::CHARS as u32);
     assert!(types::ioac_bits::IOAC_BYTES.0 == acct::BYTES as u32);
+    use types::gpu_api as g;
+    assert!(g::GPU_STREAM_SYNC.0 == GpuApi::StreamSynchronize as u32);
+    assert!(g::GPU_CTX_SYNC.0 == GpuApi::CtxSynchronize as u32);
+    assert!(g::GPU_EVENT_SYNC.0 == GpuApi::EventSynchronize as u32);
+    assert!(g::GPU_MEMCPY.0 == GpuApi::Memcpy as u32);
+    assert!(g::GPU_MEMCPY_DTOH.0 == GpuApi::MemcpyDtoH as u32);
+    assert!(g::GPU_MEMCPY_HTOD.0 == GpuApi::MemcpyHtoD as u32);
+    assert!(g::GPU_MEMCPY_DTOD.0 == GpuApi::MemcpyDtoD as u32);
+    assert!(g::GPU_MEMCPY_PEER.0 == GpuApi::MemcpyPeer as u32);
+    assert!(g::GPU_MEMCPY_2D.0 == GpuApi::Memcpy2D as u32);
+    assert!(g::GPU_MEMCPY_3D.0 == GpuApi::Memcpy3D as u32);
 };
 
 /// A scheduling event; `None` for an op this version does not know.
@@ -362,6 +373,11 @@ pub struct KernelDecoder {
     /// threads aside) keep their disk, sector and size but not who issued
     /// them (another user's I/O).
     hide_others_block: bool,
+    /// Watch mappings for `libcuda.so*` files (see [`Self::take_cuda_libraries`]).
+    cuda_watch: bool,
+    /// The libcuda paths seen mapped, and those not yet taken.
+    cuda_seen: Vec<Vec<u8>>,
+    cuda_new: Vec<Vec<u8>>,
     pub stats: DecodeStats,
 }
 
@@ -439,6 +455,26 @@ impl KernelDecoder {
     /// (with capabilities) must not show what other users' processes do.
     pub fn hide_others_block_io(&mut self, hide: bool) {
         self.hide_others_block = hide;
+    }
+
+    /// Notes the `libcuda.so*` files traced processes map, for the
+    /// recorder to attach the CUDA probes to.
+    pub fn watch_cuda(&mut self, on: bool) {
+        self.cuda_watch = on;
+    }
+
+    /// The `libcuda.so*` files mapped since the last call (each path once).
+    pub fn take_cuda_libraries(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.cuda_new)
+    }
+
+    #[cold]
+    fn cuda_mapped(&mut self, key: u64) {
+        let Some(p) = self.files.path(key) else { return };
+        if crate::cuda::is_libcuda(p) && self.cuda_seen.len() < 256 && !self.cuda_seen.iter().any(|s| s == p) {
+            self.cuda_seen.push(p.to_vec());
+            self.cuda_new.push(p.to_vec());
+        }
     }
 
     pub fn attached(generation: usize, path_filter: Option<Vec<u8>>) -> Self {
@@ -566,6 +602,7 @@ impl KernelDecoder {
             ev_kind::EV_MAP => size_of::<ev_map>(),
             ev_kind::EV_FAULT => size_of::<ev_fault>(),
             ev_kind::EV_NET => size_of::<ev_net>(),
+            ev_kind::EV_GPU => size_of::<ev_gpu>(),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -677,6 +714,19 @@ impl KernelDecoder {
                     ret: e.ret,
                     bytes: e.bytes,
                     flags: net_flags(h.flags),
+                }));
+            }
+            ev_kind::EV_GPU => {
+                let e: ev_gpu = read(data);
+                enc.push(&Record::GpuCall(GpuCall {
+                    ts: h.ts,
+                    dur: e.dur,
+                    pid: h.pid,
+                    tid: h.tid,
+                    call: GpuApi::from_u8(h.op),
+                    stream: e.stream,
+                    bytes: e.bytes,
+                    ret: e.ret,
                 }));
             }
             ev_kind::EV_FILE => {
@@ -930,6 +980,9 @@ impl KernelDecoder {
             ev_kind::EV_MAP => {
                 let e: ev_map = read(data);
                 let anon = h.flags & MAPF_ANON_SUMMARY != 0;
+                if self.cuda_watch && !anon && e.file != 0 {
+                    self.cuda_mapped(e.file);
+                }
                 if !anon && e.file != 0 && !self.keeps(e.file) {
                     return;
                 }

@@ -50,8 +50,33 @@ fn probe_program(fentry: bool) -> Result<(), String> {
     let mut open = ProbeSkelBuilder::default().open(&mut storage).map_err(|e| e.to_string())?;
     open.progs.probe_fentry.set_autoload(fentry);
     open.progs.probe_kprobe.set_autoload(!fentry);
+    open.progs.probe_uprobe.set_autoload(false);
     let mut skel = open.load().map_err(|e| format!("load: {e}"))?;
     skel.attach().map_err(|e| format!("attach: {e}"))?;
+    Ok(())
+}
+
+/// Loads a uprobe program and attaches it to libc's `getpid` (what the
+/// CUDA probes do to libcuda).
+fn probe_uprobe() -> Result<(), String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| format!("/proc/self/maps: {e}"))?;
+    let libc = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.rsplit('/').next().is_some_and(|n| n.starts_with("libc.so") || n.starts_with("libc-")))
+        .ok_or("no libc mapped (a static build?)")?
+        .to_string();
+    let mut storage = MaybeUninit::<OpenObject>::uninit();
+    let mut open = ProbeSkelBuilder::default().open(&mut storage).map_err(|e| e.to_string())?;
+    open.progs.probe_fentry.set_autoload(false);
+    open.progs.probe_kprobe.set_autoload(false);
+    let skel = open.load().map_err(|e| format!("load: {e}"))?;
+    let opts = libbpf_rs::UprobeOpts { func_name: Some("getpid".into()), ..Default::default() };
+    let _link = skel
+        .progs
+        .probe_uprobe
+        .attach_uprobe_with_opts(-1, &libc, 0, opts)
+        .map_err(|e| format!("attach to {libc}: {e}"))?;
     Ok(())
 }
 
@@ -250,6 +275,16 @@ pub fn run() -> Vec<Check> {
     out.push(match probe_program(true) {
         Ok(()) => check("fentry/fexit", Status::Ok, format!("available; {unused}")),
         Err(e) => check("fentry/fexit", Status::Absent, format!("{e}; {unused}")),
+    });
+    let libs = crate::cuda::candidates();
+    let found = if libs.is_empty() {
+        "no libcuda.so.1 found here (one a traced process maps is attached then)".to_string()
+    } else {
+        format!("attached to {}", libs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
+    };
+    out.push(match probe_uprobe() {
+        Ok(()) => check("CUDA probes", Status::Ok, format!("uprobes attach here (CUDA driver calls); {found}")),
+        Err(e) => check("CUDA probes", Status::Absent, format!("uprobes: {e}: CUDA driver calls are not recorded")),
     });
     let gpu = mltrace_sample::gpu::open(&mltrace_sample::gpu::GpuConfig::default());
     out.push(match gpu {

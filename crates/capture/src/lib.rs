@@ -9,6 +9,7 @@
 
 pub mod attach;
 pub mod bpf;
+pub mod cuda;
 pub mod decode;
 pub mod doctor;
 pub mod error;

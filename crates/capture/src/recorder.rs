@@ -25,6 +25,7 @@ use mltrace_sample::SampleSink;
 
 use crate::attach::{self, AttachOptions};
 use crate::bpf::{self, BpfConfig, Skeleton, LOST_SLOTS};
+use crate::cuda::{self, CudaProbes};
 use crate::decode::{DecodeStats, KernelDecoder};
 use crate::error::CaptureError;
 use crate::features::KernelBtf;
@@ -250,6 +251,9 @@ struct Consumer<'s> {
     /// The last counts of the threads still alive when the command ended.
     accounting: Receiver<Vec<IoAccounting>>,
     phases: PhaseRecorder,
+    /// The CUDA probes (when on): libraries traced processes map are
+    /// attached as their mappings are decoded.
+    cuda: Option<CudaProbes>,
 }
 
 impl Consumer<'_> {
@@ -283,6 +287,23 @@ impl Consumer<'_> {
                 self.enc.push(&Record::IoAccounting(a));
             }
         }
+    }
+
+    /// Attaches the CUDA probes to the `libcuda.so*` files traced processes
+    /// mapped since the last round (calls they make before this are missed).
+    fn attach_cuda(&mut self, skel: &Skeleton<'_>) {
+        let Some(cuda) = self.cuda.as_mut() else { return };
+        for p in self.dec.take_cuda_libraries() {
+            use std::os::unix::ffi::OsStrExt;
+            cuda.attach(skel, std::path::Path::new(std::ffi::OsStr::from_bytes(&p)));
+        }
+    }
+
+    /// Warnings about the training phases and the CUDA probes.
+    fn warnings(&self) -> Vec<String> {
+        let mut w = self.phases.warnings();
+        w.extend(self.cuda.as_ref().and_then(CudaProbes::warning));
+        w
     }
 
     fn drain_mllog(&mut self) {
@@ -376,7 +397,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
             let c = state.borrow();
             return Ok((
                 c.lost_seen,
-                c.phases.warnings(),
+                c.warnings(),
                 (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered),
             ));
         }
@@ -390,6 +411,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         c.drain_samples();
         c.drain_mllog();
         c.drain_accounting();
+        c.attach_cuda(skel);
         // This round drained everything queued since it began: records sent
         // before the kernel side forgot (plus a margin for programs running
         // at that moment) have all been decoded.
@@ -418,7 +440,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
             c.cut();
             return Ok((
                 c.lost_seen,
-                c.phases.warnings(),
+                c.warnings(),
                 (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered),
             ));
         }
@@ -448,7 +470,14 @@ fn writer_loop(
     (writer, error)
 }
 
-fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnchor, phases: Option<Probe>) -> Header {
+fn header(
+    opts: &RecordOptions,
+    plan: &bpf::Plan,
+    root_pid: u32,
+    start: ClockAnchor,
+    phases: Option<Probe>,
+    cuda: Option<Probe>,
+) -> Header {
     let command = match &opts.attach {
         // One process attached: its command line names it, like a command's.
         Some(a) if a.pids.len() == 1 => attach::cmdline(a.pids[0]),
@@ -493,6 +522,7 @@ fn header(opts: &RecordOptions, plan: &bpf::Plan, root_pid: u32, start: ClockAnc
                     detail: opts.gpu_devices.join("; "),
                 });
             }
+            p.extend(cuda);
             p.extend(phases);
             p
         },
@@ -675,6 +705,18 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     if let Some(why) = &plan.fault_fallback {
         eprintln!("mltrace: major faults are not recorded here: {why}");
     }
+    let cuda = plan.cuda.then(|| {
+        let mut c = CudaProbes::default();
+        let mapped = attaching.iter().flat_map(|a| a.pids.iter().flat_map(|&p| cuda::mapped_by(p)));
+        for lib in cuda::candidates().into_iter().chain(mapped) {
+            c.attach(&skel, &lib);
+        }
+        if let Some(w) = c.warning() {
+            eprintln!("mltrace: {w}");
+        }
+        c
+    });
+    let cuda_probe = cuda.as_ref().map(CudaProbes::probe);
     let started = Instant::now();
     let env = opts.run_as.as_ref().map(identity::environment);
     let run_as = opts.run_as.as_ref().map(User::run_as);
@@ -772,7 +814,11 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         move |source| CaptureError::Io { what, source }
     };
     let writer = match out.file.try_clone().and_then(|f| {
-        LogWriter::new(f, &header(&opts, &plan, pid as u32, start, phases_probe.clone()), opts.zstd_level)
+        LogWriter::new(
+            f,
+            &header(&opts, &plan, pid as u32, start, phases_probe.clone(), cuda_probe.clone()),
+            opts.zstd_level,
+        )
     }) {
         Ok(w) => w,
         Err(source) => {
@@ -823,6 +869,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             };
             // SAFETY: getuid has no preconditions.
             d.hide_others_block_io(unsafe { libc::getuid() } != 0);
+            d.watch_cuda(cuda.is_some());
             d
         },
         frames: frames_tx,
@@ -836,6 +883,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         mllog: mllog_rx,
         accounting: acct_rx,
         phases: PhaseRecorder::new(if attaching.is_none() { pid as u32 } else { 0 }),
+        cuda,
     };
     let flush = opts.flush_interval;
     let interval = opts.sample_interval;

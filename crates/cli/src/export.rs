@@ -260,8 +260,14 @@ fn parquet(a: &Args) -> anyhow::Result<i32> {
     for d in &survey.diagnostics {
         eprintln!("mltrace: {log_name}: {d}");
     }
-    // Every call is a row: of `syscalls`, or of `net_calls` for sends and receives.
-    let syscalls: u64 = tables.iter().filter(|t| t.name == "syscalls" || t.name == "net_calls").map(|t| t.rows).sum();
+    // Every call is a row: of `syscalls`, of `net_calls` for sends and
+    // receives, of a kind's own table (`gpu_calls`, `collectives`).
+    let kind_table = |n: &str| mltrace_parquet::schema::KIND_TABLES.iter().any(|k| k.1 == n);
+    let syscalls: u64 = tables
+        .iter()
+        .filter(|t| matches!(t.name, "syscalls" | "net_calls") || kind_table(t.name))
+        .map(|t| t.rows)
+        .sum();
     if syscalls != survey.syscalls {
         anyhow::bail!(
             "internal error: {} syscall records in the log but {syscalls} rows written; please report this",

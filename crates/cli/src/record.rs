@@ -48,6 +48,11 @@ pub struct Args {
     /// page faults: on or off
     #[arg(long, default_value = "on", value_name = "ON|OFF")]
     mappings: String,
+    /// Record the CUDA driver calls that wait for the GPU
+    /// (cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize, blocking
+    /// cuMemcpy*) with uprobes on libcuda.so: on or off
+    #[arg(long, default_value = "on", value_name = "ON|OFF")]
+    cuda: String,
     /// How often to sample CPU, memory, disk, process and GPU counters
     /// (e.g. 100ms, 1s; 0 turns the samplers off)
     #[arg(long, default_value = "100ms", value_name = "PERIOD", value_parser = parse_period)]
@@ -243,6 +248,11 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         "on" => true,
         "off" => false,
         other => anyhow::bail!("--mappings {other}: expected on or off"),
+    };
+    opts.bpf.cuda = match a.cuda.as_str() {
+        "on" => true,
+        "off" => false,
+        other => anyhow::bail!("--cuda {other}: expected on or off"),
     };
     opts.run_as = match a.user.as_deref() {
         None => identity::sudo_caller(),

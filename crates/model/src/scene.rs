@@ -1025,6 +1025,8 @@ impl<'s> Scene<'s> {
     fn gpu_call<E: Encoder>(&mut self, enc: &mut E, idx: ProcIdx, r: &GpuCall) -> io::Result<()> {
         let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
         let make = move || event::gpu_name(r);
+        // A call like the syscalls: the survey counts it among them.
+        self.stats.syscalls += 1;
         let name = Name::Keyed(event::gpu_key(r), &make);
         self.slice(enc, track, r.ts, r.dur, name, &event::GpuArgs { r })
     }
@@ -1032,6 +1034,8 @@ impl<'s> Scene<'s> {
     fn collective<E: Encoder>(&mut self, enc: &mut E, idx: ProcIdx, r: &Collective) -> io::Result<()> {
         let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
         let make = move || event::nccl_name(r);
+        // A call like the syscalls: the survey counts it among them.
+        self.stats.syscalls += 1;
         let name = Name::Keyed(event::nccl_key(r), &make);
         self.slice(enc, track, r.ts, r.dur, name, &event::NcclArgs { r })
     }

@@ -1,0 +1,211 @@
+//! CUDA driver calls seen from the host: a trainer dlopen()s a stand-in
+//! libcuda.so.1 (tests/workloads/fake_cuda.c), calls it a known number of
+//! times for known durations, spinning and asleep, and the uprobes' records
+//! say the same as the trainer's own clock.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use mltrace_log::*;
+use mltrace_tests::*;
+
+/// Builds the stand-in as `dir/lib/libcuda.so.1` and the trainer as `dir/cuda_trainer`.
+fn build(dir: &Path) -> (PathBuf, PathBuf) {
+    let libdir = dir.join("lib");
+    std::fs::create_dir_all(&libdir).unwrap();
+    let lib = libdir.join("libcuda.so.1");
+    let st = Command::new("cc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(repo().join("tests/workloads/fake_cuda.c"))
+        .status()
+        .expect("running cc");
+    assert!(st.success(), "compiling the stand-in libcuda");
+    let trainer = dir.join("cuda_trainer");
+    let st = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&trainer)
+        .arg(repo().join("tests/workloads/cuda_trainer.c"))
+        .arg("-ldl")
+        .status()
+        .expect("running cc");
+    assert!(st.success(), "compiling cuda_trainer.c");
+    (lib, trainer)
+}
+
+/// `mltrace record` of `cmd`, with `$MLTRACE_CUDA_LIB` set to `cuda_lib` (or unset).
+fn record(dir: &Path, name: &str, extra: &[&str], cuda_lib: Option<&Path>, cmd: &[&str]) -> (Output, PathBuf) {
+    let log = dir.join(name);
+    let mut c = Command::new(mltrace_bin());
+    c.args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap()]).args(extra).arg("--").args(cmd);
+    c.current_dir(dir).env_remove("MLTRACE_CUDA_LIB");
+    if let Some(l) = cuda_lib {
+        c.env("MLTRACE_CUDA_LIB", l);
+    }
+    (proc::output(&mut c), log)
+}
+
+fn gpu_calls(recs: &[Rec]) -> Vec<GpuCall> {
+    recs.iter()
+        .filter_map(|r| match r.rec {
+            Record::GpuCall(g) => Some(g),
+            _ => None,
+        })
+        .collect()
+}
+
+const APIS: [GpuApi; 10] = [
+    GpuApi::StreamSynchronize,
+    GpuApi::CtxSynchronize,
+    GpuApi::EventSynchronize,
+    GpuApi::Memcpy,
+    GpuApi::MemcpyDtoH,
+    GpuApi::MemcpyHtoD,
+    GpuApi::MemcpyDtoD,
+    GpuApi::MemcpyPeer,
+    GpuApi::Memcpy2D,
+    GpuApi::Memcpy3D,
+];
+
+/// Each call's count, time and bytes in the log equal what the trainer
+/// says it did (`kv`); the time within 10%. Returns the calls.
+fn check_calls(calls: &[GpuCall], kv: &HashMap<String, i64>) {
+    for api in APIS {
+        let mine: Vec<&GpuCall> = calls.iter().filter(|c| c.call == api).collect();
+        let name = api.name();
+        let want = kv[&format!("{name}_calls")] as usize;
+        assert_eq!(mine.len(), want, "{name} calls");
+        let dur: u64 = mine.iter().map(|c| c.dur).sum();
+        let measured = kv[&format!("{name}_ns")] as f64;
+        let off = (dur as f64 - measured).abs() / measured;
+        eprintln!(
+            "{name}: {} calls, {dur} ns recorded, {measured} ns measured ({:.1}% apart)",
+            mine.len(),
+            off * 100.0
+        );
+        assert!(off <= 0.10, "{name}: {dur} ns recorded, {measured} ns measured by the trainer");
+        let bytes: u64 = mine.iter().map(|c| c.bytes).sum();
+        assert_eq!(bytes as i64, kv[&format!("{name}_bytes")], "{name} bytes");
+    }
+}
+
+#[test]
+fn driver_calls_are_what_the_trainer_did() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (lib, trainer) = build(tmp.path());
+    let (out, log) =
+        record(tmp.path(), "cuda.bin", &[], Some(&lib), &[trainer.to_str().unwrap(), lib.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("CUDA probes"), "no attach failures: {stderr}");
+    let run = recorded(&out, log, tmp.path());
+    let kv = &run.kv;
+    let recs = read_log(&run.log);
+    let calls = gpu_calls(&recs);
+    check_calls(&calls, kv);
+
+    // Streams, the thread on each, and the event's handle and result.
+    let on = |stream: u64| -> Vec<&GpuCall> {
+        calls.iter().filter(|c| c.call == GpuApi::StreamSynchronize && c.stream == stream).collect()
+    };
+    for (stream, n) in [(0x5100u64, 10usize), (0x5200, 10), (0x5300, 4)] {
+        let s = on(stream);
+        assert_eq!(s.len(), n, "stream {stream:#x}");
+        let tid = kv[&format!("stream_{stream:x}_tid")] as u32;
+        assert!(s.iter().all(|c| c.tid == tid && c.ret == 0), "stream {stream:#x} on thread {tid}");
+    }
+    assert_ne!(kv["stream_5100_tid"], kv["stream_5200_tid"]);
+    let events: Vec<&GpuCall> = calls.iter().filter(|c| c.call == GpuApi::EventSynchronize).collect();
+    assert_eq!(events.iter().filter(|c| c.stream == 0x7700 && c.ret == 0).count(), 5);
+    let bad: Vec<&&GpuCall> = events.iter().filter(|c| c.stream == 0xbad).collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(i64::from(bad[0].ret), kv["event_bad_ret"]);
+    // The copies' sizes, one by one (the legacy cuMemcpyDtoH's 32-bit size too).
+    let sizes = |api: GpuApi| {
+        let mut v: Vec<u64> = calls.iter().filter(|c| c.call == api).map(|c| c.bytes).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(sizes(GpuApi::MemcpyDtoH), [vec![65536], vec![1 << 20; 8]].concat());
+    assert_eq!(sizes(GpuApi::Memcpy2D), [4096, 4096]);
+    assert_eq!(sizes(GpuApi::Memcpy3D), [512]);
+
+    // The header says the probes were on, and where.
+    let header = LogReader::open(&run.log).unwrap().header().clone();
+    let probe = header.probes.iter().find(|p| p.subsystem == "cuda").expect("a cuda probe in the header");
+    assert!(probe.detail.contains(lib.to_str().unwrap()), "{probe:?}");
+
+    // Parquet's gpu_calls table: a row per call.
+    let pq = tmp.path().join("tables");
+    let o = mltrace(&["export", "--parquet", run.log.to_str().unwrap(), "-o", pq.to_str().unwrap()], tmp.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = std::fs::File::open(pq.join("gpu_calls.parquet")).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
+    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, calls.len());
+
+    // In Perfetto: the synchronisations as slices on their threads' tracks.
+    let Some(tp) = tools::perfetto_tp() else { return };
+    let trace = tmp.path().join("cuda.perfetto-trace");
+    let o = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let q = "select th.tid, count(*) from slice s join thread_track t on s.track_id = t.id \
+             join thread th using(utid) where s.name = 'cuStreamSynchronize' group by th.tid order by th.tid";
+    let r = tools::tp_query(&tp, &trace, &[q]);
+    let mut want = vec![
+        vec![kv["stream_5100_tid"].to_string(), "14".to_string()],
+        vec![kv["stream_5200_tid"].to_string(), "10".to_string()],
+    ];
+    want.sort_by_key(|r| r[0].parse::<u32>().unwrap());
+    assert_eq!(r[0], want, "cuStreamSynchronize slices per thread");
+}
+
+/// A library no probe was on at the start (not where the recorder looks)
+/// is attached when the traced process maps it: the trainer waits a while
+/// after dlopen, and then every call is seen.
+#[test]
+fn a_library_mapped_later_is_attached() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (lib, trainer) = build(tmp.path());
+    let (out, log) =
+        record(tmp.path(), "later.bin", &[], None, &[trainer.to_str().unwrap(), lib.to_str().unwrap(), "700"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("CUDA probes"), "no attach failures: {stderr}");
+    let run = recorded(&out, log, tmp.path());
+    check_calls(&gpu_calls(&read_log(&run.log)), &run.kv);
+}
+
+/// With the probes on the stand-in but no process mapping it, and with
+/// `--cuda off`: no GPU calls, and nothing said about them.
+#[test]
+fn no_calls_without_the_library_or_the_probes() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (lib, trainer) = build(tmp.path());
+    let (out, log) = record(tmp.path(), "none.bin", &[], Some(&lib), &["sh", "-c", "cat /etc/hostname"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("CUDA"), "{stderr}");
+    let run = recorded(&out, log, tmp.path());
+    assert!(gpu_calls(&read_log(&run.log)).is_empty());
+
+    let (out, log) = record(
+        tmp.path(),
+        "off.bin",
+        &["--cuda", "off"],
+        Some(&lib),
+        &[trainer.to_str().unwrap(), lib.to_str().unwrap()],
+    );
+    let run = recorded(&out, log, tmp.path());
+    assert_eq!(run.kv["cuStreamSynchronize_calls"], 24, "the trainer ran");
+    assert!(gpu_calls(&read_log(&run.log)).is_empty());
+    let header = LogReader::open(&run.log).unwrap().header().clone();
+    assert!(header.probes.iter().all(|p| p.subsystem != "cuda"), "{:?}", header.probes);
+}
