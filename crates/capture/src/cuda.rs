@@ -142,6 +142,19 @@ pub struct CudaProbes {
     pub failures: Vec<String>,
 }
 
+impl Drop for CudaProbes {
+    /// Detaching a uprobe waits for the kernel to quiesce (about 0.1 s
+    /// each here): they go together, not one after the other.
+    fn drop(&mut self) {
+        let links = std::mem::take(&mut self.links);
+        std::thread::scope(|s| {
+            for l in links {
+                s.spawn(move || drop(l));
+            }
+        });
+    }
+}
+
 impl CudaProbes {
     /// Attaches to `path` unless already done; false when it was.
     pub fn attach(&mut self, skel: &Skeleton<'_>, path: &Path) -> bool {
