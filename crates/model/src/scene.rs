@@ -379,40 +379,46 @@ impl<'s> Scene<'s> {
         self.checkpoints(enc, range)
     }
 
-    /// The checkpoints that meet `[from, to)`, on their own track: path,
-    /// size and MB/s.
+    /// The checkpoints that meet `[from, to)`, on a top-level track (its
+    /// own row: size and MB/s) with a lane below naming each one's path
+    /// (a track with a lane is a group of its own in the UI, not one of
+    /// the "Global Track Events").
     fn checkpoints<E: Encoder>(&mut self, enc: &mut E, (from, to): (u64, u64)) -> io::Result<()> {
         let run = self.run;
-        let mut id = None;
+        let mut ids = None;
         for c in run.checkpoints.iter().filter(|c| c.end >= from && c.start < to) {
-            let track = match id {
+            let (group, files) = match ids {
                 Some(t) => t,
                 None => {
-                    let t = self.out.id();
+                    let (g, f) = (self.out.id(), self.out.id());
                     let rank = group_rank(CHECKPOINTS_GROUP);
-                    enc.track(&Track { id: t, parent: None, name: CHECKPOINTS_GROUP, rank, kind: TrackKind::Slices })?;
-                    id = Some(t);
-                    t
+                    let kind = TrackKind::Slices;
+                    enc.track(&Track { id: g, parent: None, name: CHECKPOINTS_GROUP, rank, kind })?;
+                    enc.track(&Track { id: f, parent: Some(g), name: "files", rank: 0, kind })?;
+                    ids = Some((g, f));
+                    (g, f)
                 }
             };
-            let name = format!("checkpoint {} ({:.0} MB/s)", mltrace_log::names::size(c.bytes), c.mb_per_s());
-            let s = Slice {
-                track,
-                ts: c.start,
-                dur: c.end - c.start,
-                name: Name::Str(&name),
-                flows_out: &[],
-                flows_in: &[],
-            };
-            enc.slice(
-                &s,
-                &FnArgs(|a: &mut dyn crate::ArgSink| {
-                    a.str(ArgKey::Path, c.path.as_bytes());
-                    a.uint(ArgKey::Bytes, c.bytes);
-                    a.uint(ArgKey::Pid, u64::from(c.pid));
-                }),
-            )?;
-            self.stats.slices += 1;
+            let size = format!("checkpoint {} ({:.0} MB/s)", mltrace_log::names::size(c.bytes), c.mb_per_s());
+            for (track, name) in [(group, size.as_str()), (files, c.path.as_str())] {
+                let s = Slice {
+                    track,
+                    ts: c.start,
+                    dur: c.end - c.start,
+                    name: Name::Str(name),
+                    flows_out: &[],
+                    flows_in: &[],
+                };
+                enc.slice(
+                    &s,
+                    &FnArgs(|a: &mut dyn crate::ArgSink| {
+                        a.str(ArgKey::Path, c.path.as_bytes());
+                        a.uint(ArgKey::Bytes, c.bytes);
+                        a.uint(ArgKey::Pid, u64::from(c.pid));
+                    }),
+                )?;
+                self.stats.slices += 1;
+            }
         }
         Ok(())
     }
