@@ -18,6 +18,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use mltrace_log::*;
 
 mod cold;
+mod cuda;
 
 #[allow(clippy::all, non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
 mod floor {
@@ -368,7 +369,7 @@ fn main() -> Result<()> {
     let reps: usize = std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
     // The long recording's length (0 skips it).
     let long_secs: u64 = std::env::var("BENCH_LONG_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(600);
-    // BENCH_TOOLS=untraced,floor,mltrace and BENCH_ONLY=a,b,e,export,long: quick partial runs.
+    // BENCH_TOOLS=untraced,floor,mltrace and BENCH_ONLY=a,b,e,f,export,long: quick partial runs.
     let only_tools = std::env::var("BENCH_TOOLS").ok();
     let wanted = |t: Tool| only_tools.as_deref().is_none_or(|l| l.split(',').any(|n| t.name().starts_with(n.trim())));
     let mut tools: Vec<Tool> = [Tool::Untraced, Tool::Floor, Tool::LatencyFloor, Tool::Mltrace, Tool::MltraceNoSched]
@@ -610,6 +611,9 @@ fn main() -> Result<()> {
         if run_w("e") {
             table.push_str(&cold::cold_bench(&dir, &mltrace, bench.baseline.as_deref(), reps)?);
         }
+        if run_w("f") {
+            table.push_str(&cuda::cuda_bench(&dir, &mltrace, reps)?);
+        }
         println!("{table}");
         return Ok(());
     }
@@ -765,6 +769,12 @@ fn main() -> Result<()> {
         Ok(rows) => table.push_str(&rows),
         Err(e) => {
             let _ = writeln!(table, "\n== 7. Cold-cache loader: failed: {e:#}");
+        }
+    }
+    match cuda::cuda_bench(&dir, &mltrace, reps) {
+        Ok(rows) => table.push_str(&rows),
+        Err(e) => {
+            let _ = writeln!(table, "\n== 8. CUDA uprobes: failed: {e:#}");
         }
     }
     if long_secs > 0 {
