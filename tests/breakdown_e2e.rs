@@ -22,6 +22,7 @@ fn fake_cuda(dir: &Path) -> PathBuf {
 }
 
 struct Run {
+    log: PathBuf,
     json: serde_json::Value,
     measured: serde_json::Value,
 }
@@ -44,7 +45,7 @@ fn run(dir: &Path, py: &str, cuda: Option<&Path>, gpu_s: &str, mode: &str, route
     let r = recorded(&out, log, dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("{stdout}"));
-    Run { json: r.json, measured: serde_json::from_str(line).unwrap() }
+    Run { log: r.log, json: r.json, measured: serde_json::from_str(line).unwrap() }
 }
 
 /// Each share within 0.05 of the trainer's own measurement (over its wall
@@ -87,6 +88,21 @@ fn no_cuda_data_waits_compute_and_a_checkpoint() {
     check(&r, "no CUDA");
     let t = r.json["processes"].as_array().unwrap().iter().find(|p| p["pid"] == r.json["verdict"]["trainer_pid"]);
     assert_eq!(t.unwrap()["gpu_wait_fraction"].as_f64(), Some(0.0));
+    // The checkpoint as a Parquet row, and as a slice in Perfetto's importer.
+    let pq = tmp.path().join("tables");
+    let o = mltrace(&["export", "--parquet", r.log.to_str().unwrap(), "-o", pq.to_str().unwrap()], tmp.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = std::fs::File::open(pq.join("checkpoints.parquet")).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
+    assert_eq!(reader.map(|b| b.unwrap().num_rows()).sum::<usize>(), 1);
+    let Some(tp) = tools::perfetto_tp() else { return };
+    let trace = tmp.path().join("run.perfetto-trace");
+    let o = mltrace(&["export", r.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let q = "select s.name from slice s join track t on s.track_id = t.id where t.name = 'Checkpoints'";
+    let rows = tools::tp_query(&tp, &trace, &[q]);
+    assert_eq!(rows[0].len(), 1, "{rows:?}");
+    assert!(rows[0][0][0].starts_with("checkpoint 200 MiB ("), "{rows:?}");
 }
 
 #[test]
