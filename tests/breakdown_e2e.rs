@@ -28,14 +28,19 @@ struct Run {
 }
 
 fn run(dir: &Path, py: &str, cuda: Option<&Path>, gpu_s: &str, mode: &str, route: &[&str]) -> Run {
-    let log = dir.join(format!("run-{mode}{}.bin", route.join("")));
+    // 16 steps: loader 80 ms, GPU `gpu_s`, compute 40 ms; 200 MiB halfway.
+    run_with(dir, py, cuda, &["16", "0.08", gpu_s, "0.04", "200", mode], route)
+}
+
+/// `shape`: steps, loader s, GPU s, compute s, checkpoint MiB, spin|sleep.
+fn run_with(dir: &Path, py: &str, cuda: Option<&Path>, shape: &[&str], route: &[&str]) -> Run {
+    let log = dir.join(format!("run-{}{}.bin", shape.join("-"), route.join("")));
     let script = repo().join("tests/workloads/breakdown.py");
     let lib = cuda.map_or("-".to_string(), |p| p.display().to_string());
     let mut args = vec!["record", "-f", "--gpu", "off", "-o", log.to_str().unwrap()];
     args.extend_from_slice(route);
     args.extend(["--", py, script.to_str().unwrap(), dir.to_str().unwrap(), &lib]);
-    // 16 steps: loader 80 ms, GPU `gpu_s`, compute 40 ms; 200 MiB halfway.
-    args.extend(["16", "0.08", gpu_s, "0.04", "200", mode]);
+    args.extend_from_slice(shape);
     let mut cmd = Command::new(mltrace_bin());
     cmd.args(&args).current_dir(dir);
     if let Some(p) = cuda {
@@ -51,7 +56,7 @@ fn run(dir: &Path, py: &str, cuda: Option<&Path>, gpu_s: &str, mode: &str, route
 /// Each share within 0.05 of the trainer's own measurement (over its wall
 /// time; computing counts what it spent runnable too: its clock cannot
 /// tell), and the shares add up to 1.
-fn check(r: &Run, what: &str) {
+fn shares(r: &Run, what: &str) {
     let v = &r.json["verdict"];
     let b = &v["breakdown"];
     let m = &r.measured;
@@ -68,6 +73,12 @@ fn check(r: &Run, what: &str) {
         let expect = mine / wall;
         assert!((got - expect).abs() <= 0.05, "{what}: {share} {got:.3} against {expect:.3} measured: {b} {m}");
     }
+}
+
+/// The shares, and the one 200 MiB checkpoint taking what the trainer measured.
+fn check(r: &Run, what: &str) {
+    shares(r, what);
+    let m = &r.measured;
     let cks = r.json["checkpoints"].as_array().unwrap();
     assert_eq!(cks.len(), 1, "{what}: {cks:?}");
     assert_eq!(cks[0]["bytes"].as_u64(), Some(200 << 20), "{what}");
@@ -120,5 +131,25 @@ fn gpu_waits_spinning_and_asleep_on_both_routes() {
         let v = &r.json["verdict"];
         assert_eq!(v["kind"], "gpu-bound", "{mode} {route:?}: {}", v["text"]);
         assert!(v["text"].as_str().unwrap().contains("waited for the GPU"), "{}", v["text"]);
+    }
+}
+
+/// When one share dominates, the kind names it: a slow loader, a long
+/// compute, a big checkpoint.
+#[test]
+fn kinds_when_one_share_dominates() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = system_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    for (shape, kind) in [
+        (["12", "0.25", "0", "0.02", "0", "sleep"], "input-bound"),
+        (["12", "0.01", "0", "0.2", "0", "sleep"], "cpu-bound"),
+        (["4", "0.01", "0", "0.01", "400", "sleep"], "io-bound"),
+    ] {
+        let r = run_with(tmp.path(), &py, None, &shape, &[]);
+        shares(&r, kind);
+        assert_eq!(r.json["verdict"]["kind"], kind, "{}", r.json["verdict"]["text"]);
     }
 }
