@@ -35,8 +35,8 @@ pub struct BpfConfig {
     pub sched: bool,
     /// Record mmap, munmap, mremap and major page faults.
     pub mappings: bool,
-    /// Record the CUDA driver calls that wait for the GPU (uprobes on
-    /// libcuda, see [`crate::cuda`]).
+    /// Record the CUDA driver calls that wait for the GPU and the NCCL
+    /// calls (uprobes on libcuda and libnccl, see [`crate::cuda`]).
     pub cuda: bool,
     /// Attaching to running processes (`record -p`, `record -a`) instead
     /// of starting a command.
@@ -129,7 +129,7 @@ pub struct Plan {
     pub wake_context: WakeContext,
     /// mmap, munmap and mremap.
     pub mappings: bool,
-    /// CUDA driver calls: the programs are loaded (attached by
+    /// CUDA driver and NCCL calls: the programs are loaded (attached by
     /// [`crate::cuda`] to the libraries it finds).
     pub cuda: bool,
     /// Major faults; `None` also when their perf event could not be
@@ -350,6 +350,19 @@ fn load_route<'obj>(
         (&mut progs.cu_memcpy_2d_v1, plan.cuda),
         (&mut progs.cu_memcpy_3d_v1, plan.cuda),
         (&mut progs.cu_return, plan.cuda),
+        (&mut progs.nccl_all_reduce, plan.cuda),
+        (&mut progs.nccl_all_gather, plan.cuda),
+        (&mut progs.nccl_reduce_scatter, plan.cuda),
+        (&mut progs.nccl_broadcast, plan.cuda),
+        (&mut progs.nccl_reduce, plan.cuda),
+        (&mut progs.nccl_send, plan.cuda),
+        (&mut progs.nccl_recv, plan.cuda),
+        (&mut progs.nccl_group_start, plan.cuda),
+        (&mut progs.nccl_group_end, plan.cuda),
+        (&mut progs.nccl_return, plan.cuda),
+        (&mut progs.nccl_comm_init_rank, plan.cuda),
+        (&mut progs.nccl_comm_init_all, plan.cuda),
+        (&mut progs.nccl_init_return, plan.cuda),
     ] {
         p.set_autoload(on);
     }
