@@ -14,7 +14,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use libbpf_rs::{ErrorKind, Link, UprobeOpts};
+use libbpf_rs::{ErrorKind, Link, UprobeMultiOpts, UprobeOpts};
 
 use crate::bpf::Skeleton;
 
@@ -252,6 +252,8 @@ impl Library {
 /// The probes attached so far on one library's copies, kept while recording.
 pub struct LibProbes {
     pub lib: &'static Library,
+    /// Attach as uprobe_multi links (the programs were loaded for them).
+    multi: bool,
     links: Vec<Link>,
     /// (dev, inode) of the files attached (or tried): a library reached
     /// through several paths (symlinks) is attached once.
@@ -263,8 +265,9 @@ pub struct LibProbes {
 }
 
 impl Drop for LibProbes {
-    /// Detaching a uprobe waits for the kernel to quiesce (about 0.1 s
-    /// each here): they go together, not one after the other.
+    /// Detaching a uprobe link waits for the kernel to quiesce (an RCU
+    /// tasks-trace grace period, about 0.1 s, per single uprobe or per
+    /// uprobe_multi link): they go together, not one after the other.
     fn drop(&mut self) {
         let links = std::mem::take(&mut self.links);
         std::thread::scope(|s| {
@@ -276,8 +279,10 @@ impl Drop for LibProbes {
 }
 
 impl LibProbes {
-    pub fn new(lib: &'static Library) -> Self {
-        LibProbes { lib, links: Vec::new(), seen: Vec::new(), attached: Vec::new(), failures: Vec::new() }
+    /// `multi`: the programs were loaded as uprobe_multi ones
+    /// ([`uprobe_multi_works`]).
+    pub fn new(lib: &'static Library, multi: bool) -> Self {
+        LibProbes { lib, multi, links: Vec::new(), seen: Vec::new(), attached: Vec::new(), failures: Vec::new() }
     }
 
     /// Attaches to `path` unless already done; false when it was.
@@ -295,6 +300,9 @@ impl LibProbes {
         // libbpf says which symbols a library lacks: that is expected (not
         // every version has every entry point), so its messages are caught.
         let ((found, failed), _) = crate::verifier::catching(|| {
+            if self.multi {
+                return self.attach_multi(skel, &real);
+            }
             let (mut found, mut failed) = (0usize, Vec::new());
             for &(sym, entry) in self.lib.symbols {
                 let mut ok = true;
@@ -323,6 +331,78 @@ impl LibProbes {
         }
         self.attached.push((real, found));
         true
+    }
+
+    /// The uprobe_multi way: a link per entry program (its symbols
+    /// together) and one per return program. Returns the symbols found and
+    /// what failed.
+    fn attach_multi(&mut self, skel: &Skeleton<'_>, real: &Path) -> (usize, Vec<String>) {
+        let multi = |prog: &libbpf_rs::ProgramMut<'_>, syms: &[&str], retprobe: bool| {
+            let opts =
+                UprobeMultiOpts { syms: syms.iter().map(|s| s.to_string()).collect(), retprobe, ..Default::default() };
+            prog.attach_uprobe_multi_with_opts(-1, real, "", opts)
+        };
+        let mut failed = Vec::new();
+        // The entry points present, by return program (its address: the
+        // programs are fields of one skeleton).
+        let mut returns: Vec<(*const libbpf_rs::ProgramMut<'_>, Vec<&str>)> = Vec::new();
+        let mut entries: Vec<(Entry, Vec<&str>)> = Vec::new();
+        for &(sym, e) in self.lib.symbols {
+            match entries.iter_mut().find(|(x, _)| *x == e) {
+                Some((_, v)) => v.push(sym),
+                None => entries.push((e, vec![sym])),
+            }
+        }
+        for (e, syms) in entries {
+            let (enter, ret) = program(skel, e);
+            let present: Vec<&str> = match multi(enter, &syms, false) {
+                Ok(l) => {
+                    self.links.push(l);
+                    syms
+                }
+                // One or more absent: each alone (kept, though it costs a
+                // link each).
+                Err(err) if err.kind() == ErrorKind::NotFound => syms
+                    .into_iter()
+                    .filter(|s| match multi(enter, &[s], false) {
+                        Ok(l) => {
+                            self.links.push(l);
+                            true
+                        }
+                        Err(err) if err.kind() == ErrorKind::NotFound => false,
+                        Err(err) => {
+                            failed.push(format!("{s}: {err}"));
+                            false
+                        }
+                    })
+                    .collect(),
+                Err(err) => {
+                    failed.push(format!("{}: {err}", syms.join(", ")));
+                    continue;
+                }
+            };
+            let key = ret as *const _;
+            match returns.iter_mut().find(|(p, _)| *p == key) {
+                Some((_, v)) => v.extend(present),
+                None => returns.push((key, present)),
+            }
+        }
+        let mut found = 0;
+        for (key, syms) in returns {
+            if syms.is_empty() {
+                continue;
+            }
+            // SAFETY: `key` is one of `skel.progs`' fields, borrowed above.
+            let ret = unsafe { &*key };
+            match multi(ret, &syms, true) {
+                Ok(l) => {
+                    self.links.push(l);
+                    found += syms.len();
+                }
+                Err(err) => failed.push(format!("{} (return): {err}", syms.join(", "))),
+            }
+        }
+        (found, failed)
     }
 
     /// Uprobes that failed to attach, counted.
@@ -356,6 +436,52 @@ impl LibProbes {
             )
         })
     }
+}
+
+/// Whether this kernel has uprobe_multi links (6.6+) with a working pid
+/// filter (libbpf's own check: a link on `/` fails with EBADF, and with
+/// pid -1 with EINVAL). Decided before loading: a program is loaded either
+/// for such links or for single uprobes.
+pub fn uprobe_multi_works() -> bool {
+    use libbpf_sys as sys;
+    // r0 = 0; exit
+    let insns = [
+        sys::bpf_insn { code: (sys::BPF_ALU64 | sys::BPF_MOV | sys::BPF_K) as u8, ..Default::default() },
+        sys::bpf_insn { code: (sys::BPF_JMP | sys::BPF_EXIT) as u8, ..Default::default() },
+    ];
+    let mut load = sys::bpf_prog_load_opts {
+        sz: size_of::<sys::bpf_prog_load_opts>() as _,
+        expected_attach_type: sys::BPF_TRACE_UPROBE_MULTI,
+        ..Default::default()
+    };
+    // SAFETY: valid instructions, license and options for the call's duration.
+    let prog = unsafe {
+        sys::bpf_prog_load(sys::BPF_PROG_TYPE_KPROBE, std::ptr::null(), c"GPL".as_ptr(), insns.as_ptr(), 2, &mut load)
+    };
+    if prog < 0 {
+        return false;
+    }
+    let offset: std::ffi::c_ulong = 0;
+    let try_link = |pid: u32| {
+        let mut opts =
+            sys::bpf_link_create_opts { sz: size_of::<sys::bpf_link_create_opts>() as _, ..Default::default() };
+        opts.__bindgen_anon_1.uprobe_multi.path = c"/".as_ptr();
+        opts.__bindgen_anon_1.uprobe_multi.offsets = &offset;
+        opts.__bindgen_anon_1.uprobe_multi.cnt = 1;
+        opts.__bindgen_anon_1.uprobe_multi.pid = pid;
+        // SAFETY: the options point at live values.
+        // (libbpf returns -errno.)
+        let fd = unsafe { sys::bpf_link_create(prog, -1, sys::BPF_TRACE_UPROBE_MULTI, &opts) };
+        if fd >= 0 {
+            // SAFETY: a descriptor we own.
+            unsafe { libc::close(fd) };
+        }
+        fd
+    };
+    let ok = try_link(0) == -libc::EBADF && try_link(u32::MAX) == -libc::EINVAL;
+    // SAFETY: a descriptor we own.
+    unsafe { libc::close(prog) };
+    ok
 }
 
 /// The probed libraries' files process `pid` has mapped now (for `record -p`).

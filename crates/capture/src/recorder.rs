@@ -716,7 +716,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         cuda::LIBRARIES
             .iter()
             .map(|&lib| {
-                let mut c = LibProbes::new(lib);
+                let mut c = LibProbes::new(lib, plan.uprobe_multi);
                 let here = mapped.iter().filter(|p| lib.matches(p.as_os_str().as_encoded_bytes())).cloned();
                 for path in lib.candidates().into_iter().chain(here) {
                     c.attach(&skel, &path);
