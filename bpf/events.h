@@ -34,6 +34,7 @@ enum ev_kind {
 	EV_SCHED = 16,
 	EV_NET = 17,
 	EV_GPU = 18,
+	EV_NCCL = 19,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -455,6 +456,35 @@ struct ev_gpu {
 	u64 bytes;   /* a copy's size */
 	s32 ret;     /* the CUresult */
 	u32 _pad;
+};
+
+/* An NCCL call of a traced thread, from a uprobe at its entry to a
+ * uretprobe at its return (it enqueues on the stream and returns). h.op is
+ * the call, in mltrace_log::NcclOp's codes; h.ts the entry. */
+enum nccl_api {
+	NCCL_ALL_REDUCE = 0,
+	NCCL_ALL_GATHER = 1,
+	NCCL_REDUCE_SCATTER = 2,
+	NCCL_BROADCAST = 3,
+	NCCL_REDUCE = 4,
+	NCCL_SEND = 5,
+	NCCL_RECV = 6,
+	NCCL_GROUP_START = 16,
+	NCCL_GROUP_END = 17,
+};
+
+struct ev_nccl {
+	struct ev_hdr h;
+	u64 dur;
+	u64 count;   /* elements */
+	u64 comm;    /* the ncclComm_t */
+	u64 stream;  /* the cudaStream_t */
+	s32 rank;    /* in comm, -1: its creation was not seen */
+	s32 nranks;  /* 0: not known */
+	s32 peer;    /* ncclSend/ncclRecv's peer, Broadcast/Reduce's root, else -1 */
+	s32 ret;     /* the ncclResult_t */
+	u8 datatype; /* ncclDataType_t */
+	u8 _pad[7];
 };
 
 #endif

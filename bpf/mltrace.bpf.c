@@ -238,6 +238,7 @@ struct ev_map keep_map = {};
 struct ev_fault keep_fault = {};
 struct ev_net keep_net = {};
 struct ev_gpu keep_gpu = {};
+struct ev_nccl keep_nccl = {};
 enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;
@@ -254,6 +255,7 @@ enum sched_traced keep_sched_traced = 0;
 enum wake_by keep_wake_by = 0;
 enum net_bits keep_net_bits = 0;
 enum gpu_api keep_gpu_api = 0;
+enum nccl_api keep_nccl_api = 0;
 
 static __always_inline void count_lost(u32 kind)
 {
@@ -2866,5 +2868,281 @@ int BPF_KRETPROBE(cu_return, long rc)
 		bpf_ringbuf_submit(e, wake_flags());
 	}
 	bpf_map_delete_elem(&gpu_calls, &tid);
+	return 0;
+}
+
+/*
+ * NCCL calls (see ev_nccl), from uprobes on libnccl that user space
+ * attaches like libcuda's: one entry program per call (no attach cookies),
+ * one return program for all. The communicator's rank and size come from
+ * the ncclCommInitRank* / ncclCommInitAll calls that created it, when they
+ * were seen. Nested calls (NCCL calling its own exported entry points) are
+ * part of the outer one.
+ */
+struct nccl_call {
+	u64 ts;
+	u64 count;
+	u64 comm;
+	u64 stream;
+	s32 peer;
+	u32 depth;
+	u8 op;
+	u8 datatype;
+	u8 _pad[6];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, struct nccl_call);
+} nccl_calls SEC(".maps");
+
+/* A communicator of a process: comm pointers are per address space. */
+struct nccl_comm_key {
+	u64 comm;
+	u32 tgid;
+	u32 _pad;
+};
+
+struct nccl_rank {
+	s32 rank;
+	s32 nranks;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct nccl_comm_key);
+	__type(value, struct nccl_rank);
+} nccl_comms SEC(".maps");
+
+/* A communicator being created: where its handle will be written. For
+ * ncclCommInitAll `rank` is -1 and `nranks` the number of handles. */
+struct nccl_init {
+	u64 newcomm;
+	s32 rank;
+	s32 nranks;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct nccl_init);
+} nccl_inits SEC(".maps");
+
+static __always_inline int nccl_enter(u8 op, u64 count, u64 dt, u64 comm, u64 stream, s32 peer)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+	struct nccl_call v = {}, *cur;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	cur = bpf_map_lookup_elem(&nccl_calls, &tid);
+	if (cur) {
+		cur->depth++;
+		return 0;
+	}
+	v.ts = bpf_ktime_get_boot_ns();
+	v.count = count;
+	v.comm = comm;
+	v.stream = stream;
+	v.peer = peer;
+	v.op = op;
+	v.datatype = (u8)dt;
+	if (bpf_map_update_elem(&nccl_calls, &tid, &v, BPF_ANY))
+		count_lost(LOST_MAP);
+	return 0;
+}
+
+/* The n-th (7 or more) argument of a call, at its entry: on the stack above
+ * the return address (x86-64 SysV). 0 when unreadable. */
+static __always_inline u64 stack_arg(struct pt_regs *ctx, u32 n)
+{
+	u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (const void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
+	return v;
+}
+
+/* ncclAllReduce(send, recv, count, datatype, op, comm, stream) */
+SEC("uprobe")
+int nccl_all_reduce(struct pt_regs *ctx)
+{
+	return nccl_enter(NCCL_ALL_REDUCE, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM6(ctx),
+			  stack_arg(ctx, 7), -1);
+}
+
+/* ncclAllGather(send, recv, sendcount, datatype, comm, stream) */
+SEC("uprobe")
+int nccl_all_gather(struct pt_regs *ctx)
+{
+	return nccl_enter(NCCL_ALL_GATHER, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
+			  PT_REGS_PARM6(ctx), -1);
+}
+
+/* ncclReduceScatter(send, recv, recvcount, datatype, op, comm, stream) */
+SEC("uprobe")
+int nccl_reduce_scatter(struct pt_regs *ctx)
+{
+	return nccl_enter(NCCL_REDUCE_SCATTER, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM6(ctx),
+			  stack_arg(ctx, 7), -1);
+}
+
+/* ncclBroadcast(send, recv, count, datatype, root, comm, stream) */
+SEC("uprobe")
+int nccl_broadcast(struct pt_regs *ctx)
+{
+	return nccl_enter(NCCL_BROADCAST, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM6(ctx),
+			  stack_arg(ctx, 7), (s32)PT_REGS_PARM5(ctx));
+}
+
+/* ncclReduce(send, recv, count, datatype, op, root, comm, stream) */
+SEC("uprobe")
+int nccl_reduce(struct pt_regs *ctx)
+{
+	return nccl_enter(NCCL_REDUCE, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), stack_arg(ctx, 7),
+			  stack_arg(ctx, 8), (s32)PT_REGS_PARM6(ctx));
+}
+
+/* ncclSend(send, count, datatype, peer, comm, stream); ncclRecv the same */
+SEC("uprobe")
+int nccl_send(struct pt_regs *ctx)
+{
+	return nccl_enter(NCCL_SEND, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM5(ctx),
+			  PT_REGS_PARM6(ctx), (s32)PT_REGS_PARM4(ctx));
+}
+
+SEC("uprobe")
+int nccl_recv(struct pt_regs *ctx)
+{
+	return nccl_enter(NCCL_RECV, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM5(ctx),
+			  PT_REGS_PARM6(ctx), (s32)PT_REGS_PARM4(ctx));
+}
+
+SEC("uprobe")
+int nccl_group_start(struct pt_regs *ctx)
+{
+	return nccl_enter(NCCL_GROUP_START, 0, 0, 0, 0, -1);
+}
+
+SEC("uprobe")
+int nccl_group_end(struct pt_regs *ctx)
+{
+	return nccl_enter(NCCL_GROUP_END, 0, 0, 0, 0, -1);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(nccl_return, long rc)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct nccl_call *v = bpf_map_lookup_elem(&nccl_calls, &tid);
+	struct nccl_comm_key k = {};
+	struct nccl_rank *r;
+	struct ev_nccl *e;
+
+	if (!v)
+		return 0;
+	if (v->depth) {
+		v->depth--;
+		return 0;
+	}
+	k.comm = v->comm;
+	k.tgid = id >> 32;
+	r = v->comm ? bpf_map_lookup_elem(&nccl_comms, &k) : NULL;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+	} else {
+		fill_hdr(&e->h, EV_NCCL, v->op, id, v->ts);
+		e->dur = bpf_ktime_get_boot_ns() - v->ts;
+		e->count = v->count;
+		e->comm = v->comm;
+		e->stream = v->stream;
+		e->rank = r ? r->rank : -1;
+		e->nranks = r ? r->nranks : 0;
+		e->peer = v->peer;
+		e->ret = (s32)rc;
+		e->datatype = v->datatype;
+		__builtin_memset(e->_pad, 0, sizeof(e->_pad));
+		bpf_ringbuf_submit(e, wake_flags());
+	}
+	bpf_map_delete_elem(&nccl_calls, &tid);
+	return 0;
+}
+
+static __always_inline int nccl_init_enter(u64 newcomm, s32 nranks, s32 rank)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+	struct nccl_init v = {};
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	v.newcomm = newcomm;
+	v.nranks = nranks;
+	v.rank = rank;
+	bpf_map_update_elem(&nccl_inits, &tid, &v, BPF_ANY);
+	return 0;
+}
+
+/* ncclCommInitRank(ncclComm_t *newcomm, int nranks, ncclUniqueId id, int rank)
+ * and ncclCommInitRankConfig(..., rank, ncclConfig_t *config): the 128-byte
+ * ncclUniqueId goes on the stack, so rank is the third register argument. */
+SEC("uprobe")
+int nccl_comm_init_rank(struct pt_regs *ctx)
+{
+	return nccl_init_enter(PT_REGS_PARM1(ctx), (s32)PT_REGS_PARM2(ctx), (s32)PT_REGS_PARM3(ctx));
+}
+
+/* ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist): comms[i]
+ * is rank i of ndev. */
+SEC("uprobe")
+int nccl_comm_init_all(struct pt_regs *ctx)
+{
+	return nccl_init_enter(PT_REGS_PARM1(ctx), (s32)PT_REGS_PARM2(ctx), -1);
+}
+
+#define NCCL_INIT_ALL_MAX 16
+
+SEC("uretprobe")
+int BPF_KRETPROBE(nccl_init_return, long rc)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct nccl_init *v = bpf_map_lookup_elem(&nccl_inits, &tid);
+	struct nccl_comm_key k = {};
+	struct nccl_rank r = {};
+	u64 comm = 0;
+
+	if (!v)
+		return 0;
+	k.tgid = id >> 32;
+	if ((s32)rc == 0 && v->newcomm) {
+		if (v->rank >= 0) {
+			if (!bpf_probe_read_user(&comm, sizeof(comm), (const void *)v->newcomm) && comm) {
+				k.comm = comm;
+				r.rank = v->rank;
+				r.nranks = v->nranks;
+				bpf_map_update_elem(&nccl_comms, &k, &r, BPF_ANY);
+			}
+		} else {
+			for (int i = 0; i < NCCL_INIT_ALL_MAX; i++) {
+				if (i >= v->nranks)
+					break;
+				comm = 0;
+				if (bpf_probe_read_user(&comm, sizeof(comm), (const void *)(v->newcomm + 8 * i)) || !comm)
+					continue;
+				k.comm = comm;
+				r.rank = i;
+				r.nranks = v->nranks;
+				bpf_map_update_elem(&nccl_comms, &k, &r, BPF_ANY);
+			}
+		}
+	}
+	bpf_map_delete_elem(&nccl_inits, &tid);
 	return 0;
 }

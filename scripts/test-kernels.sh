@@ -122,6 +122,7 @@ checks_full=(
   "net_e2e a_download_is_the_bytes_received_from_its_peer"
   "wakeups_e2e a_trainer_that_sleeps_to_compute_waits_as_it_measured"
   "cuda_e2e driver_calls_are_what_the_trainer_did"
+  "nccl_e2e nccl_calls_are_what_the_trainer_did"
 )
 # MLTRACE_KERNEL_CHECKS="bin test;bin test": only these (a change to one
 # probe, checked on every kernel without the whole list).

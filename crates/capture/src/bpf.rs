@@ -35,8 +35,8 @@ pub struct BpfConfig {
     pub sched: bool,
     /// Record mmap, munmap, mremap and major page faults.
     pub mappings: bool,
-    /// Record the CUDA driver calls that wait for the GPU (uprobes on
-    /// libcuda, see [`crate::cuda`]).
+    /// Record the CUDA driver calls that wait for the GPU and the NCCL
+    /// calls (uprobes on libcuda and libnccl, see [`crate::cuda`]).
     pub cuda: bool,
     /// Attaching to running processes (`record -p`, `record -a`) instead
     /// of starting a command.
@@ -129,9 +129,12 @@ pub struct Plan {
     pub wake_context: WakeContext,
     /// mmap, munmap and mremap.
     pub mappings: bool,
-    /// CUDA driver calls: the programs are loaded (attached by
+    /// CUDA driver and NCCL calls: the programs are loaded (attached by
     /// [`crate::cuda`] to the libraries it finds).
     pub cuda: bool,
+    /// Their uprobes go on as uprobe_multi links (6.6+): a library's
+    /// probes detach in a few kernel grace periods, not one each.
+    pub uprobe_multi: bool,
     /// Major faults; `None` also when their perf event could not be
     /// attached ([`attach_faults`] says why in `fault_fallback`).
     pub faults: Option<FaultRoute>,
@@ -180,6 +183,7 @@ impl Plan {
             wake_context,
             mappings: cfg.mappings,
             cuda: cfg.cuda,
+            uprobe_multi: cfg.cuda && crate::cuda::uprobe_multi_works(),
             faults,
             fault_fallback: None,
             fallback: None,
@@ -350,8 +354,58 @@ fn load_route<'obj>(
         (&mut progs.cu_memcpy_2d_v1, plan.cuda),
         (&mut progs.cu_memcpy_3d_v1, plan.cuda),
         (&mut progs.cu_return, plan.cuda),
+        (&mut progs.nccl_all_reduce, plan.cuda),
+        (&mut progs.nccl_all_gather, plan.cuda),
+        (&mut progs.nccl_reduce_scatter, plan.cuda),
+        (&mut progs.nccl_broadcast, plan.cuda),
+        (&mut progs.nccl_reduce, plan.cuda),
+        (&mut progs.nccl_send, plan.cuda),
+        (&mut progs.nccl_recv, plan.cuda),
+        (&mut progs.nccl_group_start, plan.cuda),
+        (&mut progs.nccl_group_end, plan.cuda),
+        (&mut progs.nccl_return, plan.cuda),
+        (&mut progs.nccl_comm_init_rank, plan.cuda),
+        (&mut progs.nccl_comm_init_all, plan.cuda),
+        (&mut progs.nccl_init_return, plan.cuda),
     ] {
         p.set_autoload(on);
+    }
+    if plan.cuda && plan.uprobe_multi {
+        use libbpf_rs::ProgramAttachType::TraceUprobeMulti;
+        let progs = &mut open.progs;
+        for p in [
+            &mut progs.cu_stream_sync,
+            &mut progs.cu_ctx_sync,
+            &mut progs.cu_event_sync,
+            &mut progs.cu_memcpy,
+            &mut progs.cu_memcpy_dtoh,
+            &mut progs.cu_memcpy_dtoh_v1,
+            &mut progs.cu_memcpy_htod,
+            &mut progs.cu_memcpy_htod_v1,
+            &mut progs.cu_memcpy_dtod,
+            &mut progs.cu_memcpy_dtod_v1,
+            &mut progs.cu_memcpy_peer,
+            &mut progs.cu_memcpy_2d,
+            &mut progs.cu_memcpy_3d,
+            &mut progs.cu_memcpy_2d_v1,
+            &mut progs.cu_memcpy_3d_v1,
+            &mut progs.cu_return,
+            &mut progs.nccl_all_reduce,
+            &mut progs.nccl_all_gather,
+            &mut progs.nccl_reduce_scatter,
+            &mut progs.nccl_broadcast,
+            &mut progs.nccl_reduce,
+            &mut progs.nccl_send,
+            &mut progs.nccl_recv,
+            &mut progs.nccl_group_start,
+            &mut progs.nccl_group_end,
+            &mut progs.nccl_return,
+            &mut progs.nccl_comm_init_rank,
+            &mut progs.nccl_comm_init_all,
+            &mut progs.nccl_init_return,
+        ] {
+            p.set_attach_type(TraceUprobeMulti);
+        }
     }
     // Kernels before 5.11 cannot even create a task-storage map.
     open.maps.tstore.set_autocreate(fast).map_err(bpf_err("configuring the task storage"))?;

@@ -1,18 +1,20 @@
-//! CUDA driver calls seen from the host: uprobes on `libcuda.so` (the
-//! programs are in bpf/mltrace.bpf.c, one entry program per call and one
-//! return program for all).
+//! CUDA driver calls and NCCL calls seen from the host: uprobes on
+//! `libcuda.so` and `libnccl.so` (the programs are in bpf/mltrace.bpf.c,
+//! one entry program per call and a return program per library).
 //!
 //! At the start of a recording the probes go on every copy of
-//! `libcuda.so.1` the dynamic linker would find (`ldconfig -p`, the usual
-//! driver folders, and `$MLTRACE_CUDA_LIB`), for all processes: the kernel
-//! side records only the traced ones. A copy found elsewhere (a container's,
-//! a wheel's) is attached when a traced process maps it; calls it makes
-//! before that attach completes are not seen.
+//! `libcuda.so.1` / `libnccl.so.2` the dynamic linker would find
+//! (`ldconfig -p`, the usual folders, and `$MLTRACE_CUDA_LIB` /
+//! `$MLTRACE_NCCL_LIB`), for all processes: the kernel side records only
+//! the traced ones. A copy found elsewhere (a container's, a wheel's: PyTorch
+//! ships its own libnccl in site-packages/nvidia/nccl/lib) is attached when
+//! a traced process maps it; calls it makes before that attach completes
+//! are not seen.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use libbpf_rs::{ErrorKind, Link, UprobeOpts};
+use libbpf_rs::{ErrorKind, Link, UprobeMultiOpts, UprobeOpts};
 
 use crate::bpf::Skeleton;
 
@@ -34,12 +36,24 @@ enum Entry {
     Copy2DV1,
     Copy3D,
     Copy3DV1,
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    Broadcast,
+    Reduce,
+    Send,
+    Recv,
+    GroupStart,
+    GroupEnd,
+    /// ncclCommInitRank, ncclCommInitRankConfig: a communicator's rank and size.
+    CommInitRank,
+    CommInitAll,
 }
 
 /// The driver's entry points: the `_v2` ones (what `cuda.h` names), their
 /// per-thread default stream variants (`_ptds`, `_ptsz`), and the legacy
 /// ones (32-bit sizes, kept by the driver for old binaries).
-const SYMBOLS: [(&str, Entry); 23] = [
+const CUDA_SYMBOLS: [(&str, Entry); 23] = [
     ("cuStreamSynchronize", Entry::StreamSync),
     ("cuStreamSynchronize_ptsz", Entry::StreamSync),
     ("cuCtxSynchronize", Entry::CtxSync),
@@ -65,9 +79,87 @@ const SYMBOLS: [(&str, Entry); 23] = [
     ("cuMemcpy3D", Entry::Copy3DV1),
 ];
 
-fn program<'a>(skel: &'a Skeleton<'_>, e: Entry) -> &'a libbpf_rs::ProgramMut<'a> {
+/// NCCL's entry points (each also exported as `pnccl*`, an alias at the
+/// same address: not attached twice).
+const NCCL_SYMBOLS: [(&str, Entry); 12] = [
+    ("ncclAllReduce", Entry::AllReduce),
+    ("ncclAllGather", Entry::AllGather),
+    ("ncclReduceScatter", Entry::ReduceScatter),
+    ("ncclBroadcast", Entry::Broadcast),
+    ("ncclReduce", Entry::Reduce),
+    ("ncclSend", Entry::Send),
+    ("ncclRecv", Entry::Recv),
+    ("ncclGroupStart", Entry::GroupStart),
+    ("ncclGroupEnd", Entry::GroupEnd),
+    ("ncclCommInitRank", Entry::CommInitRank),
+    ("ncclCommInitRankConfig", Entry::CommInitRank),
+    ("ncclCommInitAll", Entry::CommInitAll),
+];
+
+/// A library the probes go on.
+pub struct Library {
+    /// The log header's probe entry, and `MLTRACE_<NAME>_LIB`'s name.
+    pub subsystem: &'static str,
+    /// For messages.
+    title: &'static str,
+    /// What the dynamic linker is asked for (`ldconfig -p`'s left side).
+    soname: &'static str,
+    /// File names starting so are this library (a mapped one is attached).
+    prefix: &'static str,
+    /// Paths to attach at the start, colon-separated (tests, odd installs).
+    env: &'static str,
+    /// Folders it is usually installed in, besides ldconfig's.
+    dirs: &'static [&'static str],
+    symbols: &'static [(&'static str, Entry)],
+    /// What is recorded, for the header.
+    calls: &'static str,
+}
+
+/// Folders the NVIDIA driver installs `libcuda.so.1` into.
+const DRIVER_DIRS: [&str; 5] =
+    ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/wsl/lib", "/usr/local/nvidia/lib64"];
+
+/// Where NCCL packages (libnccl2, the CUDA toolkit's) put `libnccl.so.2`.
+const NCCL_DIRS: [&str; 4] =
+    ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/cuda/lib64", "/usr/local/nccl/lib"];
+
+pub static CUDA: Library = Library {
+    subsystem: "cuda",
+    title: "CUDA",
+    soname: "libcuda.so.1",
+    prefix: "libcuda.so",
+    env: "MLTRACE_CUDA_LIB",
+    dirs: &DRIVER_DIRS,
+    symbols: &CUDA_SYMBOLS,
+    calls: "cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize, cuMemcpy* (blocking)",
+};
+
+pub static NCCL: Library = Library {
+    subsystem: "nccl",
+    title: "NCCL",
+    soname: "libnccl.so.2",
+    prefix: "libnccl.so",
+    env: "MLTRACE_NCCL_LIB",
+    dirs: &NCCL_DIRS,
+    symbols: &NCCL_SYMBOLS,
+    calls: "ncclAllReduce, ncclAllGather, ncclReduceScatter, ncclBroadcast, ncclReduce, ncclSend, ncclRecv, \
+            ncclGroupStart/End (they enqueue: the wait shows in the CUDA calls that synchronise); \
+            ranks from ncclCommInitRank*, ncclCommInitAll",
+};
+
+/// The libraries probed.
+pub static LIBRARIES: [&Library; 2] = [&CUDA, &NCCL];
+
+/// The library a mapped file (path or name) is, if one probed.
+pub fn library_of(path: &[u8]) -> Option<&'static Library> {
+    let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+    LIBRARIES.iter().copied().find(|l| name.starts_with(l.prefix.as_bytes()))
+}
+
+/// A call's entry program and its return program.
+fn program<'a>(skel: &'a Skeleton<'_>, e: Entry) -> (&'a libbpf_rs::ProgramMut<'a>, &'a libbpf_rs::ProgramMut<'a>) {
     let p = &skel.progs;
-    match e {
+    let entry = match e {
         Entry::StreamSync => &p.cu_stream_sync,
         Entry::CtxSync => &p.cu_ctx_sync,
         Entry::EventSync => &p.cu_event_sync,
@@ -83,17 +175,32 @@ fn program<'a>(skel: &'a Skeleton<'_>, e: Entry) -> &'a libbpf_rs::ProgramMut<'a
         Entry::Copy2DV1 => &p.cu_memcpy_2d_v1,
         Entry::Copy3D => &p.cu_memcpy_3d,
         Entry::Copy3DV1 => &p.cu_memcpy_3d_v1,
-    }
-}
-
-/// Folders the NVIDIA driver installs `libcuda.so.1` into.
-const DRIVER_DIRS: [&str; 5] =
-    ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/wsl/lib", "/usr/local/nvidia/lib64"];
-
-/// Whether `name` (a file name) is the CUDA driver library.
-pub fn is_libcuda(path: &[u8]) -> bool {
-    let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
-    name.starts_with(b"libcuda.so")
+        Entry::AllReduce => &p.nccl_all_reduce,
+        Entry::AllGather => &p.nccl_all_gather,
+        Entry::ReduceScatter => &p.nccl_reduce_scatter,
+        Entry::Broadcast => &p.nccl_broadcast,
+        Entry::Reduce => &p.nccl_reduce,
+        Entry::Send => &p.nccl_send,
+        Entry::Recv => &p.nccl_recv,
+        Entry::GroupStart => &p.nccl_group_start,
+        Entry::GroupEnd => &p.nccl_group_end,
+        Entry::CommInitRank => &p.nccl_comm_init_rank,
+        Entry::CommInitAll => &p.nccl_comm_init_all,
+    };
+    let ret = match e {
+        Entry::CommInitRank | Entry::CommInitAll => &p.nccl_init_return,
+        Entry::AllReduce
+        | Entry::AllGather
+        | Entry::ReduceScatter
+        | Entry::Broadcast
+        | Entry::Reduce
+        | Entry::Send
+        | Entry::Recv
+        | Entry::GroupStart
+        | Entry::GroupEnd => &p.nccl_return,
+        _ => &p.cu_return,
+    };
+    (entry, ret)
 }
 
 /// The CUDA toolkit's link-time stub (`.../stubs/libcuda.so`): no code.
@@ -101,37 +208,52 @@ fn is_stub(p: &Path) -> bool {
     p.components().any(|c| c.as_os_str() == "stubs")
 }
 
-/// `libcuda.so.1` paths in `ldconfig -p` output (x86-64 entries).
-fn from_ldconfig(text: &str) -> Vec<PathBuf> {
+/// `soname` paths in `ldconfig -p` output (x86-64 entries).
+fn from_ldconfig(text: &str, soname: &str) -> Vec<PathBuf> {
     text.lines()
         .filter_map(|l| {
             let (lhs, path) = l.trim().split_once(" => ")?;
-            (lhs.starts_with("libcuda.so.1 ") && lhs.contains("x86-64")).then(|| PathBuf::from(path.trim()))
+            (lhs.strip_prefix(soname).is_some_and(|r| r.starts_with(' ')) && lhs.contains("x86-64"))
+                .then(|| PathBuf::from(path.trim()))
         })
         .collect()
 }
 
-/// The copies of `libcuda.so.1` a process here would load:
-/// `$MLTRACE_CUDA_LIB` (colon-separated paths), `ldconfig -p`, the driver's
-/// usual folders. Stubs left out.
-pub fn candidates() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::env::var_os("MLTRACE_CUDA_LIB")
-        .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
-        .unwrap_or_default();
-    for ldconfig in ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"] {
-        if let Ok(o) = std::process::Command::new(ldconfig).arg("-p").stderr(std::process::Stdio::null()).output() {
-            out.extend(from_ldconfig(&String::from_utf8_lossy(&o.stdout)));
-            break;
-        }
+impl Library {
+    /// The file name the dynamic linker is asked for.
+    pub fn soname(&self) -> &'static str {
+        self.soname
     }
-    out.extend(DRIVER_DIRS.iter().map(|d| Path::new(d).join("libcuda.so.1")));
-    out.retain(|p| !is_stub(p) && p.is_file());
-    out
+
+    /// Whether `path` (a path or file name) is this library.
+    pub fn matches(&self, path: &[u8]) -> bool {
+        library_of(path).is_some_and(|l| std::ptr::eq(l, self))
+    }
+
+    /// The copies a process here would load: `$MLTRACE_<NAME>_LIB`
+    /// (colon-separated paths), `ldconfig -p`, the usual folders. Stubs
+    /// left out.
+    pub fn candidates(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = std::env::var_os(self.env)
+            .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+            .unwrap_or_default();
+        for ldconfig in ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"] {
+            if let Ok(o) = std::process::Command::new(ldconfig).arg("-p").stderr(std::process::Stdio::null()).output() {
+                out.extend(from_ldconfig(&String::from_utf8_lossy(&o.stdout), self.soname));
+                break;
+            }
+        }
+        out.extend(self.dirs.iter().map(|d| Path::new(d).join(self.soname)));
+        out.retain(|p| !is_stub(p) && p.is_file());
+        out
+    }
 }
 
-/// The probes attached so far, kept while recording.
-#[derive(Default)]
-pub struct CudaProbes {
+/// The probes attached so far on one library's copies, kept while recording.
+pub struct LibProbes {
+    pub lib: &'static Library,
+    /// Attach as uprobe_multi links (the programs were loaded for them).
+    multi: bool,
     links: Vec<Link>,
     /// (dev, inode) of the files attached (or tried): a library reached
     /// through several paths (symlinks) is attached once.
@@ -142,9 +264,10 @@ pub struct CudaProbes {
     pub failures: Vec<String>,
 }
 
-impl Drop for CudaProbes {
-    /// Detaching a uprobe waits for the kernel to quiesce (about 0.1 s
-    /// each here): they go together, not one after the other.
+impl Drop for LibProbes {
+    /// Detaching a uprobe link waits for the kernel to quiesce (an RCU
+    /// tasks-trace grace period, about 0.1 s, per single uprobe or per
+    /// uprobe_multi link): they go together, not one after the other.
     fn drop(&mut self) {
         let links = std::mem::take(&mut self.links);
         std::thread::scope(|s| {
@@ -155,7 +278,13 @@ impl Drop for CudaProbes {
     }
 }
 
-impl CudaProbes {
+impl LibProbes {
+    /// `multi`: the programs were loaded as uprobe_multi ones
+    /// ([`uprobe_multi_works`]).
+    pub fn new(lib: &'static Library, multi: bool) -> Self {
+        LibProbes { lib, multi, links: Vec::new(), seen: Vec::new(), attached: Vec::new(), failures: Vec::new() }
+    }
+
     /// Attaches to `path` unless already done; false when it was.
     pub fn attach(&mut self, skel: &Skeleton<'_>, path: &Path) -> bool {
         let Ok(real) = std::fs::canonicalize(path) else {
@@ -169,12 +298,16 @@ impl CudaProbes {
         }
         self.seen.push(key);
         // libbpf says which symbols a library lacks: that is expected (not
-        // every driver has every variant), so its messages are caught.
+        // every version has every entry point), so its messages are caught.
         let ((found, failed), _) = crate::verifier::catching(|| {
+            if self.multi {
+                return self.attach_multi(skel, &real);
+            }
             let (mut found, mut failed) = (0usize, Vec::new());
-            for (sym, entry) in SYMBOLS {
+            for &(sym, entry) in self.lib.symbols {
                 let mut ok = true;
-                for (prog, retprobe) in [(program(skel, entry), false), (&skel.progs.cu_return, true)] {
+                let (enter, ret) = program(skel, entry);
+                for (prog, retprobe) in [(enter, false), (ret, true)] {
                     let opts = UprobeOpts { func_name: Some(sym.into()), retprobe, ..Default::default() };
                     match prog.attach_uprobe_with_opts(-1, &real, 0, opts) {
                         Ok(l) => self.links.push(l),
@@ -200,6 +333,78 @@ impl CudaProbes {
         true
     }
 
+    /// The uprobe_multi way: a link per entry program (its symbols
+    /// together) and one per return program. Returns the symbols found and
+    /// what failed.
+    fn attach_multi(&mut self, skel: &Skeleton<'_>, real: &Path) -> (usize, Vec<String>) {
+        let multi = |prog: &libbpf_rs::ProgramMut<'_>, syms: &[&str], retprobe: bool| {
+            let opts =
+                UprobeMultiOpts { syms: syms.iter().map(|s| s.to_string()).collect(), retprobe, ..Default::default() };
+            prog.attach_uprobe_multi_with_opts(-1, real, "", opts)
+        };
+        let mut failed = Vec::new();
+        // The entry points present, by return program (its address: the
+        // programs are fields of one skeleton).
+        let mut returns: Vec<(*const libbpf_rs::ProgramMut<'_>, Vec<&str>)> = Vec::new();
+        let mut entries: Vec<(Entry, Vec<&str>)> = Vec::new();
+        for &(sym, e) in self.lib.symbols {
+            match entries.iter_mut().find(|(x, _)| *x == e) {
+                Some((_, v)) => v.push(sym),
+                None => entries.push((e, vec![sym])),
+            }
+        }
+        for (e, syms) in entries {
+            let (enter, ret) = program(skel, e);
+            let present: Vec<&str> = match multi(enter, &syms, false) {
+                Ok(l) => {
+                    self.links.push(l);
+                    syms
+                }
+                // One or more absent: each alone (kept, though it costs a
+                // link each).
+                Err(err) if err.kind() == ErrorKind::NotFound => syms
+                    .into_iter()
+                    .filter(|s| match multi(enter, &[s], false) {
+                        Ok(l) => {
+                            self.links.push(l);
+                            true
+                        }
+                        Err(err) if err.kind() == ErrorKind::NotFound => false,
+                        Err(err) => {
+                            failed.push(format!("{s}: {err}"));
+                            false
+                        }
+                    })
+                    .collect(),
+                Err(err) => {
+                    failed.push(format!("{}: {err}", syms.join(", ")));
+                    continue;
+                }
+            };
+            let key = ret as *const _;
+            match returns.iter_mut().find(|(p, _)| *p == key) {
+                Some((_, v)) => v.extend(present),
+                None => returns.push((key, present)),
+            }
+        }
+        let mut found = 0;
+        for (key, syms) in returns {
+            if syms.is_empty() {
+                continue;
+            }
+            // SAFETY: `key` is one of `skel.progs`' fields, borrowed above.
+            let ret = unsafe { &*key };
+            match multi(ret, &syms, true) {
+                Ok(l) => {
+                    self.links.push(l);
+                    found += syms.len();
+                }
+                Err(err) => failed.push(format!("{} (return): {err}", syms.join(", "))),
+            }
+        }
+        (found, failed)
+    }
+
     /// Uprobes that failed to attach, counted.
     pub fn failed(&self) -> usize {
         self.failures.len()
@@ -210,12 +415,12 @@ impl CudaProbes {
         let libs: Vec<String> =
             self.attached.iter().map(|(p, n)| format!("{} ({n} entry points)", p.display())).collect();
         mltrace_log::Probe {
-            subsystem: "cuda".into(),
+            subsystem: self.lib.subsystem.into(),
             mechanism: "uprobe + uretprobe".into(),
             detail: format!(
-                "cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize, cuMemcpy* (blocking); {}; \
-                 libraries traced processes map later are attached then",
-                if libs.is_empty() { "no libcuda.so.1 found at the start".to_string() } else { libs.join(", ") }
+                "{}; {}; libraries traced processes map later are attached then",
+                self.lib.calls,
+                if libs.is_empty() { format!("no {} found at the start", self.lib.soname) } else { libs.join(", ") }
             ),
         }
     }
@@ -224,7 +429,8 @@ impl CudaProbes {
     pub fn warning(&self) -> Option<String> {
         (!self.failures.is_empty()).then(|| {
             format!(
-                "CUDA probes: {} attach failure(s), calls there are not recorded: {}",
+                "{} probes: {} attach failure(s), calls there are not recorded: {}",
+                self.lib.title,
                 self.failed(),
                 self.failures.join(" | ")
             )
@@ -232,13 +438,59 @@ impl CudaProbes {
     }
 }
 
-/// The `libcuda.so*` files process `pid` has mapped now (for `record -p`).
+/// Whether this kernel has uprobe_multi links (6.6+) with a working pid
+/// filter (libbpf's own check: a link on `/` fails with EBADF, and with
+/// pid -1 with EINVAL). Decided before loading: a program is loaded either
+/// for such links or for single uprobes.
+pub fn uprobe_multi_works() -> bool {
+    use libbpf_sys as sys;
+    // r0 = 0; exit
+    let insns = [
+        sys::bpf_insn { code: (sys::BPF_ALU64 | sys::BPF_MOV | sys::BPF_K) as u8, ..Default::default() },
+        sys::bpf_insn { code: (sys::BPF_JMP | sys::BPF_EXIT) as u8, ..Default::default() },
+    ];
+    let mut load = sys::bpf_prog_load_opts {
+        sz: size_of::<sys::bpf_prog_load_opts>() as _,
+        expected_attach_type: sys::BPF_TRACE_UPROBE_MULTI,
+        ..Default::default()
+    };
+    // SAFETY: valid instructions, license and options for the call's duration.
+    let prog = unsafe {
+        sys::bpf_prog_load(sys::BPF_PROG_TYPE_KPROBE, std::ptr::null(), c"GPL".as_ptr(), insns.as_ptr(), 2, &mut load)
+    };
+    if prog < 0 {
+        return false;
+    }
+    let offset: std::ffi::c_ulong = 0;
+    let try_link = |pid: u32| {
+        let mut opts =
+            sys::bpf_link_create_opts { sz: size_of::<sys::bpf_link_create_opts>() as _, ..Default::default() };
+        opts.__bindgen_anon_1.uprobe_multi.path = c"/".as_ptr();
+        opts.__bindgen_anon_1.uprobe_multi.offsets = &offset;
+        opts.__bindgen_anon_1.uprobe_multi.cnt = 1;
+        opts.__bindgen_anon_1.uprobe_multi.pid = pid;
+        // SAFETY: the options point at live values.
+        // (libbpf returns -errno.)
+        let fd = unsafe { sys::bpf_link_create(prog, -1, sys::BPF_TRACE_UPROBE_MULTI, &opts) };
+        if fd >= 0 {
+            // SAFETY: a descriptor we own.
+            unsafe { libc::close(fd) };
+        }
+        fd
+    };
+    let ok = try_link(0) == -libc::EBADF && try_link(u32::MAX) == -libc::EINVAL;
+    // SAFETY: a descriptor we own.
+    unsafe { libc::close(prog) };
+    ok
+}
+
+/// The probed libraries' files process `pid` has mapped now (for `record -p`).
 pub fn mapped_by(pid: u32) -> Vec<PathBuf> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     let mut out: Vec<PathBuf> = maps
         .lines()
         .filter_map(|l| l.split_whitespace().nth(5))
-        .filter(|p| p.starts_with('/') && is_libcuda(p.as_bytes()))
+        .filter(|p| p.starts_with('/') && library_of(p.as_bytes()).is_some())
         .map(PathBuf::from)
         .collect();
     out.dedup();
@@ -254,9 +506,13 @@ mod tests {
         let text = "3 libs found in cache `/etc/ld.so.cache'\n\
             \tlibcuda.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcuda.so.1\n\
             \tlibcuda.so.1 (libc6) => /usr/lib32/libcuda.so.1\n\
-            \tlibcuda.so (libc6,x86-64) => /lib/x86_64-linux-gnu/libcuda.so\n";
-        assert_eq!(from_ldconfig(text), vec![PathBuf::from("/lib/x86_64-linux-gnu/libcuda.so.1")]);
-        assert!(is_libcuda(b"/usr/lib/libcuda.so.550.54.15") && !is_libcuda(b"/usr/lib/libcudart.so.12"));
+            \tlibcuda.so (libc6,x86-64) => /lib/x86_64-linux-gnu/libcuda.so\n\
+            \tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2\n";
+        assert_eq!(from_ldconfig(text, "libcuda.so.1"), vec![PathBuf::from("/lib/x86_64-linux-gnu/libcuda.so.1")]);
+        assert_eq!(from_ldconfig(text, "libnccl.so.2"), vec![PathBuf::from("/usr/lib/x86_64-linux-gnu/libnccl.so.2")]);
+        assert!(CUDA.matches(b"/usr/lib/libcuda.so.550.54.15") && !CUDA.matches(b"/usr/lib/libcudart.so.12"));
+        assert!(NCCL.matches(b"/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"));
+        assert!(!NCCL.matches(b"/usr/lib/libcuda.so.1") && library_of(b"/usr/lib/libnccl-net.so").is_none());
         assert!(is_stub(Path::new("/usr/local/cuda/lib64/stubs/libcuda.so")));
     }
 }

@@ -10,7 +10,7 @@ use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::inodes::InodeNames;
 use crate::skel::types::{
     self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_gpu, ev_hdr, ev_io,
-    ev_ioac, ev_kind, ev_map, ev_net, ev_open, ev_pcache, ev_sched, ev_uring, ev_xfer, op,
+    ev_ioac, ev_kind, ev_map, ev_nccl, ev_net, ev_open, ev_pcache, ev_sched, ev_uring, ev_xfer, op,
 };
 
 /// BPF flag bits, as events.h declares them (its enums reach the skeleton).
@@ -278,6 +278,16 @@ const _: () = {
     assert!(g::GPU_MEMCPY_PEER.0 == GpuApi::MemcpyPeer as u32);
     assert!(g::GPU_MEMCPY_2D.0 == GpuApi::Memcpy2D as u32);
     assert!(g::GPU_MEMCPY_3D.0 == GpuApi::Memcpy3D as u32);
+    use types::nccl_api as n;
+    assert!(n::NCCL_ALL_REDUCE.0 == NcclOp::AllReduce as u32);
+    assert!(n::NCCL_ALL_GATHER.0 == NcclOp::AllGather as u32);
+    assert!(n::NCCL_REDUCE_SCATTER.0 == NcclOp::ReduceScatter as u32);
+    assert!(n::NCCL_BROADCAST.0 == NcclOp::Broadcast as u32);
+    assert!(n::NCCL_REDUCE.0 == NcclOp::Reduce as u32);
+    assert!(n::NCCL_SEND.0 == NcclOp::Send as u32);
+    assert!(n::NCCL_RECV.0 == NcclOp::Recv as u32);
+    assert!(n::NCCL_GROUP_START.0 == NcclOp::GroupStart as u32);
+    assert!(n::NCCL_GROUP_END.0 == NcclOp::GroupEnd as u32);
 };
 
 /// A scheduling event; `None` for an op this version does not know.
@@ -373,11 +383,12 @@ pub struct KernelDecoder {
     /// threads aside) keep their disk, sector and size but not who issued
     /// them (another user's I/O).
     hide_others_block: bool,
-    /// Watch mappings for `libcuda.so*` files (see [`Self::take_cuda_libraries`]).
-    cuda_watch: bool,
-    /// The libcuda paths seen mapped, and those not yet taken.
-    cuda_seen: Vec<Vec<u8>>,
-    cuda_new: Vec<Vec<u8>>,
+    /// Watch mappings for `libcuda.so*` and `libnccl.so*` files (see
+    /// [`Self::take_libraries`]).
+    lib_watch: bool,
+    /// The library paths seen mapped, and those not yet taken.
+    lib_seen: Vec<Vec<u8>>,
+    lib_new: Vec<Vec<u8>>,
     pub stats: DecodeStats,
 }
 
@@ -457,23 +468,23 @@ impl KernelDecoder {
         self.hide_others_block = hide;
     }
 
-    /// Notes the `libcuda.so*` files traced processes map, for the
-    /// recorder to attach the CUDA probes to.
-    pub fn watch_cuda(&mut self, on: bool) {
-        self.cuda_watch = on;
+    /// Notes the `libcuda.so*` and `libnccl.so*` files traced processes
+    /// map, for the recorder to attach the CUDA and NCCL probes to.
+    pub fn watch_libraries(&mut self, on: bool) {
+        self.lib_watch = on;
     }
 
-    /// The `libcuda.so*` files mapped since the last call (each path once).
-    pub fn take_cuda_libraries(&mut self) -> Vec<Vec<u8>> {
-        std::mem::take(&mut self.cuda_new)
+    /// The probed libraries' files mapped since the last call (each path once).
+    pub fn take_libraries(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.lib_new)
     }
 
     #[cold]
-    fn cuda_mapped(&mut self, key: u64) {
+    fn lib_mapped(&mut self, key: u64) {
         let Some(p) = self.files.path(key) else { return };
-        if crate::cuda::is_libcuda(p) && self.cuda_seen.len() < 256 && !self.cuda_seen.iter().any(|s| s == p) {
-            self.cuda_seen.push(p.to_vec());
-            self.cuda_new.push(p.to_vec());
+        if crate::cuda::library_of(p).is_some() && self.lib_seen.len() < 256 && !self.lib_seen.iter().any(|s| s == p) {
+            self.lib_seen.push(p.to_vec());
+            self.lib_new.push(p.to_vec());
         }
     }
 
@@ -603,6 +614,7 @@ impl KernelDecoder {
             ev_kind::EV_FAULT => size_of::<ev_fault>(),
             ev_kind::EV_NET => size_of::<ev_net>(),
             ev_kind::EV_GPU => size_of::<ev_gpu>(),
+            ev_kind::EV_NCCL => size_of::<ev_nccl>(),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -726,6 +738,25 @@ impl KernelDecoder {
                     call: GpuApi::from_u8(h.op),
                     stream: e.stream,
                     bytes: e.bytes,
+                    ret: e.ret,
+                }));
+            }
+            ev_kind::EV_NCCL => {
+                let e: ev_nccl = read(data);
+                enc.push(&Record::Collective(Collective {
+                    ts: h.ts,
+                    dur: e.dur,
+                    pid: h.pid,
+                    tid: h.tid,
+                    op: NcclOp::from_u8(h.op),
+                    count: e.count,
+                    datatype: e.datatype,
+                    bytes: e.count.saturating_mul(nccl_type_size(e.datatype)),
+                    comm: e.comm,
+                    rank: e.rank,
+                    nranks: e.nranks,
+                    peer: e.peer,
+                    stream: e.stream,
                     ret: e.ret,
                 }));
             }
@@ -980,8 +1011,8 @@ impl KernelDecoder {
             ev_kind::EV_MAP => {
                 let e: ev_map = read(data);
                 let anon = h.flags & MAPF_ANON_SUMMARY != 0;
-                if self.cuda_watch && !anon && e.file != 0 {
-                    self.cuda_mapped(e.file);
+                if self.lib_watch && !anon && e.file != 0 {
+                    self.lib_mapped(e.file);
                 }
                 if !anon && e.file != 0 && !self.keeps(e.file) {
                     return;

@@ -276,16 +276,23 @@ pub fn run() -> Vec<Check> {
         Ok(()) => check("fentry/fexit", Status::Ok, format!("available; {unused}")),
         Err(e) => check("fentry/fexit", Status::Absent, format!("{e}; {unused}")),
     });
-    let libs = crate::cuda::candidates();
-    let found = if libs.is_empty() {
-        "no libcuda.so.1 found here (one a traced process maps is attached then)".to_string()
-    } else {
-        format!("attached to {}", libs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
-    };
-    out.push(match probe_uprobe() {
-        Ok(()) => check("CUDA probes", Status::Ok, format!("uprobes attach here (CUDA driver calls); {found}")),
-        Err(e) => check("CUDA probes", Status::Absent, format!("uprobes: {e}: CUDA driver calls are not recorded")),
-    });
+    let uprobes = probe_uprobe();
+    for lib in crate::cuda::LIBRARIES {
+        let (name, what) = match lib.subsystem {
+            "cuda" => ("CUDA probes", "CUDA driver calls"),
+            _ => ("NCCL probes", "NCCL calls"),
+        };
+        let libs = lib.candidates();
+        let found = if libs.is_empty() {
+            format!("no {} found here (one a traced process maps is attached then)", lib.soname())
+        } else {
+            format!("attached to {}", libs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
+        };
+        out.push(match &uprobes {
+            Ok(()) => check(name, Status::Ok, format!("uprobes attach here ({what}); {found}")),
+            Err(e) => check(name, Status::Absent, format!("uprobes: {e}: {what} are not recorded")),
+        });
+    }
     let gpu = mltrace_sample::gpu::open(&mltrace_sample::gpu::GpuConfig::default());
     out.push(match gpu {
         Ok(g) if g.sampler.is_some() => check("NVML", Status::Ok, format!("{}: {}", g.library, g.devices.join("; "))),

@@ -25,7 +25,7 @@ use mltrace_sample::SampleSink;
 
 use crate::attach::{self, AttachOptions};
 use crate::bpf::{self, BpfConfig, Skeleton, LOST_SLOTS};
-use crate::cuda::{self, CudaProbes};
+use crate::cuda::{self, LibProbes};
 use crate::decode::{DecodeStats, KernelDecoder};
 use crate::error::CaptureError;
 use crate::features::KernelBtf;
@@ -251,9 +251,10 @@ struct Consumer<'s> {
     /// The last counts of the threads still alive when the command ended.
     accounting: Receiver<Vec<IoAccounting>>,
     phases: PhaseRecorder,
-    /// The CUDA probes (when on): libraries traced processes map are
-    /// attached as their mappings are decoded.
-    cuda: Option<CudaProbes>,
+    /// The CUDA and NCCL probes, one per library (none when off):
+    /// libraries traced processes map are attached as their mappings are
+    /// decoded.
+    uprobes: Vec<LibProbes>,
 }
 
 impl Consumer<'_> {
@@ -289,20 +290,25 @@ impl Consumer<'_> {
         }
     }
 
-    /// Attaches the CUDA probes to the `libcuda.so*` files traced processes
-    /// mapped since the last round (calls they make before this are missed).
-    fn attach_cuda(&mut self, skel: &Skeleton<'_>) {
-        let Some(cuda) = self.cuda.as_mut() else { return };
-        for p in self.dec.take_cuda_libraries() {
+    /// Attaches the CUDA and NCCL probes to the `libcuda.so*` and
+    /// `libnccl.so*` files traced processes mapped since the last round
+    /// (calls they make before this are missed).
+    fn attach_libraries(&mut self, skel: &Skeleton<'_>) {
+        if self.uprobes.is_empty() {
+            return;
+        }
+        for p in self.dec.take_libraries() {
             use std::os::unix::ffi::OsStrExt;
-            cuda.attach(skel, std::path::Path::new(std::ffi::OsStr::from_bytes(&p)));
+            if let Some(probes) = self.uprobes.iter_mut().find(|u| u.lib.matches(&p)) {
+                probes.attach(skel, std::path::Path::new(std::ffi::OsStr::from_bytes(&p)));
+            }
         }
     }
 
-    /// Warnings about the training phases and the CUDA probes.
+    /// Warnings about the training phases and the CUDA and NCCL probes.
     fn warnings(&self) -> Vec<String> {
         let mut w = self.phases.warnings();
-        w.extend(self.cuda.as_ref().and_then(CudaProbes::warning));
+        w.extend(self.uprobes.iter().filter_map(LibProbes::warning));
         w
     }
 
@@ -411,7 +417,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         c.drain_samples();
         c.drain_mllog();
         c.drain_accounting();
-        c.attach_cuda(skel);
+        c.attach_libraries(skel);
         // This round drained everything queued since it began: records sent
         // before the kernel side forgot (plus a margin for programs running
         // at that moment) have all been decoded.
@@ -476,7 +482,7 @@ fn header(
     root_pid: u32,
     start: ClockAnchor,
     phases: Option<Probe>,
-    cuda: Option<Probe>,
+    uprobes: Vec<Probe>,
 ) -> Header {
     let command = match &opts.attach {
         // One process attached: its command line names it, like a command's.
@@ -522,7 +528,7 @@ fn header(
                     detail: opts.gpu_devices.join("; "),
                 });
             }
-            p.extend(cuda);
+            p.extend(uprobes);
             p.extend(phases);
             p
         },
@@ -705,18 +711,26 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     if let Some(why) = &plan.fault_fallback {
         eprintln!("mltrace: major faults are not recorded here: {why}");
     }
-    let cuda = plan.cuda.then(|| {
-        let mut c = CudaProbes::default();
-        let mapped = attaching.iter().flat_map(|a| a.pids.iter().flat_map(|&p| cuda::mapped_by(p)));
-        for lib in cuda::candidates().into_iter().chain(mapped) {
-            c.attach(&skel, &lib);
-        }
-        if let Some(w) = c.warning() {
-            eprintln!("mltrace: {w}");
-        }
-        c
-    });
-    let cuda_probe = cuda.as_ref().map(CudaProbes::probe);
+    let uprobes: Vec<LibProbes> = if plan.cuda {
+        let mapped: Vec<_> = attaching.iter().flat_map(|a| a.pids.iter().flat_map(|&p| cuda::mapped_by(p))).collect();
+        cuda::LIBRARIES
+            .iter()
+            .map(|&lib| {
+                let mut c = LibProbes::new(lib, plan.uprobe_multi);
+                let here = mapped.iter().filter(|p| lib.matches(p.as_os_str().as_encoded_bytes())).cloned();
+                for path in lib.candidates().into_iter().chain(here) {
+                    c.attach(&skel, &path);
+                }
+                if let Some(w) = c.warning() {
+                    eprintln!("mltrace: {w}");
+                }
+                c
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let uprobe_probes: Vec<Probe> = uprobes.iter().map(LibProbes::probe).collect();
     let started = Instant::now();
     let env = opts.run_as.as_ref().map(identity::environment);
     let run_as = opts.run_as.as_ref().map(User::run_as);
@@ -816,7 +830,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let writer = match out.file.try_clone().and_then(|f| {
         LogWriter::new(
             f,
-            &header(&opts, &plan, pid as u32, start, phases_probe.clone(), cuda_probe.clone()),
+            &header(&opts, &plan, pid as u32, start, phases_probe.clone(), uprobe_probes.clone()),
             opts.zstd_level,
         )
     }) {
@@ -869,7 +883,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             };
             // SAFETY: getuid has no preconditions.
             d.hide_others_block_io(unsafe { libc::getuid() } != 0);
-            d.watch_cuda(cuda.is_some());
+            d.watch_libraries(!uprobes.is_empty());
             d
         },
         frames: frames_tx,
@@ -883,7 +897,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         mllog: mllog_rx,
         accounting: acct_rx,
         phases: PhaseRecorder::new(if attaching.is_none() { pid as u32 } else { 0 }),
-        cuda,
+        uprobes,
     };
     let flush = opts.flush_interval;
     let interval = opts.sample_interval;

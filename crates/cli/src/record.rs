@@ -50,7 +50,8 @@ pub struct Args {
     mappings: String,
     /// Record the CUDA driver calls that wait for the GPU
     /// (cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize, blocking
-    /// cuMemcpy*) with uprobes on libcuda.so: on or off
+    /// cuMemcpy*) with uprobes on libcuda.so, and the NCCL calls
+    /// (collectives, send/recv, groups) with uprobes on libnccl.so: on or off
     #[arg(long, default_value = "on", value_name = "ON|OFF")]
     cuda: String,
     /// How often to sample CPU, memory, disk, process and GPU counters
