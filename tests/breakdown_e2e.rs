@@ -131,6 +131,16 @@ fn gpu_waits_spinning_and_asleep_on_both_routes() {
         let v = &r.json["verdict"];
         assert_eq!(v["kind"], "gpu-bound", "{mode} {route:?}: {}", v["text"]);
         assert!(v["text"].as_str().unwrap().contains("waited for the GPU"), "{}", v["text"]);
+        // The overview's GPU wait per process and interval: most of each.
+        let Some(tp) = tools::perfetto_tp() else { continue };
+        let ov = tmp.path().join("overview.perfetto-trace");
+        let o = mltrace(&["export", "--overview", r.log.to_str().unwrap(), "-o", ov.to_str().unwrap()], tmp.path());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let q = "select avg(c.value) from counter c join counter_track t on c.track_id = t.id \
+                 where t.name = 'GPU wait' and c.value > 0";
+        let rows = tools::tp_query(&tp, &ov, &[q]);
+        let avg: f64 = rows[0][0][0].parse().unwrap_or(0.0);
+        assert!(avg > 40.0, "{mode} {route:?}: GPU wait in the overview averages {avg}%");
     }
 }
 

@@ -76,6 +76,8 @@ pub struct Agg {
     pub write_bytes: u64,
     pub blk_read: u64,
     pub blk_write: u64,
+    /// Ns its threads spent inside CUDA calls that waited for the GPU.
+    pub gpu_wait_ns: u64,
     pub lat_max: u64,
     hist: [u32; HIST_BINS],
     pub slowest: Option<Box<Slow>>,
@@ -93,6 +95,7 @@ impl Default for Agg {
             write_bytes: 0,
             blk_read: 0,
             blk_write: 0,
+            gpu_wait_ns: 0,
             lat_max: 0,
             hist: [0; HIST_BINS],
             slowest: None,
@@ -224,8 +227,22 @@ impl OverviewAgg {
         self.procs[i].at(b)
     }
 
-    /// A syscall record of incarnation `idx`.
+    /// A syscall record of incarnation `idx` (or a CUDA call that waited
+    /// for the GPU: its time, split across the intervals it covers).
     pub fn syscall(&mut self, f: &Frame<'_>, rec: &Record, idx: ProcIdx) {
+        if let Record::GpuCall(r) = rec {
+            let (start, end) = (r.ts, r.ts.saturating_add(r.dur));
+            let grid = self.grid;
+            let (a, z) = (grid.index(start), grid.index(end.saturating_sub(1).max(start)));
+            if self.procs.len() <= idx as usize {
+                self.procs.resize_with(idx as usize + 1, ProcAggs::default);
+            }
+            for i in a..=z {
+                let (s, e) = (start.max(grid.time(i)), if i == z { end } else { end.min(grid.time(i + 1)) });
+                self.procs[idx as usize].at(i).gpu_wait_ns += e.saturating_sub(s);
+            }
+            return;
+        }
         let (ts, dur, ret, lane) = match rec {
             Record::Io(r) => (r.ts, r.dur, r.ret, if r.op.is_write() { Lanes::Writes } else { Lanes::Reads }),
             Record::Open(r) => (r.ts, r.dur, r.ret, Lanes::Opens),
@@ -465,7 +482,7 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
         }
         let g = scene.proc_group(enc, idx)?;
         type Get = fn(&Agg, f64) -> f64;
-        let tracks: [(&str, Unit, Get); 10] = [
+        let tracks: [(&str, Unit, Get); 11] = [
             ("read", Unit::Named("B/s"), |a, s| a.read_bytes as f64 / s),
             ("write", Unit::Named("B/s"), |a, s| a.write_bytes as f64 / s),
             ("syscalls", Unit::Named("/s"), |a, s| f64::from(a.calls) / s),
@@ -476,6 +493,8 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
             ("latency max", Unit::TimeNs, |a, _| a.lat_max as f64),
             ("block I/O: read", Unit::Named("B/s"), |a, s| a.blk_read as f64 / s),
             ("block I/O: write", Unit::Named("B/s"), |a, s| a.blk_write as f64 / s),
+            // Of one thread's time: 100% is a thread waiting throughout.
+            ("GPU wait", Unit::Named("%"), |a, s| a.gpu_wait_ns as f64 / 1e9 / s * 100.0),
         ];
         for (rank, (tname, unit, f)) in tracks.into_iter().enumerate() {
             if pa.iter().all(|(_, a)| f(a, secs) == 0.0) {
