@@ -84,7 +84,13 @@ fn check_calls(calls: &[GpuCall], kv: &HashMap<String, i64>) {
             mine.len(),
             off * 100.0
         );
-        assert!(off <= 0.10, "{name}: {dur} ns recorded, {measured} ns measured by the trainer");
+        // The trainer's clock also counts the two uprobe traps around each
+        // call: ~2 us here, up to ~150 us under full emulation (QEMU).
+        let slack = 0.10 * measured + 200_000.0 * mine.len() as f64;
+        assert!(
+            (dur as f64 - measured).abs() <= slack,
+            "{name}: {dur} ns recorded, {measured} ns measured by the trainer"
+        );
         let bytes: u64 = mine.iter().map(|c| c.bytes).sum();
         assert_eq!(bytes as i64, kv[&format!("{name}_bytes")], "{name} bytes");
     }

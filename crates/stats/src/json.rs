@@ -344,6 +344,7 @@ impl Stats {
             .collect();
         let mut warnings: Vec<String> = self.diagnostics.clone();
         warnings.extend(self.kernel_warnings());
+        warnings.extend(self.split_warnings());
         let rest = json!({
             "command": self.header.command,
             "attach": self.header.attach.as_ref().map(|a| json!({

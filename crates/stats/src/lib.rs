@@ -1299,7 +1299,7 @@ impl Stats {
         for d in &self.diagnostics {
             let _ = writeln!(o, "warning:  {d}");
         }
-        for w in self.kernel_warnings() {
+        for w in self.kernel_warnings().into_iter().chain(self.split_warnings()) {
             let _ = writeln!(o, "warning:  {w}");
         }
         o.push('\n');

@@ -100,6 +100,10 @@ pub struct InCalls {
     /// Both, asleep until a loader woke it (never expected: kept so the
     /// split cannot count time twice).
     pub data_wait: u64,
+    /// Calls that began before the thread's kept history, and the ns of
+    /// them it did not cover (left in the states they were in).
+    pub cut: u64,
+    pub cut_ns: u64,
 }
 
 /// A closed interval of a main thread: `data` when it was a data wait.
@@ -111,10 +115,14 @@ struct Interval {
     data: bool,
 }
 
-/// Closed intervals kept per main thread for the calls that end later
-/// (a call's record comes when it returns). A sync call preempted more
-/// often than this while it spins is counted for its latest part.
-const KEEP_INTERVALS: usize = 512;
+/// Closed intervals are kept per main thread for the calls that end
+/// later (a call's record comes when it returns): those of the last
+/// [`KEEP_NS`], at most [`KEEP_INTERVALS`] (a thread preempted every
+/// millisecond for a minute). A call that began before a thread's
+/// history is split for the part the history covers, and counted
+/// ([`InCalls::cut`]).
+const KEEP_NS: u64 = 120_000_000_000;
+const KEEP_INTERVALS: usize = 1 << 16;
 
 /// Who did a wake-up, as far as the log has said so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -167,8 +175,10 @@ pub struct SchedTimes {
     pub timeline: Option<Timeline>,
     /// GPU idle time against the trainer's data waits.
     pub gpu: GpuIdle,
-    /// By pid: its main thread's latest closed intervals.
+    /// By pid: its main thread's latest closed intervals, and where
+    /// those let go of ended.
     recent: HashMap<u32, VecDeque<Interval>>,
+    forgot: HashMap<u32, u64>,
     /// By pid: its main thread's time inside calls.
     pub in_calls: HashMap<u32, InCalls>,
 }
@@ -256,8 +266,10 @@ impl SchedTimes {
             if tid == tpid {
                 let data = ended.last() == Some(&(since, ts));
                 let q = self.recent.entry(tid).or_default();
-                if q.len() == KEEP_INTERVALS {
-                    q.pop_front();
+                while q.len() >= KEEP_INTERVALS || q.front().is_some_and(|i| i.to.saturating_add(KEEP_NS) < ts) {
+                    if let Some(i) = q.pop_front() {
+                        self.forgot.insert(tid, i.to);
+                    }
                 }
                 q.push_back(Interval { from: since, to: ts, st: was, data });
             }
@@ -369,6 +381,12 @@ impl SchedTimes {
             }
         }
         let ic = self.in_calls.entry(pid).or_default();
+        // History let go of (not the recording's start: a call begun
+        // before the first switch has nothing to split).
+        if let Some(&k) = self.forgot.get(&tid).filter(|&&k| k > from) {
+            ic.cut += 1;
+            ic.cut_ns += k.min(to) - from;
+        }
         let mut tl = self.timeline.as_mut().filter(|_| pid == self.trainer);
         for &(a, b, st, data) in parts[..n].iter().chain(&spill) {
             let ns = b - a;

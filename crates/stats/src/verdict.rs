@@ -340,6 +340,22 @@ impl Stats {
         })
     }
 
+    /// The trainer's calls that began before the scheduling history kept
+    /// to split them (a call longer than two minutes, or one preempted
+    /// more than 65,536 times): said, never silent.
+    pub fn split_warnings(&self) -> Vec<String> {
+        let Some(t) = self.trainer() else { return Vec::new() };
+        match self.sched.in_calls.get(&t.pid) {
+            Some(ic) if ic.cut > 0 => vec![format!(
+                "{} of the trainer's calls began before the scheduling history kept to split them: {} of \
+                 their time stays in the state it was in (not in GPU wait or own I/O)",
+                ic.cut,
+                crate::duration(ic.cut_ns)
+            )],
+            _ => Vec::new(),
+        }
+    }
+
     /// The verdict over each epoch phase, from the trainer's timeline.
     fn epoch_verdicts(&self) -> Vec<EpochVerdict> {
         let Some(tl) = self.sched.timeline.as_ref() else { return Vec::new() };
@@ -644,6 +660,29 @@ mod tests {
         let t = j["processes"].as_array().unwrap().iter().find(|p| p["pid"] == 10).unwrap();
         assert!(t["gpu_wait_fraction"].as_f64().unwrap() > 0.25, "{t}");
         assert!(t["own_io_fraction"].as_f64().unwrap() > 0.05, "{t}");
+    }
+
+    /// A call that began before the history kept to split it is said.
+    #[test]
+    fn a_call_longer_than_the_history_is_said() {
+        let s_ = 1_000_000_000u64;
+        let gpu = Record::GpuCall(GpuCall { ts: 120 * s_, dur: 150 * s_, pid: 10, tid: 10, ..Default::default() });
+        let s = stats(
+            &[
+                sw(100, 0, SchedState::Runnable, 10),
+                sw(130 * s_, 10, SchedState::Runnable, 0),
+                sw(131 * s_, 0, SchedState::Runnable, 10),
+                sw(260 * s_, 10, SchedState::Runnable, 0),
+                sw(261 * s_, 0, SchedState::Runnable, 10),
+                gpu,
+            ],
+            vec![],
+        );
+        let w = s.split_warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("1 of the trainer's calls began before"), "{w:?}");
+        let b = s.verdict().breakdown.unwrap();
+        assert!(b.gpu_wait > 0.4, "{b:?}");
     }
 
     #[test]
