@@ -294,6 +294,9 @@ impl SchedTimes {
             }
             None => {
                 self.threads.remove(&tid);
+                // Its calls have all come (a call's record precedes the exit).
+                self.recent.remove(&tid);
+                self.forgot.remove(&tid);
             }
         }
     }
