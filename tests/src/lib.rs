@@ -25,6 +25,13 @@ pub fn mltrace(args: &[&str], cwd: &Path) -> Output {
     proc::output(Command::new(mltrace_bin()).args(args).current_dir(cwd))
 }
 
+/// Whether the tests run in a fully emulated guest (scripts/test-kernels.sh
+/// sets MLTRACE_EMULATED there): timings against a workload's own clock
+/// are stretched by the emulator, and bounds on them widen.
+pub fn emulated() -> bool {
+    std::env::var_os("MLTRACE_EMULATED").is_some()
+}
+
 /// BPF tests need root. Without it they fail, unless the developer opts
 /// out explicitly with MLTRACE_SKIP_BPF_TESTS=1 (never set in CI).
 pub fn require_root() -> bool {
