@@ -64,15 +64,21 @@ fn shares(r: &Run, what: &str) {
     let f = |k: &str| b[k].as_f64().unwrap_or_else(|| panic!("{what}: {b}"));
     let sum: f64 = ["data_wait", "gpu_wait", "own_io", "on_cpu", "runnable", "other"].iter().map(|k| f(k)).sum();
     assert!((sum - 1.0).abs() < 1e-6, "{what}: {b}");
-    for (share, got, mine) in [
-        ("data_wait", f("data_wait"), m["data"].as_f64().unwrap()),
-        ("gpu_wait", f("gpu_wait"), m["gpu"].as_f64().unwrap()),
-        ("own_io", f("own_io"), m["io"].as_f64().unwrap()),
-        ("on_cpu + runnable", f("on_cpu") + f("runnable"), m["cpu"].as_f64().unwrap()),
+    let bound = if emulated() { 0.15 } else { 0.05 };
+    // The interpreter's start-up before the script's clock began: on CPU
+    // and reading modules (a few tens of ms here, seconds under emulation).
+    let startup = m["startup"].as_f64().unwrap() / wall;
+    for (share, got, mine, extra) in [
+        ("data_wait", f("data_wait"), m["data"].as_f64().unwrap(), 0.0),
+        ("gpu_wait", f("gpu_wait"), m["gpu"].as_f64().unwrap(), 0.0),
+        ("own_io", f("own_io"), m["io"].as_f64().unwrap(), startup),
+        ("on_cpu + runnable", f("on_cpu") + f("runnable"), m["cpu"].as_f64().unwrap(), startup),
     ] {
         let expect = mine / wall;
-        let bound = if emulated() { 0.15 } else { 0.05 };
-        assert!((got - expect).abs() <= bound, "{what}: {share} {got:.3} against {expect:.3} measured: {b} {m}");
+        assert!(
+            got >= expect - bound && got <= expect + extra + bound,
+            "{what}: {share} {got:.3} against {expect:.3} measured (+{extra:.3} start-up): {b} {m}"
+        );
     }
 }
 
@@ -134,8 +140,8 @@ fn gpu_waits_spinning_and_asleep_on_both_routes() {
         // share falls below a half by the trainer's own clock too.
         if !emulated() {
             assert_eq!(v["kind"], "gpu-bound", "{mode} {route:?}: {}", v["text"]);
+            assert!(v["text"].as_str().unwrap().contains("waited for the GPU"), "{}", v["text"]);
         }
-        assert!(v["text"].as_str().unwrap().contains("waited for the GPU"), "{}", v["text"]);
         // The overview's GPU wait per process and interval: most of each.
         let Some(tp) = tools::perfetto_tp() else { continue };
         let ov = tmp.path().join("overview.perfetto-trace");
