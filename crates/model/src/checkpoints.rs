@@ -25,7 +25,8 @@ const SHARD_BYTES: u64 = 1 << 20;
 pub struct Checkpoint {
     /// The file, or for several the directory with a trailing `/`.
     pub path: String,
-    /// The process that wrote the first of it.
+    /// The process that wrote the first of it (the lowest pid of those
+    /// that began at that instant).
     pub pid: u32,
     pub start: u64,
     pub end: u64,
@@ -113,7 +114,9 @@ impl Detector {
                 }
             }
             Record::Exit(r) if r.process_exit => {
-                let ended: Vec<Vec<u8>> = self.bursts.keys().filter(|k| k.0 == r.pid).map(|k| k.1.clone()).collect();
+                let mut ended: Vec<Vec<u8>> =
+                    self.bursts.keys().filter(|k| k.0 == r.pid).map(|k| k.1.clone()).collect();
+                ended.sort();
                 for p in ended {
                     self.end_burst(r.pid, &p, None);
                 }
@@ -142,6 +145,11 @@ impl Detector {
             files: Vec::new(),
             pids: Vec::new(),
         });
+        // The first writer: the earliest burst's (whatever order bursts
+        // end in: the exporters must agree).
+        if (b.start, pid) < (g.start, g.pid) {
+            g.pid = pid;
+        }
         g.start = g.start.min(b.start);
         g.end = g.end.max(b.end);
         g.bytes += b.bytes;
@@ -177,15 +185,17 @@ impl Detector {
     /// Ends what is still open (the log ended) and returns the
     /// checkpoints by start.
     pub fn finish(mut self) -> Vec<Checkpoint> {
-        let open: Vec<(u32, Vec<u8>)> = self.bursts.keys().cloned().collect();
+        let mut open: Vec<(u32, Vec<u8>)> = self.bursts.keys().cloned().collect();
+        open.sort();
         for (pid, p) in open {
             self.end_burst(pid, &p, None);
         }
-        let dirs: Vec<Vec<u8>> = self.groups.keys().cloned().collect();
+        let mut dirs: Vec<Vec<u8>> = self.groups.keys().cloned().collect();
+        dirs.sort();
         for d in dirs {
             self.close_group(&d);
         }
-        self.found.sort_by_key(|c| (c.start, c.end));
+        self.found.sort_by(|a, b| (a.start, a.end, &a.path).cmp(&(b.start, b.end, &b.path)));
         self.found
     }
 }
