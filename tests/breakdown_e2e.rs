@@ -8,17 +8,9 @@ use std::process::Command;
 
 use mltrace_tests::*;
 
-/// The stand-in libcuda.so.1, built into `dir`.
+/// The stand-in libcuda.so.1, built into `dir/lib`.
 fn fake_cuda(dir: &Path) -> PathBuf {
-    let out = dir.join("libcuda.so.1");
-    let st = Command::new("cc")
-        .args(["-O2", "-shared", "-fPIC", "-o"])
-        .arg(&out)
-        .arg(repo().join("tests/workloads/fake_cuda.c"))
-        .status()
-        .expect("running cc");
-    assert!(st.success());
-    out
+    stand_in::library(dir, "fake_cuda", "libcuda.so.1")
 }
 
 struct Run {
@@ -107,12 +99,7 @@ fn no_cuda_data_waits_compute_and_a_checkpoint() {
     let t = r.json["processes"].as_array().unwrap().iter().find(|p| p["pid"] == r.json["verdict"]["trainer_pid"]);
     assert_eq!(t.unwrap()["gpu_wait_fraction"].as_f64(), Some(0.0));
     // The checkpoint as a Parquet row, and as a slice in Perfetto's importer.
-    let pq = tmp.path().join("tables");
-    let o = mltrace(&["export", "--parquet", r.log.to_str().unwrap(), "-o", pq.to_str().unwrap()], tmp.path());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let f = std::fs::File::open(pq.join("checkpoints.parquet")).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
-    assert_eq!(reader.map(|b| b.unwrap().num_rows()).sum::<usize>(), 1);
+    assert_eq!(parquet_rows(&r.log, &tmp.path().join("tables"), &["checkpoints"]), [1]);
     let Some(tp) = tools::perfetto_tp() else { return };
     let trace = tmp.path().join("run.perfetto-trace");
     let o = mltrace(&["export", r.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path());

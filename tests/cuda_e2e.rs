@@ -5,45 +5,19 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use mltrace_log::*;
 use mltrace_tests::*;
 
 /// Builds the stand-in as `dir/lib/libcuda.so.1` and the trainer as `dir/cuda_trainer`.
 fn build(dir: &Path) -> (PathBuf, PathBuf) {
-    let libdir = dir.join("lib");
-    std::fs::create_dir_all(&libdir).unwrap();
-    let lib = libdir.join("libcuda.so.1");
-    let st = Command::new("cc")
-        .args(["-O2", "-shared", "-fPIC", "-o"])
-        .arg(&lib)
-        .arg(repo().join("tests/workloads/fake_cuda.c"))
-        .status()
-        .expect("running cc");
-    assert!(st.success(), "compiling the stand-in libcuda");
-    let trainer = dir.join("cuda_trainer");
-    let st = Command::new("cc")
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&trainer)
-        .arg(repo().join("tests/workloads/cuda_trainer.c"))
-        .arg("-ldl")
-        .status()
-        .expect("running cc");
-    assert!(st.success(), "compiling cuda_trainer.c");
-    (lib, trainer)
+    (stand_in::library(dir, "fake_cuda", "libcuda.so.1"), stand_in::trainer(dir, "cuda_trainer"))
 }
 
 /// `mltrace record` of `cmd`, with `$MLTRACE_CUDA_LIB` set to `cuda_lib` (or unset).
 fn record(dir: &Path, name: &str, extra: &[&str], cuda_lib: Option<&Path>, cmd: &[&str]) -> (Output, PathBuf) {
-    let log = dir.join(name);
-    let mut c = Command::new(mltrace_bin());
-    c.args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap()]).args(extra).arg("--").args(cmd);
-    c.current_dir(dir).env_remove("MLTRACE_CUDA_LIB");
-    if let Some(l) = cuda_lib {
-        c.env("MLTRACE_CUDA_LIB", l);
-    }
-    (proc::output(&mut c), log)
+    stand_in::record(dir, name, extra, cuda_lib.map(|l| ("MLTRACE_CUDA_LIB", l)), cmd)
 }
 
 fn gpu_calls(recs: &[Rec]) -> Vec<GpuCall> {
@@ -146,13 +120,7 @@ fn driver_calls_are_what_the_trainer_did() {
     assert!(probe.detail.contains(lib.to_str().unwrap()), "{probe:?}");
 
     // Parquet's gpu_calls table: a row per call.
-    let pq = tmp.path().join("tables");
-    let o = mltrace(&["export", "--parquet", run.log.to_str().unwrap(), "-o", pq.to_str().unwrap()], tmp.path());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let f = std::fs::File::open(pq.join("gpu_calls.parquet")).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
-    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
-    assert_eq!(rows, calls.len());
+    assert_eq!(parquet_rows(&run.log, &tmp.path().join("tables"), &["gpu_calls"]), [calls.len()]);
 
     // In Perfetto: the synchronisations as slices on their threads' tracks.
     let Some(tp) = tools::perfetto_tp() else { return };

@@ -5,45 +5,19 @@
 //! the uprobes' records say the same.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use mltrace_log::*;
 use mltrace_tests::*;
 
 /// Builds the stand-in as `dir/lib/libnccl.so.2` and the trainer as `dir/nccl_trainer`.
 fn build(dir: &Path) -> (PathBuf, PathBuf) {
-    let libdir = dir.join("lib");
-    std::fs::create_dir_all(&libdir).unwrap();
-    let lib = libdir.join("libnccl.so.2");
-    let st = Command::new("cc")
-        .args(["-O2", "-shared", "-fPIC", "-o"])
-        .arg(&lib)
-        .arg(repo().join("tests/workloads/fake_nccl.c"))
-        .status()
-        .expect("running cc");
-    assert!(st.success(), "compiling the stand-in libnccl");
-    let trainer = dir.join("nccl_trainer");
-    let st = Command::new("cc")
-        .args(["-O2", "-o"])
-        .arg(&trainer)
-        .arg(repo().join("tests/workloads/nccl_trainer.c"))
-        .arg("-ldl")
-        .status()
-        .expect("running cc");
-    assert!(st.success(), "compiling nccl_trainer.c");
-    (lib, trainer)
+    (stand_in::library(dir, "fake_nccl", "libnccl.so.2"), stand_in::trainer(dir, "nccl_trainer"))
 }
 
 /// `mltrace record` of `cmd`, with `$MLTRACE_NCCL_LIB` set to `nccl_lib` (or unset).
 fn record(dir: &Path, name: &str, extra: &[&str], nccl_lib: Option<&Path>, cmd: &[&str]) -> (Output, PathBuf) {
-    let log = dir.join(name);
-    let mut c = Command::new(mltrace_bin());
-    c.args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap()]).args(extra).arg("--").args(cmd);
-    c.current_dir(dir).env_remove("MLTRACE_NCCL_LIB").env_remove("MLTRACE_CUDA_LIB");
-    if let Some(l) = nccl_lib {
-        c.env("MLTRACE_NCCL_LIB", l);
-    }
-    (proc::output(&mut c), log)
+    stand_in::record(dir, name, extra, nccl_lib.map(|l| ("MLTRACE_NCCL_LIB", l)), cmd)
 }
 
 fn collectives(recs: &[Rec]) -> Vec<Collective> {
@@ -146,13 +120,7 @@ fn nccl_calls_are_what_the_trainer_did() {
     assert!(probe.detail.contains("(12 entry points)"), "{probe:?}");
 
     // Parquet's collectives table: a row per call.
-    let pq = tmp.path().join("tables");
-    let o = mltrace(&["export", "--parquet", run.log.to_str().unwrap(), "-o", pq.to_str().unwrap()], tmp.path());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let f = std::fs::File::open(pq.join("collectives.parquet")).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
-    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
-    assert_eq!(rows, calls.len());
+    assert_eq!(parquet_rows(&run.log, &tmp.path().join("tables"), &["collectives"]), [calls.len()]);
 }
 
 /// A libnccl no probe was on at the start (PyTorch's own copy in

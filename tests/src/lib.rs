@@ -14,6 +14,7 @@ pub fn repo() -> PathBuf {
 
 mod binary;
 pub mod proc;
+pub mod stand_in;
 pub mod tools;
 
 pub use binary::mltrace_bin;
@@ -163,4 +164,19 @@ pub fn recorded(out: &Output, log: PathBuf, dir: &Path) -> Recorded {
     let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
     assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
     Recorded { log, kv, json: serde_json::from_slice(&js.stdout).unwrap() }
+}
+
+/// `export --parquet` of `log` into `dir`; the rows of each table named.
+pub fn parquet_rows(log: &Path, dir: &Path, tables: &[&str]) -> Vec<usize> {
+    let o = mltrace(&["export", "--parquet", log.to_str().unwrap(), "-o", dir.to_str().unwrap()], Path::new("."));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    tables
+        .iter()
+        .map(|t| {
+            let f = std::fs::File::open(dir.join(format!("{t}.parquet"))).unwrap();
+            let reader =
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
+            reader.map(|b| b.unwrap().num_rows()).sum()
+        })
+        .collect()
 }
