@@ -84,6 +84,22 @@ fn a_trainer_and_its_workers_read_at_a_glance() {
     assert!(names.contains(&"python3 loader.py"), "{names:?}");
 }
 
+/// `record`s loader.py (its data in `dir/data`) through `launcher` (the
+/// words before the script), then `stats --json` of it.
+fn loader_through(dir: &Path, launcher: &[&str]) -> serde_json::Value {
+    let log = dir.join("run.bin");
+    let script = repo().join("tests/workloads/loader.py");
+    let data = dir.join("data");
+    let mut args = vec!["record", "-f", "--gpu", "off", "-o", log.to_str().unwrap(), "--"];
+    args.extend_from_slice(launcher);
+    args.extend([script.to_str().unwrap(), data.to_str().unwrap()]);
+    let out = mltrace(&args, Path::new("."));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mltrace(&["stats", "--json", log.to_str().unwrap()], Path::new("."));
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Under a launcher that is a shell (pyenv's shims, `conda run`, a
 /// `train.sh` that ends in `exec python`): the shell's subshells, forked
 /// before it became the trainer, are not workers; the trainer's 4 are.
@@ -94,7 +110,6 @@ fn a_shell_launcher_forks_subshells_not_workers() {
     }
     let Some(py) = system_python() else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("run.bin");
     let shim = tmp.path().join("python3");
     // As pyenv's shim does: a few command substitutions, then exec.
     std::fs::write(
@@ -106,25 +121,7 @@ fn a_shell_launcher_forks_subshells_not_workers() {
     )
     .unwrap();
     std::fs::set_permissions(&shim, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let script = repo().join("tests/workloads/loader.py");
-    let data = tmp.path().join("data");
-    let args = [
-        "record",
-        "-f",
-        "--gpu",
-        "off",
-        "-o",
-        log.to_str().unwrap(),
-        "--",
-        shim.to_str().unwrap(),
-        script.to_str().unwrap(),
-        data.to_str().unwrap(),
-    ];
-    let out = mltrace(&args, Path::new("."));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = mltrace(&["stats", "--json", log.to_str().unwrap()], Path::new("."));
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = loader_through(tmp.path(), &[shim.to_str().unwrap()]);
     let names: Vec<&str> = v["processes"].as_array().unwrap().iter().filter_map(|p| p["trace_name"].as_str()).collect();
     let mut workers: Vec<&str> = names.iter().copied().filter(|n| n.contains("worker")).collect();
     workers.sort();
@@ -144,33 +141,9 @@ fn a_uv_launcher_runs_the_trainer_as_its_child() {
     }
     let (Some(py), Some(uv)) = (system_python(), tools::uv()) else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("run.bin");
-    let script = repo().join("tests/workloads/loader.py");
-    let data = tmp.path().join("data");
-    let args = [
-        "record",
-        "-f",
-        "--gpu",
-        "off",
-        "-o",
-        log.to_str().unwrap(),
-        "--",
-        uv.to_str().unwrap(),
-        "run",
-        "--no-project",
-        "--no-cache",
-        "--offline",
-        "--python",
-        &py,
-        "python",
-        script.to_str().unwrap(),
-        data.to_str().unwrap(),
-    ];
-    let out = mltrace(&args, Path::new("."));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = mltrace(&["stats", "--json", log.to_str().unwrap()], Path::new("."));
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let uv = uv.to_str().unwrap();
+    let v =
+        loader_through(tmp.path(), &[uv, "run", "--no-project", "--no-cache", "--offline", "--python", &py, "python"]);
     let procs = v["processes"].as_array().unwrap();
     let trainer = procs.iter().find(|p| p["trace_name"] == "python3 loader.py").unwrap_or_else(|| panic!("{procs:?}"));
     assert_eq!(v["verdict"]["trainer_pid"], trainer["pid"], "{}", v["verdict"]);

@@ -64,16 +64,7 @@ fn measured(run: &Run) -> f64 {
 /// The trainer's life in the log, exec to exit: what the verdict's shares
 /// are shares of.
 fn life_ns(run: &Run, pid: u32) -> f64 {
-    let recs = read_log(&run.log);
-    let exec = recs.iter().find_map(|r| match r.rec {
-        Record::Exec(x) if x.pid == pid => Some(x.ts),
-        _ => None,
-    });
-    let exit = recs.iter().find_map(|r| match r.rec {
-        Record::Exit(x) if x.pid == pid && x.process_exit => Some(x.ts),
-        _ => None,
-    });
-    (exit.expect("the trainer's exit") - exec.expect("the trainer's exec")) as f64
+    exec_to_exit(&read_log(&run.log), pid) as f64
 }
 
 fn check_data_wait(run: &Run) {
