@@ -358,40 +358,16 @@ impl SchedTimes {
         if tid != pid || to <= from {
             return;
         }
-        let mut parts: [(u64, u64, St, bool); 8] = [(0, 0, St::Other, false); 8];
-        let mut n = 0;
-        // The open interval (closed later, whole), then the closed ones
-        // back to the call's start.
-        if let Some(t) = self.threads.get(&tid).filter(|t| t.pid == pid && t.since < to) {
-            parts[0] = (t.since.max(from), to, t.st, false);
-            n = 1;
-        }
-        let mut spill = Vec::new();
-        if let Some(q) = self.recent.get(&tid) {
-            for iv in q.iter().rev() {
-                if iv.to <= from {
-                    break;
-                }
-                let (a, b) = (iv.from.max(from), iv.to.min(to));
-                if b > a {
-                    if n < parts.len() {
-                        parts[n] = (a, b, iv.st, iv.data);
-                        n += 1;
-                    } else {
-                        spill.push((a, b, iv.st, iv.data));
-                    }
-                }
-            }
-        }
-        let ic = self.in_calls.entry(pid).or_default();
+        let Self { threads, recent, forgot, in_calls, timeline, trainer, .. } = self;
+        let ic = in_calls.entry(pid).or_default();
         // History let go of (not the recording's start: a call begun
         // before the first switch has nothing to split).
-        if let Some(&k) = self.forgot.get(&tid).filter(|&&k| k > from) {
+        if let Some(&k) = forgot.get(&tid).filter(|&&k| k > from) {
             ic.cut += 1;
             ic.cut_ns += k.min(to) - from;
         }
-        let mut tl = self.timeline.as_mut().filter(|_| pid == self.trainer);
-        for &(a, b, st, data) in parts[..n].iter().chain(&spill) {
+        let mut tl = timeline.as_mut().filter(|_| pid == *trainer);
+        let mut take = |a: u64, b: u64, st: St, data: bool| {
             let ns = b - a;
             ic.states.add(st, ns);
             if data {
@@ -407,6 +383,20 @@ impl SchedTimes {
                     tl.sub(Field::DataWait, a, b);
                 }
                 tl.add(if kind == CallKind::Gpu { Field::GpuWait } else { Field::OwnIo }, a, b);
+            }
+        };
+        // The open interval (closed later, whole), then the closed ones
+        // back to the call's start.
+        if let Some(t) = threads.get(&tid).filter(|t| t.pid == pid && t.since < to) {
+            take(t.since.max(from), to, t.st, false);
+        }
+        for iv in recent.get(&tid).into_iter().flat_map(|q| q.iter().rev()) {
+            if iv.to <= from {
+                break;
+            }
+            let (a, b) = (iv.from.max(from), iv.to.min(to));
+            if b > a {
+                take(a, b, iv.st, iv.data);
             }
         }
     }
