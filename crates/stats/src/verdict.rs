@@ -504,7 +504,9 @@ impl Stats {
             kind,
             text: format!("{head}{of_workers}{others_text}{gpu_text}"),
             trainer_pid,
-            data_wait_fraction: has_loaders.then_some(b.data_wait),
+            // As every process's `data_wait_fraction` (the split's share can
+            // differ by what it scales away when records overlap).
+            data_wait_fraction: self.data_wait_fraction(t),
             breakdown: Some(b),
             workers: w,
             gpu,
