@@ -449,6 +449,20 @@ enum gpu_api {
 	GPU_MEMCPY_3D = 14,
 };
 
+/* A CUDA driver call only counted, in mltrace_log::GpuCounted's codes. */
+enum gpu_counted {
+	GPU_STREAM_QUERY = 0,
+	GPU_EVENT_QUERY = 1,
+	GPU_LAUNCH_KERNEL = 8,
+	GPU_GRAPH_LAUNCH = 9,
+};
+
+/* The gpu_counts map's key (its value: the calls so far, a u64). */
+struct gpu_count_key {
+	u32 tgid;
+	enum gpu_counted call;
+};
+
 struct ev_gpu {
 	struct ev_hdr h;
 	u64 dur;

@@ -2872,6 +2872,71 @@ int BPF_KRETPROBE(cu_return, long rc)
 }
 
 /*
+ * CUDA driver calls only counted (mltrace_log::GpuCounted's codes): the
+ * queries, which return at once and come in polling loops, and kernel and
+ * graph launches (10k-100k a second in launch-bound jobs; attached only
+ * when asked for). Per process and call; user space reads the sums about
+ * once a second. A call the driver makes inside a recorded one is part of
+ * that one, as for gpu_enter.
+ *
+ * Not LRU: a sum evicted would be lost without a word; a full map counts
+ * as lost (user space removes the processes that have exited). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct gpu_count_key);
+	__type(value, u64);
+} gpu_counts SEC(".maps");
+
+static __always_inline int gpu_count(enum gpu_counted call)
+{
+	u64 id = bpf_get_current_pid_tgid(), one = 1, *n;
+	struct gpu_count_key k = { .tgid = id >> 32, .call = call };
+	u32 tid = (u32)id;
+
+	if (!bpf_map_lookup_elem(&traced, &k.tgid) || bpf_map_lookup_elem(&gpu_calls, &tid))
+		return 0;
+	n = bpf_map_lookup_elem(&gpu_counts, &k);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+		return 0;
+	}
+	if (!bpf_map_update_elem(&gpu_counts, &k, &one, BPF_NOEXIST))
+		return 0;
+	/* Another thread made it first, or the map is full. */
+	n = bpf_map_lookup_elem(&gpu_counts, &k);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		count_lost(LOST_MAP);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(cu_stream_query)
+{
+	return gpu_count(GPU_STREAM_QUERY);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(cu_event_query)
+{
+	return gpu_count(GPU_EVENT_QUERY);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(cu_launch_kernel)
+{
+	return gpu_count(GPU_LAUNCH_KERNEL);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(cu_graph_launch)
+{
+	return gpu_count(GPU_GRAPH_LAUNCH);
+}
+
+/*
  * NCCL calls (see ev_nccl), from uprobes on libnccl that user space
  * attaches like libcuda's: one entry program per call (no attach cookies),
  * one return program for all. The communicator's rank and size come from

@@ -42,6 +42,20 @@ const APIS: [GpuApi; 10] = [
     GpuApi::Memcpy3D,
 ];
 
+/// The calls the kernel counted, by call, summed over their rounds.
+fn counted(recs: &[Rec]) -> HashMap<GpuCounted, (u64, usize)> {
+    let mut out: HashMap<GpuCounted, (u64, usize)> = HashMap::new();
+    for r in recs {
+        if let Record::GpuCount(c) = r.rec {
+            assert!(c.dur > 0, "{c:?}");
+            let e = out.entry(c.call).or_default();
+            e.0 += c.count;
+            e.1 += 1;
+        }
+    }
+    out
+}
+
 /// Each call's count, time and bytes in the log equal what the trainer
 /// says it did (`kv`); the time within 10%. Returns the calls.
 fn check_calls(calls: &[GpuCall], kv: &HashMap<String, i64>) {
@@ -87,6 +101,14 @@ fn driver_calls_are_what_the_trainer_did() {
     let recs = read_log(&run.log);
     let calls = gpu_calls(&recs);
     check_calls(&calls, kv);
+    // The queries counted, in several rounds; launches only when asked for.
+    let n = counted(&recs);
+    for call in [GpuCounted::StreamQuery, GpuCounted::EventQuery] {
+        let (sum, rounds) = n.get(&call).copied().unwrap_or_default();
+        assert_eq!(sum as i64, kv[&format!("{}_counted", call.name())], "{} counted", call.name());
+        assert!(rounds >= 2, "{} in {rounds} rounds", call.name());
+    }
+    assert!(!n.contains_key(&GpuCounted::LaunchKernel) && !n.contains_key(&GpuCounted::GraphLaunch), "{n:?}");
 
     // Streams, the thread on each, and the event's handle and result.
     let on = |stream: u64| -> Vec<&GpuCall> {
@@ -136,6 +158,63 @@ fn driver_calls_are_what_the_trainer_did() {
     ];
     want.sort_by_key(|r| r[0].parse::<u32>().unwrap());
     assert_eq!(r[0], want, "cuStreamSynchronize slices per thread");
+}
+
+/// With `--cuda-launches`: kernel and graph launches counted too (every
+/// variant under its family), per process, the same in `stats --json`, in
+/// Parquet and as a rate in Perfetto.
+#[test]
+fn launches_are_counted_when_asked() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (lib, trainer) = build(tmp.path());
+    let (out, log) = record(
+        tmp.path(),
+        "launches.bin",
+        &["--cuda-launches"],
+        Some(&lib),
+        &[trainer.to_str().unwrap(), lib.to_str().unwrap()],
+    );
+    let run = recorded(&out, log, tmp.path());
+    let recs = read_log(&run.log);
+    let n = counted(&recs);
+    for call in GpuCounted::ALL {
+        let (sum, rounds) = n.get(call).copied().unwrap_or_default();
+        assert_eq!(sum as i64, run.kv[&format!("{}_counted", call.name())], "{} counted", call.name());
+        assert!(rounds >= 2, "{} in {rounds} rounds", call.name());
+    }
+    let header = LogReader::open(&run.log).unwrap().header().clone();
+    let probe = header.probes.iter().find(|p| p.subsystem == "cuda").unwrap();
+    assert!(probe.detail.contains("launches counted"), "{probe:?}");
+
+    let o = mltrace(&["stats", "--json", run.log.to_str().unwrap()], tmp.path());
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row =
+        |call: &str| v["gpu_calls"].as_array().unwrap().iter().find(|r| r["call"] == call).cloned().unwrap_or_default();
+    assert_eq!(row("cuLaunchKernel")["calls"].as_i64(), Some(run.kv["cuLaunchKernel_counted"]), "{}", v["gpu_calls"]);
+    assert!(row("cuLaunchKernel")["call_ns"].is_null());
+    assert_eq!(row("cuStreamSynchronize")["calls"].as_i64(), Some(24));
+    let rows = recs.iter().filter(|r| matches!(r.rec, Record::GpuCount(_))).count();
+    assert_eq!(parquet_rows(&run.log, &tmp.path().join("tables"), &["gpu_counts"]), [rows]);
+
+    let Some(tp) = tools::perfetto_tp() else { return };
+    let trace = tmp.path().join("launches.perfetto-trace");
+    let o = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The rate times each round's length adds up to the calls.
+    let q = "select name, cast(round(sum(v * d / 1e9)) as int) from (select t.name, c.value as v, \
+             coalesce(lead(c.ts) over (partition by c.track_id order by c.ts) - c.ts, 0) as d from counter c \
+             join process_counter_track t on c.track_id = t.id where t.name like 'cu%calls/s') \
+             group by name order by name";
+    let r = tools::tp_query(&tp, &trace, &[q]);
+    let want: Vec<Vec<String>> = ["cuEventQuery", "cuGraphLaunch", "cuLaunchKernel", "cuStreamQuery"]
+        .iter()
+        .map(|c| vec![format!("{c} calls/s"), run.kv[&format!("{c}_counted")].to_string()])
+        .collect();
+    assert_eq!(r[0], want);
 }
 
 /// A library no probe was on at the start (not where the recorder looks)

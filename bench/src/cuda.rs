@@ -1,8 +1,10 @@
 //! (f) What the CUDA uprobes cost: calls of the stand-in libcuda's
-//! cuStreamSynchronize (returning at once) untraced, traced with the
-//! probes on, and with `--cuda off`, alternating; the difference per call
-//! is the uprobe pair's cost (entry and return, each a trap into the
-//! kernel). A real sync call waits for the GPU for micro- to milliseconds.
+//! cuStreamSynchronize, cuStreamQuery and cuLaunchKernel (returning at
+//! once) untraced, traced with the probes on, with `--cuda off` and with
+//! `--cuda-launches`, alternating; the difference per call is the
+//! uprobes' cost (each a trap into the kernel). A real sync call waits for
+//! the GPU for micro- to milliseconds; launches come 10k-100k a second in
+//! launch-bound jobs, which is why they are counted only when asked for.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -27,28 +29,40 @@ pub fn cuda_bench(dir: &Path, mltrace: &Path, reps: usize) -> Result<String> {
     }
     let bin = dir.join("cuda_sync");
     cc(&repo.join("bench/workloads/cuda_sync.c"), &bin)?;
-    let configs: [(&str, Option<&[&str]>); 3] =
-        [("untraced", None), ("mltrace, CUDA probes on", Some(&[])), ("mltrace --cuda off", Some(&["--cuda", "off"]))];
+    // (call, row, mltrace's options or untraced)
+    type Config = (&'static str, &'static str, Option<&'static [&'static str]>);
+    let configs: [Config; 10] = [
+        ("sync", "untraced", None),
+        ("sync", "mltrace, CUDA probes on", Some(&[])),
+        ("sync", "mltrace --cuda off", Some(&["--cuda", "off"])),
+        ("query", "untraced", None),
+        ("query", "mltrace (counted)", Some(&[])),
+        ("eventquery", "untraced", None),
+        ("eventquery", "mltrace (counted)", Some(&[])),
+        ("launch", "untraced", None),
+        ("launch", "mltrace (launches not probed)", Some(&[])),
+        ("launch", "mltrace --cuda-launches", Some(&["--cuda-launches"])),
+    ];
     let mut got: Vec<Vec<u64>> = vec![Vec::new(); configs.len()];
     let log = dir.join("cuda.bin");
     for _ in 0..reps.max(3) {
-        for (i, (_, args)) in configs.iter().enumerate() {
+        for (i, &(call, _, args)) in configs.iter().enumerate() {
             let out = match args {
-                None => Command::new(&bin).arg(&lib).arg(CALLS).output()?,
+                None => Command::new(&bin).arg(&lib).args([CALLS, call]).output()?,
                 Some(a) => Command::new(mltrace)
                     .args(["record", "-q", "-f", "--gpu", "off"])
-                    .args(*a)
+                    .args(a)
                     .arg("-o")
                     .arg(&log)
                     .arg("--")
                     .arg(&bin)
                     .arg(&lib)
-                    .arg(CALLS)
+                    .args([CALLS, call])
                     .env("MLTRACE_CUDA_LIB", &lib)
                     .output()?,
             };
             if !out.status.success() {
-                bail!("cuda_sync failed: {}", String::from_utf8_lossy(&out.stderr));
+                bail!("cuda_sync {call} failed: {}", String::from_utf8_lossy(&out.stderr));
             }
             got[i].push(first_number(&String::from_utf8_lossy(&out.stdout)).context("cuda_sync's output")?);
         }
@@ -56,15 +70,26 @@ pub fn cuda_bench(dir: &Path, mltrace: &Path, reps: usize) -> Result<String> {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "\n== 8. CUDA uprobes: {CALLS} cuStreamSynchronize calls on the stand-in libcuda (returning at once), \
+        "\n== 8. CUDA uprobes: {CALLS} calls of one entry point of the stand-in libcuda (returning at once), \
          median of {} alternating runs ==",
         got[0].len()
     );
-    let base = median(&mut got[0].clone()) as i64;
-    for (i, (name, _)) in configs.iter().enumerate() {
-        let m = median(&mut got[i]) as i64;
-        let _ = writeln!(t, "  {name:<28} {m:>9} ns/call  ({:+} ns over untraced)", m - base);
+    let titles = [
+        ("sync", "cuStreamSynchronize (recorded call by call: entry and return probes)"),
+        ("query", "cuStreamQuery (counted in the kernel: an entry probe)"),
+        ("eventquery", "cuEventQuery (the same, but its first instruction is one a uprobe single-steps, not emulates)"),
+        ("launch", "cuLaunchKernel (counted only with --cuda-launches)"),
+    ];
+    for (call, title) in titles {
+        let _ = writeln!(t, "  {title}:");
+        let mut base = 0i64;
+        for (i, &(_, name, args)) in configs.iter().enumerate().filter(|(_, c)| c.0 == call) {
+            let m = median(&mut got[i]) as i64;
+            if args.is_none() {
+                base = m;
+            }
+            let _ = writeln!(t, "    {name:<30} {m:>9} ns/call  ({:+} ns over untraced)", m - base);
+        }
     }
-    let _ = writeln!(t, "  kernel launches are not probed: a launch-bound job pays for its sync and copy calls only");
     Ok(t)
 }

@@ -11,6 +11,11 @@
  * second thread sleeps in it on 0x5200; then the other calls, one kind
  * after the other. DELAY_MS: wait that long after dlopen (the recorder
  * attaches to a library it sees mapped).
+ *
+ * Then, for about 2.5 s, two threads poll (cuStreamQuery, its _ptsz
+ * variant, cuEventQuery) and launch (cuLaunchKernel, _ptsz, Ex,
+ * cuGraphLaunch), and `NAME_counted N` says how often each was called
+ * (the variants under their family's name, as the recorder counts them).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -33,6 +38,8 @@ static const char *names[NAPI] = { "cuStreamSynchronize", "cuCtxSynchronize", "c
 				   "cuMemcpy", "cuMemcpyDtoH", "cuMemcpyHtoD", "cuMemcpyDtoD",
 				   "cuMemcpyPeer", "cuMemcpy2D", "cuMemcpy3D" };
 static long long calls[NAPI], ns[NAPI], bytes[NAPI];
+/* The counted calls: cuStreamQuery, cuEventQuery, cuLaunchKernel, cuGraphLaunch. */
+static long long counted[4];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static void *lib;
 static setfn set;
@@ -80,6 +87,42 @@ static void *worker(void *arg)
 {
 	(void)arg;
 	stream_syncs("cuStreamSynchronize", 0x5200, 10, 3000000, 0);
+	return NULL;
+}
+
+typedef int (*launchfn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+			void **, void **);
+
+/* Polls and launches for about 2.5 s (several of the recorder's rounds). */
+static void *poll_and_launch(void *arg)
+{
+	fn1 sq = (fn1)sym("cuStreamQuery"), sqp = (fn1)sym("cuStreamQuery_ptsz"), eq = (fn1)sym("cuEventQuery");
+	launchfn lk = (launchfn)sym("cuLaunchKernel"), lkp = (launchfn)sym("cuLaunchKernel_ptsz");
+	int (*lkx)(const void *, void *, void **, void **) = sym("cuLaunchKernelEx");
+	int (*gl)(void *, void *) = sym("cuGraphLaunch");
+	long long mine[4] = { 0 }, end = now_ns() + 2500000000LL;
+	(void)arg;
+	while (now_ns() < end) {
+		for (int i = 0; i < 3; i++)
+			sq((void *)0x5100);
+		sqp((void *)0x5100);
+		eq((void *)0x7700);
+		eq((void *)0x7700);
+		mine[0] += 4;
+		mine[1] += 2;
+		for (int i = 0; i < 4; i++)
+			lk(NULL, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+		lkp(NULL, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+		lkx(NULL, NULL, NULL, NULL);
+		gl(NULL, NULL);
+		mine[2] += 6;
+		mine[3] += 1;
+		usleep(1000);
+	}
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < 4; i++)
+		counted[i] += mine[i];
+	pthread_mutex_unlock(&mu);
 	return NULL;
 }
 
@@ -168,6 +211,13 @@ int main(int argc, char **argv)
 	t0 = now_ns();
 	((fn1)sym("cuMemcpy3D_v2"))(&d3);
 	count(C3D, t0, 64 * 4 * 2);
+
+	pthread_create(&t, NULL, poll_and_launch, NULL);
+	poll_and_launch(NULL);
+	pthread_join(t, NULL);
+	printf("cuStreamQuery_counted %lld\ncuEventQuery_counted %lld\ncuLaunchKernel_counted %lld\n"
+	       "cuGraphLaunch_counted %lld\n",
+	       counted[0], counted[1], counted[2], counted[3]);
 
 	printf("main_tid %ld\n", (long)syscall(SYS_gettid));
 	for (i = 0; i < NAPI; i++)

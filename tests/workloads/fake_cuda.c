@@ -9,7 +9,10 @@
  * cuEventSynchronize on the event 0xbad answers CUDA_ERROR_NOT_READY (600).
  *
  * Each entry point waits through the same static helper: none calls another
- * exported one (that would be a nested call through the PLT).
+ * exported one (that would be a nested call through the PLT). The queries
+ * and launches return through one too (their first instruction a jump,
+ * which a uprobe emulates), but for cuEventQuery, whose first instruction
+ * the kernel has to single-step: `make bench` shows both costs.
  */
 #define _GNU_SOURCE
 #include <stddef.h>
@@ -70,7 +73,34 @@ CUresult cuEventSynchronize(CUevent e)
 	CUresult r = wait_a_while();
 	return e == (CUevent)0xbad ? 600 : r;
 }
-CUresult cuStreamQuery(CUstream s) { (void)s; return 0; }
+static __attribute__((noinline)) CUresult done(void)
+{
+	__asm__ volatile("");
+	return 0;
+}
+
+CUresult cuStreamQuery(CUstream s) { (void)s; return done(); }
+CUresult cuStreamQuery_ptsz(CUstream s) { (void)s; return done(); }
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+			unsigned shared, CUstream s, void **params, void **extra)
+{
+	(void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)s; (void)params;
+	(void)extra;
+	return done();
+}
+CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+			     unsigned shared, CUstream s, void **params, void **extra)
+{
+	(void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)s; (void)params;
+	(void)extra;
+	return done();
+}
+CUresult cuLaunchKernelEx(const void *config, void *f, void **params, void **extra)
+{
+	(void)config; (void)f; (void)params; (void)extra;
+	return done();
+}
+CUresult cuGraphLaunch(void *exec, CUstream s) { (void)exec; (void)s; return done(); }
 CUresult cuEventQuery(CUevent e) { (void)e; return 0; }
 CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { (void)d; (void)s; (void)n; return wait_a_while(); }
 CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { (void)d; (void)s; (void)n; return wait_a_while(); }

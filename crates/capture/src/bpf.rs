@@ -38,6 +38,9 @@ pub struct BpfConfig {
     /// Record the CUDA driver calls that wait for the GPU and the NCCL
     /// calls (uprobes on libcuda and libnccl, see [`crate::cuda`]).
     pub cuda: bool,
+    /// Count kernel and graph launches too (an uprobe each: about a
+    /// microsecond per launch).
+    pub cuda_launches: bool,
     /// Attaching to running processes (`record -p`, `record -a`) instead
     /// of starting a command.
     pub adopt: Option<Adopt>,
@@ -76,6 +79,7 @@ impl Default for BpfConfig {
             sched: true,
             mappings: true,
             cuda: true,
+            cuda_launches: false,
             adopt: None,
         }
     }
@@ -361,6 +365,10 @@ fn load_route<'obj>(
         &mut progs.cu_memcpy_2d_v1,
         &mut progs.cu_memcpy_3d_v1,
         &mut progs.cu_return,
+        &mut progs.cu_stream_query,
+        &mut progs.cu_event_query,
+        &mut progs.cu_launch_kernel,
+        &mut progs.cu_graph_launch,
         &mut progs.nccl_all_reduce,
         &mut progs.nccl_all_gather,
         &mut progs.nccl_reduce_scatter,
@@ -524,6 +532,26 @@ pub fn forget_files(skel: &MltraceSkel<'_>, keys: &[u64], epoch: u64) -> Result<
         .files_epoch
         .update(&0u32.to_ne_bytes(), &epoch.to_ne_bytes(), MapFlags::ANY)
         .map_err(bpf_err("updating the file epoch"))
+}
+
+/// The CUDA calls counted so far (see bpf's gpu_counts): (pid, call code, calls).
+pub fn gpu_counts(skel: &MltraceSkel<'_>) -> Vec<(u32, u32, u64)> {
+    let map = &skel.maps.gpu_counts;
+    let word = |b: &[u8], i: usize| b.get(i..i + 4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
+    map.keys()
+        .filter_map(|k| {
+            let v = map.lookup(&k, MapFlags::ANY).ok().flatten()?;
+            Some((word(&k, 0)?, word(&k, 4)?, u64::from_ne_bytes(v.get(..8)?.try_into().ok()?)))
+        })
+        .collect()
+}
+
+/// Forgets the count of an exited process's `call`.
+pub fn forget_gpu_count(skel: &MltraceSkel<'_>, pid: u32, call: u32) {
+    let mut k = [0u8; 8];
+    k[..4].copy_from_slice(&pid.to_ne_bytes());
+    k[4..].copy_from_slice(&call.to_ne_bytes());
+    let _ = skel.maps.gpu_counts.delete(&k);
 }
 
 /// Drop counters summed over CPUs, indexed like `mltrace_log::LostKind`.

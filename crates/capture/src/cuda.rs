@@ -11,6 +11,7 @@
 //! a traced process maps it; calls it makes before that attach completes
 //! are not seen.
 
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -36,6 +37,12 @@ enum Entry {
     Copy2DV1,
     Copy3D,
     Copy3DV1,
+    /// Only counted (no return program).
+    StreamQuery,
+    EventQuery,
+    /// Only counted, and only with `--cuda-launches`.
+    Launch,
+    GraphLaunch,
     AllReduce,
     AllGather,
     ReduceScatter,
@@ -53,7 +60,7 @@ enum Entry {
 /// The driver's entry points: the `_v2` ones (what `cuda.h` names), their
 /// per-thread default stream variants (`_ptds`, `_ptsz`), and the legacy
 /// ones (32-bit sizes, kept by the driver for old binaries).
-const CUDA_SYMBOLS: [(&str, Entry); 23] = [
+const CUDA_SYMBOLS: [(&str, Entry); 34] = [
     ("cuStreamSynchronize", Entry::StreamSync),
     ("cuStreamSynchronize_ptsz", Entry::StreamSync),
     ("cuCtxSynchronize", Entry::CtxSync),
@@ -77,7 +84,25 @@ const CUDA_SYMBOLS: [(&str, Entry); 23] = [
     ("cuMemcpy3D_v2", Entry::Copy3D),
     ("cuMemcpy3D_v2_ptds", Entry::Copy3D),
     ("cuMemcpy3D", Entry::Copy3DV1),
+    ("cuStreamQuery", Entry::StreamQuery),
+    ("cuStreamQuery_ptsz", Entry::StreamQuery),
+    ("cuEventQuery", Entry::EventQuery),
+    ("cuLaunchKernel", Entry::Launch),
+    ("cuLaunchKernel_ptsz", Entry::Launch),
+    ("cuLaunchKernelEx", Entry::Launch),
+    ("cuLaunchKernelEx_ptsz", Entry::Launch),
+    ("cuLaunchCooperativeKernel", Entry::Launch),
+    ("cuLaunchCooperativeKernel_ptsz", Entry::Launch),
+    ("cuGraphLaunch", Entry::GraphLaunch),
+    ("cuGraphLaunch_ptsz", Entry::GraphLaunch),
 ];
+
+impl Entry {
+    /// A launch: attached only when asked for.
+    fn is_launch(self) -> bool {
+        matches!(self, Entry::Launch | Entry::GraphLaunch)
+    }
+}
 
 /// NCCL's entry points (each also exported as `pnccl*`, an alias at the
 /// same address: not attached twice).
@@ -131,7 +156,8 @@ pub static CUDA: Library = Library {
     env: "MLTRACE_CUDA_LIB",
     dirs: &DRIVER_DIRS,
     symbols: &CUDA_SYMBOLS,
-    calls: "cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize, cuMemcpy* (blocking)",
+    calls: "cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize, cuMemcpy* (blocking); \
+            cuStreamQuery, cuEventQuery counted",
 };
 
 pub static NCCL: Library = Library {
@@ -156,8 +182,11 @@ pub fn library_of(path: &[u8]) -> Option<&'static Library> {
     LIBRARIES.iter().copied().find(|l| name.starts_with(l.prefix.as_bytes()))
 }
 
-/// A call's entry program and its return program.
-fn program<'a>(skel: &'a Skeleton<'_>, e: Entry) -> (&'a libbpf_rs::ProgramMut<'a>, &'a libbpf_rs::ProgramMut<'a>) {
+/// A call's entry program and its return program (none for one only counted).
+fn program<'a>(
+    skel: &'a Skeleton<'_>,
+    e: Entry,
+) -> (&'a libbpf_rs::ProgramMut<'a>, Option<&'a libbpf_rs::ProgramMut<'a>>) {
     let p = &skel.progs;
     let entry = match e {
         Entry::StreamSync => &p.cu_stream_sync,
@@ -175,6 +204,10 @@ fn program<'a>(skel: &'a Skeleton<'_>, e: Entry) -> (&'a libbpf_rs::ProgramMut<'
         Entry::Copy2DV1 => &p.cu_memcpy_2d_v1,
         Entry::Copy3D => &p.cu_memcpy_3d,
         Entry::Copy3DV1 => &p.cu_memcpy_3d_v1,
+        Entry::StreamQuery => &p.cu_stream_query,
+        Entry::EventQuery => &p.cu_event_query,
+        Entry::Launch => &p.cu_launch_kernel,
+        Entry::GraphLaunch => &p.cu_graph_launch,
         Entry::AllReduce => &p.nccl_all_reduce,
         Entry::AllGather => &p.nccl_all_gather,
         Entry::ReduceScatter => &p.nccl_reduce_scatter,
@@ -198,9 +231,10 @@ fn program<'a>(skel: &'a Skeleton<'_>, e: Entry) -> (&'a libbpf_rs::ProgramMut<'
         | Entry::Recv
         | Entry::GroupStart
         | Entry::GroupEnd => &p.nccl_return,
+        Entry::StreamQuery | Entry::EventQuery | Entry::Launch | Entry::GraphLaunch => return (entry, None),
         _ => &p.cu_return,
     };
-    (entry, ret)
+    (entry, Some(ret))
 }
 
 /// The CUDA toolkit's link-time stub (`.../stubs/libcuda.so`): no code.
@@ -254,6 +288,8 @@ pub struct LibProbes {
     pub lib: &'static Library,
     /// Attach as uprobe_multi links (the programs were loaded for them).
     multi: bool,
+    /// Count kernel and graph launches too (`--cuda-launches`).
+    launches: bool,
     links: Vec<Link>,
     /// (dev, inode) of the files attached (or tried): a library reached
     /// through several paths (symlinks) is attached once.
@@ -281,8 +317,22 @@ impl Drop for LibProbes {
 impl LibProbes {
     /// `multi`: the programs were loaded as uprobe_multi ones
     /// ([`uprobe_multi_works`]).
-    pub fn new(lib: &'static Library, multi: bool) -> Self {
-        LibProbes { lib, multi, links: Vec::new(), seen: Vec::new(), attached: Vec::new(), failures: Vec::new() }
+    /// `launches`: count kernel and graph launches too.
+    pub fn new(lib: &'static Library, multi: bool, launches: bool) -> Self {
+        LibProbes {
+            lib,
+            multi,
+            launches,
+            links: Vec::new(),
+            seen: Vec::new(),
+            attached: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+
+    /// The entry points attached.
+    fn symbols(&self) -> Vec<(&'static str, Entry)> {
+        self.lib.symbols.iter().copied().filter(|(_, e)| self.launches || !e.is_launch()).collect()
     }
 
     /// Attaches to `path` unless already done; false when it was.
@@ -304,10 +354,11 @@ impl LibProbes {
                 return self.attach_multi(skel, &real);
             }
             let (mut found, mut failed) = (0usize, Vec::new());
-            for &(sym, entry) in self.lib.symbols {
+            for (sym, entry) in self.symbols() {
                 let mut ok = true;
                 let (enter, ret) = program(skel, entry);
-                for (prog, retprobe) in [(enter, false), (ret, true)] {
+                for (prog, retprobe) in [(Some(enter), false), (ret, true)] {
+                    let Some(prog) = prog else { continue };
                     let opts = UprobeOpts { func_name: Some(sym.into()), retprobe, ..Default::default() };
                     match prog.attach_uprobe_with_opts(-1, &real, 0, opts) {
                         Ok(l) => self.links.push(l),
@@ -342,12 +393,12 @@ impl LibProbes {
                 UprobeMultiOpts { syms: syms.iter().map(|s| s.to_string()).collect(), retprobe, ..Default::default() };
             prog.attach_uprobe_multi_with_opts(-1, real, "", opts)
         };
-        let mut failed = Vec::new();
+        let (mut failed, mut found) = (Vec::new(), 0);
         // The entry points present, by return program (its address: the
         // programs are fields of one skeleton).
         let mut returns: Vec<(*const libbpf_rs::ProgramMut<'_>, Vec<&str>)> = Vec::new();
         let mut entries: Vec<(Entry, Vec<&str>)> = Vec::new();
-        for &(sym, e) in self.lib.symbols {
+        for (sym, e) in self.symbols() {
             match entries.iter_mut().find(|(x, _)| *x == e) {
                 Some((_, v)) => v.push(sym),
                 None => entries.push((e, vec![sym])),
@@ -381,13 +432,16 @@ impl LibProbes {
                     continue;
                 }
             };
+            let Some(ret) = ret else {
+                found += present.len();
+                continue;
+            };
             let key = ret as *const _;
             match returns.iter_mut().find(|(p, _)| *p == key) {
                 Some((_, v)) => v.extend(present),
                 None => returns.push((key, present)),
             }
         }
-        let mut found = 0;
         for (key, syms) in returns {
             if syms.is_empty() {
                 continue;
@@ -418,8 +472,9 @@ impl LibProbes {
             subsystem: self.lib.subsystem.into(),
             mechanism: "uprobe + uretprobe".into(),
             detail: format!(
-                "{}; {}; libraries traced processes map later are attached then",
+                "{}{}; {}; libraries traced processes map later are attached then",
                 self.lib.calls,
+                if self.launches { "; kernel and graph launches counted" } else { "" },
                 if libs.is_empty() { format!("no {} found at the start", self.lib.soname) } else { libs.join(", ") }
             ),
         }
@@ -435,6 +490,50 @@ impl LibProbes {
                 self.failures.join(" | ")
             )
         })
+    }
+}
+
+/// The calls the kernel side only counts (queries, launches), turned into
+/// [`GpuCount`](mltrace_log::GpuCount) records about once a second: per
+/// process and call, the calls since the last round.
+pub struct GpuCounts {
+    /// The sums last read, by (pid, call code).
+    seen: HashMap<(u32, u32), u64>,
+    /// Those that had calls in the last round (the next says 0 if none).
+    busy: HashSet<(u32, u32)>,
+    /// Where the current round began.
+    since: u64,
+}
+
+impl GpuCounts {
+    pub fn new(now: u64) -> Self {
+        GpuCounts { seen: HashMap::new(), busy: HashSet::new(), since: now }
+    }
+
+    /// Writes the calls counted since the last round, at `now`. A process
+    /// that has exited and said 0 is forgotten (its sums leave the map).
+    pub fn round(&mut self, skel: &Skeleton<'_>, now: u64, enc: &mut mltrace_log::FrameEncoder) {
+        let dur = now.saturating_sub(self.since);
+        for (pid, call, n) in crate::bpf::gpu_counts(skel) {
+            let key = (pid, call);
+            let last = self.seen.insert(key, n).unwrap_or(0);
+            // Fewer than before: the entry was made again.
+            let count = if n >= last { n - last } else { n };
+            let was_busy = if count > 0 { !self.busy.insert(key) } else { self.busy.remove(&key) };
+            if count > 0 || was_busy {
+                enc.push(&mltrace_log::Record::GpuCount(mltrace_log::GpuCount {
+                    pid,
+                    ts: self.since,
+                    dur,
+                    call: mltrace_log::GpuCounted::from_u8(call as u8),
+                    count,
+                }));
+            } else if !Path::new(&format!("/proc/{pid}")).exists() {
+                crate::bpf::forget_gpu_count(skel, pid, call);
+                self.seen.remove(&key);
+            }
+        }
+        self.since = now;
     }
 }
 

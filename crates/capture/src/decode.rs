@@ -278,6 +278,11 @@ const _: () = {
     assert!(g::GPU_MEMCPY_PEER.0 == GpuApi::MemcpyPeer as u32);
     assert!(g::GPU_MEMCPY_2D.0 == GpuApi::Memcpy2D as u32);
     assert!(g::GPU_MEMCPY_3D.0 == GpuApi::Memcpy3D as u32);
+    use types::gpu_counted as c;
+    assert!(c::GPU_STREAM_QUERY.0 == GpuCounted::StreamQuery as u32);
+    assert!(c::GPU_EVENT_QUERY.0 == GpuCounted::EventQuery as u32);
+    assert!(c::GPU_LAUNCH_KERNEL.0 == GpuCounted::LaunchKernel as u32);
+    assert!(c::GPU_GRAPH_LAUNCH.0 == GpuCounted::GraphLaunch as u32);
     use types::nccl_api as n;
     assert!(n::NCCL_ALL_REDUCE.0 == NcclOp::AllReduce as u32);
     assert!(n::NCCL_ALL_GATHER.0 == NcclOp::AllGather as u32);

@@ -255,6 +255,8 @@ struct Consumer<'s> {
     /// libraries traced processes map are attached as their mappings are
     /// decoded.
     uprobes: Vec<LibProbes>,
+    /// The CUDA calls only counted (with the CUDA probes).
+    gpu_counts: Option<cuda::GpuCounts>,
 }
 
 impl Consumer<'_> {
@@ -302,6 +304,13 @@ impl Consumer<'_> {
             if let Some(probes) = self.uprobes.iter_mut().find(|u| u.lib.matches(&p)) {
                 probes.attach(skel, std::path::Path::new(std::ffi::OsStr::from_bytes(&p)));
             }
+        }
+    }
+
+    /// The CUDA calls counted since the last round.
+    fn count_gpu_calls(&mut self, skel: &Skeleton<'_>) {
+        if let Some(c) = &mut self.gpu_counts {
+            c.round(skel, system::boottime_ns(), &mut self.enc);
         }
     }
 
@@ -393,6 +402,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
     let rb = builder.build().map_err(|source| CaptureError::Bpf { stage: "opening the ring buffer".into(), source })?;
     let shared = state.borrow().shared;
     let mut last_losses = Instant::now();
+    let mut last_counts = Instant::now();
     // Files the decoder forgot: when the kernel side was told, and how often.
     let mut forgot_at: Option<Instant> = None;
     let mut epoch = 0u64;
@@ -437,6 +447,10 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         if stopping || last_losses.elapsed() >= Duration::from_millis(100) {
             c.account_losses(skel);
             last_losses = Instant::now();
+        }
+        if stopping || last_counts.elapsed() >= Duration::from_secs(1) {
+            c.count_gpu_calls(skel);
+            last_counts = Instant::now();
         }
         if stopping {
             // The readers have finished: phases still open end here.
@@ -716,7 +730,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         cuda::LIBRARIES
             .iter()
             .map(|&lib| {
-                let mut c = LibProbes::new(lib, plan.uprobe_multi);
+                let mut c = LibProbes::new(lib, plan.uprobe_multi, opts.bpf.cuda_launches);
                 let here = mapped.iter().filter(|p| lib.matches(p.as_os_str().as_encoded_bytes())).cloned();
                 for path in lib.candidates().into_iter().chain(here) {
                     c.attach(&skel, &path);
@@ -897,6 +911,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         mllog: mllog_rx,
         accounting: acct_rx,
         phases: PhaseRecorder::new(if attaching.is_none() { pid as u32 } else { 0 }),
+        gpu_counts: (!uprobes.is_empty()).then(|| cuda::GpuCounts::new(system::boottime_ns())),
         uprobes,
     };
     let flush = opts.flush_interval;

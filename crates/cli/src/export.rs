@@ -261,8 +261,12 @@ fn parquet(a: &Args) -> anyhow::Result<i32> {
         eprintln!("mltrace: {log_name}: {d}");
     }
     // Every call is a row: of `syscalls`, of `net_calls` for sends and
-    // receives, of a kind's own table (`gpu_calls`, `collectives`).
-    let kind_table = |n: &str| mltrace_parquet::schema::KIND_TABLES.iter().any(|k| k.1 == n);
+    // receives, of a call kind's own table (`gpu_calls`, `collectives`).
+    let kind_table = |n: &str| {
+        mltrace_parquet::schema::KIND_TABLES.iter().any(|&(code, name)| {
+            name == n && mltrace_log::Record::build(code, |_| 0).is_some_and(|r| mltrace_model::event::is_call(&r))
+        })
+    };
     let syscalls: u64 = tables
         .iter()
         .filter(|t| matches!(t.name, "syscalls" | "net_calls") || kind_table(t.name))

@@ -54,6 +54,11 @@ pub struct Args {
     /// (collectives, send/recv, groups) with uprobes on libnccl.so: on or off
     #[arg(long, default_value = "on", value_name = "ON|OFF")]
     cuda: String,
+    /// Also count CUDA kernel and graph launches (cuLaunchKernel*,
+    /// cuGraphLaunch), per process and second: an uprobe on each launch
+    /// costs about a microsecond, which launch-bound jobs feel
+    #[arg(long)]
+    cuda_launches: bool,
     /// How often to sample CPU, memory, disk, process and GPU counters
     /// (e.g. 100ms, 1s; 0 turns the samplers off)
     #[arg(long, default_value = "100ms", value_name = "PERIOD", value_parser = parse_period)]
@@ -255,6 +260,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         "off" => false,
         other => anyhow::bail!("--cuda {other}: expected on or off"),
     };
+    if a.cuda_launches && !opts.bpf.cuda {
+        anyhow::bail!("--cuda-launches needs --cuda on");
+    }
+    opts.bpf.cuda_launches = a.cuda_launches;
     opts.run_as = match a.user.as_deref() {
         None => identity::sudo_caller(),
         Some("root") | Some("0") => None,

@@ -606,6 +606,19 @@ code_enum!(
     }
 );
 
+code_enum!(
+    /// A CUDA driver call counted in the kernel, not recorded call by call
+    /// (see [`GpuCount`]): the polls that ask without waiting, and, when
+    /// asked for (`record --cuda-launches`), kernel and graph launches.
+    GpuCounted, fallback StreamQuery, {
+        StreamQuery = 0 => "cuStreamQuery",
+        EventQuery = 1 => "cuEventQuery",
+        /// cuLaunchKernel, cuLaunchKernelEx and cuLaunchCooperativeKernel.
+        LaunchKernel = 8 => "cuLaunchKernel",
+        GraphLaunch = 9 => "cuGraphLaunch",
+    }
+);
+
 impl GpuApi {
     /// A copy (its `bytes` are known), not a synchronisation.
     pub fn is_copy(self) -> bool {
@@ -1126,6 +1139,17 @@ records! {
         11 peer: i32 = plain,
         12 stream: u64 = plain,
         13 ret: i32 = plain,
+    }
+
+    /// `count` calls of `call` by process `pid`'s threads in the `dur` ns
+    /// ending at `ts + dur`, counted in the kernel and handed over about
+    /// once a second (a period with none after one with some says 0).
+    28 GpuCount "gpu_count" {
+        0 pid: u32 = pid,
+        2 dur: u64 = dur,
+        1 ts: u64 = ts_end(dur),
+        3 call: GpuCounted = plain,
+        4 count: u64 = plain,
     }
 
     /// Something a GPU reported at one instant (clock throttling, an XID

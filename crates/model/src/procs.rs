@@ -99,6 +99,7 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::NetCall(x) => x.pid,
         Record::GpuCall(x) => x.pid,
         Record::Collective(x) => x.pid,
+        Record::GpuCount(x) => x.pid,
         Record::SchedWake(x) => x.pid,
         // A switch belongs to its traced side (the outgoing one when both are).
         Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,

@@ -298,6 +298,9 @@ pub struct Scene<'s> {
     samples: Vec<Sample>,
     rates: ProcRates,
     rate_samples: Vec<RateSample>,
+    /// Counted-call rate tracks whose last period ends at this time: 0
+    /// there unless the next period starts then.
+    count_ends: HashMap<TrackId, u64>,
     /// Every process's mappings, kept through every record (drawn or not).
     maps: Maps,
     out: Out,
@@ -339,6 +342,7 @@ impl<'s> Scene<'s> {
             samples: Vec::new(),
             rates: ProcRates::default(),
             rate_samples: Vec::new(),
+            count_ends: HashMap::default(),
             maps: Maps::default(),
             out: Out::default(),
             range: (0, u64::MAX),
@@ -441,6 +445,12 @@ impl<'s> Scene<'s> {
             self.rates.flush_until(self.range.1, &mut self.rate_samples);
         }
         self.emit_rates(enc)?;
+        let mut ends: Vec<(TrackId, u64)> = self.count_ends.drain().collect();
+        ends.sort_unstable();
+        for (t, end) in ends {
+            self.stats.counters += 1;
+            enc.counter(t, end, 0.0)?;
+        }
         if last {
             self.flush_pending(enc, u64::MAX)?;
             self.stats.late_counter_changes = self.disks.iter().map(|d| d.counters.late).sum::<u64>() + self.rates.late;
@@ -758,6 +768,11 @@ impl<'s> Scene<'s> {
                         Record::Collective(r) => self.collective(enc, i, r)?,
                         _ => {}
                     }
+                }
+            }
+            Record::GpuCount(r) => {
+                if let Some(i) = idx {
+                    self.gpu_count(enc, i, &r)?;
                 }
             }
             Record::Lost(r) => self.lost(enc, &r)?,
@@ -1455,6 +1470,33 @@ impl<'s> Scene<'s> {
         self.stats.instants += 1;
         self.stats.saw(ts);
         Ok(())
+    }
+
+    /// Calls counted in the kernel: a rate per process and call, from the
+    /// start of the period they were counted in (a period of none says 0).
+    fn gpu_count<E: Encoder>(&mut self, enc: &mut E, idx: ProcIdx, c: &GpuCount) -> io::Result<()> {
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        let _ = write!(key, "gpu_count\0{}\0{}", c.call.name(), c.pid);
+        let t = match self.out.counters.get(&key) {
+            Some(&t) => t,
+            None => {
+                let g = self.proc_group(enc, idx)?;
+                let name = format!("{} calls/s", c.call.name());
+                self.counter_track_ranked(enc, &key, g, &name, Unit::Named("calls/s"), 41)?
+            }
+        };
+        self.key = key;
+        if let Some(end) = self.count_ends.remove(&t).filter(|&e| e < c.ts) {
+            self.stats.counters += 1;
+            enc.counter(t, end, 0.0)?;
+        }
+        if c.count > 0 {
+            self.count_ends.insert(t, c.ts.saturating_add(c.dur));
+        }
+        self.stats.counters += 1;
+        self.stats.saw(c.ts.saturating_add(c.dur));
+        enc.counter(t, c.ts, c.count as f64 / (c.dur.max(1) as f64 / 1e9))
     }
 
     fn counter<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: Option<ProcIdx>, c: &Counter) -> io::Result<()> {

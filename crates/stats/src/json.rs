@@ -371,6 +371,7 @@ impl Stats {
                 v
             }).collect::<Vec<_>>(),
             "peers": self.peers.to_json(),
+            "gpu_calls": self.gpu_calls.to_json(),
             "collectives": self.collectives.to_json(),
             "checkpoints": self.checkpoints.iter().map(|c| {
                 let t0 = self.first_ts.unwrap_or(c.start);

@@ -5,6 +5,7 @@ mod async_io;
 pub mod calls;
 pub mod collectives;
 mod glob;
+pub mod gpu_calls;
 pub mod gpu_idle;
 mod hist;
 pub mod hosts;
@@ -289,6 +290,8 @@ pub struct Stats {
     pub checkpoints: Vec<mltrace_model::checkpoints::Checkpoint>,
     /// NCCL calls per process and operation.
     pub collectives: collectives::Collectives,
+    /// CUDA driver calls per process and call.
+    pub gpu_calls: gpu_calls::GpuCalls,
     pub trailer: Option<Trailer>,
     /// The log's format version (major, minor).
     pub format: (u16, u16),
@@ -468,6 +471,7 @@ impl Stats {
     /// A CUDA call that waited for the GPU.
     fn gpu_call(&mut self, r: &GpuCall) {
         self.proc(r.pid).gpu_wait_ns += r.dur;
+        self.gpu_calls.call(r);
         self.sched.call(r.pid, r.tid, r.ts, r.ts.saturating_add(r.dur), sched::CallKind::Gpu);
     }
 
@@ -606,6 +610,7 @@ impl Stats {
             }
             Record::GpuCall(r) => self.gpu_call(&r),
             Record::Collective(r) => self.collectives.add(&r),
+            Record::GpuCount(r) => self.gpu_calls.count(&r),
             Record::NetCall(r) => {
                 self.calls.add("", r.op.name(), Some(r.requested), r.dur);
                 self.proc(r.pid).sockets.net(&r);
@@ -878,6 +883,20 @@ impl Stats {
             p.loader_word = info.loader_word();
         }
         self.roles = roles;
+    }
+
+    /// CUDA driver calls per process.
+    fn render_gpu_calls(&self, o: &mut String) {
+        if self.gpu_calls.0.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "\nCUDA driver calls (queries and launches only counted):");
+        let mut rows = vec![["pid", "call", "calls", "in calls"].map(String::from).to_vec()];
+        for (&(pid, call), t) in &self.gpu_calls.0 {
+            let ns = t.ns.map_or_else(|| "-".into(), duration);
+            rows.push(vec![pid.to_string(), call.to_string(), t.calls.to_string(), ns]);
+        }
+        o.push_str(&table(&rows));
     }
 
     /// NCCL calls per rank and operation.
@@ -1392,6 +1411,7 @@ impl Stats {
             o.push_str(&table(&rows));
         }
         self.render_checkpoints(&mut o, top);
+        self.render_gpu_calls(&mut o);
         self.render_collectives(&mut o);
         self.render_peers(&mut o, top);
         self.render_network(&mut o);

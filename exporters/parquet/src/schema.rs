@@ -354,8 +354,11 @@ pub fn checkpoints() -> Vec<Col> {
 
 /// The tables made from a kind's declaration alone (see [`of_kind`]): a
 /// new kind gets its table by a line here.
-pub const KIND_TABLES: &[(u8, &str)] =
-    &[(mltrace_log::GpuCall::CODE, "gpu_calls"), (mltrace_log::Collective::CODE, "collectives")];
+pub const KIND_TABLES: &[(u8, &str)] = &[
+    (mltrace_log::GpuCall::CODE, "gpu_calls"),
+    (mltrace_log::Collective::CODE, "collectives"),
+    (mltrace_log::GpuCount::CODE, "gpu_counts"),
+];
 
 /// A kind's table: `ts`, `dur` (when it has one), `wall`, `epoch`, the
 /// process columns (when it has a pid), then each other field under its
