@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use mltrace_log::Record;
 use mltrace_tests::*;
 
 #[test]
@@ -100,6 +101,38 @@ fn loader_through(dir: &Path, launcher: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The trainer's main thread's CPU share in `stats --json` is the trainer
+/// program's, from its last exec (a launcher's exec came before): as the
+/// log's switches have it, within 0.05.
+fn main_thread_from_exec(dir: &Path, trainer: &serde_json::Value) {
+    let recs = read_log(&dir.join("run.bin"));
+    let pid = trainer["pid"].as_u64().unwrap() as u32;
+    let exec = recs
+        .iter()
+        .filter_map(|r| match r.rec {
+            Record::Exec(x) if x.pid == pid => Some(x.ts),
+            _ => None,
+        })
+        .last()
+        .unwrap();
+    let (mut on, mut since, mut end) = (0u64, None::<u64>, exec);
+    for r in &recs {
+        match r.rec {
+            Record::SchedSwitch(x) if x.ts >= exec && x.prev_tid == pid => {
+                on += x.ts - since.take().unwrap_or(exec);
+                end = x.ts;
+            }
+            Record::SchedSwitch(x) if x.ts >= exec && x.next_tid == pid => since = Some(x.ts),
+            Record::Exit(x) if x.tid == pid => end = end.max(x.ts),
+            _ => {}
+        }
+    }
+    let want = on as f64 / (end - exec) as f64;
+    let main = trainer["threads"].as_array().unwrap().iter().find(|t| t["role"] == "main").unwrap();
+    let got = main["cpu_fraction"].as_f64().unwrap();
+    assert!((got - want).abs() < 0.05, "main thread on CPU {got}; from its exec, as the log has it, {want}");
+}
+
 /// Under a launcher that is a shell (pyenv's shims, `conda run`, a
 /// `train.sh` that ends in `exec python`): the shell's subshells, forked
 /// before it became the trainer, are not workers; the trainer's 4 are.
@@ -111,12 +144,14 @@ fn a_shell_launcher_forks_subshells_not_workers() {
     let Some(py) = system_python() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let shim = tmp.path().join("python3");
-    // As pyenv's shim does: a few command substitutions, then exec.
+    // As pyenv's shim does: a few command substitutions, then exec; first
+    // a second's wait (a wrapper waiting for its turn), which is not the
+    // trainer's time.
     std::fs::write(
         &shim,
         format!(
             "#!/usr/bin/env bash\nset -e\nv=\"$(echo 3.11)\"\nw=\"$(basename \"$0\")\"\n\
-             x=\"$(printf '%s' \"$v\" | wc -c)\"\nexec {py} \"$@\"\n"
+             x=\"$(printf '%s' \"$v\" | wc -c)\"\nsleep 1\nexec {py} \"$@\"\n"
         ),
     )
     .unwrap();
@@ -129,6 +164,9 @@ fn a_shell_launcher_forks_subshells_not_workers() {
     let w = &v["verdict"]["workers"];
     assert_eq!((w["count"].as_u64(), w["at_once"].as_u64()), (Some(4), Some(4)), "{}", v["verdict"]);
     assert!(v["verdict"]["text"].as_str().unwrap().contains("its 4 workers spent"), "{}", v["verdict"]);
+    let procs = v["processes"].as_array().unwrap();
+    let trainer = procs.iter().find(|p| p["pid"] == v["verdict"]["trainer_pid"]).unwrap();
+    main_thread_from_exec(tmp.path(), trainer);
 }
 
 /// Under `uv run` (which runs Python as its child, not by exec): the
@@ -152,4 +190,44 @@ fn a_uv_launcher_runs_the_trainer_as_its_child() {
     workers.sort();
     assert_eq!(workers, (0..4).map(|i| format!("DataLoader worker {i}")).collect::<Vec<_>>());
     assert!(v["verdict"]["text"].as_str().unwrap().contains("its 4 workers spent"), "{}", v["verdict"]);
+}
+
+/// Under `poetry run` (in a project of its own, using the venv it runs
+/// in): poetry starts Python subprocesses to inspect its interpreter, then
+/// execs Python in its own pid. The trainer is that pid, named for
+/// loader.py; poetry's subprocesses are not workers; the verdict's time is
+/// the trainer program's, from its exec (poetry's second of start-up and
+/// its own file reads are not the trainer's).
+#[test]
+fn a_poetry_launcher_execs_the_trainer() {
+    if !require_root() {
+        return;
+    }
+    let Some(poetry) = tools::poetry() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("pyproject.toml"),
+        "[project]\nname = \"trainer\"\nversion = \"0.1.0\"\nrequires-python = \">=3.9\"\n\n\
+         [tool.poetry]\npackage-mode = false\n",
+    )
+    .unwrap();
+    let (venv, cache) = (
+        "POETRY_VIRTUALENVS_CREATE=false".to_string(),
+        format!("POETRY_CACHE_DIR={}", tmp.path().join("cache").display()),
+    );
+    let v = loader_through(
+        tmp.path(),
+        &["env", &venv, &cache, poetry.to_str().unwrap(), "-C", project.to_str().unwrap(), "run", "python"],
+    );
+    let procs = v["processes"].as_array().unwrap();
+    let trainer = procs.iter().find(|p| p["trace_name"] == "python loader.py").unwrap_or_else(|| panic!("{procs:?}"));
+    assert_eq!(v["verdict"]["trainer_pid"], trainer["pid"], "{}", v["verdict"]);
+    let names: Vec<&str> = procs.iter().filter_map(|p| p["trace_name"].as_str()).collect();
+    let mut workers: Vec<&str> = names.iter().copied().filter(|n| n.contains("worker")).collect();
+    workers.sort();
+    assert_eq!(workers, (0..4).map(|i| format!("DataLoader worker {i}")).collect::<Vec<_>>(), "{names:?}");
+    assert!(v["verdict"]["text"].as_str().unwrap().contains("its 4 workers spent"), "{}", v["verdict"]);
+    main_thread_from_exec(tmp.path(), trainer);
 }

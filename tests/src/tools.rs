@@ -99,6 +99,13 @@ pub fn uv() -> Option<PathBuf> {
     present(&p, "uv", "a trainer run through `uv run`").then_some(p)
 }
 
+/// poetry, a launcher that inspects its interpreter in subprocesses,
+/// then execs Python (from the tests' venv).
+pub fn poetry() -> Option<PathBuf> {
+    let p = tools_dir().join("venv/bin/poetry");
+    present(&p, "poetry", "a trainer run through `poetry run`").then_some(p)
+}
+
 /// node_modules with tests/tools/package.json's packages (playwright-core).
 pub fn node_modules() -> Option<PathBuf> {
     let p = tools_dir().join("node/node_modules");

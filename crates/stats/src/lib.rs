@@ -540,10 +540,13 @@ impl Stats {
                 let name = names::command_line(f.str(r.argv), NAME_MAX);
                 let argv = f.str_lossy(r.argv);
                 let spawn = argv.contains("multiprocessing.spawn") || argv.contains("spawn_main");
+                self.sched.exec(r.pid, r.ts);
                 let p = self.proc(r.pid);
                 p.loader &= spawn;
                 p.name = name;
                 p.has_cmdline = true;
+                // Its time in calls is the new program's from here (as its states are).
+                (p.gpu_wait_ns, p.own_io_ns) = (0, 0);
             }
             Record::Exit(r) => {
                 self.sched.add(rec, sched::Feeder::No);

@@ -351,6 +351,27 @@ impl SchedTimes {
         }
     }
 
+    /// Process `pid` ran a new program from `ts` (an exec): what it did
+    /// before is not that program's. A launcher that execs the trainer (a
+    /// shell shim, `poetry run`) spends its start-up in the trainer's pid,
+    /// and its own file reads would read as the trainer's I/O.
+    pub fn exec(&mut self, pid: u32, ts: u64) {
+        if let Some(t) = self.threads.get(&pid) {
+            // The interval in progress ends here, its state kept.
+            let (st, call) = (t.st, t.call);
+            self.set(pid, pid, ts, Some(st), call, None);
+        }
+        self.procs.remove(&pid);
+        self.main_thread.remove(&pid);
+        self.in_calls.remove(&pid);
+        self.recent.remove(&pid);
+        self.forgot.remove(&pid);
+        self.by_threads.remove(&pid);
+        self.handed_on.remove(&pid);
+        self.woken_by.retain(|&(tid, _), _| tid != pid);
+        self.thread_times.retain(|_, (p, _)| *p != pid);
+    }
+
     /// Thread `tid` of `pid` was inside a call of `kind` over
     /// `[from, to)`: for a main thread, that time moves out of the states
     /// it was in (and out of a data wait) into the call's kind.
@@ -481,6 +502,31 @@ mod tests {
         assert_eq!(s.data_wait(10, &[20]), 300);
         assert_eq!(s.data_wait(10, &[30]), 0);
         assert_eq!(t.total(), 800);
+    }
+
+    /// A launcher that execs the trainer (`poetry run`, a shell shim): its
+    /// time and its waits before the exec are not the trainer's.
+    #[test]
+    fn an_exec_starts_the_programs_time_afresh() {
+        let mut s = SchedTimes::default();
+        let (me, helper, idle) = ((10, 10), (20, 20), (0, 0));
+        // The launcher runs 400 ns, waits 200 ns for a helper it started.
+        s.add_t(&sw(0, idle, SchedState::Runnable, me, sched::NEXT));
+        s.add_t(&sw(400, me, SchedState::Sleeping, idle, sched::PREV));
+        s.add(&wake(600, me, helper), Feeder::Worker);
+        s.add_t(&sw(600, idle, SchedState::Runnable, me, sched::NEXT));
+        s.call(10, 10, 100, 300, CallKind::OwnIo);
+        // It execs the trainer at 700, which runs 100 ns more, then waits
+        // 50 ns for a worker.
+        s.exec(10, 700);
+        s.add_t(&sw(800, me, SchedState::Sleeping, idle, sched::PREV));
+        s.add(&wake(850, me, (30, 30)), Feeder::Worker);
+        s.add_t(&sw(850, idle, SchedState::Runnable, me, sched::NEXT));
+        s.finish(900);
+        assert_eq!(s.main_thread[&10], Times { cpu: 100 + 50, sleep: 50, ..Default::default() });
+        assert_eq!(s.procs[&10].total(), 200);
+        assert_eq!((s.data_wait(10, &[20]), s.data_wait(10, &[30])), (0, 50));
+        assert!(!s.in_calls.contains_key(&10));
     }
 
     #[test]
