@@ -109,11 +109,11 @@ fn main_thread_from_exec(dir: &Path, trainer: &serde_json::Value) {
     let pid = trainer["pid"].as_u64().unwrap() as u32;
     let exec = recs
         .iter()
-        .filter_map(|r| match r.rec {
+        .rev()
+        .find_map(|r| match r.rec {
             Record::Exec(x) if x.pid == pid => Some(x.ts),
             _ => None,
         })
-        .last()
         .unwrap();
     let (mut on, mut since, mut end) = (0u64, None::<u64>, exec);
     for r in &recs {
