@@ -342,3 +342,73 @@ fn merge_aligns_clocks_through_realtime_anchors() {
     assert_eq!((forks[0].0, forks[0].1), (0, 7));
     assert!(forks.iter().any(|f| f.0 == 1 && f.1 == 7));
 }
+
+/// Four "hosts" (UTS namespaces), each recording a trainer with 4 forked
+/// workers; on one, the workers sleep per batch (a rank reading from a
+/// slow node). Merged, the verdict names that host and pid as the
+/// straggler, and each rank's data wait in `ranks[]` is within 0.1 of what
+/// its trainer measured itself.
+#[test]
+fn the_slow_rank_of_four_hosts_is_named() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = system_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let data = d.join("data.bin");
+    let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(&data, chunk.repeat(8)).unwrap();
+    let script = repo().join("tests/workloads/step_trainer.py");
+    let hosts = ["node0", "node1", "node2", "node3"];
+    let slow = "node2";
+    let mut measured = Vec::new();
+    for h in hosts {
+        let sleep = if h == slow { "120" } else { "0" };
+        let cmd = format!("-f --gpu off -o {h}.bin -- {py} {} {} 60 10 sleep", script.display(), data.display());
+        let o = ok(&record_as(h, d, &[("STEP_TRAINER_ROUNDS", "4"), ("STEP_TRAINER_WORKER_SLEEP_MS", sleep)], &cmd))
+            .clone();
+        let kv = key_values(&String::from_utf8_lossy(&o.stdout));
+        let recs = read_log(&d.join(format!("{h}.bin")));
+        let life = exec_to_exit(&recs, kv["pid"] as u32) as f64;
+        measured.push((h, kv["pid"], kv["blocked_ns"] as f64 / life));
+    }
+    let mut args = vec!["merge"];
+    let files: Vec<String> = hosts.iter().map(|h| format!("{h}.bin")).collect();
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["-o", "job.bin"]);
+    ok(&mltrace(&args, d));
+    let o = ok(&mltrace(&["stats", "--json", "job.bin"], d)).clone();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ranks = v["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 4, "{ranks:?}");
+    for (i, (h, pid, want)) in measured.iter().enumerate() {
+        let r = &ranks[i];
+        assert_eq!((r["host"].as_str(), r["pid"].as_i64(), r["rank"].as_u64()), (Some(*h), Some(*pid), Some(i as u64)));
+        let got = r["data_wait_fraction"].as_f64().unwrap();
+        assert!((got - want).abs() <= 0.1, "{h}: data wait {got:.3}, the trainer measured {want:.3}");
+        assert!(r["read_bytes"].as_u64().unwrap() >= 60 << 20, "{r}");
+        assert!(r["read_p99_us"].as_f64().is_some(), "{r}");
+    }
+    let s = &v["verdict"]["straggler"];
+    let (_, slow_pid, slow_want) = measured.iter().find(|m| m.0 == slow).unwrap();
+    assert_eq!(
+        (s["host"].as_str(), s["pid"].as_i64(), s["rank"].as_u64()),
+        (Some(slow), Some(*slow_pid), Some(2)),
+        "{s}"
+    );
+    assert!(*slow_want > 0.4, "the slow rank should wait for data ({slow_want:.3})");
+    let text = v["verdict"]["text"].as_str().unwrap();
+    assert!(text.contains(&format!("rank 2 ({slow}, pid {slow_pid}) waited for data")), "{text}");
+
+    // Without the slow one: nobody stands out.
+    let files: Vec<String> = hosts.iter().filter(|h| **h != slow).map(|h| format!("{h}.bin")).collect();
+    let mut args = vec!["merge"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["-o", "even.bin"]);
+    ok(&mltrace(&args, d));
+    let o = ok(&mltrace(&["stats", "--json", "even.bin"], d)).clone();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ranks"].as_array().unwrap().len(), 3);
+    assert!(v["verdict"]["straggler"].is_null(), "{}", v["verdict"]);
+}

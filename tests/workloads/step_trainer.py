@@ -24,6 +24,9 @@ WORKERS = 4
 CHUNK = 1 << 20
 # Hash rounds per batch: about 30 ms of one CPU on the test machines.
 ROUNDS = int(os.environ.get("STEP_TRAINER_ROUNDS", "60"))
+# A slow loader (a rank reading from a slow node): each worker sleeps this
+# long per batch.
+WORKER_SLEEP = float(os.environ.get("STEP_TRAINER_WORKER_SLEEP_MS", "0")) / 1000
 
 
 def worker(wid, data, steps, q):
@@ -35,6 +38,8 @@ def worker(wid, data, steps, q):
             h = hashlib.sha256()
             for _ in range(ROUNDS):
                 h.update(chunk)
+            if WORKER_SLEEP:
+                time.sleep(WORKER_SLEEP)
             q.put((step, h.hexdigest()))
 
 

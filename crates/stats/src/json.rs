@@ -371,6 +371,7 @@ impl Stats {
                 v
             }).collect::<Vec<_>>(),
             "peers": self.peers.to_json(),
+            "ranks": self.ranks().iter().map(|r| self.rank_json(r)).collect::<Vec<_>>(),
             "gpu_calls": self.gpu_calls.to_json(),
             "collectives": self.collectives.to_json(),
             "checkpoints": self.checkpoints.iter().map(|c| {

@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod mapped;
 pub mod network;
 pub mod peers;
+pub mod ranks;
 mod render_maps;
 pub mod sched;
 pub mod timeline;
@@ -1414,6 +1415,7 @@ impl Stats {
             o.push_str(&table(&rows));
         }
         self.render_checkpoints(&mut o, top);
+        self.render_ranks(&self.ranks(), &mut o);
         self.render_gpu_calls(&mut o);
         self.render_collectives(&mut o);
         self.render_peers(&mut o, top);

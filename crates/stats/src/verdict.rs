@@ -34,7 +34,14 @@ pub struct Breakdown {
 
 impl Breakdown {
     /// From ns: the total, and each part but `other` (the rest).
-    fn of(total: f64, data_wait: f64, gpu_wait: f64, own_io: f64, on_cpu: f64, runnable: f64) -> Option<Breakdown> {
+    pub(crate) fn of(
+        total: f64,
+        data_wait: f64,
+        gpu_wait: f64,
+        own_io: f64,
+        on_cpu: f64,
+        runnable: f64,
+    ) -> Option<Breakdown> {
         if total <= 0.0 {
             return None;
         }
@@ -173,6 +180,8 @@ pub struct Verdict {
     /// Null without GPU counters.
     pub gpu: Option<GpuOverlap>,
     pub epochs: Vec<EpochVerdict>,
+    /// The rank that waited for data clearly more than the median, as JSON.
+    pub straggler: Value,
 }
 
 fn ratio(part: f64, whole: f64) -> Option<f64> {
@@ -229,6 +238,7 @@ impl Verdict {
             "gpu_idle_fraction": idle,
             "gpu_idle_during_data_wait_fraction": during,
             "epochs": epochs,
+            "straggler": self.straggler,
         })
     }
 }
@@ -395,6 +405,7 @@ impl Stats {
             workers: None,
             gpu: None,
             epochs: Vec::new(),
+            straggler: Value::Null,
         };
         if !self.has_sched() {
             return none(
@@ -405,24 +416,11 @@ impl Stats {
         let Some(t) = self.trainer() else {
             return none("no-scheduling-data", "no verdict: the command's process is not in this log".into());
         };
-        let Some(main) = self.sched.main_thread.get(&t.pid).filter(|m| m.total() > 0) else {
+        let Some(b) = self.split(t) else {
             return none("no-scheduling-data", "no verdict: no scheduling records of the trainer".into());
         };
         let workers = self.workers_of(t);
-        let pids: Vec<u32> = workers.iter().map(|w| w.pid).collect();
-        let has_loaders = !pids.is_empty() || !t.loader_threads.is_empty();
-        let dw_ns = if has_loaders { self.sched.data_wait(t.pid, &pids) } else { 0 };
-        let ic = self.sched.in_calls.get(&t.pid).copied().unwrap_or_default();
-        let Some(b) = Breakdown::of(
-            main.total() as f64,
-            dw_ns.saturating_sub(ic.data_wait) as f64,
-            ic.gpu as f64,
-            ic.own_io as f64,
-            main.cpu.saturating_sub(ic.states.cpu) as f64,
-            main.runnable.saturating_sub(ic.states.runnable) as f64,
-        ) else {
-            return none("no-scheduling-data", "no verdict: no scheduling records of the trainer".into());
-        };
+        let has_loaders = !workers.is_empty() || !t.loader_threads.is_empty();
         let kind = b.kind();
         // Named when it is not the command itself (a wrapper ran it).
         let trainer = if t.pid == self.header.root_pid {
@@ -482,7 +480,13 @@ impl Stats {
             .filter(|p| p.pid != t.pid && feeders.contains(&p.pid))
             .filter_map(|p| self.data_wait_fraction(p))
             .collect();
+        let ranks = self.ranks();
+        let straggler = self.straggler(&ranks);
         let others_text = match others.len() {
+            _ if straggler.is_some() => {
+                let s = straggler.as_ref().unwrap();
+                format!("; of {} ranks, {}", ranks.len(), self.straggler_text(s))
+            }
             0 => String::new(),
             1 => format!("; 1 other process has workers too (data waits {})", pct(others[0])),
             n => {
@@ -511,6 +515,7 @@ impl Stats {
             workers: w,
             gpu,
             epochs: self.epoch_verdicts(),
+            straggler: straggler.map_or(Value::Null, |s| self.straggler_json(&s)),
         }
     }
 }
