@@ -31,11 +31,6 @@ impl GpuCalls {
         }
     }
 
-    /// Calls of `pid` named `call`.
-    pub fn calls(&self, pid: u32, call: &str) -> u64 {
-        self.0.iter().filter(|((p, c), _)| *p == pid && *c == call).map(|(_, t)| t.calls).sum()
-    }
-
     pub fn to_json(&self) -> Value {
         self.0
             .iter()

@@ -4,7 +4,7 @@
 //! its data-loader workers or loader threads, or not. See docs/verdict.md
 //! for the exact definitions.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use mltrace_log::*;
 
@@ -167,6 +167,9 @@ pub struct SchedTimes {
     pub handed_on: HashMap<u32, u64>,
     /// By tid (threads other than a process's main one): (pid, its times).
     pub thread_times: HashMap<u32, (u32, Times)>,
+    /// The pids with threads in `thread_times` (an exec forgets them
+    /// without scanning the map).
+    threaded: HashSet<u32>,
     /// Scheduling records seen.
     pub records: u64,
     /// The trainer's pid (its main thread is followed over time), or 0.
@@ -222,6 +225,7 @@ impl SchedTimes {
                 self.main_thread.entry(tpid).or_default().add(was, ns);
             } else if self.thread_times.len() < MAX_THREAD_TIMES || self.thread_times.contains_key(&tid) {
                 self.thread_times.entry(tid).or_insert((tpid, Times::default())).1.add(was, ns);
+                self.threaded.insert(tpid);
             }
             if was == St::Running {
                 ran += ns;
@@ -361,6 +365,10 @@ impl SchedTimes {
             let (st, call) = (t.st, t.call);
             self.set(pid, pid, ts, Some(st), call, None);
         }
+        // Only a thread that slept has wake-ups to forget, and only a
+        // process that had other threads their times: an exec right after
+        // its fork (most of them) scans nothing.
+        let slept = self.main_thread.get(&pid).is_some_and(|t| t.sleep + t.io_wait > 0);
         self.procs.remove(&pid);
         self.main_thread.remove(&pid);
         self.in_calls.remove(&pid);
@@ -368,8 +376,12 @@ impl SchedTimes {
         self.forgot.remove(&pid);
         self.by_threads.remove(&pid);
         self.handed_on.remove(&pid);
-        self.woken_by.retain(|&(tid, _), _| tid != pid);
-        self.thread_times.retain(|_, (p, _)| *p != pid);
+        if slept {
+            self.woken_by.retain(|&(tid, _), _| tid != pid);
+        }
+        if self.threaded.remove(&pid) {
+            self.thread_times.retain(|_, (p, _)| *p != pid);
+        }
     }
 
     /// Thread `tid` of `pid` was inside a call of `kind` over
