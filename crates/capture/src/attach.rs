@@ -178,9 +178,10 @@ fn tids(pid: u32) -> Vec<u32> {
 }
 
 /// What the log says of an attached process at the start: its threads'
-/// names (it has no exec in the log) and, per thread, the kernel's I/O
+/// names (it has no exec in the log), its launcher variables and, per thread, the kernel's I/O
 /// counts then, the baseline the kernel check compares from.
 pub fn snapshot(pid: u32, ts: u64, enc: &mut FrameEncoder) {
+    crate::environ::push(pid, ts, enc);
     for tid in tids(pid) {
         if let Some(c) = comm_of(pid, tid) {
             let comm = enc.intern(c.as_bytes());

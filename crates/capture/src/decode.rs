@@ -897,6 +897,7 @@ impl KernelDecoder {
                 let argv = enc.intern(argv);
                 enc.push(&Record::Exec(Exec { ts: h.ts, pid: h.pid, tid: h.tid, filename, argv, trunc }));
                 enc.push(&accounting(&h, AcctPoint::Exec, &e.ioac));
+                crate::environ::push(h.pid, h.ts, enc);
             }
             ev_kind::EV_EXIT => {
                 let e: ev_exit = read(data);

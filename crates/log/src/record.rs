@@ -661,6 +661,77 @@ impl NcclOp {
     }
 }
 
+/// The variables of [`Env`] records: what launchers (torchrun, mpirun,
+/// srun, Horovod) tell each process about its place in the job.
+pub mod env {
+    /// Recorded when set: the rank ones, then the job's size and the
+    /// process's GPUs.
+    pub const NAMES: &[&str] = &[
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "SLURM_PROCID",
+        "SLURM_LOCALID",
+        "SLURM_NTASKS",
+        "SLURM_JOB_ID",
+        "PMI_RANK",
+        "PMI_SIZE",
+        "CUDA_VISIBLE_DEVICES",
+    ];
+
+    /// The variables that give a process's rank, most specific first:
+    /// under `srun torchrun`, `SLURM_PROCID` numbers the node's launcher
+    /// and `RANK` the process.
+    pub const RANK: [&str; 4] = ["RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"];
+
+    /// The rank `vars` give, and the variable it came from.
+    pub fn rank<'a>(vars: impl IntoIterator<Item = (&'a str, &'a str)> + Clone) -> Option<(u32, &'static str)> {
+        RANK.iter().find_map(|&name| {
+            let (_, v) = vars.clone().into_iter().find(|(n, _)| *n == name)?;
+            Some((v.trim().parse().ok()?, name))
+        })
+    }
+
+    /// `NAME=value` entries of an environment block (NUL-separated, as
+    /// /proc/PID/environ holds it) whose name is in [`NAMES`].
+    pub fn launcher_vars(block: &[u8]) -> Vec<(&'static str, &[u8])> {
+        let mut out = Vec::new();
+        for entry in block.split(|&b| b == 0) {
+            let Some(eq) = entry.iter().position(|&b| b == b'=') else { continue };
+            let (name, value) = (&entry[..eq], &entry[eq + 1..]);
+            if let Some(&n) = NAMES.iter().find(|n| n.as_bytes() == name) {
+                if !out.iter().any(|(m, _)| *m == n) {
+                    out.push((n, value));
+                }
+            }
+        }
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn the_process_rank_wins_over_the_launchers() {
+            let v = [("SLURM_PROCID", "1"), ("RANK", "9")];
+            assert_eq!(rank(v.iter().copied()), Some((9, "RANK")));
+            assert_eq!(rank([("PMI_RANK", " 3 ")].iter().copied()), Some((3, "PMI_RANK")));
+            assert_eq!(rank([("RANK", "x"), ("PMI_RANK", "2")].iter().copied()), Some((2, "PMI_RANK")));
+            assert_eq!(rank([("LOCAL_RANK", "1")].iter().copied()), None);
+        }
+
+        #[test]
+        fn environ_blocks_are_filtered() {
+            let b = b"PATH=/bin\0RANK=3\0WORLD_SIZE=8\0RANK=4\0junk\0MY_RANK=1\0";
+            assert_eq!(launcher_vars(b), vec![("RANK", &b"3"[..]), ("WORLD_SIZE", &b"8"[..])]);
+        }
+    }
+}
+
 /// Bits of [`MajorFault::flags`].
 pub mod fault {
     /// The kernel said which file page it read in (filemap:mm_filemap_fault
@@ -1150,6 +1221,18 @@ records! {
         1 ts: u64 = ts_end(dur),
         3 call: GpuCounted = plain,
         4 count: u64 = plain,
+    }
+
+    /// One launcher variable in a process's environment as of its exec
+    /// (see [`env::NAMES`]): which rank of a job it is (`RANK`,
+    /// `SLURM_PROCID`...) and of how many. The recorder reads
+    /// /proc/PID/environ when it sees the exec (or, for a process running
+    /// before the recording, at the start: `ts` then is that time).
+    29 Env "env" {
+        0 pid: u32 = pid,
+        1 ts: u64 = ts,
+        2 name: StrId = str,
+        3 value: StrId = str,
     }
 
     /// Something a GPU reported at one instant (clock throttling, an XID

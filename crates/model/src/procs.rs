@@ -100,6 +100,7 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::GpuCall(x) => x.pid,
         Record::Collective(x) => x.pid,
         Record::GpuCount(x) => x.pid,
+        Record::Env(x) => x.pid,
         Record::SchedWake(x) => x.pid,
         // A switch belongs to its traced side (the outgoing one when both are).
         Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
@@ -147,6 +148,11 @@ pub struct ProcInfo {
     pub name: String,
     pub cmdline: Vec<String>,
     pub role: Role,
+    /// Its rank in the job, from its environment at its last exec (see
+    /// [`mltrace_log::env::RANK`]).
+    pub rank: Option<u32>,
+    /// Those variables (name, value) so far.
+    env: Vec<(&'static str, String)>,
     /// Where it goes among the process groups, lowest first.
     pub order: i32,
 }
@@ -340,6 +346,15 @@ impl Procs {
                 let name = labels::exec_name(argv, filename);
                 let cmdline = argv.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
                 p.exec = Some((name, cmdline));
+                p.env.clear();
+                p.rank = None;
+            }
+            Record::Env(r) => {
+                let name = f.str_lossy(r.name);
+                if let Some(&n) = env::NAMES.iter().find(|n| **n == name) {
+                    p.env.push((n, f.str_lossy(r.value).into_owned()));
+                    p.rank = env::rank(p.env.iter().map(|(n, v)| (*n, v.as_str()))).map(|r| r.0);
+                }
             }
             Record::Comm(r) => {
                 let comm = f.str_lossy(r.comm).into_owned();
@@ -436,10 +451,18 @@ impl Procs {
                 self.list[i].comm = comm;
             }
         }
+        // Ranks (processes fed by loaders, with a rank in their
+        // environment) say so first: a job's many trainers look alike.
+        let fed: HashSet<ProcIdx> =
+            (self.list.iter()).filter(|p| matches!(p.role, Role::Worker { .. })).filter_map(|p| p.parent).collect();
         for i in 0..self.list.len() {
             let mut name = self.name_of(i, epochs);
             if name.trim().is_empty() {
                 name = labels::pid_name(self.list[i].pid);
+            }
+            let p = &self.list[i];
+            if let Some(r) = p.rank.filter(|_| fed.contains(&(i as ProcIdx)) || !p.loaders.is_empty()) {
+                name = format!("rank {r}: {name}");
             }
             let p = &mut self.list[i];
             let minor = match p.role {

@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod mapped;
 pub mod network;
 pub mod peers;
+pub mod rank_waits;
 pub mod ranks;
 mod render_maps;
 pub mod sched;
@@ -132,6 +133,8 @@ pub struct ProcStats {
     /// Its mmaps, munmaps, mremaps and major faults.
     pub maps: ProcMaps,
     files: HashSet<u64>,
+    /// Its launcher variables at its last exec ([`mltrace_log::env`]).
+    pub env: Vec<(&'static str, String)>,
     /// Named by a command line (exec, or inherited): a comm does not rename it.
     has_cmdline: bool,
     /// Time in read-family calls on files (durations summed over threads).
@@ -548,6 +551,14 @@ impl Stats {
                 p.has_cmdline = true;
                 // Its time in calls is the new program's from here (as its states are).
                 (p.gpu_wait_ns, p.own_io_ns) = (0, 0);
+                p.env.clear();
+            }
+            Record::Env(r) => {
+                let name = f.str_lossy(r.name);
+                if let Some(&n) = env::NAMES.iter().find(|n| **n == name) {
+                    let v = f.str_lossy(r.value).into_owned();
+                    self.proc(r.pid).env.push((n, v));
+                }
             }
             Record::Exit(r) => {
                 self.sched.add(rec, sched::Feeder::No);
@@ -838,6 +849,7 @@ impl Stats {
         let span = reader.scan_span()?;
         if let (Some(a), Some(b)) = (span.first_ts, span.last_ts) {
             s.sched.timeline = Some(timeline::Timeline::new(a, b.max(a)));
+            s.sched.rank_waits = Some(rank_waits::RankWaits::new(a, b.max(a)));
         }
         while let Some(mut f) = reader.next_frame()? {
             while let Some(rec) = f.next_record() {

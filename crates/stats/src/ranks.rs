@@ -3,7 +3,9 @@
 //! trainer in a merged log), with its split of time and its loaders'
 //! reads, and the one that waited for data clearly more than the others.
 
-use mltrace_log::{host_of, local_pid};
+use std::collections::HashSet;
+
+use mltrace_log::{env, host_of, local_pid};
 use serde_json::{json, Value};
 
 use crate::hist::Histogram;
@@ -22,8 +24,11 @@ const STRAGGLER_MIN_RANKS: usize = 3;
 pub struct Rank {
     /// The log's pid (a merged log's host rides in it).
     pub pid: u32,
-    /// Its place among the ranks: by host, then start.
+    /// Its rank: from its environment (`rank_from`), or (when some rank
+    /// has none, or two say the same) its place by host, then start.
     pub rank: usize,
+    /// The variable the rank came from (`RANK`, ...), `None` for its place.
+    pub rank_from: Option<&'static str>,
     pub data_wait_fraction: Option<f64>,
     pub breakdown: Option<Breakdown>,
     /// Its loaders: worker processes, or (none forked) its loader threads.
@@ -82,10 +87,19 @@ impl Stats {
             .filter(|p| !self.workers_of(p).is_empty() || !p.loader_threads.is_empty())
             .collect();
         procs.sort_by_key(|p| (host_of(p.pid), p.started.unwrap_or(0), local_pid(p.pid)));
-        procs
+        let from_env: Vec<Option<(u32, &'static str)>> =
+            procs.iter().map(|p| env::rank(p.env.iter().map(|(n, v)| (*n, v.as_str())))).collect();
+        let distinct: HashSet<u32> = from_env.iter().flatten().map(|r| r.0).collect();
+        let use_env = from_env.iter().all(Option::is_some) && distinct.len() == procs.len();
+        let mut ranks: Vec<Rank> = procs
             .into_iter()
+            .zip(from_env)
             .enumerate()
-            .map(|(rank, p)| {
+            .map(|(place, (p, env_rank))| {
+                let (rank, rank_from) = match env_rank {
+                    Some((r, var)) if use_env => (r as usize, Some(var)),
+                    _ => (place, None),
+                };
                 let workers = self.workers_of(p);
                 // Loader threads read in the rank's own process.
                 let (loaders, hist, bytes) = if workers.is_empty() {
@@ -101,6 +115,7 @@ impl Stats {
                 Rank {
                     pid: p.pid,
                     rank,
+                    rank_from,
                     data_wait_fraction: self.data_wait_fraction(p),
                     breakdown: self.split(p),
                     loaders,
@@ -110,7 +125,9 @@ impl Stats {
                     read_mb_per_s: (secs > 0.0).then(|| bytes as f64 / secs / 1e6),
                 }
             })
-            .collect()
+            .collect();
+        ranks.sort_by_key(|r| r.rank);
+        ranks
     }
 
     /// The rank whose data wait is at least [`STRAGGLER_MARGIN`] over the
@@ -153,6 +170,7 @@ impl Stats {
             "host": self.host_name(r.pid).map_or_else(|| self.header.host.clone(), str::to_string),
             "pid": local_pid(r.pid),
             "rank": r.rank,
+            "rank_from": r.rank_from.unwrap_or("order"),
             "data_wait_fraction": r.data_wait_fraction,
             "gpu_wait_fraction": f(|b| b.gpu_wait),
             "own_io_fraction": f(|b| b.own_io),
@@ -241,6 +259,7 @@ mod tests {
             .map(|(i, &w)| Rank {
                 pid: 100 + i as u32,
                 rank: i,
+                rank_from: None,
                 data_wait_fraction: Some(w),
                 breakdown: None,
                 loaders: 4,

@@ -358,6 +358,7 @@ pub const KIND_TABLES: &[(u8, &str)] = &[
     (mltrace_log::GpuCall::CODE, "gpu_calls"),
     (mltrace_log::Collective::CODE, "collectives"),
     (mltrace_log::GpuCount::CODE, "gpu_counts"),
+    (mltrace_log::Env::CODE, "env"),
 ];
 
 /// A kind's table: `ts`, `dur` (when it has one), `wall`, `epoch`, the
