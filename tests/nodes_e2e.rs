@@ -363,15 +363,18 @@ fn the_slow_rank_of_four_hosts_is_named() {
     let hosts = ["node0", "node1", "node2", "node3"];
     let slow = "node2";
     let mut measured = Vec::new();
-    for h in hosts {
-        let sleep = if h == slow { "120" } else { "0" };
+    for (i, h) in hosts.iter().enumerate() {
+        let sleep = if *h == slow { "120" } else { "0" };
+        // Each host's rank 3 of 8, as torchrun would say (read from the
+        // trainer's environment, not its place).
+        let rank = (8 * i + 3).to_string();
         let cmd = format!("-f --gpu off -o {h}.bin -- {py} {} {} 60 10 sleep", script.display(), data.display());
-        let o = ok(&record_as(h, d, &[("STEP_TRAINER_ROUNDS", "4"), ("STEP_TRAINER_WORKER_SLEEP_MS", sleep)], &cmd))
-            .clone();
+        let env = [("STEP_TRAINER_ROUNDS", "4"), ("STEP_TRAINER_WORKER_SLEEP_MS", sleep), ("RANK", &rank)];
+        let o = ok(&record_as(h, d, &env, &cmd)).clone();
         let kv = key_values(&String::from_utf8_lossy(&o.stdout));
         let recs = read_log(&d.join(format!("{h}.bin")));
         let life = exec_to_exit(&recs, kv["pid"] as u32) as f64;
-        measured.push((h, kv["pid"], kv["blocked_ns"] as f64 / life));
+        measured.push((*h, kv["pid"], kv["blocked_ns"] as f64 / life, life));
     }
     let mut args = vec!["merge"];
     let files: Vec<String> = hosts.iter().map(|h| format!("{h}.bin")).collect();
@@ -382,24 +385,52 @@ fn the_slow_rank_of_four_hosts_is_named() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let ranks = v["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 4, "{ranks:?}");
-    for (i, (h, pid, want)) in measured.iter().enumerate() {
+    for (i, (h, pid, want, _)) in measured.iter().enumerate() {
         let r = &ranks[i];
-        assert_eq!((r["host"].as_str(), r["pid"].as_i64(), r["rank"].as_u64()), (Some(*h), Some(*pid), Some(i as u64)));
+        let want_rank = Some(8 * i as u64 + 3);
+        assert_eq!((r["host"].as_str(), r["pid"].as_i64(), r["rank"].as_u64()), (Some(*h), Some(*pid), want_rank));
+        assert_eq!(r["rank_from"], "RANK", "{r}");
         let got = r["data_wait_fraction"].as_f64().unwrap();
         assert!((got - want).abs() <= 0.1, "{h}: data wait {got:.3}, the trainer measured {want:.3}");
         assert!(r["read_bytes"].as_u64().unwrap() >= 60 << 20, "{r}");
         assert!(r["read_p99_us"].as_f64().is_some(), "{r}");
     }
     let s = &v["verdict"]["straggler"];
-    let (_, slow_pid, slow_want) = measured.iter().find(|m| m.0 == slow).unwrap();
+    let (_, slow_pid, slow_want, _) = measured.iter().find(|m| m.0 == slow).unwrap();
     assert_eq!(
         (s["host"].as_str(), s["pid"].as_i64(), s["rank"].as_u64()),
-        (Some(slow), Some(*slow_pid), Some(2)),
+        (Some(slow), Some(*slow_pid), Some(19)),
         "{s}"
     );
     assert!(*slow_want > 0.4, "the slow rank should wait for data ({slow_want:.3})");
     let text = v["verdict"]["text"].as_str().unwrap();
-    assert!(text.contains(&format!("rank 2 ({slow}, pid {slow_pid}) waited for data")), "{text}");
+    assert!(text.contains(&format!("rank 19 ({slow}, pid {slow_pid}) waited for data")), "{text}");
+
+    // The report's ranks: the straggler named, a row per rank.
+    ok(&mltrace(&["report", "job.bin"], d));
+    let html = std::fs::read_to_string(d.join("job.html")).unwrap();
+    let section = &html[html.find("<section id=\"ranks\">").expect("a ranks section")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert!(section.contains(&format!("Straggler: rank 19 ({slow}, pid {slow_pid})")), "{section}");
+    assert_eq!(section.matches("<tr><td>").count(), 4, "{section}");
+    // The trace: a data-wait counter per rank; summed over time, each one
+    // is the rank's data wait (within a bin at each end of a wait).
+    if let Some(tp) = perfetto_tp() {
+        ok(&mltrace(&["export", "job.bin", "-o", "job.perfetto-trace"], d));
+        let q = "select t.name, sum(w.value * w.dur) / 100 from counter_track t join \
+                 (select track_id, value, lead(ts) over (partition by track_id order by ts) - ts as dur from counter) w \
+                 on w.track_id = t.id where t.name like 'rank %' group by t.name order by t.name";
+        let rows = &tp_query(&tp, &d.join("job.perfetto-trace"), &[q])[0];
+        assert_eq!(rows.len(), 4, "{rows:?}");
+        for (i, row) in rows.iter().enumerate() {
+            let (h, _, _, life) =
+                measured.iter().find(|m| row[0].contains(&format!("({}, pid {})", m.0, m.1))).unwrap();
+            let want = ranks.iter().find(|r| r["host"] == *h).unwrap()["data_wait_fraction"].as_f64().unwrap();
+            let got = row[1].parse::<f64>().unwrap_or(0.0) / life;
+            assert!((got - want).abs() <= 0.01, "{i} {row:?}: {got:.3} against {want:.3}");
+            assert!(row[0].starts_with(&format!("rank {} ", 8 * hosts.iter().position(|x| x == h).unwrap() + 3)));
+        }
+    }
 
     // Without the slow one: nobody stands out.
     let files: Vec<String> = hosts.iter().filter(|h| **h != slow).map(|h| format!("{h}.bin")).collect();

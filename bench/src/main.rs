@@ -19,6 +19,7 @@ use mltrace_log::*;
 
 mod cold;
 mod cuda;
+mod job;
 
 #[allow(clippy::all, non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
 mod floor {
@@ -369,7 +370,7 @@ fn main() -> Result<()> {
     let reps: usize = std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
     // The long recording's length (0 skips it).
     let long_secs: u64 = std::env::var("BENCH_LONG_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(600);
-    // BENCH_TOOLS=untraced,floor,mltrace and BENCH_ONLY=a,b,e,f,export,long: quick partial runs.
+    // BENCH_TOOLS=untraced,floor,mltrace and BENCH_ONLY=a,b,e,f,job,export,long: quick partial runs.
     let only_tools = std::env::var("BENCH_TOOLS").ok();
     let wanted = |t: Tool| only_tools.as_deref().is_none_or(|l| l.split(',').any(|n| t.name().starts_with(n.trim())));
     let mut tools: Vec<Tool> = [Tool::Untraced, Tool::Floor, Tool::LatencyFloor, Tool::Mltrace, Tool::MltraceNoSched]
@@ -614,6 +615,9 @@ fn main() -> Result<()> {
         if run_w("f") {
             table.push_str(&cuda::cuda_bench(&dir, &mltrace, reps)?);
         }
+        if run_w("job") {
+            table.push_str(&job::job_bench(&dir, &mltrace)?);
+        }
         println!("{table}");
         return Ok(());
     }
@@ -775,6 +779,12 @@ fn main() -> Result<()> {
         Ok(rows) => table.push_str(&rows),
         Err(e) => {
             let _ = writeln!(table, "\n== 8. CUDA uprobes: failed: {e:#}");
+        }
+    }
+    match job::job_bench(&dir, &mltrace) {
+        Ok(rows) => table.push_str(&rows),
+        Err(e) => {
+            let _ = writeln!(table, "\n== 9. A job of N hosts x 8 ranks: failed: {e:#}");
         }
     }
     if long_secs > 0 {

@@ -293,7 +293,8 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let log_name = a.log.display().to_string();
     old_format(&log_name, reader.version());
     let mut survey = Survey::of(&mut reader).with_context(|| format!("reading {log_name}"))?;
-    survey.annotations = crate::verdict::annotations(&mut reader).with_context(|| format!("reading {log_name}"))?;
+    let drawn = crate::verdict::annotations(&mut reader).with_context(|| format!("reading {log_name}"))?;
+    (survey.annotations, survey.ranks) = (drawn.annotations, drawn.ranks);
     for d in &survey.diagnostics {
         eprintln!("mltrace: {log_name}: {d}");
     }

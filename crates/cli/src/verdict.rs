@@ -5,7 +5,7 @@
 use std::io::{Read, Seek};
 
 use mltrace_log::LogReader;
-use mltrace_model::annotate::Annotation;
+use mltrace_model::annotate::{Annotation, RankSeries};
 use mltrace_model::ArgKey;
 use mltrace_stats::Stats;
 
@@ -13,17 +13,48 @@ fn pct(f: f64) -> String {
     format!("{:.0}%", f * 100.0)
 }
 
-/// The run's verdict and each epoch's; nothing for a log without
-/// scheduling (there is no verdict to show). The reader is rewound.
-pub fn annotations<R: Read + Seek>(reader: &mut LogReader<R>) -> anyhow::Result<Vec<Annotation>> {
+/// What the verdict draws: its slices, and each rank's data wait where
+/// a job has several.
+#[derive(Default)]
+pub struct Drawn {
+    pub annotations: Vec<Annotation>,
+    pub ranks: Vec<RankSeries>,
+}
+
+/// The run's verdict and each epoch's, and the ranks' data waits;
+/// nothing for a log without scheduling (there is no verdict to show).
+/// The reader is rewound.
+pub fn annotations<R: Read + Seek>(reader: &mut LogReader<R>) -> anyhow::Result<Drawn> {
     if !reader.header().probes.iter().any(|p| p.subsystem == "scheduling") {
-        return Ok(Vec::new());
+        return Ok(Drawn::default());
     }
     let stats = Stats::from_reader(reader);
     reader.rewind();
     let stats = stats?;
+    let ranks = rank_series(&stats);
+    Ok(Drawn { annotations: verdict(&stats), ranks })
+}
+
+/// Each rank's data wait over time, in rank order (none for one rank:
+/// the verdict says it).
+fn rank_series(stats: &Stats) -> Vec<RankSeries> {
+    let ranks = stats.ranks();
+    let Some(waits) = stats.sched.rank_waits.as_ref().filter(|_| ranks.len() >= 2) else { return Vec::new() };
+    ranks
+        .iter()
+        .map(|r| {
+            let host = stats.host_name(r.pid).map(|h| format!("{h}, ")).unwrap_or_default();
+            let label = format!("rank {} ({host}pid {})", r.rank, mltrace_log::local_pid(r.pid));
+            let s = waits.series(r.pid);
+            let percent = s.fractions.iter().map(|f| (f * 1000.0).round() / 10.0).collect();
+            RankSeries { label, start: s.start, step: s.step, percent }
+        })
+        .collect()
+}
+
+fn verdict(stats: &Stats) -> Vec<Annotation> {
     let v = stats.verdict();
-    let (Some(start), Some(end)) = (stats.first_ts, stats.last_ts) else { return Ok(Vec::new()) };
+    let (Some(start), Some(end)) = (stats.first_ts, stats.last_ts) else { return Vec::new() };
     let mut run = vec![(ArgKey::Verdict, v.kind.to_string())];
     if let Some(d) = v.data_wait_fraction {
         run.push((ArgKey::DataWait, pct(d)));
@@ -73,5 +104,5 @@ pub fn annotations<R: Read + Seek>(reader: &mut LogReader<R>) -> anyhow::Result<
         }
         out.push(Annotation { start: e.start, end: e.end, label, args });
     }
-    Ok(out)
+    out
 }

@@ -2,15 +2,101 @@
 //! verdict, from the stats crate, which the model does not depend on),
 //! drawn as the first top-level track: one slice per annotation, those
 //! inside another on the lane below it (the run's verdict, then its
-//! epochs').
+//! epochs'); and each rank's data wait over time, a counter per rank in
+//! one group below it, so that a job's slow rank shows at a glance.
 
 use std::io;
 
 use crate::args::{ArgKey, ArgSink, FnArgs};
-use crate::encoder::{Encoder, Name, Slice, Track, TrackId, TrackKind};
+use crate::encoder::{Encoder, Name, Slice, Track, TrackId, TrackKind, Unit};
 
 /// The track's name, as the viewer shows it.
 pub const VERDICT_TRACK: &str = "Verdict";
+/// The ranks' group: its own row the highest rank's wait in each bin.
+pub const RANKS_GROUP: &str = "Data wait per rank (highest, %)";
+
+/// One rank's data wait: the share of each `step` ns from `start` its
+/// main thread waited for its loaders, in %.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RankSeries {
+    /// `rank 19 (node2, pid 4242)`.
+    pub label: String,
+    pub start: u64,
+    pub step: u64,
+    pub percent: Vec<f64>,
+}
+
+impl RankSeries {
+    fn time(&self, i: usize) -> u64 {
+        self.start.saturating_add(i as u64 * self.step)
+    }
+
+    /// The bins that meet `[from, to)`.
+    fn bins(&self, from: u64, to: u64) -> std::ops::Range<usize> {
+        let step = self.step.max(1);
+        let a = (from.saturating_sub(self.start) / step) as usize;
+        let b = (to.saturating_sub(self.start).div_ceil(step) as usize).min(self.percent.len());
+        a.min(b)..b
+    }
+
+    /// Its values over `[from, to)`: (time, value).
+    fn within(&self, from: u64, to: u64) -> impl Iterator<Item = (u64, f64)> + '_ {
+        self.bins(from, to).map(move |i| (self.time(i).max(from), self.percent[i]))
+    }
+}
+
+/// Writes values that differ from the one before, then 0 after the last.
+fn steps<E: Encoder>(
+    enc: &mut E,
+    track: TrackId,
+    values: impl Iterator<Item = (u64, f64)>,
+    end: u64,
+) -> io::Result<u64> {
+    let (mut last, mut n) = (None, 0);
+    for (ts, v) in values {
+        if last != Some(v) {
+            enc.counter(track, ts, v)?;
+            (last, n) = (Some(v), n + 1);
+        }
+    }
+    if last.is_some_and(|v| v != 0.0) {
+        enc.counter(track, end, 0.0)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Draws the ranks' series over `[from, to)`: a top-level counter track
+/// ranked `rank` (the highest of them per bin) with one counter per rank
+/// below, in the order given. Returns the counter values written.
+pub fn draw_ranks<E: Encoder>(
+    enc: &mut E,
+    ranks: &[RankSeries],
+    (from, to): (u64, u64),
+    rank: i32,
+    next: &mut dyn FnMut() -> TrackId,
+) -> io::Result<u64> {
+    let Some(first) = ranks.first() else { return Ok(0) };
+    let end = |s: &RankSeries| s.start.saturating_add(s.percent.len() as u64 * s.step).min(to);
+    if first.start >= to || end(first) <= from {
+        return Ok(0);
+    }
+    let top = next();
+    enc.track(&Track { id: top, parent: None, name: RANKS_GROUP, rank, kind: TrackKind::Counter(Unit::Named("%")) })?;
+    // The series share one grid (the caller's bins over the run).
+    let highest = first.bins(from, to).map(|i| {
+        let v = ranks.iter().filter_map(|s| s.percent.get(i)).fold(0.0, |a: f64, &b| a.max(b));
+        (first.time(i).max(from), v)
+    });
+    let mut n = steps(enc, top, highest, end(first))?;
+    for (i, s) in ranks.iter().enumerate() {
+        let id = next();
+        let kind = TrackKind::Counter(Unit::Named("%"));
+        enc.track(&Track { id, parent: Some(top), name: &s.label, rank: i as i32, kind })?;
+        n += steps(enc, id, s.within(from, to), end(s))?;
+    }
+    Ok(n)
+}
 
 /// One conclusion over `[start, end)`: a slice named `label`.
 #[derive(Clone, Debug, Default, PartialEq)]

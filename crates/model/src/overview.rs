@@ -477,7 +477,9 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
     // Processes: rates, latency and their slowest calls.
     for (idx, pa) in agg.procs.iter().enumerate() {
         let idx = idx as ProcIdx;
-        if pa.aggs.is_empty() {
+        // Helpers (shells, shims, short and with little I/O) are in the
+        // parts: a job's hosts start thousands of them, each a group.
+        if pa.aggs.is_empty() || run.procs.get(idx).role == crate::procs::Role::Helper {
             continue;
         }
         let g = scene.proc_group(enc, idx)?;

@@ -55,6 +55,7 @@ pub const PER_CORE: &str = "per core (busy %)";
 pub fn group_rank(name: &str) -> i32 {
     match name {
         crate::annotate::VERDICT_TRACK => -10,
+        crate::annotate::RANKS_GROUP => -5,
         PHASES_GROUP => 0,
         CHECKPOINTS_GROUP => 5,
         n if n.starts_with("GPU") => 10,
@@ -379,6 +380,9 @@ impl<'s> Scene<'s> {
         let rank = group_rank(crate::annotate::VERDICT_TRACK);
         let out = &mut self.out;
         self.stats.slices += crate::annotate::draw(enc, &self.run.annotations, range, rank, &mut || out.id())?;
+        let rank = group_rank(crate::annotate::RANKS_GROUP);
+        let out = &mut self.out;
+        self.stats.counters += crate::annotate::draw_ranks(enc, &self.run.ranks, range, rank, &mut || out.id())?;
         self.phases(enc, range)?;
         self.checkpoints(enc, range)
     }
@@ -729,7 +733,8 @@ impl<'s> Scene<'s> {
                     self.process_instant(enc, i, r.ts, &format!("started (fork of {})", r.parent_pid), &args)?;
                 }
             }
-            Record::Fork(_) | Record::Comm(_) => {}
+            // A rank's variables name its process (the model's roles).
+            Record::Fork(_) | Record::Comm(_) | Record::Env(_) => {}
             Record::Exec(r) => {
                 if let Some(idx) = idx {
                     let (argv, filename) = (f.str(r.argv), f.str(r.filename));

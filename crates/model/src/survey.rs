@@ -87,6 +87,9 @@ pub struct Survey {
     /// What the caller concluded about the run (the verdict, from the
     /// stats crate), drawn on top: empty unless set after the survey.
     pub annotations: Vec<crate::annotate::Annotation>,
+    /// Each rank's data wait over the run (from the stats crate too),
+    /// in rank order: empty unless set after the survey.
+    pub ranks: Vec<crate::annotate::RankSeries>,
 }
 
 /// What the whole run read of one file: by calls, and from storage (for
@@ -192,6 +195,7 @@ impl Survey {
             counter_seen: HashMap::default(),
             files: HashMap::default(),
             annotations: Vec::new(),
+            ranks: Vec::new(),
         };
         let mut tracker = ProcTracker::default();
         let mut checkpoints = crate::checkpoints::Detector::default();

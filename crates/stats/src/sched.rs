@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use mltrace_log::*;
 
 use crate::gpu_idle::GpuIdle;
+use crate::rank_waits::RankWaits;
 use crate::timeline::{Field, Timeline};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,6 +177,8 @@ pub struct SchedTimes {
     pub trainer: u32,
     /// The trainer's main thread over time, for the verdict per epoch.
     pub timeline: Option<Timeline>,
+    /// Every main thread's data waits over time, for a counter per rank.
+    pub rank_waits: Option<RankWaits>,
     /// GPU idle time against the trainer's data waits.
     pub gpu: GpuIdle,
     /// By pid: its main thread's latest closed intervals, and where
@@ -277,6 +280,13 @@ impl SchedTimes {
                 }
                 q.push_back(Interval { from: since, to: ts, st: was, data });
             }
+            if tid == tpid {
+                if let Some(rw) = self.rank_waits.as_mut() {
+                    for &(a, b) in &ended {
+                        rw.add(tpid, a, b);
+                    }
+                }
+            }
             if tid == self.trainer && tpid == self.trainer {
                 if let Some(tl) = self.timeline.as_mut() {
                     tl.add(field(was), since, ts);
@@ -370,6 +380,9 @@ impl SchedTimes {
         // its fork (most of them) scans nothing.
         let slept = self.main_thread.get(&pid).is_some_and(|t| t.sleep + t.io_wait > 0);
         self.procs.remove(&pid);
+        if let Some(rw) = self.rank_waits.as_mut() {
+            rw.forget(pid);
+        }
         self.main_thread.remove(&pid);
         self.in_calls.remove(&pid);
         self.recent.remove(&pid);

@@ -251,52 +251,75 @@ fn shade(t: f64) -> RGBColor {
 
 /// A bar histogram over labelled bins.
 pub fn bars(title: &str, x_desc: &str, labels: &[String], counts: &[u64], colour: usize) -> Result<String, ChartError> {
-    let e = err(title);
-    let n = labels.len().max(1) as i32;
-    let top = headroom(counts.iter().copied().max().unwrap_or(0) as f64);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (440, 250)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .caption(title, ("sans-serif", 16))
-            .x_label_area_size(44)
-            .y_label_area_size(58)
-            .build_cartesian_2d((0..n).into_segmented(), 0f64..top)
-            .map_err(|x| e(x.to_string()))?;
-        // At most 8 bin labels, evenly spread.
-        let every = labels.len().div_ceil(8).max(1) as i32;
-        chart
-            .configure_mesh()
-            .label_style(("sans-serif", 13))
-            .axis_desc_style(("sans-serif", 13))
-            .disable_x_mesh()
-            .x_labels(labels.len())
-            .x_desc(x_desc)
-            .y_desc("calls")
-            .y_labels(((top as usize) + 1).clamp(2, 10))
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) if i % every == 0 => labels.get(*i as usize).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
-            .y_label_formatter(&|v| count(*v))
-            .light_line_style(TRANSPARENT)
-            .bold_line_style(RGBColor(225, 225, 225))
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
-        let c = PALETTE[colour % PALETTE.len()];
-        chart
-            .draw_series(
-                Histogram::vertical(&chart)
-                    .style(c.filled())
-                    .margin(1)
-                    .data(counts.iter().enumerate().map(|(i, &v)| (i as i32, v as f64))),
-            )
-            .map_err(|x| e(x.to_string()))?;
-        root.present().map_err(|x| e(x.to_string()))?;
+    let values: Vec<f64> = counts.iter().map(|&c| c as f64).collect();
+    let bars = Bars { title, x_desc, y_desc: "calls", y_fmt: count, colour, highlight: None };
+    bars.draw(labels, &values)
+}
+
+/// A bar chart: its captions, how its values read, its colour, and a bar
+/// drawn in the next colour.
+pub struct Bars<'a> {
+    pub title: &'a str,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub y_fmt: fn(f64) -> String,
+    pub colour: usize,
+    pub highlight: Option<usize>,
+}
+
+impl Bars<'_> {
+    pub fn draw(&self, labels: &[String], values: &[f64]) -> Result<String, ChartError> {
+        let e = err(self.title);
+        let n = labels.len().max(1) as i32;
+        let top = headroom(values.iter().copied().fold(0.0, f64::max));
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (440, 250)).into_drawing_area();
+            root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+            let mut chart = ChartBuilder::on(&root)
+                .margin(8)
+                .caption(self.title, ("sans-serif", 16))
+                .x_label_area_size(44)
+                .y_label_area_size(58)
+                .build_cartesian_2d((0..n).into_segmented(), 0f64..top)
+                .map_err(|x| e(x.to_string()))?;
+            // At most 8 bin labels, evenly spread.
+            let every = labels.len().div_ceil(8).max(1) as i32;
+            let fmt = self.y_fmt;
+            chart
+                .configure_mesh()
+                .label_style(("sans-serif", 13))
+                .axis_desc_style(("sans-serif", 13))
+                .disable_x_mesh()
+                .x_labels(labels.len())
+                .x_desc(self.x_desc)
+                .y_desc(self.y_desc)
+                .y_labels(((top as usize) + 1).clamp(2, 10))
+                .x_label_formatter(&|v| match v {
+                    SegmentValue::CenterOf(i) if i % every == 0 => labels.get(*i as usize).cloned().unwrap_or_default(),
+                    _ => String::new(),
+                })
+                .y_label_formatter(&|v| fmt(*v))
+                .light_line_style(TRANSPARENT)
+                .bold_line_style(RGBColor(225, 225, 225))
+                .draw()
+                .map_err(|x| e(x.to_string()))?;
+            for (k, keep) in [(self.colour, false), (self.colour + 1, true)] {
+                let c = PALETTE[k % PALETTE.len()];
+                let shown = values.iter().enumerate().filter(|(i, _)| (self.highlight == Some(*i)) == keep);
+                chart
+                    .draw_series(
+                        Histogram::vertical(&chart)
+                            .style(c.filled())
+                            .margin(1)
+                            .data(shown.map(|(i, &v)| (i as i32, v))),
+                    )
+                    .map_err(|x| e(x.to_string()))?;
+            }
+            root.present().map_err(|x| e(x.to_string()))?;
+        }
+        Ok(responsive(svg))
     }
-    Ok(responsive(svg))
 }
 
 /// A plain number with the digits its size needs: `0`, `0.025`, `1.5`, `12`.

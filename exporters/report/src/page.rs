@@ -332,6 +332,7 @@ pub fn render(r: &Report) -> Result<String, ChartError> {
     let _ = writeln!(o, "<h1>mltrace report</h1><p class=\"note\">{}</p>", esc(&r.log.display().to_string()));
     facts(r, &mut o);
     verdict(r, &mut o);
+    ranks(r, &mut o)?;
     let axis = Axis::new(r, LINE_COLUMNS);
     let bands = bands(r, &axis);
     throughput(r, &axis, &bands, &mut o)?;
@@ -462,6 +463,79 @@ fn verdict(r: &Report, o: &mut String) {
          data-loader worker woke it (waiting for data), inside CUDA calls that wait for the GPU, inside its own \
          calls on files, on CPU and waiting for one outside those; and the GPUs' idle time.</p></section>\n",
     );
+}
+
+/// Ranks shown in the table (the ones that waited most): `stats --json`
+/// has them all.
+const TOP_RANKS_TABLE: usize = 32;
+
+/// A job's ranks side by side: data wait per rank as bars (the straggler
+/// in another colour), and a table of the ones that waited most.
+fn ranks(r: &Report, o: &mut String) -> Result<(), ChartError> {
+    if !r.stats.header.probes.iter().any(|p| p.subsystem == "scheduling") {
+        return Ok(());
+    }
+    let ranks = r.stats.ranks();
+    if ranks.len() < 2 {
+        return Ok(());
+    }
+    let straggler = r.stats.straggler(&ranks);
+    let _ = write!(o, "<section id=\"ranks\"><h2>Ranks</h2>");
+    if let Some(s) = &straggler {
+        let _ = write!(o, "<p class=\"verdict\">Straggler: {}.</p>", esc(&r.stats.straggler_text(s)));
+    }
+    let labels: Vec<String> = ranks.iter().map(|k| k.rank.to_string()).collect();
+    let values: Vec<f64> = ranks.iter().map(|k| k.data_wait_fraction.unwrap_or(0.0) * 100.0).collect();
+    let bars = charts::Bars {
+        title: "waiting for data, per rank",
+        x_desc: "rank",
+        y_desc: "% of the rank's time",
+        y_fmt: |v| format!("{v:.0}%"),
+        colour: 0,
+        highlight: straggler.as_ref().and_then(|s| ranks.iter().position(|k| k.pid == s.rank.pid)),
+    };
+    let _ = write!(o, "<figure>{}</figure>", bars.draw(&labels, &values)?);
+    let mut shown: Vec<&mltrace_stats::ranks::Rank> = ranks.iter().collect();
+    shown.sort_by(|a, b| b.data_wait_fraction.unwrap_or(0.0).total_cmp(&a.data_wait_fraction.unwrap_or(0.0)));
+    let more = shown.len().saturating_sub(TOP_RANKS_TABLE);
+    shown.truncate(TOP_RANKS_TABLE);
+    o.push_str(
+        "<table><tr><th>rank</th><th>host</th><th>pid</th><th>waiting for data</th><th>waiting for the GPU</th>\
+         <th>own file I/O</th><th>on CPU</th><th>loaders</th><th>read</th><th>read MB/s</th><th>read p50</th>\
+         <th>read p99</th></tr>",
+    );
+    for k in shown {
+        let b = k.breakdown;
+        let host = r.stats.host_name(k.pid).unwrap_or(&r.stats.header.host);
+        let ns = |n: Option<u64>| n.map(duration).unwrap_or_else(|| "-".into());
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}\
+             <td>{}</td><td>{}</td><td>{}</td></tr>",
+            k.rank,
+            esc(host),
+            mltrace_log::local_pid(k.pid),
+            pct(k.data_wait_fraction),
+            pct(b.map(|b| b.gpu_wait)),
+            pct(b.map(|b| b.own_io)),
+            pct(b.map(|b| b.on_cpu)),
+            k.loaders,
+            bytes_cell(k.read_bytes),
+            k.read_mb_per_s.map_or_else(|| "-".into(), charts::number),
+            ns(k.read_p50_ns),
+            ns(k.read_p99_ns),
+        );
+    }
+    o.push_str("</table>");
+    if more > 0 {
+        let _ = write!(o, "<p class=\"note\">{more} more ranks waited less (<code>mltrace stats --json</code> lists them all in <code>ranks[]</code>).</p>");
+    }
+    o.push_str(
+        "<p class=\"note\">A rank is a trainer process with data loaders of its own; its number is the \
+         <code>RANK</code> (or <code>OMPI_COMM_WORLD_RANK</code>, <code>SLURM_PROCID</code>, <code>PMI_RANK</code>) \
+         it was started with, else its place by host and start. Read figures are its loaders'.</p></section>\n",
+    );
+    Ok(())
 }
 
 fn throughput(r: &Report, axis: &Axis, bands: &[Band], o: &mut String) -> Result<(), ChartError> {
