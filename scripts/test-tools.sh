@@ -88,7 +88,7 @@ cp "$repo/tests/tools/package.json" "$repo/tests/tools/package-lock.json" "$tool
 
 # Each tool answers before the fill counts as done.
 "$repo/tests/tools/tp.js" --dist "$tools/perfetto" /dev/null 'select 1' >/dev/null
-"$tools/venv/bin/python" -c 'import pyarrow.parquet'
+"$tools/venv/bin/python" -c 'import pyarrow.parquet, pyarrow.dataset, duckdb'
 "$tools/venv/bin/python" -m pip check >&2
 NODE_PATH=$tools/node/node_modules node -e 'require("playwright-core")'
 echo "$want" >"$tools/stamp"

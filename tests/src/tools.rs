@@ -93,6 +93,21 @@ pub fn python() -> Option<PathBuf> {
     present(&p, "the tests' Python", "a check in Python").then_some(p)
 }
 
+/// The tools' Python, if it imports `module` (a venv filled before the
+/// module joined requirements.txt does not).
+pub fn python_with(module: &str) -> Option<PathBuf> {
+    let p = python()?;
+    let out = Command::new(&p).args(["-c", &format!("import {module}")]).output();
+    if out.is_ok_and(|o| o.status.success()) {
+        return Some(p);
+    }
+    skip(
+        &format!("a check with Python's {module}"),
+        &format!("{} has no {module}: run `make test-tools`", p.display()),
+    );
+    None
+}
+
 /// uv, a launcher that runs Python as its child (from the tests' venv).
 pub fn uv() -> Option<PathBuf> {
     let p = tools_dir().join("venv/bin/uv");

@@ -21,13 +21,24 @@ pub struct Args {
     chrome: bool,
     /// Write Parquet tables instead, one per kind of record, into the
     /// directory given by -o (default: the log's name with .parquet); for
-    /// pandas, polars, DuckDB (docs/parquet.md lists the tables and columns)
+    /// pandas, polars, DuckDB (docs/parquet.md lists the tables and columns).
+    /// Several hosts' logs: one dataset in Hive layout, see --hive
     #[arg(long, conflicts_with_all = ["from", "to", "pids", "no_split", "overview", "open", "uncompressed", "budget"])]
     parquet: bool,
-    /// The log written by `mltrace record` or `mltrace import`
-    log: PathBuf,
+    /// With --parquet: write a dataset partitioned by host,
+    /// DIR/<table>/host=<name>/part-0.parquet, the name from each log's
+    /// header (one log per host; partitions of other hosts already in DIR
+    /// are kept). The layout whenever several logs are given; with one
+    /// log, adds or replaces that host's partition
+    #[arg(long, requires = "parquet")]
+    hive: bool,
+    /// The log written by `mltrace record` or `mltrace import`; several
+    /// (one per host) only with --parquet
+    #[arg(required = true, num_args = 1.., value_name = "LOG")]
+    logs: Vec<PathBuf>,
     /// Output file (default: the log's name with .perfetto-trace or .json); a
-    /// big run's overview goes here and its parts beside it
+    /// big run's overview goes here and its parts beside it. With --parquet,
+    /// the directory (needed for several logs)
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Write plain Perfetto packets instead of deflate-compressed batches
@@ -250,47 +261,125 @@ fn stale_parts(out: &Path, ext: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `--parquet`: every table of the whole log into one directory.
-fn parquet(a: &Args) -> anyhow::Result<i32> {
-    let dir = a.output.clone().unwrap_or_else(|| default_output(&a.log, ".parquet"));
-    let mut reader = crate::open_log(&a.log)?;
-    let log_name = a.log.display().to_string();
-    let (survey, tables) = mltrace_parquet::export_log(&mut reader, &dir, &mltrace_parquet::Options::default())
-        .with_context(|| format!("exporting {log_name} to {}", dir.display()))?;
-    for d in &survey.diagnostics {
-        eprintln!("mltrace: {log_name}: {d}");
-    }
-    // Every call is a row: of `syscalls`, of `net_calls` for sends and
-    // receives, of a call kind's own table (`gpu_calls`, `collectives`).
+/// Every syscall record is a row: of `syscalls`, of `net_calls` for
+/// sends and receives, of a call kind's own table (`gpu_calls`,
+/// `collectives`).
+fn check_calls(log_name: &str, records: u64, tables: &[mltrace_parquet::TableStats]) -> anyhow::Result<()> {
     let kind_table = |n: &str| {
         mltrace_parquet::schema::KIND_TABLES.iter().any(|&(code, name)| {
             name == n && mltrace_log::Record::build(code, |_| 0).is_some_and(|r| mltrace_model::event::is_call(&r))
         })
     };
-    let syscalls: u64 = tables
+    let rows: u64 = tables
         .iter()
         .filter(|t| matches!(t.name, "syscalls" | "net_calls") || kind_table(t.name))
         .map(|t| t.rows)
         .sum();
-    if syscalls != survey.syscalls {
+    if rows != records {
         anyhow::bail!(
-            "internal error: {} syscall records in the log but {syscalls} rows written; please report this",
-            survey.syscalls
+            "internal error: {log_name}: {records} syscall records in the log but {rows} rows written; please report this"
         );
     }
+    Ok(())
+}
+
+/// `syscalls 5002, block 12, ...`: the tables with rows.
+fn rows(tables: &[mltrace_parquet::TableStats]) -> String {
     let rows: Vec<String> = tables.iter().filter(|t| t.rows > 0).map(|t| format!("{} {}", t.name, t.rows)).collect();
-    eprintln!("mltrace: wrote {} tables to {}: {}", tables.len(), dir.display(), rows.join(", "));
+    rows.join(", ")
+}
+
+/// `--parquet`: every table of the whole log into one directory.
+fn parquet(a: &Args, log: &Path) -> anyhow::Result<i32> {
+    let dir = a.output.clone().unwrap_or_else(|| default_output(log, ".parquet"));
+    let mut reader = crate::open_log(log)?;
+    let log_name = log.display().to_string();
+    let (survey, tables) = mltrace_parquet::export_log(&mut reader, &dir, &mltrace_parquet::Options::default())
+        .with_context(|| format!("exporting {log_name} to {}", dir.display()))?;
+    for d in &survey.diagnostics {
+        eprintln!("mltrace: {log_name}: {d}");
+    }
+    check_calls(&log_name, survey.syscalls, &tables)?;
+    eprintln!("mltrace: wrote {} tables to {}: {}", tables.len(), dir.display(), rows(&tables));
     Ok(0)
 }
 
-pub fn run(a: Args) -> anyhow::Result<i32> {
-    if a.parquet {
-        return parquet(&a);
+/// `--parquet` of several hosts' logs (or `--hive`): one dataset, each
+/// log its host's partition.
+fn dataset(a: &Args) -> anyhow::Result<i32> {
+    let dir = match (&a.output, a.logs.as_slice()) {
+        (Some(d), _) => d.clone(),
+        (None, [log]) => default_output(log, ".parquet"),
+        (None, logs) => anyhow::bail!("{} logs: name the dataset's directory with -o", logs.len()),
+    };
+    for log in &a.logs {
+        if !log.exists() {
+            anyhow::bail!("{}: no such file", log.display());
+        }
     }
+    let shown = dir.display();
+    let done = |h: &mltrace_parquet::dataset::HostTables| {
+        let log_name = h.log.display();
+        for d in &h.diagnostics {
+            eprintln!("mltrace: {log_name}: {d}");
+        }
+        let part = dir.join("<table>").join(format!("{}={}", mltrace_parquet::PARTITION, h.host));
+        eprintln!("mltrace: {log_name}: wrote {} tables to {}: {}", h.tables.len(), part.display(), rows(&h.tables));
+    };
+    let hosts = mltrace_parquet::dataset::export(&a.logs, &dir, &mltrace_parquet::Options::default(), &done)
+        .with_context(|| format!("exporting to {shown}"))?;
+    for h in &hosts {
+        check_calls(&h.log.display().to_string(), h.syscalls, &h.tables)?;
+    }
+    let names: Vec<&str> = hosts.iter().map(|h| h.host.as_str()).collect();
+    eprintln!(
+        "mltrace: wrote {} host{} ({}) to {shown}, partitioned by {} (docs/parquet.md: read it with hive partitioning)",
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", "),
+        mltrace_parquet::PARTITION
+    );
+    let others = other_hosts(&dir, &names);
+    if !others.is_empty() {
+        eprintln!(
+            "mltrace: {shown} also holds host{} {} from earlier exports (kept)",
+            if others.len() == 1 { "" } else { "s" },
+            others.join(", ")
+        );
+    }
+    Ok(0)
+}
+
+/// Hosts with a partition in the dataset at `dir` other than `written`.
+fn other_hosts(dir: &Path, written: &[&str]) -> Vec<String> {
+    let prefix = format!("{}=", mltrace_parquet::PARTITION);
+    let mut others: Vec<String> = std::fs::read_dir(dir.join("syscalls"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix(&prefix).map(str::to_string))
+        .filter(|h| !written.contains(&h.as_str()))
+        .collect();
+    others.sort();
+    others
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    match (a.parquet, a.logs.as_slice()) {
+        (true, [log]) if !a.hive => return parquet(&a, log),
+        (true, _) => return dataset(&a),
+        (false, [_]) => {}
+        (false, logs) => anyhow::bail!(
+            "{} logs: only --parquet exports several hosts' logs together (as one dataset); \
+             for one trace of them, `mltrace merge` them first",
+            logs.len()
+        ),
+    }
+    let log = &a.logs[0];
     let ext = if a.chrome { ".json" } else { ".perfetto-trace" };
-    let out_path = a.output.clone().unwrap_or_else(|| default_output(&a.log, ext));
-    let mut reader = crate::open_log(&a.log)?;
-    let log_name = a.log.display().to_string();
+    let out_path = a.output.clone().unwrap_or_else(|| default_output(log, ext));
+    let mut reader = crate::open_log(log)?;
+    let log_name = log.display().to_string();
     old_format(&log_name, reader.version());
     let mut survey = Survey::of(&mut reader).with_context(|| format!("reading {log_name}"))?;
     let drawn = crate::verdict::annotations(&mut reader).with_context(|| format!("reading {log_name}"))?;

@@ -30,6 +30,9 @@ What a log becomes:
   mltrace export --chrome run.bin   Chrome trace-event JSON: run.json
   mltrace export --parquet run.bin  Parquet tables, one per kind of record:
                                     run.parquet/
+  mltrace export --parquet node*.bin -o job/
+                                    one dataset of several hosts' logs:
+                                    job/<table>/host=<name>/part-0.parquet
   mltrace report run.bin            one-page HTML report: run.html
   mltrace stats run.bin             text tables and the data-wait verdict
   mltrace stats --json run.bin      the same as one JSON document
@@ -59,8 +62,10 @@ enum Cmd {
     /// overview there and parts beside it (--from, --to, --pid, --no-split and
     /// --overview choose). Chrome trace-event JSON: LOG.json. Parquet: a
     /// directory LOG.parquet/ with one table per kind of record (syscalls,
-    /// block, counters, processes, phases, sched...; docs/parquet.md). The HTML
-    /// report is `mltrace report`; text and JSON summaries are `mltrace stats`.
+    /// block, counters, processes, phases, sched...; docs/parquet.md); several
+    /// hosts' logs (or --hive) become one dataset partitioned by host,
+    /// DIR/<table>/host=<name>/part-0.parquet. The HTML report is `mltrace
+    /// report`; text and JSON summaries are `mltrace stats`.
     Export(export::Args),
     /// Write a one-page HTML report of a log (charts, top files, verdict; opens offline)
     Report(report::Args),

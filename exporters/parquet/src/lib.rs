@@ -11,7 +11,13 @@
 //! (CLOCK_BOOTTIME for a recording, Unix time for an import), beside a
 //! `wall` column (UTC) when the log's header relates that clock to
 //! wall-clock time.
+//!
+//! A log's tables go into one directory ([`Layout::Flat`]), or, for a job
+//! of several hosts, each host's log becomes its partition of one dataset
+//! in Hive layout ([`dataset`], [`Layout::Hive`]).
 
+pub mod dataset;
+mod layout;
 pub mod schema;
 mod table;
 mod write;
@@ -22,6 +28,7 @@ use std::path::{Path, PathBuf};
 use mltrace_log::{LogError, LogReader};
 use mltrace_model::Survey;
 
+pub use layout::{Layout, PARTITION};
 pub use write::export;
 
 /// What went wrong writing the tables.
@@ -39,6 +46,29 @@ pub enum Error {
     /// A row did not fill its table's columns in order (a bug).
     #[error("internal error: table {0}, column {1} out of order; please report this")]
     Schema(&'static str, usize),
+    /// A dataset's log that holds several hosts: its pids would be the
+    /// merged log's, and one partition would hold them all.
+    #[error(
+        "{}: a merged log of {} hosts ({}); pass each host's own log instead{}",
+        path.display(), hosts.len(), hosts.join(", "), merged_from(files)
+    )]
+    Merged { path: PathBuf, hosts: Vec<String>, files: Vec<String> },
+    #[error("{} and {} are both of host {host}: a dataset has one log per host", first.display(), second.display())]
+    SameHost { host: String, first: PathBuf, second: PathBuf },
+    #[error("{}: its host name {host:?} cannot name a partition directory ({why})", path.display())]
+    BadHost { path: PathBuf, host: String, why: &'static str },
+    /// Writing one host's partition failed (a log error names its log already).
+    #[error("{}: {source}", path.display())]
+    Host { path: PathBuf, source: Box<Error> },
+}
+
+/// ` (it was merged from a.bin b.bin)`, when its header names them.
+fn merged_from(files: &[String]) -> String {
+    if files.is_empty() {
+        String::new()
+    } else {
+        format!(" (it was merged from {})", files.join(" "))
+    }
 }
 
 /// How to write the tables.
@@ -69,7 +99,16 @@ pub fn export_log<R: Read + Seek>(
     dir: &Path,
     opts: &Options,
 ) -> Result<(Survey, Vec<TableStats>), Error> {
+    export_log_to(reader, &Layout::Flat(dir.to_path_buf()), opts)
+}
+
+/// The same, with the files where `at` says.
+pub fn export_log_to<R: Read + Seek>(
+    reader: &mut LogReader<R>,
+    at: &Layout,
+    opts: &Options,
+) -> Result<(Survey, Vec<TableStats>), Error> {
     let survey = Survey::of(reader)?;
-    let tables = export(reader, &survey, dir, opts)?;
+    let tables = export(reader, &survey, at, opts)?;
     Ok((survey, tables))
 }

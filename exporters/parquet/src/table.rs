@@ -3,7 +3,7 @@
 //! every [`Table::batch`] rows, so memory is bounded by one batch per table.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, TimestampNanosecondBuilder};
@@ -13,7 +13,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-use crate::Error;
+use crate::{Error, Layout, TableStats};
 
 /// A column's type, as declared in a table's schema.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +73,7 @@ pub type Col = (&'static str, Ty, bool);
 /// A table being written; see the module docs.
 pub struct Table {
     pub name: &'static str,
+    pub path: PathBuf,
     schema: SchemaRef,
     cols: Vec<Builder>,
     /// The next column a value goes to.
@@ -91,11 +92,14 @@ pub fn i(v: u64) -> i64 {
 }
 
 impl Table {
-    /// Creates `dir/<name>.parquet`.
-    pub fn create(dir: &Path, name: &'static str, cols: &[Col], batch: usize) -> Result<Table, Error> {
+    /// Creates table `name`'s file where `at` puts it (and its directory).
+    pub fn create(at: &Layout, name: &'static str, cols: &[Col], batch: usize) -> Result<Table, Error> {
+        let path = at.path(name);
         let fields: Vec<Field> = cols.iter().map(|&(n, ty, null)| Field::new(n, data_type(ty), null)).collect();
         let schema: SchemaRef = Arc::new(Schema::new(fields));
-        let path = dir.join(format!("{name}.parquet"));
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::Create(dir.to_path_buf(), e))?;
+        }
         let file = File::create(&path).map_err(|e| Error::Create(path.clone(), e))?;
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
@@ -105,6 +109,7 @@ impl Table {
         let writer = ArrowWriter::try_new(file, schema.clone(), Some(props))?;
         Ok(Table {
             name,
+            path,
             cols: cols.iter().map(|c| Builder::new(c.1)).collect(),
             schema,
             at: 0,
@@ -215,9 +220,9 @@ impl Table {
     }
 
     /// Writes what is left and the file's footer; returns the rows written.
-    pub fn close(mut self) -> Result<u64, Error> {
+    pub fn close(mut self) -> Result<TableStats, Error> {
         self.flush()?;
         self.writer.close()?;
-        Ok(self.written)
+        Ok(TableStats { name: self.name, path: self.path, rows: self.written })
     }
 }

@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Seek};
-use std::path::Path;
 
 use mltrace_log::labels::{self, Outcome};
 use mltrace_log::names;
@@ -12,7 +11,7 @@ use mltrace_model::Survey;
 
 use crate::schema;
 use crate::table::{i, Table};
-use crate::{Error, Options, TableStats};
+use crate::{Error, Layout, Options, TableStats};
 
 /// The tables, in the order they are listed.
 struct Tables {
@@ -37,32 +36,32 @@ struct Tables {
 }
 
 impl Tables {
-    fn create(dir: &Path, n: usize) -> Result<Tables, Error> {
+    fn create(at: &Layout, n: usize) -> Result<Tables, Error> {
         Ok(Tables {
-            syscalls: Table::create(dir, "syscalls", &schema::syscalls(), n)?,
-            block: Table::create(dir, "block", &schema::block(), n)?,
-            counters: Table::create(dir, "counters", &schema::counters(), n)?,
-            processes: Table::create(dir, "processes", &schema::processes(), n)?,
-            phases: Table::create(dir, "phases", &schema::phases(), n)?,
-            page_cache: Table::create(dir, "page_cache", &schema::page_cache(), n)?,
-            mappings: Table::create(dir, "mappings", &schema::mappings(), n)?,
-            faults: Table::create(dir, "faults", &schema::faults(), n)?,
-            net_calls: Table::create(dir, "net_calls", &schema::net_calls(), n)?,
-            sched: Table::create(dir, "sched", &schema::sched(), n)?,
-            wakeups: Table::create(dir, "wakeups", &schema::wakeups(), n)?,
-            marks: Table::create(dir, "marks", &schema::marks(), n)?,
-            gpu_events: Table::create(dir, "gpu_events", &schema::gpu_events(), n)?,
-            io_accounting: Table::create(dir, "io_accounting", &schema::io_accounting(), n)?,
-            lost: Table::create(dir, "lost", &schema::lost(), n)?,
-            checkpoints: Table::create(dir, "checkpoints", &schema::checkpoints(), n)?,
+            syscalls: Table::create(at, "syscalls", &schema::syscalls(), n)?,
+            block: Table::create(at, "block", &schema::block(), n)?,
+            counters: Table::create(at, "counters", &schema::counters(), n)?,
+            processes: Table::create(at, "processes", &schema::processes(), n)?,
+            phases: Table::create(at, "phases", &schema::phases(), n)?,
+            page_cache: Table::create(at, "page_cache", &schema::page_cache(), n)?,
+            mappings: Table::create(at, "mappings", &schema::mappings(), n)?,
+            faults: Table::create(at, "faults", &schema::faults(), n)?,
+            net_calls: Table::create(at, "net_calls", &schema::net_calls(), n)?,
+            sched: Table::create(at, "sched", &schema::sched(), n)?,
+            wakeups: Table::create(at, "wakeups", &schema::wakeups(), n)?,
+            marks: Table::create(at, "marks", &schema::marks(), n)?,
+            gpu_events: Table::create(at, "gpu_events", &schema::gpu_events(), n)?,
+            io_accounting: Table::create(at, "io_accounting", &schema::io_accounting(), n)?,
+            lost: Table::create(at, "lost", &schema::lost(), n)?,
+            checkpoints: Table::create(at, "checkpoints", &schema::checkpoints(), n)?,
             by_kind: schema::KIND_TABLES
                 .iter()
-                .map(|&(code, name)| Table::create(dir, name, &schema::of_kind(code), n))
+                .map(|&(code, name)| Table::create(at, name, &schema::of_kind(code), n))
                 .collect::<Result<_, _>>()?,
         })
     }
 
-    fn close(self, dir: &Path) -> Result<Vec<TableStats>, Error> {
+    fn close(self) -> Result<Vec<TableStats>, Error> {
         let all = [
             self.syscalls,
             self.block,
@@ -81,14 +80,7 @@ impl Tables {
             self.lost,
             self.checkpoints,
         ];
-        all.into_iter()
-            .chain(self.by_kind)
-            .map(|t| {
-                let name = t.name;
-                let rows = t.close()?;
-                Ok(TableStats { name, path: dir.join(format!("{name}.parquet")), rows })
-            })
-            .collect()
+        all.into_iter().chain(self.by_kind).map(Table::close).collect()
     }
 }
 
@@ -665,15 +657,14 @@ fn processes(t: &mut Table, cx: &Ctx<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// Writes every table of the log into `dir` (created if missing), given
-/// its survey; the reader is rewound afterwards.
+/// Writes every table of the log where `at` says (directories created
+/// if missing), given its survey; the reader is rewound afterwards.
 pub fn export<R: Read + Seek>(
     reader: &mut LogReader<R>,
     survey: &Survey,
-    dir: &Path,
+    at: &Layout,
     opts: &Options,
 ) -> Result<Vec<TableStats>, Error> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::Create(dir.to_path_buf(), e))?;
     let mut epochs: Vec<(u64, u64, i64)> = survey
         .epochs()
         .into_iter()
@@ -684,7 +675,7 @@ pub fn export<R: Read + Seek>(
         .collect();
     epochs.sort_by_key(|e| e.0);
     let cx = Ctx { survey, epochs };
-    let mut tb = Tables::create(dir, opts.row_group)?;
+    let mut tb = Tables::create(at, opts.row_group)?;
     processes(&mut tb.processes, &cx)?;
     for c in &survey.checkpoints {
         let t = &mut tb.checkpoints;
@@ -721,5 +712,5 @@ pub fn export<R: Read + Seek>(
         }
     }
     reader.rewind();
-    tb.close(dir)
+    tb.close()
 }
