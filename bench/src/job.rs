@@ -123,8 +123,8 @@ pub fn job_bench(dir: &Path, mltrace: &Path) -> Result<String> {
     );
     let _ = writeln!(
         t,
-        "{:<8}{:>12}{:>18}{:>18}{:>18}{:>18}{:>10}",
-        "hosts", "records", "merge", "stats --json", "report", "export", "files"
+        "{:<8}{:>12}{:>18}{:>18}{:>18}{:>18}{:>10}{:>22}",
+        "hosts", "records", "merge", "stats --json", "report", "export", "files", "export --parquet"
     );
     let cell = |(s, m): (f64, f64)| format!("{s:.1} s {m:>5.0} MiB");
     let mut last = None;
@@ -142,18 +142,24 @@ pub fn job_bench(dir: &Path, mltrace: &Path) -> Result<String> {
         let export = timed(Command::new(mltrace).arg("export").arg(&job).arg("-o").arg(&trace))?;
         let files: Vec<PathBuf> = fs::read_dir(&out)?.flatten().map(|e| e.path()).collect();
         let records = super::log_counts(&job)?.0;
+        // The hosts' own logs, unmerged, as one Hive dataset.
+        let dataset = dir.join(format!("job{hosts}.parquet"));
+        let _ = fs::remove_dir_all(&dataset);
+        let parquet =
+            timed(Command::new(mltrace).args(["export", "--parquet"]).args(&logs[..hosts]).arg("-o").arg(&dataset))?;
         let _ = writeln!(
             t,
-            "{hosts:<8}{records:>12}{:>18}{:>18}{:>18}{:>18}{:>10}",
+            "{hosts:<8}{records:>12}{:>18}{:>18}{:>18}{:>18}{:>10}{:>22}",
             cell(merge),
             cell(stats),
             cell(report),
             cell(export),
-            files.len()
+            files.len(),
+            cell(parquet)
         );
-        last = Some((hosts, job, files));
+        last = Some((hosts, job, files, dataset));
     }
-    let Some((hosts, job, files)) = last else { bail!("no job") };
+    let Some((hosts, job, files, dataset)) = last else { bail!("no job") };
     // The answer, and every file in Perfetto's importer when it is here.
     let json = run_measured(Command::new(mltrace).args(["stats", "--json"]).arg(&job))?;
     let want = format!("\"rank\": {}", RANKS * SLOW_HOST + SLOW_RANK);
@@ -185,5 +191,48 @@ pub fn job_bench(dir: &Path, mltrace: &Path) -> Result<String> {
     } else {
         let _ = writeln!(t, "  Perfetto's importer not fetched (make test-tools): files not loaded");
     }
+    let _ = writeln!(
+        t,
+        "  {hosts} hosts' Hive dataset in DuckDB, read calls and bytes per host = each log's stats: {}",
+        dataset_check(mltrace, &logs[..hosts], &dataset)
+    );
     Ok(t)
+}
+
+/// Reads per host in DuckDB against each host's `stats --json`.
+fn dataset_check(mltrace: &Path, logs: &[PathBuf], dataset: &Path) -> String {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-tools/venv/bin/python");
+    if !py.exists() {
+        return "not checked (no DuckDB: make test-tools)".into();
+    }
+    let q = "import duckdb, json, sys\n\
+             R = ('read', 'pread64', 'readv', 'preadv', 'preadv2', 'sendfile', 'copy_file_range')\n\
+             rows = duckdb.sql(f\"SELECT host, count(*), coalesce(sum(bytes), 0) FROM read_parquet('{sys.argv[1]}/syscalls/*/*.parquet', \
+             hive_partitioning = true) WHERE kind = 'syscall' AND syscall IN {R} GROUP BY host\").fetchall()\n\
+             print(json.dumps({h: [int(n), int(b)] for h, n, b in rows}))";
+    let got = match run_measured(Command::new(&py).arg("-c").arg(q).arg(dataset)) {
+        Ok(o) => o,
+        Err(e) => return format!("FAILED: {e:#}"),
+    };
+    let mut bad = Vec::new();
+    for (h, log) in logs.iter().enumerate() {
+        let name = format!("node{h:02}");
+        let Ok(json) = run_measured(Command::new(mltrace).args(["stats", "--json"]).arg(log)) else {
+            bad.push(format!("{name}: stats failed"));
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+        let procs = v["processes"].as_array().cloned().unwrap_or_default();
+        let sum = |k: &str| procs.iter().filter_map(|p| p[k].as_u64()).sum::<u64>();
+        let want = serde_json::json!([sum("reads"), sum("read_bytes")]);
+        let g: serde_json::Value = serde_json::from_str(&got).unwrap_or_default();
+        if g[&name] != want {
+            bad.push(format!("{name}: {} against {want}", g[&name]));
+        }
+    }
+    if bad.is_empty() {
+        "equal".into()
+    } else {
+        format!("NOT EQUAL: {}", bad.join("; "))
+    }
 }
