@@ -76,6 +76,7 @@ enum io_bits {
 	IOF_FILEPOS = 1, /* offset is the file position, not an argument */
 	IOF_REQ_PARTIAL = 2, /* more iovecs than summed: requested is a lower bound */
 	IOF_NO_OFFSET = 4, /* the call has no offset (fsync) */
+	IOF_SUMMED = 8, /* record --detail summary: also counted in io_sums */
 };
 
 struct ev_hdr {
@@ -447,6 +448,34 @@ enum gpu_api {
 	GPU_MEMCPY_PEER = 12,
 	GPU_MEMCPY_2D = 13,
 	GPU_MEMCPY_3D = 14,
+};
+
+/*
+ * record --detail summary: the io_sums map's key and value. Calls are
+ * summed per process, operation (enum op), second of boot time they ended
+ * in, and file: the inode as well as the struct file, because a loader
+ * that opens, reads and closes one file after another gets the same
+ * struct file address back for each.
+ */
+#define SUM_BUCKETS 22
+struct io_sum_key {
+	u32 tgid;
+	u32 op;
+	u64 sec;
+	u64 file;
+	u64 ino;
+	u32 dev;
+	u32 exec;  /* the task's self_exec_id: calls before and after an exec apart */
+};
+
+struct io_sum {
+	u64 calls;
+	u64 bytes;   /* moved by the successful ones */
+	u64 ns;      /* their latencies summed */
+	u64 failed;
+	/* Latencies, log2: [0] under 1,024 ns, [i] 2^(i+9) to 2^(i+10) ns,
+	 * [21] 2^30 ns (1.07 s) and over (mltrace_log::IoSummary's h0-h21). */
+	u32 hist[SUM_BUCKETS];
 };
 
 /* A CUDA driver call only counted, in mltrace_log::GpuCounted's codes. */

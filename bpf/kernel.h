@@ -255,6 +255,7 @@ struct task_struct {
 	struct mm_struct *mm;
 	struct signal_struct *signal;
 	const struct cred *cred;
+	u64 self_exec_id;       /* bumped by every exec */
 } __attribute__((preserve_access_index));
 
 /* A CPU's hrtimer state: in_hrtirq while hrtimer_interrupt expires timers. */

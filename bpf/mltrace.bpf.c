@@ -319,6 +319,102 @@ static __always_inline u64 file_pos(struct file *f, bool fast)
 	return BPF_CORE_READ(f, f_pos);
 }
 
+/* Its device (the kernel's dev_t of the inode's super block). */
+static __always_inline u32 file_dev(struct file *f, bool fast)
+{
+	if (fast && bpf_ksym_exists(bpf_rdonly_cast))
+		return bpf_core_cast(f, struct file)->f_inode->i_sb->s_dev;
+	return BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+}
+
+/*
+ * record --detail summary (summary true): every read, write, sync and close
+ * is summed in io_sums; only one that failed or took summary_slow_ns or
+ * more is also recorded on its own. User space takes each second's sums
+ * once it has ended. Not LRU: an evicted sum would be lost without a word;
+ * a call that finds the map full is recorded on its own instead.
+ */
+const volatile bool summary = false;
+const volatile u64 summary_slow_ns = 1000000;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 18);
+	__type(key, struct io_sum_key);
+	__type(value, struct io_sum);
+} io_sums SEC(".maps");
+
+const struct io_sum io_sum_zero = {};
+
+/* The histogram slot of a latency (see struct io_sum). */
+static __always_inline u32 sum_bucket(u64 dur)
+{
+	u64 d = dur >> 10;
+	u32 b = 1;
+
+	if (!d)
+		return 0;
+	if (d >> 32) {
+		d >>= 32;
+		b += 32;
+	}
+	if (d >> 16) {
+		d >>= 16;
+		b += 16;
+	}
+	if (d >> 8) {
+		d >>= 8;
+		b += 8;
+	}
+	if (d >> 4) {
+		d >>= 4;
+		b += 4;
+	}
+	if (d >> 2) {
+		d >>= 2;
+		b += 2;
+	}
+	if (d >> 1)
+		b += 1;
+	return b < SUM_BUCKETS ? b : SUM_BUCKETS - 1;
+}
+
+/* Sums a call that ended now; 0 when the map is full. `dev_op` is the
+ * file's device << 32 | the operation. */
+static __noinline int sum_call(u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	struct io_sum_key k = {
+		.tgid = bpf_get_current_pid_tgid() >> 32,
+		.exec = BPF_CORE_READ(task, self_exec_id),
+		.op = (u32)dev_op,
+		.sec = bpf_ktime_get_boot_ns() / 1000000000,
+		.file = file,
+		.ino = ino,
+		.dev = dev_op >> 32,
+	};
+	struct io_sum *s = bpf_map_lookup_elem(&io_sums, &k);
+	u32 b;
+
+	if (!s) {
+		bpf_map_update_elem(&io_sums, &k, &io_sum_zero, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&io_sums, &k);
+		if (!s)
+			return 0;
+	}
+	__sync_fetch_and_add(&s->calls, 1);
+	if (ret >= 0)
+		__sync_fetch_and_add(&s->bytes, ret);
+	else
+		__sync_fetch_and_add(&s->failed, 1);
+	__sync_fetch_and_add(&s->ns, dur);
+	b = sum_bucket(dur);
+	if (b < SUM_BUCKETS)
+		__sync_fetch_and_add(&s->hist[b], 1);
+	return 1;
+}
+
 /* Syscall arguments: direct loads from the typed pt_regs of tp_btf, CO-RE
  * reads from the raw pointer of raw_tp. `fast` is always a constant. */
 /* `x &= mask` that the compiler can neither drop nor move: for verifiers
@@ -673,6 +769,12 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 	/* --path: the bulk of the events, dropped before the ring. */
 	if (want_path_on && bpf_map_lookup_elem(&path_excluded, &key))
 		return;
+	if (summary && sum_call(key, f ? file_ino(f, fast) : 0, f ? ((u64)file_dev(f, fast) << 32) | v->op : v->op,
+				ret, now - v->ts)) {
+		if (ret >= 0 && now - v->ts < summary_slow_ns)
+			return;
+		flags |= IOF_SUMMED;
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
@@ -734,13 +836,23 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 
 static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
 {
-	struct ev_close *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct ev_close *e;
+	u16 flags = 0;
 
+	/* Summed per process: the file is gone, and its struct file is
+	 * the next open's. */
+	if (summary && sum_call(0, 0, v->op, ret, now - v->ts)) {
+		if (ret >= 0 && now - v->ts < summary_slow_ns)
+			return;
+		flags = IOF_SUMMED;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
 	}
 	fill_hdr(&e->h, EV_CLOSE, v->op, id, v->ts);
+	e->h.flags = flags;
 	e->dur = now - v->ts;
 	e->file = v->file;
 	e->ret = ret;
@@ -1691,6 +1803,9 @@ static __always_inline void on_exec(struct task_struct *task, struct linux_binpr
 		return;
 	e = &hp->exec;
 	fill_hdr(&e->h, EV_EXEC, 0, id, bpf_ktime_get_boot_ns());
+	/* The new program's exec id (low bits): a summary's calls with another
+	 * one were the program's before (see io_sum_key). */
+	e->h.flags = (u16)BPF_CORE_READ(task, self_exec_id);
 	read_ioac(task, &e->ioac);
 	e->trunc = 0;
 	n = bpf_probe_read_kernel_str(e->data, PATHBUF, BPF_CORE_READ(bprm, filename));

@@ -81,6 +81,7 @@ fn pid_of(r: &Record) -> u32 {
         Record::Collective(x) => x.pid,
         Record::GpuCount(x) => x.pid,
         Record::Env(x) => x.pid,
+        Record::IoSummary(x) => x.pid,
         Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
         Record::SchedSwitch(x) if x.traced & sched::NEXT != 0 => x.next_pid,
         // A CPU going idle after a traced thread handed it to another task.

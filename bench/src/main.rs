@@ -917,6 +917,7 @@ fn synthetic_log(path: &Path, n: u64) -> Result<()> {
                     requested: 65536,
                     ret: 65536,
                     block_reqs: 0,
+                    summed: false,
                 })
             }
         })?;

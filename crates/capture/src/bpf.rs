@@ -7,7 +7,7 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
 use crate::error::CaptureError;
 use crate::features::{BlockRoute, FaultRoute, KernelBtf, PageCacheRoute, UringRoute, WakeContext};
-use crate::skel::types::lost;
+use crate::skel::types::{self, lost};
 use crate::skel::{MltraceSkel, MltraceSkelBuilder};
 use crate::syscalls;
 use crate::system::Tracefs;
@@ -44,6 +44,10 @@ pub struct BpfConfig {
     /// Attaching to running processes (`record -p`, `record -a`) instead
     /// of starting a command.
     pub adopt: Option<Adopt>,
+    /// `record --detail summary`: the slow threshold (ns). Reads, writes,
+    /// syncs and closes are summed in the kernel (see [`io_sums`]); only
+    /// those that fail or take this long are recorded one by one.
+    pub summary_slow_ns: Option<u64>,
 }
 
 /// How the kernel side takes processes that were running before it was
@@ -81,6 +85,7 @@ impl Default for BpfConfig {
             cuda: true,
             cuda_launches: false,
             adopt: None,
+            summary_slow_ns: None,
         }
     }
 }
@@ -279,6 +284,10 @@ fn load_route<'obj>(
     // Wake the consumer when an eighth of the ring is waiting; it also polls.
     rodata.wakeup_bytes = u64::from(ring / 8);
     rodata.blk_have_io_start = plan.block == Some(BlockRoute::IoStart);
+    if let Some(slow) = cfg.summary_slow_ns {
+        rodata.summary = true;
+        rodata.summary_slow_ns = slow;
+    }
     if let WakeContext::Known { preempt_count, hrtimer_bases, .. } = plan.wake_context {
         rodata.pc_known = true;
         rodata.pc_delta = preempt_count;
@@ -532,6 +541,55 @@ pub fn forget_files(skel: &MltraceSkel<'_>, keys: &[u64], epoch: u64) -> Result<
         .files_epoch
         .update(&0u32.to_ne_bytes(), &epoch.to_ne_bytes(), MapFlags::ANY)
         .map_err(bpf_err("updating the file epoch"))
+}
+
+/// One second's sums of one process's calls of one operation on one file
+/// (bpf's `io_sums`, `record --detail summary`).
+#[derive(Clone, Copy, Debug)]
+pub struct IoSum {
+    pub key: types::io_sum_key,
+    pub sum: types::io_sum,
+}
+
+/// Takes the sums of the seconds that ended before `before_sec` out of the
+/// kernel's map (those still being added to stay). Read in batches; an
+/// old kernel without batch operations (before 5.6) is read key by key.
+pub fn take_io_sums(skel: &MltraceSkel<'_>, before_sec: u64, out: &mut Vec<IoSum>) {
+    let map = &skel.maps.io_sums;
+    let (ksz, vsz) = (size_of::<types::io_sum_key>(), size_of::<types::io_sum>());
+    let mut done: Vec<u8> = Vec::new();
+    let mut take = |k: &[u8], v: &[u8]| {
+        if k.len() != ksz || v.len() < vsz {
+            return;
+        }
+        // SAFETY: plain-data C structs of exactly these sizes, from the kernel.
+        let key: types::io_sum_key = unsafe { std::ptr::read_unaligned(k.as_ptr().cast()) };
+        if key.sec >= before_sec {
+            return;
+        }
+        let sum: types::io_sum = unsafe { std::ptr::read_unaligned(v.as_ptr().cast()) };
+        out.push(IoSum { key, sum });
+        done.extend_from_slice(k);
+    };
+    match map.lookup_batch(4096, MapFlags::ANY, MapFlags::ANY) {
+        Ok(batch) => batch.for_each(|(k, v)| take(&k, &v)),
+        Err(_) => {
+            for k in map.keys() {
+                if let Ok(Some(v)) = map.lookup(&k, MapFlags::ANY) {
+                    take(&k, &v);
+                }
+            }
+        }
+    }
+    if done.is_empty() {
+        return;
+    }
+    let n = (done.len() / ksz) as u32;
+    if map.delete_batch(&done, n, MapFlags::ANY, MapFlags::ANY).is_err() {
+        for k in done.chunks(ksz) {
+            let _ = map.delete(k);
+        }
+    }
 }
 
 /// The CUDA calls counted so far (see bpf's gpu_counts): (pid, call code, calls).

@@ -22,6 +22,7 @@ const F_PASSED: u8 = types::str_bits::F_PASSED.0 as u8;
 const IOF_FILEPOS: u16 = types::io_bits::IOF_FILEPOS.0 as u16;
 const IOF_REQ_PARTIAL: u16 = types::io_bits::IOF_REQ_PARTIAL.0 as u16;
 const IOF_NO_OFFSET: u16 = types::io_bits::IOF_NO_OFFSET.0 as u16;
+const IOF_SUMMED: u16 = types::io_bits::IOF_SUMMED.0 as u16;
 const URF_FIXED_FILE: u16 = types::uring_bits::URF_FIXED_FILE.0 as u16;
 const URF_SQPOLL: u16 = types::uring_bits::URF_SQPOLL.0 as u16;
 const URF_FILEPOS: u16 = types::uring_bits::URF_FILEPOS.0 as u16;
@@ -365,6 +366,8 @@ pub struct DecodeStats {
 
 #[derive(Default)]
 pub struct KernelDecoder {
+    /// By pid: its last exec's id (low 16 bits) and time, for summaries.
+    pub(crate) execs: rustc_hash::FxHashMap<u32, (u16, u64)>,
     files: FileTable,
     /// Paths by (dev, inode), for page-cache insertions.
     inodes: InodeNames,
@@ -432,7 +435,7 @@ fn aio_op(o: u8) -> AioOp {
     }
 }
 
-fn io_op(o: u8) -> IoOp {
+pub(crate) fn io_op(o: u8) -> IoOp {
     match op(o.into()) {
         op::OP_PREAD64 => IoOp::Pread64,
         op::OP_READV => IoOp::Readv,
@@ -535,6 +538,29 @@ impl KernelDecoder {
         }
         match self.files.lookup(key, enc) {
             Some(v) => v,
+            None => {
+                self.stats.unknown_file += 1;
+                (enc.intern(b"?"), FileKind::Unknown)
+            }
+        }
+    }
+
+    /// The path id and kind of the file an [`IoSummary`](mltrace_log::IoSummary)
+    /// sums: by its inode for a regular file (its struct file may have
+    /// been reused since, by the next file the loader opened), else by its
+    /// identity; none for a close.
+    pub fn summed_file(&mut self, key: u64, dev: u32, ino: u64, pid: u32, enc: &mut FrameEncoder) -> (StrId, FileKind) {
+        if key == 0 && ino == 0 {
+            return (enc.intern(b""), FileKind::Unknown);
+        }
+        if let Some(p) = self.inodes.known(dev, ino) {
+            return (enc.intern(p), FileKind::Regular);
+        }
+        if let Some(found) = self.files.lookup(key, enc) {
+            return found;
+        }
+        match self.inodes.lookup(dev, ino, pid) {
+            Some(p) => (enc.intern(p), FileKind::Regular),
             None => {
                 self.stats.unknown_file += 1;
                 (enc.intern(b"?"), FileKind::Unknown)
@@ -668,6 +694,7 @@ impl KernelDecoder {
                     requested: e.requested,
                     ret: e.ret,
                     block_reqs: e.nblk,
+                    summed: h.flags & IOF_SUMMED != 0,
                 }));
             }
             ev_kind::EV_CLOSE => {
@@ -685,6 +712,7 @@ impl KernelDecoder {
                     path,
                     kind,
                     ret: e.ret,
+                    summed: h.flags & IOF_SUMMED != 0,
                 }));
             }
             ev_kind::EV_XFER => {
@@ -881,6 +909,11 @@ impl KernelDecoder {
             }
             ev_kind::EV_EXEC => {
                 let e: ev_exec = read(data);
+                if self.execs.len() >= 65536 {
+                    // Only the last second's execs matter to summaries.
+                    self.execs.clear();
+                }
+                self.execs.insert(h.pid, (h.flags, h.ts));
                 let d = tail(data, offset_of!(ev_exec, data), e.filename_len as usize + e.argv_len as usize);
                 let (fname, mut argv) = d.split_at((e.filename_len as usize).min(d.len()));
                 if argv.last() == Some(&0) {

@@ -70,6 +70,14 @@ impl InodeNames {
         }
     }
 
+    /// The path of (dev, ino) if a file of that inode was named.
+    pub fn known(&self, dev: u32, ino: u64) -> Option<&[u8]> {
+        match self.map.get(&(dev, ino)) {
+            Some(Ok(p)) => Some(p),
+            _ => None,
+        }
+    }
+
     /// The path of (dev, ino), asking pid's /proc once when not known.
     pub fn lookup(&mut self, dev: u32, ino: u64, pid: u32) -> Option<&[u8]> {
         let known = match self.map.get(&(dev, ino)) {

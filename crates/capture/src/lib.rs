@@ -23,6 +23,7 @@ pub mod launch;
 pub mod mllog;
 mod output;
 pub mod recorder;
+mod summary;
 pub mod syscalls;
 pub mod system;
 pub mod verifier;

@@ -257,6 +257,8 @@ struct Consumer<'s> {
     uprobes: Vec<LibProbes>,
     /// The CUDA calls only counted (with the CUDA probes).
     gpu_counts: Option<cuda::GpuCounts>,
+    /// `--detail summary`: the calls summed in the kernel.
+    summaries: Option<crate::summary::Summaries>,
 }
 
 impl Consumer<'_> {
@@ -311,6 +313,13 @@ impl Consumer<'_> {
     fn count_gpu_calls(&mut self, skel: &Skeleton<'_>) {
         if let Some(c) = &mut self.gpu_counts {
             c.round(skel, system::boottime_ns(), &mut self.enc);
+        }
+    }
+
+    /// The sums of the seconds that have ended (all, when `last`).
+    fn take_summaries(&mut self, skel: &Skeleton<'_>, last: bool) {
+        if let Some(s) = &mut self.summaries {
+            s.round(skel, system::boottime_ns(), last, &mut self.dec, &mut self.enc);
         }
     }
 
@@ -403,6 +412,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
     let shared = state.borrow().shared;
     let mut last_losses = Instant::now();
     let mut last_counts = Instant::now();
+    let mut last_sums = Instant::now();
     // Files the decoder forgot: when the kernel side was told, and how often.
     let mut forgot_at: Option<Instant> = None;
     let mut epoch = 0u64;
@@ -451,6 +461,10 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         if stopping || last_counts.elapsed() >= Duration::from_secs(1) {
             c.count_gpu_calls(skel);
             last_counts = Instant::now();
+        }
+        if stopping || last_sums.elapsed() >= Duration::from_millis(200) {
+            c.take_summaries(skel, stopping);
+            last_sums = Instant::now();
         }
         if stopping {
             // The readers have finished: phases still open end here.
@@ -552,6 +566,7 @@ fn header(
         // One host: `mltrace merge` fills this in.
         hosts: Vec::new(),
         attach,
+        summary_slow_ns: opts.bpf.summary_slow_ns,
     }
 }
 
@@ -912,6 +927,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         accounting: acct_rx,
         phases: PhaseRecorder::new(if attaching.is_none() { pid as u32 } else { 0 }),
         gpu_counts: (!uprobes.is_empty()).then(|| cuda::GpuCounts::new(system::boottime_ns())),
+        summaries: opts.bpf.summary_slow_ns.map(|_| crate::summary::Summaries::default()),
         uprobes,
     };
     let flush = opts.flush_interval;

@@ -44,6 +44,18 @@ pub struct Args {
     /// stats): on or off
     #[arg(long, default_value = "on", value_name = "ON|OFF")]
     sched: String,
+    /// How much of the reads, writes, syncs and closes to record: full
+    /// (every call, with its offset and latency) or summary (the kernel
+    /// sums them per process, file and second: calls, bytes and a latency
+    /// histogram; only calls slower than --slow, and failed ones, are
+    /// recorded one by one). Opens, block I/O, scheduling and the counters
+    /// are recorded in full either way
+    #[arg(long, default_value = "full", value_name = "full|summary")]
+    detail: String,
+    /// With --detail summary: record a call on its own when it takes this
+    /// long or longer (e.g. 1ms, 200us, 0 for every call)
+    #[arg(long, value_name = "TIME", value_parser = parse_slow)]
+    slow: Option<std::time::Duration>,
     /// Record mmap, munmap, mremap (files mapped, per process) and major
     /// page faults: on or off
     #[arg(long, default_value = "on", value_name = "ON|OFF")]
@@ -172,6 +184,19 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(v * mult))
 }
 
+fn parse_slow(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (num, mult) = [("ns", 1e-9), ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("s", 1.0)]
+        .iter()
+        .find_map(|(u, m)| t.strip_suffix(u).filter(|n| !n.ends_with(['m', 'u', 'n', 'µ'])).map(|n| (n, *m)))
+        .unwrap_or((t, if t == "0" { 1.0 } else { f64::NAN }));
+    let v: f64 = num.trim().parse().map_err(|_| format!("{s}: expected a time such as 1ms, 200us or 0"))?;
+    if !(v >= 0.0 && v * mult <= 3600.0) {
+        return Err(format!("{s}: expected a time between 0 and 1h (with its unit: ns, us, ms or s)"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v * mult))
+}
+
 fn parse_period(s: &str) -> Result<std::time::Duration, String> {
     let (num, mult) = if let Some(v) = s.strip_suffix("ms") {
         (v, 1e-3)
@@ -244,6 +269,12 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         "on" => true,
         "off" => false,
         other => anyhow::bail!("--io-uring {other}: expected on or off"),
+    };
+    opts.bpf.summary_slow_ns = match (a.detail.as_str(), a.slow) {
+        ("full", None) => None,
+        ("full", Some(_)) => anyhow::bail!("--slow: only with --detail summary (full records every call)"),
+        ("summary", slow) => Some(slow.map_or(1_000_000, |d| d.as_nanos() as u64)),
+        (other, _) => anyhow::bail!("--detail {other}: expected full or summary"),
     };
     opts.bpf.sched = match a.sched.as_str() {
         "on" => true,
@@ -364,6 +395,19 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn slow_thresholds_take_their_unit() {
+        let ns = |s: &str| parse_slow(s).map(|d| d.as_nanos() as u64);
+        assert_eq!(ns("1ms"), Ok(1_000_000));
+        assert_eq!(ns("200us"), Ok(200_000));
+        assert_eq!(ns("1.5s"), Ok(1_500_000_000));
+        assert_eq!(ns("750ns"), Ok(750));
+        assert_eq!(ns("0"), Ok(0));
+        assert!(ns("5").is_err(), "a number without its unit");
+        assert!(ns("-1ms").is_err());
+        assert!(ns("2h").is_err());
+    }
 
     #[test]
     fn durations_as_people_write_them() {

@@ -185,6 +185,7 @@ impl Item {
                 requested: *requested,
                 ret: *ret,
                 block_reqs: 0,
+                summed: false,
             }),
             Item::Close { ts, dur, pid, tid, fd, path } => Record::Close(Close {
                 ts: *ts,
@@ -196,6 +197,7 @@ impl Item {
                 kind: file_kind(path),
                 // The traces never print close's result.
                 ret: RET_UNKNOWN,
+                summed: false,
             }),
             Item::Block { ts, queue, device, pid, tid, comm, disk, sector, bytes, op, flags } => Record::Block(Block {
                 ts: *ts,

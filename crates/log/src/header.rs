@@ -81,6 +81,18 @@ pub struct Header {
     /// What `record -p` or `record -a` attached to; `None` when the
     /// recording started `command` itself (and for imports).
     pub attach: Option<Attach>,
+    /// `record --detail summary --slow T`: T in ns. Reads, writes, syncs
+    /// and closes are summed per second in [`crate::IoSummary`] records;
+    /// only those that failed or took T or more are also recorded one by
+    /// one. `None`: every call is recorded (`--detail full`).
+    pub summary_slow_ns: Option<u64>,
+}
+
+impl Header {
+    /// Whether calls were summed (this log's host, or any host of a merged log).
+    pub fn is_summary(&self) -> bool {
+        self.summary_slow_ns.is_some() || self.hosts.iter().any(|h| h.header.summary_slow_ns.is_some())
+    }
 }
 
 /// The running processes a recording attached to instead of starting a

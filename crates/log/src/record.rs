@@ -85,6 +85,37 @@ impl IoOp {
 }
 
 code_enum!(
+    /// The calls an [`IoSummary`] sums: [`IoOp`]'s codes, and close.
+    SumOp, fallback Read, {
+        Read = 0 => "read",
+        Pread64 = 1 => "pread64",
+        Readv = 2 => "readv",
+        Preadv = 3 => "preadv",
+        Preadv2 = 4 => "preadv2",
+        Write = 16 => "write",
+        Pwrite64 = 17 => "pwrite64",
+        Writev = 18 => "writev",
+        Pwritev = 19 => "pwritev",
+        Pwritev2 = 20 => "pwritev2",
+        Fsync = 21 => "fsync",
+        Fdatasync = 22 => "fdatasync",
+        SyncFileRange = 23 => "sync_file_range",
+        Close = 32 => "close",
+    }
+);
+
+impl SumOp {
+    /// The [`IoOp`] it sums; `None` for close.
+    pub fn io(self) -> Option<IoOp> {
+        (self != SumOp::Close).then(|| IoOp::from_u8(self as u8))
+    }
+
+    pub fn from_io(op: IoOp) -> SumOp {
+        SumOp::from_u8(op as u8)
+    }
+}
+
+code_enum!(
     /// The syscall behind a [`Transfer`] (data moved between two fds in the kernel).
     TransferOp, fallback Sendfile, {
         Sendfile = 0 => "sendfile",
@@ -823,6 +854,9 @@ records! {
         11 ret: i64 = less(requested),
         /// Block requests this call started (each [`Block`] names its cause).
         12 block_reqs: u32 = plain,
+        /// `record --detail summary`: the call is also counted in an
+        /// [`IoSummary`] (it is here because it was slow or failed).
+        13 summed: bool = plain,
     }
 
     /// close(2).
@@ -836,6 +870,8 @@ records! {
         6 kind: FileKind = plain,
         /// 0, or -errno, or [`RET_UNKNOWN`].
         7 ret: i64 = plain,
+        /// Also counted in an [`IoSummary`] (see [`Io::summed`]).
+        8 summed: bool = plain,
     }
 
     /// sendfile / copy_file_range: bytes read from `in_fd` and written to `out_fd`.
@@ -1235,6 +1271,49 @@ records! {
         3 value: StrId = str,
     }
 
+    /// `record --detail summary`: `calls` calls of `op` by process `pid`
+    /// on one file (`path`; none for close, summed per process) that ended
+    /// in the second `ts`..`ts + dur`, summed in the kernel: the bytes the
+    /// successful ones moved, how many failed, their latencies summed
+    /// (`time`, ns) and as a log2 histogram: `h0` under 1,024 ns, `hN`
+    /// from 2^(N+9) to 2^(N+10) ns (`h10` about 0.5-1 ms), `h21` 2^30 ns
+    /// (1.07 s) and over. The calls that failed or were slow are also
+    /// recorded one by one, marked `summed`.
+    30 IoSummary "io_summary" {
+        0 pid: u32 = pid,
+        2 dur: u64 = dur,
+        1 ts: u64 = ts_end(dur),
+        3 op: SumOp = plain,
+        4 path: StrId = str,
+        5 kind: FileKind = plain,
+        6 calls: u64 = plain,
+        7 bytes: u64 = plain,
+        8 failed: u64 = plain,
+        9 time: u64 = plain,
+        10 h0: u32 = plain,
+        11 h1: u32 = plain,
+        12 h2: u32 = plain,
+        13 h3: u32 = plain,
+        14 h4: u32 = plain,
+        15 h5: u32 = plain,
+        16 h6: u32 = plain,
+        17 h7: u32 = plain,
+        18 h8: u32 = plain,
+        19 h9: u32 = plain,
+        20 h10: u32 = plain,
+        21 h11: u32 = plain,
+        22 h12: u32 = plain,
+        23 h13: u32 = plain,
+        24 h14: u32 = plain,
+        25 h15: u32 = plain,
+        26 h16: u32 = plain,
+        27 h17: u32 = plain,
+        28 h18: u32 = plain,
+        29 h19: u32 = plain,
+        30 h20: u32 = plain,
+        31 h21: u32 = plain,
+    }
+
     /// Something a GPU reported at one instant (clock throttling, an XID
     /// error, ECC errors): `group` is the GPU's counter group
     /// (`GPU 0 (NVIDIA H100)`), so it shows on that GPU's track. `pid` is 0,
@@ -1261,6 +1340,38 @@ impl Record {
     /// Moves the record by `by` ns (saturating at 0 and at the end of time).
     pub fn shift_ts(&mut self, by: i64) {
         self.map_times(|t| t.saturating_add_signed(by));
+    }
+}
+
+/// Slots of [`IoSummary`]'s latency histogram.
+pub const SUM_BUCKETS: usize = 22;
+
+impl IoSummary {
+    /// The latency histogram (see the record).
+    pub fn hist(&self) -> [u32; SUM_BUCKETS] {
+        [
+            self.h0, self.h1, self.h2, self.h3, self.h4, self.h5, self.h6, self.h7, self.h8, self.h9, self.h10,
+            self.h11, self.h12, self.h13, self.h14, self.h15, self.h16, self.h17, self.h18, self.h19, self.h20,
+            self.h21,
+        ]
+    }
+
+    /// Sets the histogram.
+    pub fn set_hist(&mut self, h: &[u32; SUM_BUCKETS]) {
+        [
+            self.h0, self.h1, self.h2, self.h3, self.h4, self.h5, self.h6, self.h7, self.h8, self.h9, self.h10,
+            self.h11, self.h12, self.h13, self.h14, self.h15, self.h16, self.h17, self.h18, self.h19, self.h20,
+            self.h21,
+        ] = *h;
+    }
+
+    /// The lowest latency of slot `i` (ns); slot 0 starts at 0.
+    pub fn slot_floor(i: usize) -> u64 {
+        if i == 0 {
+            0
+        } else {
+            1 << (i + 9)
+        }
     }
 }
 

@@ -179,7 +179,22 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
             let ret = (requested as i64).wrapping_sub(r.i(11)?);
             r.prev.offset_end = offset.wrapping_add(ret.max(0) as u64);
             let block_reqs = r.u32(12)?;
-            Record::Io(Io { ts, dur, pid, tid, op, fd, path, kind, offset, offset_src, requested, ret, block_reqs })
+            Record::Io(Io {
+                ts,
+                dur,
+                pid,
+                tid,
+                op,
+                fd,
+                path,
+                kind,
+                offset,
+                offset_src,
+                requested,
+                ret,
+                block_reqs,
+                summed: false,
+            })
         }
         7 => {
             let ts = r.ts(0)?;
@@ -193,6 +208,7 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
                 path: r.s(5)?,
                 kind: FileKind::from_u8(r.u8(6)?),
                 ret: r.i(7)?,
+                summed: false,
             })
         }
         8 => {

@@ -73,11 +73,22 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
                 requested: 65536,
                 ret: if i % 4 == 1 { -5 } else { 4096 },
                 block_reqs: (i % 3) as u32,
+                summed: false,
             }),
             vec!["/data/shard-0001.tar"],
         ),
         6 => (
-            Record::Close(Close { ts, dur: 100, pid: 7, tid: 7, fd: 3, path: StrId(0), kind: FileKind::Pipe, ret: 0 }),
+            Record::Close(Close {
+                ts,
+                dur: 100,
+                pid: 7,
+                tid: 7,
+                fd: 3,
+                path: StrId(0),
+                kind: FileKind::Pipe,
+                ret: 0,
+                summed: false,
+            }),
             vec!["pipe:[1234]"],
         ),
         7 => (
@@ -547,6 +558,7 @@ fn sequential_reads_compress_to_few_bytes() {
                 requested: 4096,
                 ret: 4096,
                 block_reqs: 0,
+                summed: false,
             })
         })
         .unwrap();

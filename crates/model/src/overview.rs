@@ -253,15 +253,19 @@ impl OverviewAgg {
             Record::NetCall(r) => (r.ts, r.dur, r.ret, if r.op.is_send() { Lanes::Writes } else { Lanes::Reads }),
             _ => return,
         };
-        let a = self.proc(idx, ts);
-        a.calls += 1;
-        a.hist[hist_bin(dur)] += 1;
-        a.lat_max = a.lat_max.max(dur);
         let failed = ret < 0 && ret != RET_UNKNOWN;
-        if failed {
-            a.errors += 1;
+        let summed = matches!(rec, Record::Io(Io { summed: true, .. }) | Record::Close(Close { summed: true, .. }));
+        let a = self.proc(idx, ts);
+        a.lat_max = a.lat_max.max(dur);
+        // A summed call is counted in its summary: here it is an example.
+        if !summed {
+            a.calls += 1;
+            a.hist[hist_bin(dur)] += 1;
+            if failed {
+                a.errors += 1;
+            }
         }
-        let moved = u64::try_from(ret).unwrap_or(0);
+        let moved = if summed { 0 } else { u64::try_from(ret).unwrap_or(0) };
         match rec {
             Record::Io(r) if r.op.is_write() => a.write_bytes += moved,
             Record::Io(_) => a.read_bytes += moved,
@@ -291,6 +295,25 @@ impl OverviewAgg {
                 }
             }
             self.args = args;
+        }
+    }
+
+    /// Calls summed in the kernel (`record --detail summary`), in the
+    /// interval their second's middle falls in.
+    pub fn summary(&mut self, r: &IoSummary, idx: ProcIdx) {
+        let a = self.proc(idx, r.ts.saturating_add(r.dur / 2));
+        let n32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        a.calls = a.calls.saturating_add(n32(r.calls));
+        a.errors = a.errors.saturating_add(n32(r.failed));
+        for (slot, n) in r.hist().into_iter().enumerate() {
+            let low = IoSummary::slot_floor(slot);
+            let b = &mut a.hist[hist_bin(low + low / 2)];
+            *b = b.saturating_add(n);
+        }
+        match r.op.io() {
+            Some(o) if o.is_write() => a.write_bytes += r.bytes,
+            Some(_) => a.read_bytes += r.bytes,
+            None => {}
         }
     }
 

@@ -100,6 +100,7 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::GpuCall(x) => x.pid,
         Record::Collective(x) => x.pid,
         Record::GpuCount(x) => x.pid,
+        Record::IoSummary(x) => x.pid,
         Record::Env(x) => x.pid,
         Record::SchedWake(x) => x.pid,
         // A switch belongs to its traced side (the outgoing one when both are).

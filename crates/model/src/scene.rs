@@ -23,6 +23,7 @@ use crate::procs::{ProcIdx, ProcTracker};
 use crate::survey::Survey;
 
 mod mapped;
+mod summary;
 
 /// Which of a process's slice tracks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -302,6 +303,8 @@ pub struct Scene<'s> {
     /// Counted-call rate tracks whose last period ends at this time: 0
     /// there unless the next period starts then.
     count_ends: HashMap<TrackId, u64>,
+    /// `record --detail summary`'s sums being drawn.
+    summary: summary::SummaryState,
     /// Every process's mappings, kept through every record (drawn or not).
     maps: Maps,
     out: Out,
@@ -344,6 +347,7 @@ impl<'s> Scene<'s> {
             rates: ProcRates::default(),
             rate_samples: Vec::new(),
             count_ends: HashMap::default(),
+            summary: Default::default(),
             maps: Maps::default(),
             out: Out::default(),
             range: (0, u64::MAX),
@@ -449,6 +453,7 @@ impl<'s> Scene<'s> {
             self.rates.flush_until(self.range.1, &mut self.rate_samples);
         }
         self.emit_rates(enc)?;
+        self.finish_summaries(enc)?;
         let mut ends: Vec<(TrackId, u64)> = self.count_ends.drain().collect();
         ends.sort_unstable();
         for (t, end) in ends {
@@ -780,6 +785,11 @@ impl<'s> Scene<'s> {
                     self.gpu_count(enc, i, &r)?;
                 }
             }
+            Record::IoSummary(r) => {
+                if let Some(i) = idx {
+                    self.io_summary(enc, f, i, &r)?;
+                }
+            }
             Record::Lost(r) => self.lost(enc, &r)?,
             Record::Block(r) => self.block(enc, f, idx, &r)?,
             // Not a number (GPM's NaN in logs of older recorders): not drawn.
@@ -966,7 +976,8 @@ impl<'s> Scene<'s> {
         self.stats.syscalls += 1;
         let name = Name::Keyed(event::io_key(op, ret), &make);
         self.slice(enc, track, r.ts, r.dur, name, &event::IoArgs { r, path })?;
-        if !op.is_write() && ret > 0 {
+        // A summed call's bytes are in its summary's counters.
+        if !op.is_write() && ret > 0 && !r.summed {
             self.rates.add(idx, Rate::Read, r.ts.saturating_add(r.dur), ret as u64, &mut self.rate_samples);
             self.emit_rates(enc)?;
         }
@@ -1492,16 +1503,7 @@ impl<'s> Scene<'s> {
             }
         };
         self.key = key;
-        if let Some(end) = self.count_ends.remove(&t).filter(|&e| e < c.ts) {
-            self.stats.counters += 1;
-            enc.counter(t, end, 0.0)?;
-        }
-        if c.count > 0 {
-            self.count_ends.insert(t, c.ts.saturating_add(c.dur));
-        }
-        self.stats.counters += 1;
-        self.stats.saw(c.ts.saturating_add(c.dur));
-        enc.counter(t, c.ts, c.count as f64 / (c.dur.max(1) as f64 / 1e9))
+        self.period_value(enc, t, c.ts, c.dur, c.count as f64, c.count > 0)
     }
 
     fn counter<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: Option<ProcIdx>, c: &Counter) -> io::Result<()> {

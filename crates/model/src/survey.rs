@@ -233,6 +233,7 @@ impl Survey {
         match *rec {
             ref r if crate::event::is_call(r) => {
                 let read = match rec {
+                    Record::Io(r) if r.summed => None,
                     Record::Io(r) if !r.op.is_write() && r.ret > 0 => Some((r.path, r.ret as u64)),
                     Record::IoUring(r) if r.op.is_read() && r.ret > 0 => Some((r.path, r.ret as u64)),
                     _ => None,
@@ -245,6 +246,17 @@ impl Survey {
                 self.syscalls += 1;
                 if let Some(i) = idx {
                     self.overview.syscall(f, rec, i);
+                }
+            }
+            Record::IoSummary(r) => {
+                if r.op.io().is_some_and(|o| !o.is_write()) && r.bytes > 0 {
+                    let path = f.str(r.path);
+                    if !path.is_empty() {
+                        self.files.entry(path_key(path)).or_default().read += r.bytes;
+                    }
+                }
+                if let Some(i) = idx {
+                    self.overview.summary(&r, i);
                 }
             }
             Record::Block(b) => {

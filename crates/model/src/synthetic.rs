@@ -192,6 +192,7 @@ pub fn write<W: Write>(out: W, spec: Spec) -> io::Result<u64> {
                             requested: 1 << 20,
                             ret: 1 << 20,
                             block_reqs: 0,
+                            summed: false,
                         })
                     })?;
                 }
@@ -265,6 +266,7 @@ pub fn write<W: Write>(out: W, spec: Spec) -> io::Result<u64> {
                     path: e.intern(path.as_bytes()),
                     kind: FileKind::Regular,
                     ret: 0,
+                    summed: false,
                 })
             })?,
             _ => {
@@ -314,6 +316,7 @@ pub fn write<W: Write>(out: W, spec: Spec) -> io::Result<u64> {
                         requested: 65536,
                         ret: 65536,
                         block_reqs: u32::from(from_disk),
+                        summed: false,
                     })
                 })?;
             }

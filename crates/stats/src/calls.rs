@@ -70,6 +70,27 @@ impl Calls {
         }
         o.latency.add(dur);
     }
+
+    /// The calls an [`IoSummary`](mltrace_log::IoSummary) sums: their
+    /// sizes are not known one by one (the mean size stands for them), their
+    /// latencies by power of two.
+    pub fn add_summary(&mut self, op: &'static str, r: &mltrace_log::IoSummary, sized: bool) {
+        let i = match self.ops.iter().position(|o| o.kind.is_empty() && o.op == op) {
+            Some(i) => i,
+            None => {
+                self.ops.push(CallDist::new("", op));
+                self.ops.len() - 1
+            }
+        };
+        let o = &mut self.ops[i];
+        o.count += r.calls;
+        if sized && r.calls > 0 {
+            o.sizes[pow2_bin(r.bytes / r.calls)] += r.calls;
+        }
+        for (slot, n) in r.hist().into_iter().enumerate() {
+            o.latency.add_n(crate::summary::slot_value(slot), u64::from(n));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -54,6 +54,16 @@ impl Histogram {
         self.max = self.max.max(v);
     }
 
+    /// `n` values of about `v` (a summary's histogram slot).
+    pub fn add_n(&mut self, v: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.counts[bucket(v)] += n;
+        self.total += n;
+        self.max = self.max.max(v);
+    }
+
     pub fn count(&self) -> u64 {
         self.total
     }

@@ -359,6 +359,8 @@ impl Stats {
             "kernel": self.header.kernel,
             "records": self.records,
             "log_format": format!("{}.{}", self.format.0, self.format.1),
+            "detail": if self.header.is_summary() { "summary" } else { "full" },
+            "slow_ns": self.slow_ns(),
             "duration_ns": self.span().map(|(a, b)| b - a),
             "exit_status": self.trailer.as_ref().and_then(|t| t.exit_status),
             "complete": self.trailer.is_some(),

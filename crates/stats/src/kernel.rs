@@ -119,6 +119,20 @@ impl TracedIo {
         }
     }
 
+    /// `calls` read/write-family calls summed in the kernel, `failed` of
+    /// them failed, moving `bytes`.
+    pub fn summary(&mut self, op: IoOp, calls: u64, failed: u64, bytes: u64) {
+        if is_read_call(op) {
+            self.syscr_max += calls;
+            self.syscr_min += calls - failed.min(calls);
+            self.rchar += bytes;
+        } else if is_write_call(op) {
+            self.syscw_max += calls;
+            self.syscw_min += calls - failed.min(calls);
+            self.wchar += bytes;
+        }
+    }
+
     /// sendfile / copy_file_range: one read and one write call. One that
     /// moved nothing may have returned before the kernel counted it.
     pub fn transfer(&mut self, ret: i64) {

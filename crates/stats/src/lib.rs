@@ -18,6 +18,7 @@ pub mod rank_waits;
 pub mod ranks;
 mod render_maps;
 pub mod sched;
+mod summary;
 pub mod timeline;
 mod verdict;
 
@@ -50,6 +51,16 @@ pub struct OpStats {
 }
 
 impl OpStats {
+    /// The calls of an [`IoSummary`].
+    fn add_summary(&mut self, r: &IoSummary) {
+        self.count += r.calls;
+        self.bytes += r.bytes;
+        self.errors += r.failed;
+        for (slot, n) in r.hist().into_iter().enumerate() {
+            self.latency.add_n(summary::slot_value(slot), u64::from(n));
+        }
+    }
+
     fn add(&mut self, ret: i64, dur: u64) {
         self.count += 1;
         match labels::outcome(ret) {
@@ -100,6 +111,9 @@ pub struct DiskStats {
 #[derive(Clone, Default)]
 pub struct ProcStats {
     pub pid: u32,
+    /// When it last exec'd: summed calls that ended before are the old
+    /// program's (not in the kernel's counts since the exec).
+    pub exec_ts: Option<u64>,
     /// Ns its threads spent in CUDA calls that waited for the GPU, and in
     /// calls on its files (reads, writes, fsyncs, opens and closes of
     /// regular files and block devices).
@@ -472,6 +486,46 @@ impl Stats {
         }
     }
 
+    /// Calls summed in the kernel (`record --detail summary`): counted as
+    /// the calls they sum are in full, but by process, not thread.
+    fn io_summary(&mut self, f: &Frame<'_>, r: &IoSummary) {
+        let Some(op) = r.op.io() else {
+            self.calls.add_summary(r.op.name(), r, false);
+            self.proc(r.pid).closes += r.calls;
+            return;
+        };
+        let path = f.str(r.path);
+        if !op.is_write() {
+            self.worker_read(r.pid, r.pid, path, r.kind, r.bytes as i64);
+        }
+        let data = !matches!(op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncFileRange);
+        self.calls.add_summary(op.name(), r, data);
+        let p = self.proc(r.pid);
+        if p.exec_ts.is_none_or(|t| r.ts.saturating_add(r.dur) > t) {
+            p.traced_io.summary(op, r.calls, r.failed, r.bytes);
+        }
+        p.sockets.summary(r.kind, op.is_write(), r.bytes);
+        if op.is_write() {
+            p.writes.add_summary(r);
+        } else {
+            p.reads.add_summary(r);
+            if matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
+                p.read_ns += r.time;
+            }
+        }
+        if let Some(fs) = self.file(r.pid, path, r.kind) {
+            if op.is_write() {
+                fs.writes += r.calls;
+                fs.write_bytes += r.bytes;
+                fs.write_ns += r.time;
+            } else {
+                fs.reads += r.calls;
+                fs.read_bytes += r.bytes;
+                fs.read_ns += r.time;
+            }
+        }
+    }
+
     /// A CUDA call that waited for the GPU.
     fn gpu_call(&mut self, r: &GpuCall) {
         self.proc(r.pid).gpu_wait_ns += r.dur;
@@ -549,6 +603,7 @@ impl Stats {
                 p.loader &= spawn;
                 p.name = name;
                 p.has_cmdline = true;
+                p.exec_ts = Some(r.ts);
                 // Its time in calls is the new program's from here (as its states are).
                 (p.gpu_wait_ns, p.own_io_ns) = (0, 0);
                 p.env.clear();
@@ -590,6 +645,10 @@ impl Stats {
                     }
                 }
             }
+            // Counted in its summary: only its thread's time is its own.
+            Record::Io(r) if r.summed => self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind),
+            Record::Close(r) if r.summed => self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind),
+            Record::IoSummary(r) => self.io_summary(f, &r),
             Record::Io(r) => {
                 self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
                 if !r.op.is_write() {
@@ -1285,6 +1344,23 @@ pub(crate) fn table(rows: &[Vec<String>]) -> String {
 
 impl Stats {
     /// The report `mltrace stats` prints.
+    /// `record --detail summary`'s slow threshold (the smallest of a
+    /// merged log's hosts); `None` for a full recording.
+    pub fn slow_ns(&self) -> Option<u64> {
+        let hosts = self.header.hosts.iter().filter_map(|h| h.header.summary_slow_ns);
+        self.header.summary_slow_ns.into_iter().chain(hosts).min()
+    }
+
+    /// What a summary recording holds, in a line (`None` for a full one).
+    pub fn detail_line(&self) -> Option<String> {
+        let slow = self.slow_ns()?;
+        Some(format!(
+            "summary: reads, writes, syncs and closes summed per process, file and second in the kernel; \
+             only those that took {} or more, or failed, recorded one by one",
+            duration(slow)
+        ))
+    }
+
     pub fn render(&self, top: usize) -> String {
         let mut o = String::new();
         let h = &self.header;
@@ -1331,6 +1407,9 @@ impl Stats {
                 format!(", written by mltrace {}", h.mltrace_version)
             }
         );
+        if let Some(line) = self.detail_line() {
+            let _ = writeln!(o, "detail:   {line}");
+        }
         for d in &self.diagnostics {
             let _ = writeln!(o, "warning:  {d}");
         }
@@ -1484,6 +1563,7 @@ mod tests {
                     requested: 4096,
                     ret: 4096,
                     block_reqs: 0,
+                    summed: false,
                 })
             })
             .unwrap();

@@ -28,6 +28,18 @@ impl SocketBytes {
         }
     }
 
+    /// Bytes a summary's calls moved on a socket.
+    pub fn summary(&mut self, kind: FileKind, write: bool, bytes: u64) {
+        if kind != FileKind::Socket {
+            return;
+        }
+        if write {
+            self.send_bytes += bytes;
+        } else {
+            self.recv_bytes += bytes;
+        }
+    }
+
     pub fn io(&mut self, r: &Io) {
         if r.kind != FileKind::Socket || r.ret <= 0 {
             return;

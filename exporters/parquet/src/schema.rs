@@ -359,6 +359,7 @@ pub const KIND_TABLES: &[(u8, &str)] = &[
     (mltrace_log::Collective::CODE, "collectives"),
     (mltrace_log::GpuCount::CODE, "gpu_counts"),
     (mltrace_log::Env::CODE, "env"),
+    (mltrace_log::IoSummary::CODE, "io_summaries"),
 ];
 
 /// A kind's table: `ts`, `dur` (when it has one), `wall`, `epoch`, the

@@ -405,6 +405,9 @@ fn facts(r: &Report, o: &mut String) {
     if !probes.is_empty() {
         row("recorded", esc(&probes.join(", ")));
     }
+    if let Some(line) = s.detail_line() {
+        row("detail", esc(&line));
+    }
     for d in s.diagnostics.iter().chain(s.kernel_warnings().iter()) {
         row("warning", format!("<span class=\"warn\">{}</span>", esc(d)));
     }

@@ -66,6 +66,7 @@ fn io(ts: u64, dur: u64, pid: u32, tid: u32, op: IoOp, ret: i64, block_reqs: u32
         requested: 65536,
         ret,
         block_reqs,
+        summed: false,
     }
 }
 
@@ -237,6 +238,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
         requested: 10,
         ret: -32,
         block_reqs: 0,
+        summed: false,
     });
     w.io(b"/data/shard-1.tar", io(t(410), 10_000, 200, 200, IoOp::Read, -5, 0));
     w.io(b"/data/shard-1.tar", io(t(420), 10_000, 200, 200, IoOp::Readv, 1536, 0));
@@ -278,6 +280,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
             path: e.intern(ODD_PATHS[5]),
             kind: FileKind::Regular,
             ret: 0,
+            summed: false,
         })
     })
     .unwrap();
@@ -291,6 +294,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
             path: e.intern(b"?"),
             kind: FileKind::Unknown,
             ret: -9,
+            summed: false,
         })
     })
     .unwrap();
@@ -397,6 +401,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
             path: e.intern(b"/data/img_0001.npy"),
             kind: FileKind::Regular,
             ret: RET_UNKNOWN,
+            summed: false,
         })
     })
     .unwrap();
@@ -554,6 +559,7 @@ pub fn random_log(seed: u64, n: usize) -> Vec<u8> {
             requested: 1 << 20,
             ret,
             block_reqs: reqs,
+            summed: false,
         });
         recs.push((ts + dur, path, rec));
         for k in 0..reqs {

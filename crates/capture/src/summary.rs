@@ -1,0 +1,88 @@
+//! `record --detail summary`: the kernel sums reads, writes, syncs and
+//! closes per process, file, operation and second (bpf's `io_sums`); once
+//! a second has ended, its sums become [`IoSummary`] records.
+
+use mltrace_log::{FrameEncoder, IoSummary, Record, SumOp, SUM_BUCKETS};
+
+use crate::bpf::{self, IoSum};
+use crate::decode::KernelDecoder;
+use crate::skel::types::op;
+use crate::skel::MltraceSkel;
+
+const SEC: u64 = 1_000_000_000;
+/// A second's sums are taken this long after it ended: calls that ended
+/// in it have been added by then (a program runs for microseconds).
+const SETTLE_NS: u64 = 100_000_000;
+
+#[derive(Default)]
+pub struct Summaries {
+    buf: Vec<IoSum>,
+    /// Records written, and calls they sum.
+    pub records: u64,
+    pub calls: u64,
+}
+
+impl Summaries {
+    /// Writes the sums of the seconds that ended (all of them when
+    /// `last`: the recording is over) at `now`.
+    pub fn round(
+        &mut self,
+        skel: &MltraceSkel<'_>,
+        now: u64,
+        last: bool,
+        dec: &mut KernelDecoder,
+        enc: &mut FrameEncoder,
+    ) {
+        let before = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) / SEC };
+        self.buf.clear();
+        bpf::take_io_sums(skel, before, &mut self.buf);
+        // A second's records together, by process: the order the model
+        // aggregates them in.
+        self.buf.sort_unstable_by_key(|s| (s.key.sec, s.key.tgid, s.key.op, s.key.dev, s.key.ino, s.key.file));
+        for s in &self.buf {
+            let Some(sop) = sum_op(s.key.op) else { continue };
+            let (path, kind) = dec.summed_file(s.key.file, s.key.dev, s.key.ino, s.key.tgid, enc);
+            let (mut ts, mut end) = (s.key.sec * SEC, (s.key.sec + 1) * SEC);
+            // The second of an exec: the calls before it were the old
+            // program's, those after the new one's.
+            if let Some(&(id, at)) = dec.execs.get(&s.key.tgid) {
+                if (ts..end).contains(&at) {
+                    if s.key.exec as u16 == id {
+                        ts = at;
+                    } else {
+                        end = at;
+                    }
+                }
+            }
+            let mut r = IoSummary {
+                pid: s.key.tgid,
+                ts,
+                dur: end - ts,
+                op: sop,
+                path,
+                kind,
+                calls: s.sum.calls,
+                bytes: s.sum.bytes,
+                failed: s.sum.failed,
+                time: s.sum.ns,
+                ..Default::default()
+            };
+            let mut h = [0u32; SUM_BUCKETS];
+            h.copy_from_slice(&s.sum.hist[..SUM_BUCKETS]);
+            r.set_hist(&h);
+            self.records += 1;
+            self.calls += s.sum.calls;
+            enc.push(&Record::IoSummary(r));
+        }
+    }
+}
+
+/// The log's code for a kernel-side operation.
+fn sum_op(code: u32) -> Option<SumOp> {
+    if code == op::OP_CLOSE.0 {
+        return Some(SumOp::Close);
+    }
+    let io = (op::OP_READ.0..=op::OP_PWRITEV2.0).contains(&code)
+        || (op::OP_FSYNC.0..=op::OP_SYNC_FILE_RANGE.0).contains(&code);
+    io.then(|| SumOp::from_io(crate::decode::io_op(code as u8)))
+}

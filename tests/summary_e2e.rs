@@ -1,0 +1,179 @@
+//! `record --detail summary`: the kernel sums reads, writes and closes per
+//! process, file and second; only slow and failed calls come one by one.
+//! Checked against the same workload recorded in full, against the
+//! kernel's own counts, and through every consumer (trace, Parquet, report).
+
+use std::path::{Path, PathBuf};
+
+use mltrace_log::*;
+use mltrace_tests::*;
+use serde_json::Value;
+
+const FILES: usize = 600;
+
+/// FILES files of distinct sizes (4-20 KiB), so that a file's bytes say
+/// whose they were.
+fn dataset(dir: &Path) -> PathBuf {
+    let data = dir.join("data");
+    std::fs::create_dir(&data).unwrap();
+    for i in 0..FILES {
+        let len = 4096 + (i * 977) % 16384;
+        std::fs::write(data.join(i.to_string()), vec![(i % 251) as u8; len]).unwrap();
+    }
+    data
+}
+
+fn record(dir: &Path, data: &Path, mode: &str, detail: &[&str], name: &str) -> Recorded {
+    let python = system_python().expect("python3");
+    let script = repo().join("tests/workloads/small_files.py");
+    let log = dir.join(format!("{name}.bin"));
+    let mut args = vec!["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap()];
+    args.extend(detail);
+    args.extend(["--", &python, script.to_str().unwrap(), data.to_str().unwrap(), "4", mode, "2"]);
+    let out = mltrace(&args, dir);
+    recorded(&out, log, dir)
+}
+
+/// The sums over every process of `stats --json`'s per-process `keys`.
+fn totals(j: &Value, keys: &[&str]) -> Vec<u64> {
+    let procs = j["processes"].as_array().unwrap();
+    keys.iter().map(|k| procs.iter().map(|p| p[*k].as_u64().unwrap_or(0)).sum()).collect()
+}
+
+/// Bytes read per data file (by name), from `stats --json`'s files.
+fn file_bytes(j: &Value, data: &Path) -> Vec<(String, u64)> {
+    let prefix = format!("{}/", data.display());
+    let mut v: Vec<(String, u64)> = j["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| {
+            let p = f["path"].as_str()?.strip_prefix(&prefix)?.to_string();
+            Some((p, f["read_bytes"].as_u64()?))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn kernel_checks_match(j: &Value) {
+    for p in j["processes"].as_array().unwrap() {
+        if let Some(k) = p["kernel"].as_object() {
+            assert_eq!(k["check"], "match", "{} (pid {}): {:?}", p["name"], p["pid"], k["differences"]);
+        }
+    }
+}
+
+#[test]
+fn a_summary_counts_what_full_detail_counts() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let data = dataset(tmp.path());
+    for mode in ["procs", "threads"] {
+        let full = record(tmp.path(), &data, mode, &[], &format!("full-{mode}"));
+        let sum = record(tmp.path(), &data, mode, &["--detail", "summary"], &format!("sum-{mode}"));
+        assert_eq!(full.json["detail"], "full");
+        assert_eq!(sum.json["detail"], "summary");
+        assert_eq!(sum.json["slow_ns"], 1_000_000);
+        // Every data file's bytes, twice (two epochs): a loader gets its
+        // last file's struct file back for the next one, so sums are
+        // kept by inode.
+        let expected: u64 = sum.kv["file_bytes"] as u64;
+        for r in [&full, &sum] {
+            let files = file_bytes(&r.json, &data);
+            assert_eq!(files.len(), FILES, "{mode}: {:?}", r.json["detail"]);
+            for (name, bytes) in &files {
+                let i: usize = name.parse().unwrap();
+                assert_eq!(*bytes, 2 * (4096 + (i * 977) % 16384) as u64, "{mode} {}: file {name}", r.json["detail"]);
+            }
+            assert_eq!(files.iter().map(|f| f.1).sum::<u64>(), expected);
+            kernel_checks_match(&r.json);
+        }
+        // Everything else the same, but the interpreter's start-up (a
+        // call or two the recorder's launcher makes before the exec).
+        let keys = ["reads", "read_bytes", "writes", "write_bytes", "opens", "closes", "read_errors"];
+        let (a, b) = (totals(&full.json, &keys), totals(&sum.json, &keys));
+        for ((k, x), y) in keys.iter().zip(&a).zip(&b) {
+            let tolerance = if k.ends_with("bytes") { 64 << 10 } else { 8 };
+            assert!(x.abs_diff(*y) <= tolerance, "{mode} {k}: full {x}, summary {y}");
+        }
+        assert!(a[0] > 2 * FILES as u64 && a[4] > 2 * FILES as u64, "{mode}: {a:?}");
+        // One by one: only the slow read (30 ms on a pipe) and the failed
+        // one, both marked as summed; the summaries hold the rest.
+        let recs = read_log(&sum.log);
+        let single: Vec<&Io> = recs
+            .iter()
+            .filter_map(|r| match &r.rec {
+                Record::Io(x) => Some(x),
+                _ => None,
+            })
+            .collect();
+        assert!(single.iter().all(|x| x.summed), "{mode}: an Io record not marked summed");
+        assert!(single.iter().any(|x| x.kind == FileKind::Pipe && x.dur >= 20_000_000 && x.ret == 100), "{mode}");
+        assert!(single.iter().any(|x| x.ret == -9), "{mode}: the failed read (EBADF)");
+        assert!(single.iter().all(|x| x.ret < 0 || x.dur >= 1_000_000), "{mode}: a fast call recorded alone");
+        let summed: u64 = recs
+            .iter()
+            .filter_map(|r| match &r.rec {
+                Record::IoSummary(s) if s.op.io().is_some_and(|o| !o.is_write()) => Some(s.calls),
+                _ => None,
+            })
+            .sum();
+        assert_eq!(summed, b[0], "{mode}: summed reads are stats' reads");
+        for r in &recs {
+            if let Record::IoSummary(s) = &r.rec {
+                let h: u64 = s.hist().iter().map(|&n| u64::from(n)).sum();
+                assert_eq!(h, s.calls, "{mode}: a summary's histogram holds its calls");
+                assert!(s.dur <= 1_000_000_000 && s.dur > 0);
+            }
+        }
+        let full_log = std::fs::metadata(&full.log).unwrap().len();
+        let sum_log = std::fs::metadata(&sum.log).unwrap().len();
+        eprintln!("{mode}: log full {full_log} B, summary {sum_log} B");
+    }
+}
+
+#[test]
+fn a_summary_is_drawn_tabled_and_reported() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let data = dataset(tmp.path());
+    let sum = record(tmp.path(), &data, "procs", &["--detail", "summary", "--slow", "200us"], "sum");
+    assert_eq!(sum.json["slow_ns"], 200_000);
+    let reads = totals(&sum.json, &["reads", "read_bytes"]);
+    // Parquet: one row per summary, its calls and bytes.
+    let pq = tmp.path().join("pq");
+    let rows = parquet_rows(&sum.log, &pq, &["io_summaries"]);
+    assert!(rows[0] > 0);
+    // The report and stats say what the log holds.
+    let st = mltrace(&["stats", sum.log.to_str().unwrap()], tmp.path());
+    let text = String::from_utf8_lossy(&st.stdout);
+    assert!(text.contains("detail:   summary"), "{text}");
+    assert!(text.contains("200.0 µs or more"), "{text}");
+    let html = tmp.path().join("r.html");
+    let o = mltrace(&["report", sum.log.to_str().unwrap(), "-o", html.to_str().unwrap()], tmp.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("summed per process, file and second"));
+    // The trace: each process's rates as counters, whose bytes add up to
+    // what it read; Perfetto's importer takes it without a complaint.
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = tmp.path().join("t.perfetto-trace");
+    let o = mltrace(&["export", "--no-split", sum.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let q = tp_query(
+        &tp,
+        &trace,
+        &["select cast(sum(c.value * (coalesce(n.ts, c.ts) - c.ts)) / 1e9 as int) from counter c \
+           join counter_track t on c.track_id = t.id \
+           left join counter n on n.track_id = c.track_id and n.ts = (select min(ts) from counter m \
+             where m.track_id = c.track_id and m.ts > c.ts) \
+           where t.name = 'read (summed)'"],
+    );
+    let drawn: f64 = q[0][0][0].parse().unwrap();
+    let read = reads[1] as f64;
+    assert!((drawn - read).abs() <= read * 0.01 + 4096.0, "drawn {drawn} B, read {read} B");
+}

@@ -1,0 +1,56 @@
+"""A loader of small files, ImageFolder style: WORKERS forked processes (or
+threads) each open, read whole and close their share of the files in DIR,
+EPOCHS times. Then one read that waits (a pipe filled 30 ms later) and one
+that fails (a closed fd): what `record --detail summary` still records one
+by one. Prints `key value` lines."""
+import os
+import sys
+import threading
+import time
+
+data, workers, mode, epochs = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+names = sorted(os.listdir(data), key=int)
+
+
+def load(w):
+    n = 0
+    for _ in range(epochs):
+        for name in names[w::workers]:
+            with open(os.path.join(data, name), "rb") as f:
+                n += len(f.read())
+    return n
+
+
+if mode == "procs":
+    pids = []
+    for w in range(workers):
+        pid = os.fork()
+        if pid == 0:
+            load(w)
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+else:
+    ts = [threading.Thread(target=load, args=(w,)) for w in range(workers)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+r, w = os.pipe()
+if os.fork() == 0:
+    time.sleep(0.03)
+    os.write(w, b"x" * 100)
+    os._exit(0)
+t0 = time.monotonic_ns()
+got = os.read(r, 100)
+print("slow_read_ns", time.monotonic_ns() - t0)
+os.wait()
+fd = os.open(os.path.join(data, names[0]), os.O_RDONLY)
+os.close(fd)
+try:
+    os.read(fd, 10)
+except OSError:
+    print("failed_read", 1)
+print("file_bytes", sum(os.path.getsize(os.path.join(data, n)) for n in names) * epochs)
