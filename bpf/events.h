@@ -452,12 +452,13 @@ enum gpu_api {
 
 /*
  * record --detail summary: the io_sums map's key and value. Calls are
- * summed per process, operation (enum op), second of boot time they ended
- * in, and file: the inode as well as the struct file, because a loader
- * that opens, reads and closes one file after another gets the same
- * struct file address back for each.
+ * summed per thread, operation (enum op), second of boot time they ended
+ * in, and file: a regular file by its inode alone (`file` 0), because a
+ * loader that opens, reads and closes one file after another gets the
+ * same struct file address back for each, and every open of a file is
+ * the same file; anything else (pipes, sockets) by its struct file too.
  */
-#define SUM_BUCKETS 22
+#define SUM_BUCKETS 21
 struct io_sum_key {
 	u32 tgid;
 	u32 op;
@@ -466,6 +467,8 @@ struct io_sum_key {
 	u64 ino;
 	u32 dev;
 	u32 exec;  /* the task's self_exec_id: calls before and after an exec apart */
+	u32 tid;   /* per thread: the verdict tells loader threads by their reads */
+	u32 _pad;
 };
 
 struct io_sum {
@@ -474,7 +477,7 @@ struct io_sum {
 	u64 ns;      /* their latencies summed */
 	u64 failed;
 	/* Latencies, log2: [0] under 1,024 ns, [i] 2^(i+9) to 2^(i+10) ns,
-	 * [21] 2^30 ns (1.07 s) and over (mltrace_log::IoSummary's h0-h21). */
+	 * [20] 2^29 ns (0.54 s) and over (mltrace_log::IoSummary's h0-h20). */
 	u32 hist[SUM_BUCKETS];
 };
 

@@ -319,6 +319,17 @@ static __always_inline u64 file_pos(struct file *f, bool fast)
 	return BPF_CORE_READ(f, f_pos);
 }
 
+#define S_IFMT 0170000
+#define S_IFREG 0100000
+
+/* Its inode's mode (type and permissions). */
+static __always_inline u16 file_mode(struct file *f, bool fast)
+{
+	if (fast && bpf_ksym_exists(bpf_rdonly_cast))
+		return bpf_core_cast(f, struct file)->f_inode->i_mode;
+	return BPF_CORE_READ(f, f_inode, i_mode);
+}
+
 /* Its device (the kernel's dev_t of the inode's super block). */
 static __always_inline u32 file_dev(struct file *f, bool fast)
 {
@@ -329,7 +340,7 @@ static __always_inline u32 file_dev(struct file *f, bool fast)
 
 /*
  * record --detail summary (summary true): every read, write, sync and close
- * is summed in io_sums; only one that failed or took summary_slow_ns or
+ * is summed in io_sums (per thread, file, operation and second); only one that failed or took summary_slow_ns or
  * more is also recorded on its own. User space takes each second's sums
  * once it has ended. Not LRU: an evicted sum would be lost without a word;
  * a call that finds the map full is recorded on its own instead.
@@ -385,8 +396,10 @@ static __always_inline u32 sum_bucket(u64 dur)
 static __noinline int sum_call(u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
+	u64 id = bpf_get_current_pid_tgid();
 	struct io_sum_key k = {
-		.tgid = bpf_get_current_pid_tgid() >> 32,
+		.tgid = id >> 32,
+		.tid = (u32)id,
 		.exec = BPF_CORE_READ(task, self_exec_id),
 		.op = (u32)dev_op,
 		.sec = bpf_ktime_get_boot_ns() / 1000000000,
@@ -769,11 +782,21 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 	/* --path: the bulk of the events, dropped before the ring. */
 	if (want_path_on && bpf_map_lookup_elem(&path_excluded, &key))
 		return;
-	if (summary && sum_call(key, f ? file_ino(f, fast) : 0, f ? ((u64)file_dev(f, fast) << 32) | v->op : v->op,
-				ret, now - v->ts)) {
-		if (ret >= 0 && now - v->ts < summary_slow_ns)
-			return;
-		flags |= IOF_SUMMED;
+	if (summary) {
+		u64 ino = 0, dev_op = v->op, sum_file = key;
+
+		if (f) {
+			ino = file_ino(f, fast);
+			dev_op |= (u64)file_dev(f, fast) << 32;
+			/* A regular file is its inode: every open of it, one sum. */
+			if ((file_mode(f, fast) & S_IFMT) == S_IFREG)
+				sum_file = 0;
+		}
+		if (sum_call(sum_file, ino, dev_op, ret, now - v->ts)) {
+			if (ret >= 0 && now - v->ts < summary_slow_ns)
+				return;
+			flags |= IOF_SUMMED;
+		}
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -839,8 +862,8 @@ static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s
 	struct ev_close *e;
 	u16 flags = 0;
 
-	/* Summed per process: the file is gone, and its struct file is
-	 * the next open's. */
+	/* Summed without its file: the file is gone, and its struct file
+	 * is the next open's. */
 	if (summary && sum_call(0, 0, v->op, ret, now - v->ts)) {
 		if (ret >= 0 && now - v->ts < summary_slow_ns)
 			return;

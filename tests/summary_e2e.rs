@@ -100,6 +100,15 @@ fn a_summary_counts_what_full_detail_counts() {
             assert!(x.abs_diff(*y) <= tolerance, "{mode} {k}: full {x}, summary {y}");
         }
         assert!(a[0] > 2 * FILES as u64 && a[4] > 2 * FILES as u64, "{mode}: {a:?}");
+        // The verdict finds the same loaders (threads are told by their
+        // reads, summed per thread and read ahead: their sums come a
+        // second after the wake-ups), and the waits they ended.
+        let loaders = if mode == "procs" { "4 workers" } else { "4 loader threads" };
+        for r in [&full, &sum] {
+            let v = &r.json["verdict"];
+            assert!(v["text"].as_str().unwrap().contains(loaders), "{mode} {}: {}", r.json["detail"], v["text"]);
+            assert!(v["data_wait_fraction"].as_f64().unwrap() > 0.0, "{mode} {}: {}", r.json["detail"], v["text"]);
+        }
         // One by one: only the slow read (30 ms on a pipe) and the failed
         // one, both marked as summed; the summaries hold the rest.
         let recs = read_log(&sum.log);
@@ -157,7 +166,7 @@ fn a_summary_is_drawn_tabled_and_reported() {
     let html = tmp.path().join("r.html");
     let o = mltrace(&["report", sum.log.to_str().unwrap(), "-o", html.to_str().unwrap()], tmp.path());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(std::fs::read_to_string(&html).unwrap().contains("summed per process, file and second"));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("summed per thread, file and second"));
     // The trace: each process's rates as counters, whose bytes add up to
     // what it read; Perfetto's importer takes it without a complaint.
     let Some(tp) = perfetto_tp() else { return };

@@ -1,5 +1,5 @@
 //! `record --detail summary`: the kernel sums reads, writes, syncs and
-//! closes per process, file, operation and second (bpf's `io_sums`); once
+//! closes per thread, file, operation and second (bpf's `io_sums`); once
 //! a second has ended, its sums become [`IoSummary`] records.
 
 use mltrace_log::{FrameEncoder, IoSummary, Record, SumOp, SUM_BUCKETS};
@@ -17,6 +17,8 @@ const SETTLE_NS: u64 = 100_000_000;
 #[derive(Default)]
 pub struct Summaries {
     buf: Vec<IoSum>,
+    /// Each sum's (start, end).
+    spans: Vec<(u64, u64)>,
     /// Records written, and calls they sum.
     pub records: u64,
     pub calls: u64,
@@ -36,15 +38,10 @@ impl Summaries {
         let before = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) / SEC };
         self.buf.clear();
         bpf::take_io_sums(skel, before, &mut self.buf);
-        // A second's records together, by process: the order the model
-        // aggregates them in.
-        self.buf.sort_unstable_by_key(|s| (s.key.sec, s.key.tgid, s.key.op, s.key.dev, s.key.ino, s.key.file));
-        for s in &self.buf {
-            let Some(sop) = sum_op(s.key.op) else { continue };
-            let (path, kind) = dec.summed_file(s.key.file, s.key.dev, s.key.ino, s.key.tgid, enc);
+        // The second of an exec: the calls before it were the old
+        // program's, those after the new one's.
+        let span = |s: &IoSum| {
             let (mut ts, mut end) = (s.key.sec * SEC, (s.key.sec + 1) * SEC);
-            // The second of an exec: the calls before it were the old
-            // program's, those after the new one's.
             if let Some(&(id, at)) = dec.execs.get(&s.key.tgid) {
                 if (ts..end).contains(&at) {
                     if s.key.exec as u16 == id {
@@ -54,8 +51,24 @@ impl Summaries {
                     }
                 }
             }
+            (ts, end)
+        };
+        self.spans.clear();
+        self.spans.extend(self.buf.iter().map(span));
+        // A process's records of one period together: the order the model
+        // draws their rates in.
+        let mut order: Vec<usize> = (0..self.buf.len()).collect();
+        order.sort_unstable_by_key(|&i| {
+            let k = &self.buf[i].key;
+            (self.spans[i].0, k.tgid, k.tid, k.op, k.dev, k.ino, k.file)
+        });
+        for i in order {
+            let (s, (ts, end)) = (&self.buf[i], self.spans[i]);
+            let Some(sop) = sum_op(s.key.op) else { continue };
+            let (path, kind) = dec.summed_file(s.key.file, s.key.dev, s.key.ino, s.key.tgid, enc);
             let mut r = IoSummary {
                 pid: s.key.tgid,
+                tid: s.key.tid,
                 ts,
                 dur: end - ts,
                 op: sop,

@@ -1271,47 +1271,47 @@ records! {
         3 value: StrId = str,
     }
 
-    /// `record --detail summary`: `calls` calls of `op` by process `pid`
-    /// on one file (`path`; none for close, summed per process) that ended
-    /// in the second `ts`..`ts + dur`, summed in the kernel: the bytes the
-    /// successful ones moved, how many failed, their latencies summed
-    /// (`time`, ns) and as a log2 histogram: `h0` under 1,024 ns, `hN`
-    /// from 2^(N+9) to 2^(N+10) ns (`h10` about 0.5-1 ms), `h21` 2^30 ns
-    /// (1.07 s) and over. The calls that failed or were slow are also
-    /// recorded one by one, marked `summed`.
+    /// `record --detail summary`: `calls` calls of `op` by thread `tid` on
+    /// one file (`path`; none for close, summed per thread) that ended in
+    /// the second `ts`..`ts + dur` (cut at an exec inside it), summed in
+    /// the kernel: the bytes the successful ones moved, how many failed,
+    /// their latencies summed (`time`, ns) and as a log2 histogram: `h0`
+    /// under 1,024 ns, `hN` from 2^(N+9) to 2^(N+10) ns (`h10` about
+    /// 0.5-1 ms), `h20` 2^29 ns (0.54 s) and over. The calls that failed
+    /// or were slow are also recorded one by one, marked `summed`.
     30 IoSummary "io_summary" {
-        0 pid: u32 = pid,
-        2 dur: u64 = dur,
-        1 ts: u64 = ts_end(dur),
-        3 op: SumOp = plain,
-        4 path: StrId = str,
-        5 kind: FileKind = plain,
-        6 calls: u64 = plain,
-        7 bytes: u64 = plain,
-        8 failed: u64 = plain,
-        9 time: u64 = plain,
-        10 h0: u32 = plain,
-        11 h1: u32 = plain,
-        12 h2: u32 = plain,
-        13 h3: u32 = plain,
-        14 h4: u32 = plain,
-        15 h5: u32 = plain,
-        16 h6: u32 = plain,
-        17 h7: u32 = plain,
-        18 h8: u32 = plain,
-        19 h9: u32 = plain,
-        20 h10: u32 = plain,
-        21 h11: u32 = plain,
-        22 h12: u32 = plain,
-        23 h13: u32 = plain,
-        24 h14: u32 = plain,
-        25 h15: u32 = plain,
-        26 h16: u32 = plain,
-        27 h17: u32 = plain,
-        28 h18: u32 = plain,
-        29 h19: u32 = plain,
-        30 h20: u32 = plain,
-        31 h21: u32 = plain,
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 op: SumOp = plain,
+        5 path: StrId = str,
+        6 kind: FileKind = plain,
+        7 calls: u64 = plain,
+        8 bytes: u64 = plain,
+        9 failed: u64 = plain,
+        10 time: u64 = plain,
+        11 h0: u32 = plain,
+        12 h1: u32 = plain,
+        13 h2: u32 = plain,
+        14 h3: u32 = plain,
+        15 h4: u32 = plain,
+        16 h5: u32 = plain,
+        17 h6: u32 = plain,
+        18 h7: u32 = plain,
+        19 h8: u32 = plain,
+        20 h9: u32 = plain,
+        21 h10: u32 = plain,
+        22 h11: u32 = plain,
+        23 h12: u32 = plain,
+        24 h13: u32 = plain,
+        25 h14: u32 = plain,
+        26 h15: u32 = plain,
+        27 h16: u32 = plain,
+        28 h17: u32 = plain,
+        29 h18: u32 = plain,
+        30 h19: u32 = plain,
+        31 h20: u32 = plain,
     }
 
     /// Something a GPU reported at one instant (clock throttling, an XID
@@ -1344,7 +1344,7 @@ impl Record {
 }
 
 /// Slots of [`IoSummary`]'s latency histogram.
-pub const SUM_BUCKETS: usize = 22;
+pub const SUM_BUCKETS: usize = 21;
 
 impl IoSummary {
     /// The latency histogram (see the record).
@@ -1352,7 +1352,6 @@ impl IoSummary {
         [
             self.h0, self.h1, self.h2, self.h3, self.h4, self.h5, self.h6, self.h7, self.h8, self.h9, self.h10,
             self.h11, self.h12, self.h13, self.h14, self.h15, self.h16, self.h17, self.h18, self.h19, self.h20,
-            self.h21,
         ]
     }
 
@@ -1361,7 +1360,6 @@ impl IoSummary {
         [
             self.h0, self.h1, self.h2, self.h3, self.h4, self.h5, self.h6, self.h7, self.h8, self.h9, self.h10,
             self.h11, self.h12, self.h13, self.h14, self.h15, self.h16, self.h17, self.h18, self.h19, self.h20,
-            self.h21,
         ] = *h;
     }
 

@@ -268,7 +268,8 @@ pub fn is_data_path(path: &[u8]) -> bool {
 /// first: most reads are a main thread's or a known loader's.)
 fn data_in(f: &Frame<'_>, rec: &Record, p: &ProcInfo) -> Option<(u32, u64)> {
     let tid = match *rec {
-        Record::Io(r) => r.tid,
+        Record::Io(r) if !r.summed => r.tid,
+        Record::IoSummary(r) => r.tid,
         Record::IoUring(r) => r.tid,
         Record::NetCall(r) => r.tid,
         _ => return None,
@@ -280,6 +281,11 @@ fn data_in(f: &Frame<'_>, rec: &Record, p: &ProcInfo) -> Option<(u32, u64)> {
         Record::Io(r) if !r.op.is_write() => match r.kind {
             FileKind::Regular | FileKind::BlockDev if is_data_path(f.str(r.path)) => (r.tid, r.ret),
             FileKind::Socket => (r.tid, r.ret),
+            _ => return None,
+        },
+        Record::IoSummary(r) if r.op.io().is_some_and(|o| !o.is_write()) => match r.kind {
+            FileKind::Regular | FileKind::BlockDev if is_data_path(f.str(r.path)) => return Some((r.tid, r.bytes)),
+            FileKind::Socket => return Some((r.tid, r.bytes)),
             _ => return None,
         },
         Record::IoUring(r) if r.op.is_read() && is_data_path(f.str(r.path)) => (r.tid, r.ret),
@@ -369,9 +375,15 @@ impl Procs {
                 }
             }
             Record::Exit(r) if r.process_exit => p.exit = Some((r.ts, r.status)),
+            // Counted in its summary.
+            Record::Io(Io { summed: true, .. }) | Record::Close(Close { summed: true, .. }) => {}
             Record::Io(r) => {
                 p.syscalls += 1;
                 p.bytes += u64::try_from(r.ret).unwrap_or(0);
+            }
+            Record::IoSummary(r) => {
+                p.syscalls += r.calls;
+                p.bytes += r.bytes;
             }
             Record::Open(_) | Record::Close(_) => p.syscalls += 1,
             Record::Transfer(r) => {

@@ -327,6 +327,9 @@ pub struct Stats {
     /// fed the same records: see [`Stats::name_as_the_trace`].
     tracker: mltrace_model::procs::ProcTracker,
     roles: mltrace_model::procs::Procs,
+    /// A summary's loader threads (pid, tid), known before its records
+    /// are read: their sums come a second or two after their wake-ups.
+    summed_loaders: HashSet<(u32, u32)>,
     pub files: HashMap<String, FileStats>,
     pub lost: Vec<(LostKind, u64)>,
     pub disks: Vec<DiskStats>,
@@ -446,6 +449,9 @@ impl Stats {
     /// Whether thread `tid` of `pid` is one of its loader threads, as far
     /// as the log has said so far (the model's reading).
     fn is_loader_thread(&self, pid: u32, tid: u32) -> bool {
+        if self.summed_loaders.contains(&(pid, tid)) {
+            return true;
+        }
         let Some(i) = self.tracker.known(pid) else { return false };
         self.roles.list.get(i as usize).is_some_and(|p| p.is_loader_thread(tid))
     }
@@ -487,7 +493,8 @@ impl Stats {
     }
 
     /// Calls summed in the kernel (`record --detail summary`): counted as
-    /// the calls they sum are in full, but by process, not thread.
+    /// the calls they sum are in full; only their times are not known (a
+    /// thread's own I/O counts the slow calls, recorded on their own).
     fn io_summary(&mut self, f: &Frame<'_>, r: &IoSummary) {
         let Some(op) = r.op.io() else {
             self.calls.add_summary(r.op.name(), r, false);
@@ -496,7 +503,7 @@ impl Stats {
         };
         let path = f.str(r.path);
         if !op.is_write() {
-            self.worker_read(r.pid, r.pid, path, r.kind, r.bytes as i64);
+            self.worker_read(r.pid, r.tid, path, r.kind, r.bytes as i64);
         }
         let data = !matches!(op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncFileRange);
         self.calls.add_summary(op.name(), r, data);
@@ -511,6 +518,7 @@ impl Stats {
             p.reads.add_summary(r);
             if matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
                 p.read_ns += r.time;
+                self.thread_reads.add(r.tid, |t| t.read_ns += r.time);
             }
         }
         if let Some(fs) = self.file(r.pid, path, r.kind) {
@@ -909,6 +917,10 @@ impl Stats {
         if let (Some(a), Some(b)) = (span.first_ts, span.last_ts) {
             s.sched.timeline = Some(timeline::Timeline::new(a, b.max(a)));
             s.sched.rank_waits = Some(rank_waits::RankWaits::new(a, b.max(a)));
+        }
+        if s.header.is_summary() {
+            s.summed_loaders = summed_loaders(reader)?;
+            reader.rewind();
         }
         while let Some(mut f) = reader.next_frame()? {
             while let Some(rec) = f.next_record() {
@@ -1355,7 +1367,7 @@ impl Stats {
     pub fn detail_line(&self) -> Option<String> {
         let slow = self.slow_ns()?;
         Some(format!(
-            "summary: reads, writes, syncs and closes summed per process, file and second in the kernel; \
+            "summary: reads, writes, syncs and closes summed per thread, file and second in the kernel; \
              only those that took {} or more, or failed, recorded one by one",
             duration(slow)
         ))
@@ -1533,6 +1545,29 @@ impl Stats {
         }
         o
     }
+}
+
+/// The threads of a summary log that are loader threads (see
+/// [`mltrace_model::procs::LOADER_BYTES`]) by their summed reads of data
+/// files and sockets, read ahead: the sums of a second reach the log a
+/// second or two after the wake-ups that the verdict must judge.
+fn summed_loaders<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<HashSet<(u32, u32)>, LogError> {
+    use mltrace_model::procs::{is_data_path, LOADER_BYTES};
+    let mut bytes: HashMap<(u32, u32), u64> = HashMap::default();
+    while let Some(mut f) = reader.next_frame()? {
+        while let Some(rec) = f.next_record() {
+            let Record::IoSummary(r) = rec else { continue };
+            let data = match r.kind {
+                FileKind::Regular | FileKind::BlockDev => is_data_path(f.str(r.path)),
+                FileKind::Socket => true,
+                _ => false,
+            };
+            if r.tid != r.pid && data && r.op.io().is_some_and(|o| !o.is_write()) {
+                *bytes.entry((r.pid, r.tid)).or_default() += r.bytes;
+            }
+        }
+    }
+    Ok(bytes.into_iter().filter(|&(_, b)| b >= LOADER_BYTES).map(|(k, _)| k).collect())
 }
 
 #[cfg(test)]
