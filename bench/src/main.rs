@@ -37,6 +37,9 @@ enum Tool {
     /// Another build of mltrace (BENCH_BASELINE=PATH), run side by side:
     /// whether a change made the recorder slower.
     MltraceBaseline,
+    /// `record --detail summary --slow 1ms`: the mode meant to be left on
+    /// every job (only where this build of mltrace has `--detail`).
+    MltraceSummary,
     Bpftrace,
     Strace,
 }
@@ -50,6 +53,7 @@ impl Tool {
             Tool::Mltrace => "mltrace record",
             Tool::MltraceNoSched => "mltrace --sched off",
             Tool::MltraceBaseline => "mltrace baseline",
+            Tool::MltraceSummary => "mltrace summary",
             Tool::Bpftrace => "bpftrace printf",
             Tool::Strace => "strace -f",
         }
@@ -255,16 +259,22 @@ impl Bench {
                 s
             }
             Tool::LatencyFloor => latency_floor(w)?,
-            Tool::Mltrace | Tool::MltraceNoSched | Tool::MltraceBaseline => {
+            Tool::Mltrace | Tool::MltraceNoSched | Tool::MltraceBaseline | Tool::MltraceSummary => {
                 let log = out.with_extension("bin");
                 let sched = if tool == Tool::MltraceNoSched { "off" } else { "on" };
                 let bin = match (tool, &self.baseline) {
                     (Tool::MltraceBaseline, Some(b)) => b,
                     _ => &self.mltrace,
                 };
+                let mode: &[&str] = match tool {
+                    Tool::MltraceSummary => &["--detail", "summary", "--slow", "1ms"],
+                    _ => &["--sched", sched],
+                };
                 let (s, rss) = rss_of(
                     Command::new(bin)
-                        .args(["record", "-q", "-f", "--gpu", "off", "--sched", sched, "-o"])
+                        .args(["record", "-q", "-f", "--gpu", "off"])
+                        .args(mode)
+                        .arg("-o")
                         .arg(&log)
                         .arg("--")
                         .arg(&w.bin)
@@ -385,6 +395,15 @@ fn main() -> Result<()> {
         }
         if wanted(Tool::MltraceBaseline) {
             tools.push(Tool::MltraceBaseline);
+        }
+    }
+    // `record --detail summary`, once this build has it (its --help says so).
+    if wanted(Tool::MltraceSummary) {
+        let help = Command::new(&mltrace).args(["record", "--help"]).output()?;
+        if String::from_utf8_lossy(&help.stdout).contains("--detail") {
+            tools.push(Tool::MltraceSummary);
+        } else {
+            skipped.push(format!("{}: this mltrace has no `record --detail`", Tool::MltraceSummary.name()));
         }
     }
     for (t, bin) in [(Tool::Bpftrace, "bpftrace"), (Tool::Strace, "strace")] {
@@ -626,6 +645,14 @@ fn main() -> Result<()> {
             }
         }
     }
+    // The mode meant to be left on every job.
+    for (wi, key) in [(1, "b")].into_iter().chain(p) {
+        if let (Some(m), Some(u)) = (med(wi, Tool::MltraceSummary), med(wi, Tool::Untraced)) {
+            let slow = (m as f64 / u as f64 - 1.0) * 100.0;
+            let _ = writeln!(table, "  ({key}) summary slowdown < 5%: {slow:+.1}%  {}", verdict(slow < 5.0));
+        }
+    }
+
     if quick {
         if !workloads.iter().any(|w| run_w(w.key)) {
             table.clear();
