@@ -20,6 +20,7 @@ use mltrace_log::*;
 mod cold;
 mod cuda;
 mod job;
+mod stages;
 
 #[allow(clippy::all, non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
 mod floor {
@@ -651,6 +652,34 @@ fn main() -> Result<()> {
             let slow = (m as f64 / u as f64 - 1.0) * 100.0;
             let _ = writeln!(table, "  ({key}) summary slowdown < 5%: {slow:+.1}%  {}", verdict(slow < 5.0));
         }
+    }
+    // 1b. Per stage, for (b) and (p): with BENCH_STAGES=1, and in quick
+    // runs (BENCH_ONLY) of either unless BENCH_STAGES=0.
+    let want_stages = match std::env::var("BENCH_STAGES").ok().as_deref() {
+        Some("0") => false,
+        Some(_) => true,
+        None => quick,
+    };
+    let staged: Vec<usize> =
+        (0..workloads.len()).filter(|&wi| matches!(workloads[wi].key, "b" | "p") && run_w(workloads[wi].key)).collect();
+    if want_stages && !staged.is_empty() {
+        let _ = writeln!(
+            table,
+            "\n== 1b. Where the cost goes, per stage (one recording of each; BPF: kernel.bpf_stats_enabled, with the \
+             calls of other processes the programs filter out; the recorder: its threads' CPU from the first run to \
+             the last; ns/event: per record in the log) =="
+        );
+        for wi in staged {
+            eprint!("\rbench: per stage, {}{:<20}", workloads[wi].key, "");
+            let _ = std::io::stderr().flush();
+            match stages::stages(&bench, &workloads[wi], added(wi, Tool::Mltrace)) {
+                Ok(rows) => table.push_str(&rows),
+                Err(e) => {
+                    let _ = writeln!(table, "  {}: failed: {e:#}", workloads[wi].title);
+                }
+            }
+        }
+        eprintln!();
     }
 
     if quick {
