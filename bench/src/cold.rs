@@ -90,7 +90,7 @@ fn run_cpu(cmd: &mut Command) -> Result<(String, u64)> {
 }
 
 /// `name runs ns` lines, as `record` writes them with MLTRACE_BPF_STATS.
-fn prog_stats(p: &Path) -> Vec<(String, u64, u64)> {
+pub(crate) fn prog_stats(p: &Path) -> Vec<(String, u64, u64)> {
     let text = fs::read_to_string(p).unwrap_or_default();
     text.lines()
         .filter_map(|l| {
@@ -102,11 +102,11 @@ fn prog_stats(p: &Path) -> Vec<(String, u64, u64)> {
 
 /// Turns the kernel's per-program run-time counting on for as long as it
 /// lives (as it was before, after).
-struct BpfStats(Option<String>);
+pub(crate) struct BpfStats(Option<String>);
 
 impl BpfStats {
     const PATH: &'static str = "/proc/sys/kernel/bpf_stats_enabled";
-    fn on() -> Self {
+    pub(crate) fn on() -> Self {
         let was = fs::read_to_string(Self::PATH).ok();
         let _ = fs::write(Self::PATH, "1");
         BpfStats(was)

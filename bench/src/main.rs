@@ -20,6 +20,7 @@ use mltrace_log::*;
 mod cold;
 mod cuda;
 mod job;
+mod stages;
 
 #[allow(clippy::all, non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
 mod floor {
@@ -37,6 +38,9 @@ enum Tool {
     /// Another build of mltrace (BENCH_BASELINE=PATH), run side by side:
     /// whether a change made the recorder slower.
     MltraceBaseline,
+    /// `record --detail summary --slow 1ms`: the mode meant to be left on
+    /// every job (only where this build of mltrace has `--detail`).
+    MltraceSummary,
     Bpftrace,
     Strace,
 }
@@ -50,6 +54,7 @@ impl Tool {
             Tool::Mltrace => "mltrace record",
             Tool::MltraceNoSched => "mltrace --sched off",
             Tool::MltraceBaseline => "mltrace baseline",
+            Tool::MltraceSummary => "mltrace summary",
             Tool::Bpftrace => "bpftrace printf",
             Tool::Strace => "strace -f",
         }
@@ -62,7 +67,7 @@ struct Workload {
     bin: PathBuf,
     args: Vec<String>,
     /// The name of the traced processes (bpftrace's filter).
-    comm: &'static str,
+    comm: String,
     /// Runs per tool in each round: a workload of a tenth of a second needs
     /// more samples than a round count that suits the others.
     repeat: usize,
@@ -255,16 +260,22 @@ impl Bench {
                 s
             }
             Tool::LatencyFloor => latency_floor(w)?,
-            Tool::Mltrace | Tool::MltraceNoSched | Tool::MltraceBaseline => {
+            Tool::Mltrace | Tool::MltraceNoSched | Tool::MltraceBaseline | Tool::MltraceSummary => {
                 let log = out.with_extension("bin");
                 let sched = if tool == Tool::MltraceNoSched { "off" } else { "on" };
                 let bin = match (tool, &self.baseline) {
                     (Tool::MltraceBaseline, Some(b)) => b,
                     _ => &self.mltrace,
                 };
+                let mode: &[&str] = match tool {
+                    Tool::MltraceSummary => &["--detail", "summary", "--slow", "1ms"],
+                    _ => &["--sched", sched],
+                };
                 let (s, rss) = rss_of(
                     Command::new(bin)
-                        .args(["record", "-q", "-f", "--gpu", "off", "--sched", sched, "-o"])
+                        .args(["record", "-q", "-f", "--gpu", "off"])
+                        .args(mode)
+                        .arg("-o")
                         .arg(&log)
                         .arg("--")
                         .arg(&w.bin)
@@ -279,7 +290,7 @@ impl Bench {
             }
             Tool::Bpftrace => {
                 let txt = out.with_extension("bt.txt");
-                let script = self.script.replace("WORKLOAD", w.comm);
+                let script = self.script.replace("WORKLOAD", &w.comm);
                 let cmdline =
                     std::iter::once(w.bin.display().to_string()).chain(w.args.iter().cloned()).collect::<Vec<_>>();
                 let s = run_measured(Command::new("bpftrace").args(["-q", "-o"]).arg(&txt).args([
@@ -387,6 +398,15 @@ fn main() -> Result<()> {
             tools.push(Tool::MltraceBaseline);
         }
     }
+    // `record --detail summary`, once this build has it (its --help says so).
+    if wanted(Tool::MltraceSummary) {
+        let help = Command::new(&mltrace).args(["record", "--help"]).output()?;
+        if String::from_utf8_lossy(&help.stdout).contains("--detail") {
+            tools.push(Tool::MltraceSummary);
+        } else {
+            skipped.push(format!("{}: this mltrace has no `record --detail`", Tool::MltraceSummary.name()));
+        }
+    }
     for (t, bin) in [(Tool::Bpftrace, "bpftrace"), (Tool::Strace, "strace")] {
         if !wanted(t) {
             continue;
@@ -425,7 +445,7 @@ fn main() -> Result<()> {
     let _ = Command::new("sh")
         .args(["-c", &format!("cat {} {}/* > /dev/null", cached.display(), files.display())])
         .status();
-    let bench = Bench {
+    let mut bench = Bench {
         dir: dir.clone(),
         mltrace: mltrace.clone(),
         baseline,
@@ -434,13 +454,16 @@ fn main() -> Result<()> {
         tools,
         skipped,
     };
-    let workloads = [
+    let only = std::env::var("BENCH_ONLY").ok();
+    let run_w = |k: &str| only.as_deref().is_none_or(|l| l.split(',').any(|x| x.trim() == k));
+    let quick = only.is_some();
+    let mut workloads = vec![
         Workload {
             key: "a",
             title: "(a) 1M preads of 4 KiB, cached",
             bin: dir.join("pread_loop"),
             args: vec![cached.display().to_string(), "1000000".into()],
-            comm: "pread_loop",
+            comm: "pread_loop".into(),
             repeat: 1,
         },
         Workload {
@@ -448,7 +471,7 @@ fn main() -> Result<()> {
             title: "(b) data loader: 4 workers, 4000 small files x5",
             bin: dir.join("loader"),
             args: vec![files.display().to_string(), nfiles.to_string(), "4".into(), "5".into()],
-            comm: "loader",
+            comm: "loader".into(),
             repeat: 5,
         },
         Workload {
@@ -456,7 +479,7 @@ fn main() -> Result<()> {
             title: "(c) 300 O_DIRECT reads of 1 MiB",
             bin: dir.join("direct"),
             args: vec![big.display().to_string(), "300".into()],
-            comm: "direct",
+            comm: "direct".into(),
             repeat: 1,
         },
         Workload {
@@ -464,14 +487,16 @@ fn main() -> Result<()> {
             title: "(d) cold 256 MiB file through mmap, 4 KiB stride",
             bin: dir.join("mapped"),
             args: vec![mapped.display().to_string()],
-            comm: "mapped",
+            comm: "mapped".into(),
             repeat: 1,
         },
     ];
-
-    let only = std::env::var("BENCH_ONLY").ok();
-    let run_w = |k: &str| only.as_deref().is_none_or(|l| l.split(',').any(|x| x.trim() == k));
-    let quick = only.is_some();
+    if run_w("p") {
+        match small_files(&dir, &wl) {
+            Ok(w) => workloads.push(w),
+            Err(e) => bench.skipped.push(format!("(p) the Python small-file loader: {e:#}")),
+        }
+    }
     // 1. Overhead, alternating tools round by round.
     let mut results: Vec<Vec<Vec<Run>>> = vec![vec![Vec::new(); bench.tools.len()]; workloads.len()];
     for round in 0..bench.reps {
@@ -514,7 +539,8 @@ fn main() -> Result<()> {
     use std::fmt::Write as _;
     let _ = writeln!(
         table,
-        "\n== 1. Capture overhead (median loop time of {} rounds, 5 runs a round on (b); x = traced / untraced) ==",
+        "\n== 1. Capture overhead (median loop time of {} rounds, 5 runs a round on (b), 3 on (p); x = traced / \
+         untraced) ==",
         bench.reps
     );
     let _ = write!(table, "{:<48}", "workload");
@@ -567,7 +593,9 @@ fn main() -> Result<()> {
                 writeln!(table, "  (b) mltrace's added time <= 2x the latency floor's: {r:.2}x  {}", verdict(r <= 2.0));
         }
     }
-    for (wi, key) in [(0, "a"), (1, "b")] {
+    // (p) is there when it runs (it needs python3).
+    let p = workloads.iter().position(|w| w.key == "p").map(|wi| (wi, "p"));
+    for (wi, key) in [(0, "a"), (1, "b")].into_iter().chain(p) {
         if let (Some(on), Some(off)) = (med(wi, Tool::Mltrace), med(wi, Tool::MltraceNoSched)) {
             let cost = (on as f64 / off.max(1) as f64 - 1.0) * 100.0;
             let _ = writeln!(
@@ -576,7 +604,7 @@ fn main() -> Result<()> {
             );
         }
     }
-    for (wi, key) in [(0, "a"), (1, "b"), (2, "c"), (3, "d")] {
+    for (wi, key) in [(0, "a"), (1, "b"), (2, "c"), (3, "d")].into_iter().chain(p) {
         if let (Some(m), Some(b), Some(u)) =
             (med(wi, Tool::Mltrace), med(wi, Tool::MltraceBaseline), med(wi, Tool::Untraced))
         {
@@ -594,6 +622,64 @@ fn main() -> Result<()> {
             let slow = (m as f64 / u as f64 - 1.0) * 100.0;
             let _ = writeln!(table, "  ({key}) slowdown < 10%: {slow:+.1}%  {}", verdict(slow < 10.0));
         }
+    }
+    if let Some((wi, _)) = p {
+        if let (Some(m), Some(u)) = (med(wi, Tool::Mltrace), med(wi, Tool::Untraced)) {
+            let slow = (m as f64 / u as f64 - 1.0) * 100.0;
+            let _ = writeln!(
+                table,
+                "  (p) python small-file loader: mltrace slowdown < 15%: {slow:+.1}%  {}",
+                verdict(slow < 15.0)
+            );
+        }
+        if let (Some(m), Some(f)) = (added(wi, Tool::Mltrace), added(wi, Tool::LatencyFloor)) {
+            if m <= 0.0 || f <= 0.0 {
+                let _ = writeln!(table, "      vs the latency floor: not measurable (an added time <= 0: noise)");
+            } else {
+                let _ = writeln!(
+                    table,
+                    "      added time {:.0} ms, {:.2}x the latency floor's ({:.0} ms)",
+                    m / 1e6,
+                    m / f,
+                    f / 1e6
+                );
+            }
+        }
+    }
+    // The mode meant to be left on every job.
+    for (wi, key) in [(1, "b")].into_iter().chain(p) {
+        if let (Some(m), Some(u)) = (med(wi, Tool::MltraceSummary), med(wi, Tool::Untraced)) {
+            let slow = (m as f64 / u as f64 - 1.0) * 100.0;
+            let _ = writeln!(table, "  ({key}) summary slowdown < 5%: {slow:+.1}%  {}", verdict(slow < 5.0));
+        }
+    }
+    // 1b. Per stage, for (b) and (p): with BENCH_STAGES=1, and in quick
+    // runs (BENCH_ONLY) of either unless BENCH_STAGES=0.
+    let want_stages = match std::env::var("BENCH_STAGES").ok().as_deref() {
+        Some("0") => false,
+        Some(_) => true,
+        None => quick,
+    };
+    let staged: Vec<usize> =
+        (0..workloads.len()).filter(|&wi| matches!(workloads[wi].key, "b" | "p") && run_w(workloads[wi].key)).collect();
+    if want_stages && !staged.is_empty() {
+        let _ = writeln!(
+            table,
+            "\n== 1b. Where the cost goes, per stage (one recording of each; BPF: kernel.bpf_stats_enabled, with the \
+             calls of other processes the programs filter out; the recorder: its threads' CPU from the first run to \
+             the last; ns/event: per record in the log) =="
+        );
+        for wi in staged {
+            eprint!("\rbench: per stage, {}{:<20}", workloads[wi].key, "");
+            let _ = std::io::stderr().flush();
+            match stages::stages(&bench, &workloads[wi], added(wi, Tool::Mltrace)) {
+                Ok(rows) => table.push_str(&rows),
+                Err(e) => {
+                    let _ = writeln!(table, "  {}: failed: {e:#}", workloads[wi].title);
+                }
+            }
+        }
+        eprintln!();
     }
 
     if quick {
@@ -689,7 +775,7 @@ fn main() -> Result<()> {
             title: "",
             bin: dir.join("paced"),
             args: vec![cached.display().to_string(), format!("{rate}"), "3".into(), "2".into()],
-            comm: "paced",
+            comm: "paced".into(),
             repeat: 1,
         };
         let r = match bench.run(Tool::Mltrace, &w) {
@@ -864,6 +950,51 @@ fn export_bench(dir: &Path, mltrace: &Path, reps: usize) -> Result<String> {
     );
     let _ = writeln!(table, "  (median of {} runs each, in turn)", reps.max(1));
     Ok(table)
+}
+
+/// ImageFolder's layout: 100 class directories of 200 files of 16 KiB.
+const SMALL_DIRS: usize = 100;
+const SMALL_PER_DIR: usize = 200;
+const SMALL_BYTES: usize = 16 << 10;
+
+/// (p): bench/workloads/smallfiles.py's 4 forked workers reading the
+/// 20,000 files of target/bench/small16k (made here, then read once to
+/// be cached) with the interpreter itself (not a pyenv shim, whose own
+/// processes would be traced too).
+fn small_files(dir: &Path, wl: &Path) -> Result<Workload> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .context("python3 is not installed")?;
+    let python = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if !out.status.success() || !python.is_absolute() {
+        bail!("python3 -c 'import sys; print(sys.executable)' gave no interpreter");
+    }
+    let data = dir.join("small16k");
+    let last = data.join(format!("c{:03}/{:05}.bin", SMALL_DIRS - 1, SMALL_DIRS * SMALL_PER_DIR - 1));
+    if fs::metadata(&last).map(|m| m.len()).unwrap_or(0) != SMALL_BYTES as u64 {
+        eprintln!("bench: preparing {} files of 16 KiB in {}", SMALL_DIRS * SMALL_PER_DIR, data.display());
+        for d in 0..SMALL_DIRS {
+            let sub = data.join(format!("c{d:03}"));
+            fs::create_dir_all(&sub)?;
+            for f in 0..SMALL_PER_DIR {
+                let i = d * SMALL_PER_DIR + f;
+                write_file(&sub.join(format!("{i:05}.bin")), SMALL_BYTES, 1_000_003 + i as u64)?;
+            }
+        }
+        let _ = Command::new("sync").status();
+    }
+    let _ = Command::new("sh").args(["-c", &format!("cat {}/*/* > /dev/null", data.display())]).status();
+    // The kernel's comm: the name exec'd, at most 15 bytes.
+    let comm = python.file_name().map(|n| n.to_string_lossy().chars().take(15).collect()).unwrap_or_default();
+    Ok(Workload {
+        key: "p",
+        title: "(p) python loader: 4 workers, 20k files x 16 KiB",
+        bin: python,
+        args: vec![wl.join("smallfiles.py").display().to_string(), data.display().to_string(), "4".into()],
+        comm,
+        repeat: 3,
+    })
 }
 
 fn boottime() -> u64 {

@@ -1,0 +1,135 @@
+//! Section 1b: where the cost goes, per stage. One recording of a few runs
+//! of a workload, with the kernel counting each BPF program's runs and run
+//! time (`kernel.bpf_stats_enabled`, read back through `record`'s
+//! `MLTRACE_BPF_STATS`), and the recorder's CPU per thread: the traced
+//! command is a shell wrapper, a child of the recorder, that reads
+//! /proc/$PPID/task/*/schedstat (ns on a CPU) and comm before the first run
+//! and after the last, so the recorder's start-up (loading the programs)
+//! and its last drain are left out.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use super::cold::{prog_stats, BpfStats};
+use super::{log_counts, run_measured, Bench, Workload};
+
+/// Runs of the workload in the one recording.
+const RUNS: usize = 5;
+
+/// The traced command: `sh -c WRAPPER sh OUT N CMD...`.
+const WRAPPER: &str = r#"out=$1 n=$2
+shift 2
+read -r parent < /proc/$PPID/comm
+[ "$parent" = mltrace ] || { echo "the wrapper's parent is $parent, not the recorder" >&2; exit 1; }
+snap() {
+    for t in /proc/$PPID/task/*; do
+        read -r ns _ < "$t/schedstat" && read -r c < "$t/comm" && echo "$1 ${t##*/} $ns $c"
+    done
+}
+snap before > "$out"
+i=0
+while [ "$i" -lt "$n" ]; do
+    "$@" || exit 1
+    i=$((i + 1))
+done
+snap after >> "$out"
+"#;
+
+/// The recorder's threads: (comm, threads, ns on a CPU between the snapshots).
+fn threads(text: &str) -> Vec<(String, usize, u64)> {
+    let mut by_tid: BTreeMap<u32, (String, u64, u64)> = BTreeMap::new();
+    for l in text.lines() {
+        let mut it = l.splitn(4, ' ');
+        let (Some(when), Some(tid), Some(ns), Some(comm)) = (it.next(), it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let (Ok(tid), Ok(ns)) = (tid.parse(), ns.parse::<u64>()) else { continue };
+        let e = by_tid.entry(tid).or_insert_with(|| (comm.to_string(), 0, 0));
+        e.0 = comm.to_string();
+        if when == "before" {
+            e.1 = ns;
+        } else {
+            e.2 = ns;
+        }
+    }
+    let mut by_comm: Vec<(String, usize, u64)> = Vec::new();
+    // A thread gone before the last snapshot is not counted (the recorder's
+    // threads all live until the command has exited).
+    for (comm, before, after) in by_tid.into_values().filter(|t| t.2 > 0) {
+        match by_comm.iter_mut().find(|c| c.0 == comm) {
+            Some(c) => (c.1, c.2) = (c.1 + 1, c.2 + after.saturating_sub(before)),
+            None => by_comm.push((comm, 1, after.saturating_sub(before))),
+        }
+    }
+    by_comm.sort_by_key(|c| std::cmp::Reverse(c.2));
+    by_comm
+}
+
+/// One workload's rows; `added_ns`: section 1's median added time per run.
+pub(crate) fn stages(bench: &Bench, w: &Workload, added_ns: Option<f64>) -> Result<String> {
+    let log = bench.dir.join(format!("stages-{}.bin", w.key));
+    let stats = bench.dir.join(format!("stages-{}.bpf-stats", w.key));
+    let snaps = bench.dir.join(format!("stages-{}.threads", w.key));
+    let _ = fs::remove_file(&stats);
+    let _ = fs::remove_file(&snaps);
+    {
+        let _on = BpfStats::on();
+        run_measured(
+            Command::new(&bench.mltrace)
+                .args(["record", "-q", "-f", "--gpu", "off", "-o"])
+                .arg(&log)
+                .args(["--", "sh", "-c", WRAPPER, "sh"])
+                .arg(&snaps)
+                .arg(RUNS.to_string())
+                .arg(&w.bin)
+                .args(&w.args)
+                .env("MLTRACE_BPF_STATS", &stats),
+        )?;
+    }
+    let progs = prog_stats(&stats);
+    if progs.is_empty() {
+        bail!("no BPF program stats in {} (kernel.bpf_stats_enabled?)", stats.display());
+    }
+    let threads = threads(&fs::read_to_string(&snaps).context("the wrapper's snapshots")?);
+    let (events, lost, _) = log_counts(&log)?;
+    let n = RUNS as f64;
+    let per_event = |ns: u64| ns as f64 / events.max(1) as f64;
+    let ms = |ns: u64| ns as f64 / n / 1e6;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "  {}: {RUNS} runs in one recording, {:.0} events a run, {lost} lost{}",
+        w.title,
+        events as f64 / n,
+        added_ns.map(|a| format!("; section 1's added time {:.1} ms a run", a / 1e6)).unwrap_or_default()
+    );
+    let _ =
+        writeln!(t, "    {:<40}{:>12}{:>11}{:>14}{:>10}", "stage", "CPU ms/run", "ns/event", "calls/run", "ns/call");
+    let mut bpf: Vec<&(String, u64, u64)> = progs.iter().filter(|p| !p.0.starts_with('(')).collect();
+    bpf.sort_by_key(|p| std::cmp::Reverse(p.2));
+    for (name, runs, ns) in &bpf {
+        let _ = writeln!(
+            t,
+            "    {:<40}{:>12.2}{:>11.0}{:>14.0}{:>10.0}",
+            format!("BPF {name}"),
+            ms(*ns),
+            per_event(*ns),
+            *runs as f64 / n,
+            *ns as f64 / (*runs).max(1) as f64
+        );
+    }
+    for (comm, count, ns) in &threads {
+        let what = if count > &1 { format!("recorder {comm} ({count} threads)") } else { format!("recorder {comm}") };
+        let _ = writeln!(t, "    {what:<40}{:>12.2}{:>11.0}", ms(*ns), per_event(*ns));
+    }
+    let bpf_ns: u64 = bpf.iter().map(|p| p.2).sum();
+    let rec_ns: u64 = threads.iter().map(|c| c.2).sum();
+    let _ = writeln!(t, "    {:<40}{:>12.2}{:>11.0}", "all BPF programs", ms(bpf_ns), per_event(bpf_ns));
+    let _ = writeln!(t, "    {:<40}{:>12.2}{:>11.0}", "the recorder, all threads", ms(rec_ns), per_event(rec_ns));
+    let _ = writeln!(t, "    {:<40}{:>12.2}{:>11.0}", "in all", ms(bpf_ns + rec_ns), per_event(bpf_ns + rec_ns));
+    Ok(t)
+}
