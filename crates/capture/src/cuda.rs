@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use libbpf_rs::{ErrorKind, Link, UprobeMultiOpts, UprobeOpts};
+use libbpf_rs::{Link, UprobeMultiOpts, UprobeOpts};
 
 use crate::bpf::Skeleton;
 
@@ -60,10 +60,12 @@ enum Entry {
 /// The driver's entry points: the `_v2` ones (what `cuda.h` names), their
 /// per-thread default stream variants (`_ptds`, `_ptsz`), and the legacy
 /// ones (32-bit sizes, kept by the driver for old binaries).
-const CUDA_SYMBOLS: [(&str, Entry); 34] = [
+const CUDA_SYMBOLS: [(&str, Entry); 35] = [
     ("cuStreamSynchronize", Entry::StreamSync),
     ("cuStreamSynchronize_ptsz", Entry::StreamSync),
     ("cuCtxSynchronize", Entry::CtxSync),
+    // CUDA 13's runtime (cudaDeviceSynchronize) calls this one.
+    ("cuCtxSynchronize_v2", Entry::CtxSync),
     ("cuEventSynchronize", Entry::EventSync),
     ("cuMemcpy", Entry::Memcpy),
     ("cuMemcpy_ptds", Entry::Memcpy),
@@ -264,6 +266,12 @@ impl Library {
         library_of(path).is_some_and(|l| std::ptr::eq(l, self))
     }
 
+    /// How many of the entry points probed `path` defines, of how many.
+    pub fn entry_points(&self, path: &Path) -> std::io::Result<(usize, usize)> {
+        let names: Vec<&str> = self.symbols.iter().map(|(s, _)| *s).collect();
+        Ok((crate::elfsym::function_offsets(path, &names)?.len(), names.len()))
+    }
+
     /// The copies a process here would load: `$MLTRACE_<NAME>_LIB`
     /// (colon-separated paths), `ldconfig -p`, the usual folders. Stubs
     /// left out.
@@ -347,35 +355,26 @@ impl LibProbes {
             return false;
         }
         self.seen.push(key);
-        // libbpf says which symbols a library lacks: that is expected (not
-        // every version has every entry point), so its messages are caught.
+        // Not every version has every entry point: the absent ones are
+        // expected, and left out.
+        let names: Vec<&str> = self.symbols().iter().map(|(s, _)| *s).collect();
+        let offsets = match crate::elfsym::function_offsets(&real, &names) {
+            Ok(o) => o,
+            Err(e) => {
+                self.failures.push(format!("reading its symbols: {e}"));
+                self.attached.push((real, 0));
+                return true;
+            }
+        };
+        let present: Vec<(&'static str, Entry, u64)> =
+            self.symbols().into_iter().filter_map(|(s, e)| Some((s, e, *offsets.get(s)?))).collect();
+        // libbpf's messages on a refusal are caught (the error says it).
         let ((found, failed), _) = crate::verifier::catching(|| {
             if self.multi {
-                return self.attach_multi(skel, &real);
+                self.attach_multi(skel, &real, &present)
+            } else {
+                self.attach_single(skel, &real, &present)
             }
-            let (mut found, mut failed) = (0usize, Vec::new());
-            for (sym, entry) in self.symbols() {
-                let mut ok = true;
-                let (enter, ret) = program(skel, entry);
-                for (prog, retprobe) in [(Some(enter), false), (ret, true)] {
-                    let Some(prog) = prog else { continue };
-                    let opts = UprobeOpts { func_name: Some(sym.into()), retprobe, ..Default::default() };
-                    match prog.attach_uprobe_with_opts(-1, &real, 0, opts) {
-                        Ok(l) => self.links.push(l),
-                        Err(e) if e.kind() == ErrorKind::NotFound && !retprobe => {
-                            ok = false;
-                            break;
-                        }
-                        Err(e) => {
-                            ok = false;
-                            failed.push(format!("{sym}{}: {e}", if retprobe { " (return)" } else { "" }));
-                            break;
-                        }
-                    }
-                }
-                found += usize::from(ok);
-            }
-            (found, failed)
         });
         if !failed.is_empty() {
             self.failures.push(format!("{}: {}", real.display(), failed.join("; ")));
@@ -384,76 +383,88 @@ impl LibProbes {
         true
     }
 
-    /// The uprobe_multi way: a link per entry program (its symbols
-    /// together) and one per return program. Returns the symbols found and
-    /// what failed.
-    fn attach_multi(&mut self, skel: &Skeleton<'_>, real: &Path) -> (usize, Vec<String>) {
-        let multi = |prog: &libbpf_rs::ProgramMut<'_>, syms: &[&str], retprobe: bool| {
-            let opts =
-                UprobeMultiOpts { syms: syms.iter().map(|s| s.to_string()).collect(), retprobe, ..Default::default() };
+    /// A uprobe (and a uretprobe) per entry point. Returns the entry
+    /// points attached and what failed.
+    fn attach_single(
+        &mut self,
+        skel: &Skeleton<'_>,
+        real: &Path,
+        present: &[(&'static str, Entry, u64)],
+    ) -> (usize, Vec<String>) {
+        let (mut found, mut failed) = (0usize, Vec::new());
+        for &(sym, entry, offset) in present {
+            let (enter, ret) = program(skel, entry);
+            let mut ok = true;
+            for (prog, retprobe) in [(Some(enter), false), (ret, true)] {
+                let Some(prog) = prog else { continue };
+                let opts = UprobeOpts { retprobe, ..Default::default() };
+                match prog.attach_uprobe_with_opts(-1, real, offset as usize, opts) {
+                    Ok(l) => self.links.push(l),
+                    Err(e) => {
+                        ok = false;
+                        failed.push(format!("{sym}{}: {e}", if retprobe { " (return)" } else { "" }));
+                        break;
+                    }
+                }
+            }
+            found += usize::from(ok);
+        }
+        (found, failed)
+    }
+
+    /// The uprobe_multi way: a link per entry program (its entry points
+    /// together) and one per return program. Returns the entry points
+    /// attached and what failed.
+    fn attach_multi(
+        &mut self,
+        skel: &Skeleton<'_>,
+        real: &Path,
+        present: &[(&'static str, Entry, u64)],
+    ) -> (usize, Vec<String>) {
+        let multi = |prog: &libbpf_rs::ProgramMut<'_>, offsets: Vec<usize>, retprobe: bool| {
+            let opts = UprobeMultiOpts { offsets, retprobe, ..Default::default() };
             prog.attach_uprobe_multi_with_opts(-1, real, "", opts)
         };
+        let names = |v: &[(&str, u64)]| v.iter().map(|x| x.0).collect::<Vec<_>>().join(", ");
         let (mut failed, mut found) = (Vec::new(), 0);
-        // The entry points present, by return program (its address: the
-        // programs are fields of one skeleton).
-        let mut returns: Vec<(*const libbpf_rs::ProgramMut<'_>, Vec<&str>)> = Vec::new();
-        let mut entries: Vec<(Entry, Vec<&str>)> = Vec::new();
-        for (sym, e) in self.symbols() {
+        let mut entries: Vec<(Entry, Vec<(&str, u64)>)> = Vec::new();
+        for &(sym, e, off) in present {
             match entries.iter_mut().find(|(x, _)| *x == e) {
-                Some((_, v)) => v.push(sym),
-                None => entries.push((e, vec![sym])),
+                Some((_, v)) => v.push((sym, off)),
+                None => entries.push((e, vec![(sym, off)])),
             }
         }
+        // The entry points attached, by return program (its address: the
+        // programs are fields of one skeleton).
+        let mut returns: Vec<(*const libbpf_rs::ProgramMut<'_>, Vec<(&str, u64)>)> = Vec::new();
         for (e, syms) in entries {
             let (enter, ret) = program(skel, e);
-            let present: Vec<&str> = match multi(enter, &syms, false) {
-                Ok(l) => {
-                    self.links.push(l);
-                    syms
-                }
-                // One or more absent: each alone (kept, though it costs a
-                // link each).
-                Err(err) if err.kind() == ErrorKind::NotFound => syms
-                    .into_iter()
-                    .filter(|s| match multi(enter, &[s], false) {
-                        Ok(l) => {
-                            self.links.push(l);
-                            true
-                        }
-                        Err(err) if err.kind() == ErrorKind::NotFound => false,
-                        Err(err) => {
-                            failed.push(format!("{s}: {err}"));
-                            false
-                        }
-                    })
-                    .collect(),
+            match multi(enter, syms.iter().map(|x| x.1 as usize).collect(), false) {
+                Ok(l) => self.links.push(l),
                 Err(err) => {
-                    failed.push(format!("{}: {err}", syms.join(", ")));
+                    failed.push(format!("{}: {err}", names(&syms)));
                     continue;
                 }
-            };
+            }
             let Some(ret) = ret else {
-                found += present.len();
+                found += syms.len();
                 continue;
             };
             let key = ret as *const _;
             match returns.iter_mut().find(|(p, _)| *p == key) {
-                Some((_, v)) => v.extend(present),
-                None => returns.push((key, present)),
+                Some((_, v)) => v.extend(syms),
+                None => returns.push((key, syms)),
             }
         }
         for (key, syms) in returns {
-            if syms.is_empty() {
-                continue;
-            }
             // SAFETY: `key` is one of `skel.progs`' fields, borrowed above.
             let ret = unsafe { &*key };
-            match multi(ret, &syms, true) {
+            match multi(ret, syms.iter().map(|x| x.1 as usize).collect(), true) {
                 Ok(l) => {
                     self.links.push(l);
                     found += syms.len();
                 }
-                Err(err) => failed.push(format!("{} (return): {err}", syms.join(", "))),
+                Err(err) => failed.push(format!("{} (return): {err}", names(&syms))),
             }
         }
         (found, failed)

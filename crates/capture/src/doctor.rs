@@ -282,13 +282,31 @@ pub fn run() -> Vec<Check> {
             "cuda" => ("CUDA probes", "CUDA driver calls"),
             _ => ("NCCL probes", "NCCL calls"),
         };
-        let libs = lib.candidates();
+        // Each copy once (ldconfig lists a library under several names),
+        // with the entry points record would attach to in it.
+        let mut libs: Vec<std::path::PathBuf> =
+            lib.candidates().into_iter().filter_map(|p| std::fs::canonicalize(p).ok()).collect();
+        libs.dedup();
+        libs.sort();
+        libs.dedup();
+        let mut none_found = !libs.is_empty();
         let found = if libs.is_empty() {
             format!("no {} found here (one a traced process maps is attached then)", lib.soname())
         } else {
-            format!("attached to {}", libs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
+            let each: Vec<String> = libs
+                .iter()
+                .map(|p| match lib.entry_points(p) {
+                    Ok((n, of)) => {
+                        none_found &= n == 0;
+                        format!("{}: {n} of {of} entry points", p.display())
+                    }
+                    Err(e) => format!("{}: symbols unreadable ({e})", p.display()),
+                })
+                .collect();
+            each.join(", ")
         };
         out.push(match &uprobes {
+            Ok(()) if none_found => check(name, Status::Absent, format!("{found}: {what} in it are not recorded")),
             Ok(()) => check(name, Status::Ok, format!("uprobes attach here ({what}); {found}")),
             Err(e) => check(name, Status::Absent, format!("uprobes: {e}: {what} are not recorded")),
         });

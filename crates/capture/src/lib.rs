@@ -12,6 +12,7 @@ pub mod bpf;
 pub mod cuda;
 pub mod decode;
 pub mod doctor;
+mod elfsym;
 mod environ;
 pub mod error;
 pub mod faults;
