@@ -462,7 +462,7 @@ enum gpu_api {
 struct io_sum_key {
 	u32 tgid;
 	u32 op;
-	u64 sec;
+	u64 sec;   /* the second of boot time the call ended in, its low 24 bits */
 	u64 file;
 	u64 ino;
 	u32 dev;

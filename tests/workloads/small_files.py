@@ -21,18 +21,33 @@ def load(w):
     return n
 
 
+# The loaders start together, as a DataLoader's workers live for the
+# epoch: one that finished before the last was forked would not be
+# counted among the workers alive at once.
 if mode == "procs":
+    go_r, go_w = os.pipe()
     pids = []
     for w in range(workers):
         pid = os.fork()
         if pid == 0:
+            os.close(go_w)
+            os.read(go_r, 1)
             load(w)
             os._exit(0)
         pids.append(pid)
+    os.write(go_w, b"g" * workers)
     for pid in pids:
         os.waitpid(pid, 0)
+    os.close(go_r)
+    os.close(go_w)
 else:
-    ts = [threading.Thread(target=load, args=(w,)) for w in range(workers)]
+    start = threading.Barrier(workers)
+
+    def started(w):
+        start.wait()
+        return load(w)
+
+    ts = [threading.Thread(target=started, args=(w,)) for w in range(workers)]
     for t in ts:
         t.start()
     for t in ts:

@@ -404,6 +404,10 @@ fn load_route<'obj>(
     if cfg.adopt.as_ref().is_none_or(|a| a.path.is_none()) {
         open.maps.path_excluded.set_max_entries(1).map_err(bpf_err("sizing the --path map"))?;
     }
+    // Preallocated too (about 11 MB): only with --detail summary.
+    if cfg.summary_slow_ns.is_none() {
+        open.maps.io_sums.set_max_entries(1).map_err(bpf_err("sizing the summary map"))?;
+    }
     let (loaded, refused) = crate::verifier::catching(|| open.load());
     let mut skel = loaded.map_err(|source| CaptureError::Bpf {
         stage: match refused {
@@ -551,10 +555,10 @@ pub struct IoSum {
     pub sum: types::io_sum,
 }
 
-/// Takes the sums of the seconds that ended before `before_sec` out of the
+/// Takes the sums of the seconds that have `ended` out of the
 /// kernel's map (those still being added to stay). Read in batches; an
 /// old kernel without batch operations (before 5.6) is read key by key.
-pub fn take_io_sums(skel: &MltraceSkel<'_>, before_sec: u64, out: &mut Vec<IoSum>) {
+pub fn take_io_sums(skel: &MltraceSkel<'_>, ended: impl Fn(u64) -> bool, out: &mut Vec<IoSum>) {
     let map = &skel.maps.io_sums;
     let (ksz, vsz) = (size_of::<types::io_sum_key>(), size_of::<types::io_sum>());
     let mut done: Vec<u8> = Vec::new();
@@ -564,7 +568,7 @@ pub fn take_io_sums(skel: &MltraceSkel<'_>, before_sec: u64, out: &mut Vec<IoSum
         }
         // SAFETY: plain-data C structs of exactly these sizes, from the kernel.
         let key: types::io_sum_key = unsafe { std::ptr::read_unaligned(k.as_ptr().cast()) };
-        if key.sec >= before_sec {
+        if !ended(key.sec) {
             return;
         }
         let sum: types::io_sum = unsafe { std::ptr::read_unaligned(v.as_ptr().cast()) };

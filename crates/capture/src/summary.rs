@@ -37,7 +37,10 @@ impl Summaries {
     ) {
         let before = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) / SEC };
         self.buf.clear();
-        bpf::take_io_sums(skel, before, &mut self.buf);
+        bpf::take_io_sums(skel, |sec| full_second(sec, now / SEC) < before, &mut self.buf);
+        for s in &mut self.buf {
+            s.key.sec = full_second(s.key.sec, now / SEC);
+        }
         // The second of an exec: the calls before it were the old
         // program's, those after the new one's.
         let span = |s: &IoSum| {
@@ -98,4 +101,26 @@ fn sum_op(code: u32) -> Option<SumOp> {
     let io = (op::OP_READ.0..=op::OP_PWRITEV2.0).contains(&code)
         || (op::OP_FSYNC.0..=op::OP_SYNC_FILE_RANGE.0).contains(&code);
     io.then(|| SumOp::from_io(crate::decode::io_op(code as u8)))
+}
+
+/// The second a sum's low 24 bits of one name: the latest such second
+/// not after `now` (the kernel side keeps 24 bits, 194 days).
+fn full_second(low: u64, now: u64) -> u64 {
+    const MASK: u64 = 0xff_ffff;
+    now - (now.wrapping_sub(low) & MASK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::full_second;
+
+    #[test]
+    fn seconds_come_back_whole() {
+        let now = 50_000_000;
+        assert_eq!(full_second(now & 0xff_ffff, now), now);
+        assert_eq!(full_second((now - 3) & 0xff_ffff, now), now - 3);
+        // Across the wrap of the low bits.
+        let now = 0x300_0002;
+        assert_eq!(full_second(0xff_ffff, now), 0x2ff_ffff);
+    }
 }
