@@ -65,7 +65,7 @@ apt_setup() {
   apt_o=(-o "Dir::Etc::SourceList=$a/sources.list" -o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$a/lists"
          -o Debug::NoLocking=1)
   if [ -z "$(ls "$a/lists" 2>/dev/null | grep -v partial)" ] || [ -n "$(find "$a/lists" -maxdepth 0 -mtime +7)" ]; then
-    apt-get "${apt_o[@]}" update -qq
+    apt-get "${apt_o[@]}" update -qq >&2
   fi
 }
 
@@ -79,7 +79,10 @@ kernel_dir() {
       [ -n "$pkg" ] || { echo "test-kernels: no $s kernel in Debian's archive" >&2; return 1; }
       echo "test-kernels: $s: ${pin[$s]} is gone from the archive, using $pkg" >&2
     fi
-    (cd "$cache/apt/debs" && apt-get "${apt_o[@]}" download "$pkg" 2>/dev/null)
+    # Its progress to stderr: this function's stdout is the directory
+    # (a first download's "Get:1 ... (" lines once made the guest's
+    # kernel path and broke vng's command line).
+    (cd "$cache/apt/debs" && apt-get "${apt_o[@]}" download "$pkg" 2>/dev/null >&2)
   fi
   local deb
   deb=$(ls "$cache/apt/debs/$pkg"_*.deb 2>/dev/null | head -1)
@@ -88,8 +91,8 @@ kernel_dir() {
   d=$cache/kernels/$v
   if [ ! -f "$d/boot/vmlinuz-$v" ]; then
     rm -rf "$d" && mkdir -p "$d"
-    dpkg-deb -x "$deb" "$d"
-    depmod -a -b "$d" "$v"
+    dpkg-deb -x "$deb" "$d" >&2
+    depmod -a -b "$d" "$v" >&2
   fi
   echo "$d"
 }
