@@ -9,14 +9,32 @@ const COVER: f64 = 0.9;
 /// At most this many files are looked at to name them (the largest).
 const MAX_FILES: usize = 4096;
 
+/// Code a worker loads, not data it reads: Python sources and bytecode
+/// (a forked worker reads `dataloader.py` for its tracebacks and
+/// warnings), shared libraries, and the kernel's own files. Named among
+/// the rest, they made the sentence read "reads of /**/*" for a job whose
+/// workers read no file at all.
+fn is_code(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.ends_with(".py")
+        || name.ends_with(".pyc")
+        || name.ends_with(".so")
+        || name.contains(".so.")
+        || ["/proc/", "/sys/", "/dev/"].iter().any(|d| path.starts_with(d))
+}
+
 /// `files`: (path, bytes read). Returns the pattern and the share of all
-/// bytes the files it names hold; `None` when nothing was read.
+/// bytes the files it names hold; `None` when no data file was read
+/// (code files, [`is_code`], are not named).
 pub fn name_files(files: &[(&str, u64)]) -> Option<(String, f64)> {
     let total: u64 = files.iter().map(|f| f.1).sum();
     if total == 0 {
         return None;
     }
-    let mut v: Vec<&(&str, u64)> = files.iter().filter(|f| f.1 > 0).collect();
+    let mut v: Vec<&(&str, u64)> = files.iter().filter(|f| f.1 > 0 && !is_code(f.0)).collect();
+    if v.is_empty() {
+        return None;
+    }
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let mut top = Vec::new();
     let mut sum = 0u64;
@@ -75,6 +93,17 @@ mod tests {
         assert_eq!(pattern(&["/data/train/x/a.npz", "/data/train/b.npz"]), "/data/train/**/*.npz");
         assert_eq!(pattern(&["/data/a.npz", "/data/b.bin"]), "/data/*");
         assert_eq!(pattern(&["/a/x.bin", "/b/y.bin"]), "/**/*.bin");
+    }
+
+    #[test]
+    fn code_is_not_named_as_what_workers_read() {
+        let py = "/venv/lib/python3.12/site-packages/torch/utils/data/dataloader.py";
+        let so = "/venv/lib/python3.12/site-packages/numpy/random/mtrand.cpython-312-x86_64-linux-gnu.so";
+        assert_eq!(name_files(&[(py, 50_000), (so, 3_000), ("/usr/lib/libz.so.1", 832)]), None);
+        // Beside data, they are left out of the name but count in the share.
+        let (name, share) = name_files(&[(py, 10), ("/data/a.npz", 60), ("/data/b.npz", 30)]).unwrap();
+        assert_eq!(name, "/data/*.npz");
+        assert!((share - 0.9).abs() < 1e-9, "{share}");
         assert_eq!(pattern(&["/d/.hidden", "/d/.other"]), "/d/*");
     }
 
