@@ -7,13 +7,16 @@ use std::process::{Command, Output};
 
 use crate::{mltrace_bin, proc, repo};
 
-/// Compiles `tests/workloads/{src}.c` as the shared library `dir/lib/{soname}`.
+/// Compiles `tests/workloads/{src}.c` as the shared library `dir/lib/{soname}`,
+/// stripped (`-s`: `.dynsym` only, no `.symtab`), as NVIDIA ships
+/// `libcuda.so`: libbpf's lookup by name found no entry point in such a
+/// library, and the recorder reads the symbols itself since.
 pub fn library(dir: &Path, src: &str, soname: &str) -> PathBuf {
     let libdir = dir.join("lib");
     std::fs::create_dir_all(&libdir).unwrap();
     let lib = libdir.join(soname);
     let st = Command::new("cc")
-        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .args(["-O2", "-shared", "-fPIC", "-s", "-o"])
         .arg(&lib)
         .arg(repo().join(format!("tests/workloads/{src}.c")))
         .status()

@@ -1,14 +1,13 @@
 //! The file offsets of a shared library's functions, read from its symbol
 //! tables: the CUDA and NCCL uprobes are attached by offset.
 //!
-//! Why not libbpf's own lookup by name: on NVIDIA's driver 580
-//! (`libcuda.so.580.159.04` on an H200 host, CUDA 13) it reported every
-//! entry point "not found", silently, although all 35 are global functions
-//! in its `.dynsym` (as `nm -D` and this reader find them), and a real
-//! PyTorch job was recorded with no CUDA call at all. That library has a
-//! version table without version definitions and no `.symtab`; which of
-//! libbpf's steps turned it away was not pinned down. Reading the tables
-//! here also lets `doctor` say how many entry points each copy has.
+//! Why not libbpf's own lookup by name: in a library stripped of
+//! `.symtab` (as NVIDIA ships `libcuda.so`; `.dynsym` and a version table
+//! only) it found none of the entry points, and said nothing. On an H200
+//! host (driver 580.159.04) a real PyTorch job was recorded with no CUDA
+//! call at all; a stand-in library linked with `-s` does the same, and the
+//! tests' stand-ins are built so. Reading the tables here also lets
+//! `doctor` say how many entry points each copy has.
 
 use std::collections::HashMap;
 use std::fs::File;
