@@ -356,14 +356,14 @@ fn main() -> Result<()> {
     // (workers, phases, counters, block I/O) for export checks and `make soak`.
     if argv.get(1).map(String::as_str) == Some("--synthetic-run") && argv.len() == 6 {
         let n = |i: usize| -> Result<u64> { argv[i].parse().with_context(|| format!("{}: a number", argv[i])) };
-        let spec = mltrace_model::synthetic::Spec {
+        let spec = mltrace_testlog::synthetic::Spec {
             epochs: n(3)? as u32,
             epoch_ns: n(4)? * 1_000_000_000,
             rate: n(5)?,
             workers: 4,
         };
         let f = std::io::BufWriter::new(fs::File::create(&argv[2])?);
-        let calls = mltrace_model::synthetic::write(f, spec)?;
+        let calls = mltrace_testlog::synthetic::write(f, spec)?;
         println!("{calls} syscall records written to {}", argv[2]);
         return Ok(());
     }
@@ -1013,56 +1013,9 @@ fn boottime() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// A log like a long recording: 8 processes x 2 threads reading and
-/// opening files with jittery timing.
+/// The export benchmark's input (`mltrace_testlog::synthetic::flat`).
 fn synthetic_log(path: &Path, n: u64) -> Result<()> {
-    let f = std::io::BufWriter::new(fs::File::create(path)?);
-    let header = Header { source: "bench".into(), clock: "boottime".into(), ..Default::default() };
-    let mut w = RecordWriter::new(f, &header)?;
-    let mut ts = 1_000_000_000u64;
-    let mut s = 7u64;
-    for i in 0..n {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        ts += 500 + (s & 1023);
-        let pid = 1000 + (i % 8) as u32;
-        let tid = pid + ((i / 8) % 2) as u32 * 100;
-        let file = format!("/data/shard-{:05}.bin", (i / 64) % 5000);
-        w.push_with(|e| {
-            if i % 16 == 0 {
-                Record::Open(Open {
-                    ts,
-                    dur: 2000,
-                    pid,
-                    tid,
-                    path: e.intern(file.as_bytes()),
-                    abs_path: e.intern(file.as_bytes()),
-                    ret: 3,
-                    kind: FileKind::Regular,
-                    ..Default::default()
-                })
-            } else {
-                Record::Io(Io {
-                    ts,
-                    dur: 300 + (s >> 54),
-                    pid,
-                    tid,
-                    op: IoOp::Read,
-                    fd: 3,
-                    path: e.intern(file.as_bytes()),
-                    kind: FileKind::Regular,
-                    offset: (i % 16) * 65536,
-                    offset_src: OffsetSrc::FilePos,
-                    requested: 65536,
-                    ret: 65536,
-                    block_reqs: 0,
-                    summed: false,
-                })
-            }
-        })?;
-    }
-    w.finish(&Trailer::default())?;
+    mltrace_testlog::synthetic::flat(std::io::BufWriter::new(fs::File::create(path)?), n)?;
     Ok(())
 }
 

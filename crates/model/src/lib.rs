@@ -24,8 +24,6 @@ pub mod proc_rates;
 pub mod procs;
 pub mod scene;
 pub mod survey;
-#[cfg(feature = "synthetic")]
-pub mod synthetic;
 pub mod window;
 
 pub use args::{ArgKey, ArgSink, Args, FnArgs, NoArgs};

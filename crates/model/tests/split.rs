@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use mltrace_log::*;
 use mltrace_model::export::{self, Output, Written};
 use mltrace_model::plan::{self, FileRole, PlannedFile, Split};
-use mltrace_model::synthetic::{self, Spec};
 use mltrace_model::window::{self, WindowError, WindowRequest};
 use mltrace_model::*;
+use mltrace_testlog::synthetic::{self, Spec};
 
 /// What one file held.
 #[derive(Default, Debug, Clone)]

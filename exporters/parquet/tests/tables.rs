@@ -10,8 +10,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, TimestampNanosecondType};
 use arrow_array::{Array, RecordBatch};
 use mltrace_log::LogReader;
-use mltrace_model::synthetic;
 use mltrace_parquet::{export_log, Options};
+use mltrace_testlog::synthetic;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 fn read(dir: &Path, table: &str) -> (Vec<RecordBatch>, usize) {

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use mltrace_log::LogReader;
 use mltrace_model::plan::FileRole;
-use mltrace_model::synthetic::{self, Spec};
 use mltrace_report::Report;
+use mltrace_testlog::synthetic::{self, Spec};
 
 /// Peak resident memory since the last reset, in kB (Linux).
 fn peak_kb() -> u64 {

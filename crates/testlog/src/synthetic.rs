@@ -362,3 +362,56 @@ pub fn write<W: Write>(out: W, spec: Spec) -> io::Result<u64> {
     g.w.finish(&trailer)?;
     Ok(g.syscalls)
 }
+
+/// A flat log like a long recording, for the export benchmark: 8
+/// processes x 2 threads reading and opening files with jittery timing,
+/// `n` records, no process records or counters.
+pub fn flat<W: Write>(f: W, n: u64) -> io::Result<()> {
+    let header = Header { source: "bench".into(), clock: "boottime".into(), ..Default::default() };
+    let mut w = RecordWriter::new(f, &header)?;
+    let mut ts = 1_000_000_000u64;
+    let mut s = 7u64;
+    for i in 0..n {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        ts += 500 + (s & 1023);
+        let pid = 1000 + (i % 8) as u32;
+        let tid = pid + ((i / 8) % 2) as u32 * 100;
+        let file = format!("/data/shard-{:05}.bin", (i / 64) % 5000);
+        w.push_with(|e| {
+            if i % 16 == 0 {
+                Record::Open(Open {
+                    ts,
+                    dur: 2000,
+                    pid,
+                    tid,
+                    path: e.intern(file.as_bytes()),
+                    abs_path: e.intern(file.as_bytes()),
+                    ret: 3,
+                    kind: FileKind::Regular,
+                    ..Default::default()
+                })
+            } else {
+                Record::Io(Io {
+                    ts,
+                    dur: 300 + (s >> 54),
+                    pid,
+                    tid,
+                    op: IoOp::Read,
+                    fd: 3,
+                    path: e.intern(file.as_bytes()),
+                    kind: FileKind::Regular,
+                    offset: (i % 16) * 65536,
+                    offset_src: OffsetSrc::FilePos,
+                    requested: 65536,
+                    ret: 65536,
+                    block_reqs: 0,
+                    summed: false,
+                })
+            }
+        })?;
+    }
+    w.finish(&Trailer::default())?;
+    Ok(())
+}
