@@ -7,3 +7,38 @@
 
 pub mod sample;
 pub mod synthetic;
+
+use mltrace_log::{Counter, CounterUnit, FrameEncoder, Phase, PhaseKind, Record};
+
+/// A counter sample, its names interned in `e`.
+pub fn counter(
+    e: &mut FrameEncoder,
+    ts: u64,
+    group: &str,
+    name: &str,
+    unit: CounterUnit,
+    pid: u32,
+    value: f64,
+) -> Record {
+    Record::Counter(Counter {
+        ts,
+        group: e.intern(group.as_bytes()),
+        name: e.intern(name.as_bytes()),
+        unit,
+        pid,
+        value,
+    })
+}
+
+/// An epoch from `start` to `end`, as MLLOG's `epoch_start`/`epoch_stop` make one.
+pub fn epoch(e: &mut FrameEncoder, n: u32, start: u64, end: u64) -> Record {
+    Record::Phase(Phase {
+        ts: start,
+        dur: end - start,
+        kind: PhaseKind::Epoch,
+        name: e.intern(format!("EPOCH {n}").as_bytes()),
+        rank: -1,
+        pid: 0,
+        flags: 0,
+    })
+}

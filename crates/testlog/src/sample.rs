@@ -115,18 +115,7 @@ impl W {
             .unwrap();
     }
     fn counter(&mut self, ts: u64, group: &str, name: &str, unit: CounterUnit, pid: u32, value: f64) {
-        self.0
-            .push_with(|e| {
-                Record::Counter(Counter {
-                    ts,
-                    group: e.intern(group.as_bytes()),
-                    name: e.intern(name.as_bytes()),
-                    unit,
-                    pid,
-                    value,
-                })
-            })
-            .unwrap();
+        self.0.push_with(|e| crate::counter(e, ts, group, name, unit, pid, value)).unwrap();
     }
 }
 

@@ -63,16 +63,7 @@ impl<W: Write> Gen<W> {
     }
 
     fn counter(&mut self, ts: u64, group: &str, name: &str, unit: CounterUnit, pid: u32, value: f64) -> io::Result<()> {
-        self.with(|e| {
-            Record::Counter(Counter {
-                ts,
-                group: e.intern(group.as_bytes()),
-                name: e.intern(name.as_bytes()),
-                unit,
-                pid,
-                value,
-            })
-        })
+        self.with(|e| crate::counter(e, ts, group, name, unit, pid, value))
     }
 }
 
@@ -196,18 +187,7 @@ pub fn write<W: Write>(out: W, spec: Spec) -> io::Result<u64> {
                         })
                     })?;
                 }
-                let name = format!("EPOCH {epoch}");
-                g.with(|e| {
-                    Record::Phase(Phase {
-                        ts: epoch_start,
-                        dur: t - epoch_start,
-                        kind: PhaseKind::Epoch,
-                        name: e.intern(name.as_bytes()),
-                        rank: -1,
-                        pid: 0,
-                        flags: 0,
-                    })
-                })?;
+                g.with(|e| crate::epoch(e, epoch, epoch_start, t))?;
                 let acc = format!("{:.4}", 0.5 + f64::from(epoch) / 100.0);
                 g.with(|e| {
                     Record::Mark(Mark {
@@ -327,18 +307,7 @@ pub fn write<W: Write>(out: W, spec: Spec) -> io::Result<u64> {
         sample += 1;
         t += step;
     }
-    let name = format!("EPOCH {epoch}");
-    g.with(|e| {
-        Record::Phase(Phase {
-            ts: epoch_start,
-            dur: t - epoch_start,
-            kind: PhaseKind::Epoch,
-            name: e.intern(name.as_bytes()),
-            rank: -1,
-            pid: 0,
-            flags: 0,
-        })
-    })?;
+    g.with(|e| crate::epoch(e, epoch, epoch_start, t))?;
     g.with(|e| {
         Record::Phase(Phase {
             ts: init_end,
