@@ -115,16 +115,28 @@ fn main_thread_from_exec(dir: &Path, trainer: &serde_json::Value) {
             _ => None,
         })
         .unwrap();
-    let (mut on, mut since, mut end) = (0u64, None::<u64>, exec);
+    // The thread's switches in time order: the log is in about the order
+    // things happen, but two CPUs' records can cross (a switch-out read
+    // before the switch-in it ends counted its run from the exec again).
+    let mut switches: Vec<(u64, bool)> = Vec::new();
+    let mut end = exec;
     for r in &recs {
         match r.rec {
-            Record::SchedSwitch(x) if x.ts >= exec && x.prev_tid == pid => {
-                on += x.ts - since.take().unwrap_or(exec);
-                end = x.ts;
-            }
-            Record::SchedSwitch(x) if x.ts >= exec && x.next_tid == pid => since = Some(x.ts),
+            Record::SchedSwitch(x) if x.ts >= exec && x.prev_tid == pid => switches.push((x.ts, false)),
+            Record::SchedSwitch(x) if x.ts >= exec && x.next_tid == pid => switches.push((x.ts, true)),
             Record::Exit(x) if x.tid == pid => end = end.max(x.ts),
             _ => {}
+        }
+    }
+    switches.sort_unstable();
+    // It runs at its exec.
+    let (mut on, mut since) = (0u64, Some(exec));
+    for (ts, switched_in) in switches {
+        if switched_in {
+            since = Some(ts);
+        } else if let Some(s) = since.take() {
+            on += ts - s;
+            end = end.max(ts);
         }
     }
     let want = on as f64 / (end - exec) as f64;
