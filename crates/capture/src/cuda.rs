@@ -357,7 +357,8 @@ impl LibProbes {
         self.seen.push(key);
         // Not every version has every entry point: the absent ones are
         // expected, and left out.
-        let names: Vec<&str> = self.symbols().iter().map(|(s, _)| *s).collect();
+        let symbols = self.symbols();
+        let names: Vec<&str> = symbols.iter().map(|(s, _)| *s).collect();
         let offsets = match crate::elfsym::function_offsets(&real, &names) {
             Ok(o) => o,
             Err(e) => {
@@ -367,7 +368,7 @@ impl LibProbes {
             }
         };
         let present: Vec<(&'static str, Entry, u64)> =
-            self.symbols().into_iter().filter_map(|(s, e)| Some((s, e, *offsets.get(s)?))).collect();
+            symbols.into_iter().filter_map(|(s, e)| Some((s, e, *offsets.get(s)?))).collect();
         // libbpf's messages on a refusal are caught (the error says it).
         let ((found, failed), _) = crate::verifier::catching(|| {
             if self.multi {

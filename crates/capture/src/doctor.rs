@@ -286,7 +286,6 @@ pub fn run() -> Vec<Check> {
         // with the entry points record would attach to in it.
         let mut libs: Vec<std::path::PathBuf> =
             lib.candidates().into_iter().filter_map(|p| std::fs::canonicalize(p).ok()).collect();
-        libs.dedup();
         libs.sort();
         libs.dedup();
         let mut none_found = !libs.is_empty();
