@@ -8,8 +8,12 @@ its own waits for them.
 for decoding; hashlib lets go of the GIL) into a `queue.Queue`; the main
 thread times each `get()`.
 `tfdata`: a TensorFlow `tf.data` pipeline: the files read with a
-parallel map that also decodes them (a matrix product, about 30 ms),
-batched by 4, prefetched 2; the main thread times each `next()`.
+parallel map that also decodes them (matrix products, about 40 ms of one
+CPU a file), batched by 4, prefetched 2; the main thread times each
+`next()`. Each op runs on one thread and the number of products is
+measured on this CPU first: with a fixed count, a faster CPU (or TF
+spreading one product over many) made the loader keep up and the trainer
+wait 0.3 s instead of about a second.
 Either way the files are written first and dropped from the page cache
 (the loaders read from storage), and the trainer computes COMPUTE_MS
 per step by sleeping or spinning. It prints `key value` lines: `pid`,
@@ -29,7 +33,9 @@ FILE = 1 << 20
 # Hash rounds per file (pool) and matrix products per file (tfdata):
 # about 30 ms of one CPU each on the test machines.
 ROUNDS = int(os.environ.get("THREAD_LOADER_ROUNDS", "80"))
-PRODUCTS = int(os.environ.get("THREAD_LOADER_PRODUCTS", "2"))
+# Matrix products per file (tfdata): measured when unset.
+PRODUCTS = os.environ.get("THREAD_LOADER_PRODUCTS")
+DECODE_MS = 40
 
 
 def make_files(d, n):
@@ -79,13 +85,30 @@ def pool(paths, steps, ms, how):
     return total, blocked
 
 
+def products_per_file(tf):
+    """How many 1024x1024 products take DECODE_MS on one thread here."""
+    if PRODUCTS:
+        return int(PRODUCTS)
+    x = tf.random.uniform([1024, 1024])
+    tf.matmul(x, x).numpy()  # warm up
+    n = 5
+    t0 = time.perf_counter()
+    for _ in range(n):
+        x = tf.matmul(x, x) / 1024.0
+    x.numpy()
+    each = (time.perf_counter() - t0) * 1000 / n
+    return max(1, round(DECODE_MS / each))
+
+
 def tfdata(paths, steps, ms, how):
     import tensorflow as tf
+
+    products = products_per_file(tf)
 
     def decode(path):
         raw = tf.io.decode_raw(tf.io.read_file(path), tf.uint8)
         x = tf.reshape(tf.cast(raw, tf.float32), [1024, 1024]) / 255.0
-        for _ in range(PRODUCTS):
+        for _ in range(products):
             x = tf.matmul(x, x) / 1024.0
         return tf.reduce_sum(x)
 
@@ -106,8 +129,11 @@ def tfdata(paths, steps, ms, how):
 def main():
     mode, d, steps, ms, how = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
     if mode == "tfdata":
-        # TensorFlow's own threads, before the clock starts.
-        import tensorflow as tf  # noqa: F401
+        # TensorFlow's own threads, before the clock starts; one thread an
+        # op, so a decode costs one CPU whatever the machine's size.
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(1)
     paths = make_files(d, steps * (4 if mode == "tfdata" else 2))
     total, blocked = (pool if mode == "pool" else tfdata)(paths, steps, ms, how)
     print(f"pid {os.getpid()}")
