@@ -6,7 +6,8 @@ its own waits for them.
 
 `pool`: two threads read 1 MiB files of DIR and hash them (standing in
 for decoding; hashlib lets go of the GIL) into a `queue.Queue`; the main
-thread times each `get()`.
+thread times each `get()`. Hashing takes about 50 ms of one CPU a file
+here and on any machine (its rounds are measured first).
 `tfdata`: a TensorFlow `tf.data` pipeline: the files read with a
 parallel map that also decodes them (matrix products, about 40 ms of one
 CPU a file), batched by 4, prefetched 2; the main thread times each
@@ -30,9 +31,10 @@ import time
 from compute import compute
 
 FILE = 1 << 20
-# Hash rounds per file (pool) and matrix products per file (tfdata):
-# about 30 ms of one CPU each on the test machines.
-ROUNDS = int(os.environ.get("THREAD_LOADER_ROUNDS", "80"))
+# Hash rounds per file (pool): measured when unset, for HASH_MS a file
+# whatever the CPU's speed.
+ROUNDS = os.environ.get("THREAD_LOADER_ROUNDS")
+HASH_MS = 50
 # Matrix products per file (tfdata): measured when unset.
 PRODUCTS = os.environ.get("THREAD_LOADER_PRODUCTS")
 DECODE_MS = 40
@@ -55,9 +57,24 @@ def make_files(d, n):
     return paths
 
 
+def rounds_per_file():
+    """How many rounds of hashing 1 MiB take HASH_MS here."""
+    if ROUNDS:
+        return int(ROUNDS)
+    chunk = os.urandom(FILE)
+    h = hashlib.sha256()
+    n = 10
+    t0 = time.perf_counter()
+    for _ in range(n):
+        h.update(chunk)
+    each = (time.perf_counter() - t0) * 1000 / n
+    return max(1, round(HASH_MS / each))
+
+
 def pool(paths, steps, ms, how):
     q = queue.Queue(maxsize=4)
     per_batch = 2
+    rounds = rounds_per_file()
 
     def loader(k):
         for step in range(k, steps, 2):
@@ -65,7 +82,7 @@ def pool(paths, steps, ms, how):
             for j in range(per_batch):
                 with open(paths[(step * per_batch + j) % len(paths)], "rb") as f:
                     chunk = f.read()
-                for _ in range(ROUNDS):
+                for _ in range(rounds):
                     h.update(chunk)
             q.put((step, h.hexdigest()))
 
