@@ -22,21 +22,38 @@ from compute import compute
 
 WORKERS = 4
 CHUNK = 1 << 20
-# Hash rounds per batch: about 30 ms of one CPU on the test machines.
-ROUNDS = int(os.environ.get("STEP_TRAINER_ROUNDS", "60"))
+# Hash rounds per batch: measured when unset, for about 30 ms of one CPU
+# a batch on a 2-CPU machine and as much longer as more CPUs run the
+# workers at once, so that the trainer waits as long on any machine.
+ROUNDS = os.environ.get("STEP_TRAINER_ROUNDS")
+BATCH_MS = 30
 # A slow loader (a rank reading from a slow node): each worker sleeps this
 # long per batch.
 WORKER_SLEEP = float(os.environ.get("STEP_TRAINER_WORKER_SLEEP_MS", "0")) / 1000
 
 
-def worker(wid, data, steps, q):
+def rounds_per_batch():
+    if ROUNDS:
+        return int(ROUNDS)
+    chunk = os.urandom(CHUNK)
+    h = hashlib.sha256()
+    n = 10
+    t0 = time.perf_counter()
+    for _ in range(n):
+        h.update(chunk)
+    each = (time.perf_counter() - t0) * 1000 / n
+    at_once = min(len(os.sched_getaffinity(0)), WORKERS)
+    return max(1, round(BATCH_MS * max(1, at_once / 2) / each))
+
+
+def worker(wid, data, steps, q, rounds):
     size = os.path.getsize(data)
     with open(data, "rb") as f:
         for step in range(wid, steps, WORKERS):
             f.seek((step * CHUNK) % max(size - CHUNK, 1))
             chunk = f.read(CHUNK)
             h = hashlib.sha256()
-            for _ in range(ROUNDS):
+            for _ in range(rounds):
                 h.update(chunk)
             if WORKER_SLEEP:
                 time.sleep(WORKER_SLEEP)
@@ -47,7 +64,8 @@ def main():
     data, steps, compute_ms, how = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
     ctx = mp.get_context("fork")
     q = ctx.Queue(maxsize=2 * WORKERS)
-    procs = [ctx.Process(target=worker, args=(w, data, steps, q)) for w in range(WORKERS)]
+    rounds = rounds_per_batch()
+    procs = [ctx.Process(target=worker, args=(w, data, steps, q, rounds)) for w in range(WORKERS)]
     start = time.perf_counter_ns()
     for p in procs:
         p.start()
