@@ -107,7 +107,7 @@ fn frames_are_written_often_enough_that_a_kill_loses_little() {
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("run.bin");
     // The samplers make records every 100 ms: each frame holds some.
-    let out = mltrace(&["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sleep", "1.5"], tmp.path());
+    let out = mltrace(&["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sleep", "3.5"], tmp.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let bytes = std::fs::read(&log).unwrap();
     let ends: Vec<u64> = frame_offsets(&bytes)
@@ -116,11 +116,12 @@ fn frames_are_written_often_enough_that_a_kill_loses_little() {
         .filter(|h| h.kind == frame::FrameKind::Records as u8)
         .map(|h| h.last_ts)
         .collect();
-    assert!(ends.len() >= 5, "{} frames in 1.5 s", ends.len());
+    // A frame at least every second (the recorder's FLUSH_INTERVAL).
+    assert!(ends.len() >= 3, "{} frames in 3.5 s", ends.len());
     // What a kill loses is the time since the last frame (with slack for
     // a busy machine).
     let gap = ends.windows(2).map(|w| w[1].saturating_sub(w[0])).max().unwrap();
-    assert!(gap < 600_000_000, "{} ms between frames", gap / 1_000_000);
+    assert!(gap < 1_600_000_000, "{} ms between frames", gap / 1_000_000);
 }
 
 #[test]

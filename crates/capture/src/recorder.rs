@@ -71,10 +71,12 @@ pub struct RecordOptions {
     pub attach: Option<AttachOptions>,
 }
 
-/// Short enough that a `kill -9` loses a fraction of a second; each frame
-/// restarts its string table and zstd window, which at low event rates
-/// costs about 1 KiB/s over 1 s frames (nothing measurable at high rates).
-pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
+/// A `kill -9` loses at most this much. Each frame restarts its string
+/// table, its per-thread predictions and its zstd window: the same 4.2
+/// million records of `make bench`'s long run (200k events/s) take 3.95
+/// B/record in 250 ms frames and 3.75 in 1 s frames (a frame is also cut at
+/// `DEFAULT_FRAME_RECORDS`, which bounds its memory at any rate).
+pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
 impl RecordOptions {
     pub fn new(command: Vec<OsString>, output: PathBuf) -> Self {

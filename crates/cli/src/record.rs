@@ -87,7 +87,7 @@ pub struct Args {
     /// it for a whole test run (`make test-kernels` forces each route)
     #[arg(long, env = "MLTRACE_SYSCALL_PROBES", default_value = "auto", value_name = "ROUTE", hide = true)]
     syscall_probes: String,
-    /// Records per frame (for tests; frames are also cut every 250 ms)
+    /// Records per frame (for tests; frames are also cut every second)
     #[arg(long, hide = true)]
     frame_records: Option<usize>,
     /// How often a frame is cut at the latest (for measuring its cost)

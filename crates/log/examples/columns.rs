@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{n} records, {:.2} B/record with columns compressed apart", total as f64 / n as f64);
     let mut rows: Vec<_> = sizes.into_iter().collect();
     rows.sort_by_key(|r| std::cmp::Reverse(r.1 .1));
-    for ((k, f), (raw, z)) in rows.into_iter().take(30) {
+    for ((k, f), (raw, z)) in rows.into_iter().take(40) {
         let name = match k {
             0 => ["kinds", "string lengths", "string bytes"][f as usize].to_string(),
             _ => names

@@ -1,6 +1,8 @@
 //! Reads a log of any format this version reads and writes its records
-//! again in the current one: `rewrite IN OUT`. Prints both sizes, so that
-//! an encoding change is measured on the same records side by side.
+//! again in the current one: `rewrite IN OUT [FRAME_RECORDS [ZSTD_LEVEL]]`.
+//! Prints both sizes, so that an encoding change (or a frame size, or a
+//! level) is measured on the same records side by side: two recordings of
+//! one workload differ by more than most such changes.
 
 use std::path::Path;
 
@@ -8,12 +10,15 @@ use mltrace_log::*;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, input, output] = &args[..] else {
-        return Err("usage: rewrite IN OUT".into());
+    let (input, output) = match &args[..] {
+        [_, i, o, ..] if args.len() <= 5 => (i, o),
+        _ => return Err("usage: rewrite IN OUT [FRAME_RECORDS [ZSTD_LEVEL]]".into()),
     };
+    let per_frame = args.get(3).map(|s| s.parse()).transpose()?.unwrap_or(DEFAULT_FRAME_RECORDS);
+    let level = args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(3);
     let mut r = LogReader::open(Path::new(input))?;
     let out = std::io::BufWriter::new(std::fs::File::create(output)?);
-    let mut w = RecordWriter::new(out, &r.header().clone())?;
+    let mut w = RecordWriter::with_level(out, &r.header().clone(), level)?.with_frame_records(per_frame);
     let mut n = 0u64;
     while let Some(mut f) = r.next_frame()? {
         while let Some(rec) = f.next_record() {

@@ -278,10 +278,15 @@ pub struct RecordWriter<W: Write> {
 
 impl<W: Write> RecordWriter<W> {
     pub fn new(out: W, header: &Header) -> io::Result<Self> {
+        Self::with_level(out, header, 3)
+    }
+
+    /// As [`RecordWriter::new`], compressing at zstd level `level`.
+    pub fn with_level(out: W, header: &Header, level: i32) -> io::Result<Self> {
         Ok(RecordWriter {
             enc: FrameEncoder::new(),
             frame: EncodedFrame::default(),
-            writer: LogWriter::new(out, header, 3)?,
+            writer: LogWriter::new(out, header, level)?,
             frame_records: DEFAULT_FRAME_RECORDS,
         })
     }
