@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from compute import compute
+from compute import compute, hash_rounds
 
 WORKERS = 4
 CHUNK = 1 << 20
@@ -35,15 +35,8 @@ WORKER_SLEEP = float(os.environ.get("STEP_TRAINER_WORKER_SLEEP_MS", "0")) / 1000
 def rounds_per_batch():
     if ROUNDS:
         return int(ROUNDS)
-    chunk = os.urandom(CHUNK)
-    h = hashlib.sha256()
-    n = 10
-    t0 = time.perf_counter()
-    for _ in range(n):
-        h.update(chunk)
-    each = (time.perf_counter() - t0) * 1000 / n
     at_once = min(len(os.sched_getaffinity(0)), WORKERS)
-    return max(1, round(BATCH_MS * max(1, at_once / 2) / each))
+    return hash_rounds(BATCH_MS * max(1, at_once / 2), CHUNK)
 
 
 def worker(wid, data, steps, q, rounds):

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-from compute import compute
+from compute import compute, hash_rounds
 
 FILE = 1 << 20
 # Hash rounds per file (pool): measured when unset, for HASH_MS a file
@@ -59,16 +59,7 @@ def make_files(d, n):
 
 def rounds_per_file():
     """How many rounds of hashing 1 MiB take HASH_MS here."""
-    if ROUNDS:
-        return int(ROUNDS)
-    chunk = os.urandom(FILE)
-    h = hashlib.sha256()
-    n = 10
-    t0 = time.perf_counter()
-    for _ in range(n):
-        h.update(chunk)
-    each = (time.perf_counter() - t0) * 1000 / n
-    return max(1, round(HASH_MS / each))
+    return int(ROUNDS) if ROUNDS else hash_rounds(HASH_MS, FILE)
 
 
 def pool(paths, steps, ms, how):

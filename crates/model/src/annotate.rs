@@ -107,7 +107,19 @@ pub struct Annotation {
     pub args: Vec<(ArgKey, String)>,
 }
 
-/// Draws the annotations that meet `[from, to)` on a top-level slice
+/// A run-wide slice `[start, end)` cut to a file's window `[from, to)`,
+/// with what to say of its whole length when it was cut: a part opens on
+/// its own span (the UI's first view is the extent of everything in the
+/// file), not on the run's that the verdict or an epoch covers.
+pub fn clip(start: u64, end: u64, (from, to): (u64, u64)) -> (u64, u64, Option<String>) {
+    let s = start.max(from);
+    let e = end.min(to).max(s);
+    let whole = (s, e) != (start, end);
+    let say = || format!("{:.3} s (this file shows {:.3} s of it)", (end - start) as f64 / 1e9, (e - s) as f64 / 1e9);
+    (s, e, whole.then(say))
+}
+
+/// Draws the annotations that meet `[from, to)`, cut to it, on a top-level slice
 /// track (its own row the first lane, so that it shows collapsed) ranked
 /// `rank`; `next` hands out track ids. Returns the slices written.
 pub fn draw<E: Encoder>(
@@ -128,7 +140,8 @@ pub fn draw<E: Encoder>(
     let mut lanes: Vec<(u64, TrackId)> = vec![(0, top)];
     let mut n = 0;
     for a in shown {
-        let lane = match lanes.iter().position(|(end, _)| *end <= a.start) {
+        let (start, end, whole) = clip(a.start, a.end, (from, to));
+        let lane = match lanes.iter().position(|(e, _)| *e <= start) {
             Some(l) => l,
             None => {
                 let id = next();
@@ -138,11 +151,11 @@ pub fn draw<E: Encoder>(
                 lanes.len() - 1
             }
         };
-        lanes[lane].0 = a.end.max(a.start + 1);
+        lanes[lane].0 = end.max(start + 1);
         let s = Slice {
             track: lanes[lane].1,
-            ts: a.start,
-            dur: a.end.saturating_sub(a.start),
+            ts: start,
+            dur: end - start,
             name: Name::Str(&a.label),
             flows_out: &[],
             flows_in: &[],
@@ -152,6 +165,9 @@ pub fn draw<E: Encoder>(
             &FnArgs(|sink: &mut dyn ArgSink| {
                 for (k, v) in &a.args {
                     sink.str(*k, v.as_bytes());
+                }
+                if let Some(w) = &whole {
+                    sink.str(ArgKey::Whole, w.as_bytes());
                 }
             }),
         )?;

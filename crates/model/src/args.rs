@@ -74,10 +74,11 @@ pub enum ArgKey {
     NRanks,
     NcclPeer,
     Count,
+    Whole,
 }
 
 impl ArgKey {
-    pub const ALL: [ArgKey; 67] = [
+    pub const ALL: [ArgKey; 68] = [
         ArgKey::Path,
         ArgKey::Fd,
         ArgKey::Offset,
@@ -145,6 +146,7 @@ impl ArgKey {
         ArgKey::NRanks,
         ArgKey::NcclPeer,
         ArgKey::Count,
+        ArgKey::Whole,
     ];
 
     pub fn name(self) -> &'static str {
@@ -217,6 +219,8 @@ impl ArgKey {
             ArgKey::NRanks => "ranks",
             ArgKey::NcclPeer => "peer rank",
             ArgKey::Count => "elements",
+            // A run-wide slice cut to a file's window: how long it is whole.
+            ArgKey::Whole => "whole slice",
         }
     }
 }

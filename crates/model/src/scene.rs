@@ -368,8 +368,8 @@ impl<'s> Scene<'s> {
     }
 
     /// Starts a file: its clock anchor and title, then the training phases
-    /// and run-wide marks that meet `[from, to)` (all of them: they give
-    /// the file its context).
+    /// and run-wide marks that meet `[from, to)` (all of them, cut to it:
+    /// they give the file its context).
     pub fn begin_file<E: Encoder>(&mut self, enc: &mut E, title: &str, range: (u64, u64)) -> io::Result<()> {
         self.out = Out::default();
         self.started.clear();
@@ -412,21 +412,19 @@ impl<'s> Scene<'s> {
                 }
             };
             let size = format!("checkpoint {} ({:.0} MB/s)", mltrace_log::names::size(c.bytes), c.mb_per_s());
+            let (start, end, whole) = crate::annotate::clip(c.start, c.end, (from, to));
             for (track, name) in [(group, size.as_str()), (files, c.path.as_str())] {
-                let s = Slice {
-                    track,
-                    ts: c.start,
-                    dur: c.end - c.start,
-                    name: Name::Str(name),
-                    flows_out: &[],
-                    flows_in: &[],
-                };
+                let s =
+                    Slice { track, ts: start, dur: end - start, name: Name::Str(name), flows_out: &[], flows_in: &[] };
                 enc.slice(
                     &s,
                     &FnArgs(|a: &mut dyn crate::ArgSink| {
                         a.str(ArgKey::Path, c.path.as_bytes());
                         a.uint(ArgKey::Bytes, c.bytes);
                         a.uint(ArgKey::Pid, u64::from(c.pid));
+                        if let Some(w) = &whole {
+                            a.str(ArgKey::Whole, w.as_bytes());
+                        }
                     }),
                 )?;
                 self.stats.slices += 1;
@@ -1611,7 +1609,7 @@ impl<'s> Scene<'s> {
         let mut lanes: Vec<(Vec<u64>, TrackId)> = vec![(Vec::new(), group)];
         for &i in &phases {
             let p = &run.phases[i];
-            let (s, e) = (p.ts, p.ts + p.dur);
+            let (s, e, whole) = crate::annotate::clip(p.ts, p.ts + p.dur, (from, to));
             let fits = |stack: &mut Vec<u64>| {
                 while stack.last().is_some_and(|&end| end <= s) {
                     stack.pop();
@@ -1631,8 +1629,8 @@ impl<'s> Scene<'s> {
             let name = labels::phase(&p.name, p.flags);
             let s = Slice {
                 track: lanes[lane].1,
-                ts: p.ts,
-                dur: p.dur,
+                ts: s,
+                dur: e - s,
                 name: Name::Str(&name),
                 flows_out: &[],
                 flows_in: &[],
@@ -1643,6 +1641,9 @@ impl<'s> Scene<'s> {
                     a.str(ArgKey::PhaseKind, p.kind.name().as_bytes());
                     if p.rank >= 0 {
                         a.int(ArgKey::Rank, i64::from(p.rank));
+                    }
+                    if let Some(w) = &whole {
+                        a.str(ArgKey::Whole, w.as_bytes());
                     }
                 }),
             )?;

@@ -26,6 +26,9 @@ struct FileLog {
     flows_out: HashSet<u64>,
     flows_in: Vec<u64>,
     processes: HashSet<u32>,
+    /// Slices on tracks outside the processes (verdict, phases): start,
+    /// end, and whether they say they were cut to the file.
+    run_wide: Vec<(u64, u64, bool)>,
 }
 
 struct Check {
@@ -44,11 +47,17 @@ impl CheckEnc {
     }
 }
 
-struct Sink;
+/// Whether the args said how long a cut slice is whole.
+#[derive(Default)]
+struct Sink {
+    whole: bool,
+}
 impl ArgSink for Sink {
     fn int(&mut self, _: ArgKey, _: i64) {}
     fn uint(&mut self, _: ArgKey, _: u64) {}
-    fn str(&mut self, _: ArgKey, _: &[u8]) {}
+    fn str(&mut self, k: ArgKey, _: &[u8]) {
+        self.whole |= k == ArgKey::Whole;
+    }
 }
 
 impl Encoder for CheckEnc {
@@ -78,12 +87,16 @@ impl Encoder for CheckEnc {
     fn slice<A: Args>(&mut self, s: &Slice<'_>, args: &A) -> io::Result<()> {
         let (kind, name, parent) = self.known(s.track)?.clone();
         assert!(kind == "slices" || kind == "thread", "a slice on a {kind} track");
-        args.write(&mut Sink);
+        let mut sink = Sink::default();
+        args.write(&mut sink);
         // Calls are on their thread's track (or, past the threads with a
         // track of their own, on shared lanes).
         let in_process = parent.is_some_and(|p| self.log.tracks[&p].0 == "process");
         if kind == "thread" || (in_process && ["other threads", "overlapping calls"].contains(&name.as_str())) {
             self.log.syscalls.push(s.ts);
+        }
+        if kind == "slices" && !in_process {
+            self.log.run_wide.push((s.ts, s.ts + s.dur, sink.whole));
         }
         self.log.slices += 1;
         self.log.flows_out.extend(s.flows_out.iter().copied());
@@ -92,7 +105,7 @@ impl Encoder for CheckEnc {
     }
     fn instant<A: Args>(&mut self, t: TrackId, _: u64, _: Name<'_>, args: &A) -> io::Result<()> {
         self.known(t)?;
-        args.write(&mut Sink);
+        args.write(&mut Sink::default());
         Ok(())
     }
     fn counter(&mut self, t: TrackId, _: u64, v: f64) -> io::Result<()> {
@@ -194,7 +207,14 @@ fn a_big_log_is_an_overview_and_parts_that_add_up() {
         // that began just before it, never with ones long before.
         let early = l.syscalls.iter().filter(|&&ts| ts + 100_000_000 < w.file.from).count();
         assert_eq!(early, 0, "{}", w.file.label);
+        // Run-wide slices (phases, the verdict) are cut to the part, so
+        // that it opens on its own span, and say so.
+        for &(start, end, _) in &l.run_wide {
+            assert!(start >= w.file.from && end <= w.file.to, "{}: {start}..{end}", w.file.label);
+        }
     }
+    let cut = parts.iter().flat_map(|(_, l)| &l.run_wide).filter(|s| s.2).count();
+    assert!(cut > 0, "no part cut a phase");
     // Names sort in time order and say what they hold.
     let mut sorted = names.clone();
     sorted.sort();
