@@ -50,20 +50,31 @@ impl CallDist {
 #[derive(Clone, Default)]
 pub struct Calls {
     pub ops: Vec<CallDist>,
+    /// The operation found last: runs of one call are the rule, and a
+    /// search comparing names took 60% of `stats` on a log of 42M preads.
+    last: usize,
 }
 
 impl Calls {
+    /// The entry of `kind`/`op`, made if new.
+    fn entry(&mut self, kind: &'static str, op: &'static str) -> &mut CallDist {
+        let hit = self.ops.get(self.last).is_some_and(|o| same(o.op, op) && same(o.kind, kind));
+        if !hit {
+            self.last = match self.ops.iter().position(|o| o.kind == kind && o.op == op) {
+                Some(i) => i,
+                None => {
+                    self.ops.push(CallDist::new(kind, op));
+                    self.ops.len() - 1
+                }
+            };
+        }
+        &mut self.ops[self.last]
+    }
+
     /// A call of `kind`/`name` (io_uring requests: `kind` "io_uring") that
     /// asked for `size` bytes (None: not a data transfer) and took `dur`.
     pub fn add(&mut self, kind: &'static str, op: &'static str, size: Option<u64>, dur: u64) {
-        let i = match self.ops.iter().position(|o| o.kind == kind && o.op == op) {
-            Some(i) => i,
-            None => {
-                self.ops.push(CallDist::new(kind, op));
-                self.ops.len() - 1
-            }
-        };
-        let o = &mut self.ops[i];
+        let o = self.entry(kind, op);
         o.count += 1;
         if let Some(s) = size {
             o.sizes[pow2_bin(s)] += 1;
@@ -75,14 +86,7 @@ impl Calls {
     /// sizes are not known one by one (the mean size stands for them), their
     /// latencies by power of two.
     pub fn add_summary(&mut self, op: &'static str, r: &mltrace_log::IoSummary, sized: bool) {
-        let i = match self.ops.iter().position(|o| o.kind.is_empty() && o.op == op) {
-            Some(i) => i,
-            None => {
-                self.ops.push(CallDist::new("", op));
-                self.ops.len() - 1
-            }
-        };
-        let o = &mut self.ops[i];
+        let o = self.entry("", op);
         o.count += r.calls;
         if sized && r.calls > 0 {
             o.sizes[pow2_bin(r.bytes / r.calls)] += r.calls;
@@ -91,6 +95,11 @@ impl Calls {
             o.latency.add_n(crate::summary::slot_value(slot), u64::from(n));
         }
     }
+}
+
+/// The same name: the same literal (one address) without comparing bytes.
+fn same(a: &str, b: &str) -> bool {
+    std::ptr::eq(a, b) || a == b
 }
 
 #[cfg(test)]
