@@ -428,21 +428,26 @@ impl Stats {
         } else {
             format!("the trainer ({} [{}])", t.trace_name.as_deref().unwrap_or(&t.name), t.pid)
         };
+        // The rest of its time, in brackets; nothing when the one share is all.
+        let rest = |skip: &str| match b.text(skip) {
+            r if r.is_empty() => r,
+            r => format!(" ({r})"),
+        };
         let head = match kind {
             "input-bound" => {
-                format!("{trainer} waited for data {} of its time ({})", pct(b.data_wait), b.text("waiting for data"))
+                format!("{trainer} waited for data {} of its time{}", pct(b.data_wait), rest("waiting for data"))
             }
-            "io-bound" => format!(
-                "{trainer} was in its own file I/O {} of its time ({})",
-                pct(b.own_io),
-                b.text("in its own file I/O")
-            ),
-            "gpu-bound" => format!(
-                "{trainer} waited for the GPU {} of its time ({})",
-                pct(b.gpu_wait),
-                b.text("waiting for the GPU")
-            ),
-            "cpu-bound" => format!("{trainer} was on CPU {} of its time ({})", pct(b.on_cpu), b.text("on CPU")),
+            "io-bound" => {
+                format!(
+                    "{trainer} was in its own file I/O {} of its time{}",
+                    pct(b.own_io),
+                    rest("in its own file I/O")
+                )
+            }
+            "gpu-bound" => {
+                format!("{trainer} waited for the GPU {} of its time{}", pct(b.gpu_wait), rest("waiting for the GPU"))
+            }
+            "cpu-bound" => format!("{trainer} was on CPU {} of its time{}", pct(b.on_cpu), rest("on CPU")),
             _ => format!("{trainer} spent its time {}", b.text("")),
         };
         let head = format!("{kind}: {head}");
@@ -706,6 +711,27 @@ mod tests {
         assert_eq!(b(0.05, 0.6, 0.0, 0.3).kind(), "gpu-bound");
         assert_eq!(b(0.05, 0.1, 0.0, 0.7).kind(), "cpu-bound");
         assert_eq!(b(0.1, 0.4, 0.1, 0.4).kind(), "mixed");
+    }
+
+    /// A trainer that did nothing else: no empty brackets after its share.
+    #[test]
+    fn a_trainer_that_only_waited_says_nothing_more() {
+        let s = stats(
+            &[
+                fork(0, 11, 10),
+                sw(100, 0, SchedState::Runnable, 10),
+                sw(101, 10, SchedState::Sleeping, 11),
+                sw(200, 11, SchedState::Uninterruptible, 0),
+                wake(300, 11, 0),
+                sw(400, 0, SchedState::Runnable, 11),
+                wake(100_000, 10, 11),
+                sw(100_000, 11, SchedState::Sleeping, 10),
+                sw(100_000, 10, SchedState::Runnable, 0),
+            ],
+            vec![],
+        );
+        let v = s.verdict();
+        assert!(v.text.starts_with("input-bound: the trainer waited for data 100% of its time; its 1 worker"), "{v:?}");
     }
 
     #[test]
