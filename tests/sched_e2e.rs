@@ -244,6 +244,40 @@ fn the_data_wait_on_the_compat_route() {
     check_data_wait(&record(dir.path(), &bin, &data, &["--syscall-probes", "compat"]));
 }
 
+/// `--time-resolution 1us` (coarser than the 128ns the docs suggest):
+/// every time in the log is on the grid, a call's end too, ties between a
+/// call and the switches inside it change nothing in the verdict, and
+/// Perfetto's importer takes the trace.
+#[test]
+fn the_data_wait_at_a_coarse_time_resolution() {
+    if !require_root() {
+        return;
+    }
+    let _shares = measuring();
+    let (dir, bin, data) = setup();
+    let run = record(dir.path(), &bin, &data, &["--time-resolution", "1us"]);
+    check_data_wait(&run);
+    assert_eq!(run.json["time_resolution_ns"], 1000);
+    let recs = read_log(&run.log);
+    let off: Vec<_> = recs.iter().filter(|r| r.rec.ts() % 1000 != 0 || r.rec.end_ts() % 1000 != 0).take(3).collect();
+    assert!(off.is_empty(), "times off the 1 us grid: {:?}", off);
+    let pid = run.kv["pid"] as u32;
+    let switches = recs.iter().filter(|r| matches!(r.rec, Record::SchedSwitch(s) if s.prev_pid == pid)).count();
+    assert!(switches >= 20, "{switches} switches of the trainer");
+    let text = mltrace(&["stats", run.log.to_str().unwrap()], dir.path());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("times:    rounded to 1.0 µs (record --time-resolution)"), "{text}");
+
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = dir.path().join("coarse.perfetto-trace");
+    let out = mltrace(&["export", run.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let q = format!("select count(*) from thread_state join thread using(utid) where tid = {pid}");
+    let rows = tp_query(&tp, &trace, &[&q, "select count(*) from slice where ts % 1000 != 0 or dur % 1000 != 0"]);
+    assert!(rows[0][0][0].parse::<u64>().unwrap() >= 40, "thread states of the trainer: {:?}", rows[0]);
+    assert_eq!(rows[1][0][0], "0", "slices off the grid");
+}
+
 #[test]
 fn with_sched_off_there_is_no_verdict_and_no_guess() {
     if !require_root() {

@@ -69,6 +69,9 @@ pub struct RecordOptions {
     /// Attach to running processes (`record -p`, `-a`) instead of
     /// starting `command` (which is then empty).
     pub attach: Option<AttachOptions>,
+    /// `--time-resolution`: times rounded to multiples of this many ns
+    /// before they are written (1: as measured).
+    pub time_resolution_ns: u64,
 }
 
 /// A `kill -9` loses at most this much. Each frame restarts its string
@@ -96,6 +99,7 @@ impl RecordOptions {
             gpu_devices: Vec::new(),
             mllog: MllogSource::Output,
             attach: None,
+            time_resolution_ns: 1,
         }
     }
 }
@@ -569,6 +573,7 @@ fn header(
         hosts: Vec::new(),
         attach,
         summary_slow_ns: opts.bpf.summary_slow_ns,
+        time_resolution_ns: (opts.time_resolution_ns > 1).then_some(opts.time_resolution_ns),
     }
 }
 
@@ -872,6 +877,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         }
     };
     let mut enc = FrameEncoder::new();
+    enc.set_time_resolution(opts.time_resolution_ns);
     match &attaching {
         None => {
             if let Err(e) = bpf::trace_pid(&skel, pid as u32, plan.route) {

@@ -272,6 +272,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     };
     header.diskstats = None;
     header.hosts = hosts.clone();
+    // Hosts' times move by their clock offsets: all of them go on the
+    // coarsest host's grid, so that the log's resolution holds for all.
+    header.time_resolution_ns = inputs.iter().filter_map(|i| i.header.time_resolution_ns).max();
 
     if out_path.exists() && !a.force {
         bail!("{} exists (--force replaces it)", out_path.display());

@@ -17,7 +17,7 @@
 //! | encoding | stored as | role |
 //! | --- | --- | --- |
 //! | `plain` | the value (signed ones zigzag) | |
-//! | `dur` | the value; `ts + dur` is where the record ends | |
+//! | `dur` | the value; `ts` plus the record's durs is where it ends | |
 //! | `ts` | the distance from the last record's time, whatever its kind | time |
 //! | `ts_end(d)` | as `ts`, of `value + d`: a call is written when it ends | time |
 //! | `since(t)` | 0, or `t - value + 1` (a time before `t`) | time |
@@ -343,6 +343,19 @@ macro_rules! role_time {
     ($g:ident, $r:ident . $f:ident, $($enc:tt)*) => {};
 }
 
+/// A duration after its record's times were rounded: from where the
+/// rounded record had got to (`from`) to its own rounded end (`at`, the
+/// time it ended as measured).
+macro_rules! role_dur {
+    ($r:ident . $f:ident, $at:ident, $from:ident, $round:ident, dur) => {{
+        $at = $at.saturating_add($r.$f);
+        let to = $round($at);
+        $r.$f = to.saturating_sub($from);
+        $from = to;
+    }};
+    ($r:ident . $f:ident, $at:ident, $from:ident, $round:ident, $($enc:tt)*) => {};
+}
+
 /// A field's value from a column value (`Record::build`).
 macro_rules! build_value {
     ($v:expr, $t:ty, f64) => {
@@ -438,6 +451,16 @@ macro_rules! records {
                     $( role_time!(g, r.$f, $enc $( ( $($arg)* ) )?); )+
                 }
 
+                #[allow(unused_variables, unused_mut, unused_assignments)]
+                fn round_times(&mut self, q: u64) {
+                    let round = |t: u64| t.saturating_add(q / 2) / q * q;
+                    let mut at = self.ts;
+                    self.map_times(round);
+                    let mut from = self.ts;
+                    let r = self;
+                    $( role_dur!(r.$f, at, from, round, $enc $( ( $($arg)* ) )?); )+
+                }
+
                 /// A record from its fields' column values, by field name
                 /// (a value that does not fit its field is the default):
                 /// for generic tools and tests that cover every kind.
@@ -449,7 +472,9 @@ macro_rules! records {
                 #[allow(unused_variables)]
                 pub fn span_end(&self) -> u64 {
                     let $kind { $($f),+ } = *self;
-                    self.ts.saturating_add(0u64 $( + span_of!($f, $enc $( ( $($arg)* ) )?) )+)
+                    let mut end = self.ts;
+                    $( end = end.saturating_add(span_of!($f, $enc $( ( $($arg)* ) )?)); )+
+                    end
                 }
             }
         )+
@@ -517,6 +542,17 @@ macro_rules! records {
 
             fn span_end(&self) -> u64 {
                 match self { $( Record::$kind(r) => r.span_end(), )+ }
+            }
+
+            /// Rounds every time to the nearest multiple of `q` ns, and a
+            /// call's end too (its duration is then the rounded end less
+            /// the rounded start): `record --time-resolution`. Rounding
+            /// keeps order: times that were ordered stay ordered or become
+            /// equal. `q` of 0 or 1 changes nothing.
+            pub fn round_times(&mut self, q: u64) {
+                if q > 1 {
+                    match self { $( Record::$kind(r) => r.round_times(q), )+ }
+                }
             }
 
             #[inline]

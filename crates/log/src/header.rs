@@ -86,6 +86,9 @@ pub struct Header {
     /// only those that failed or took T or more are also recorded one by
     /// one. `None`: every call is recorded (`--detail full`).
     pub summary_slow_ns: Option<u64>,
+    /// `record --time-resolution`: every time was rounded to a multiple of
+    /// this many ns (a call's end too). `None`: times as measured (ns).
+    pub time_resolution_ns: Option<u64>,
 }
 
 impl Header {

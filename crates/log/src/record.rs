@@ -911,8 +911,8 @@ records! {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         2 ts: u64 = ts,
-        3 queue: u64 = plain,
-        4 device: u64 = plain,
+        3 queue: u64 = dur,
+        4 device: u64 = dur,
         5 comm: StrId = str,
         /// The disk: major << 20 | minor.
         6 dev: u32 = plain,
@@ -1331,10 +1331,7 @@ impl Record {
     /// The time the record's operation ended (`ts + dur` for syscalls;
     /// a damaged log's sum stops at the end of time).
     pub fn end_ts(&self) -> u64 {
-        match self {
-            Record::Block(r) => r.end_ts(),
-            r => r.span_end(),
-        }
+        self.span_end()
     }
 
     /// Moves the record by `by` ns (saturating at 0 and at the end of time).

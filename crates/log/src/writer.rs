@@ -108,6 +108,8 @@ pub struct FrameEncoder {
     first_ts: u64,
     last_ts: u64,
     generation: u64,
+    /// `record --time-resolution` in ns (1: times as measured).
+    resolution: u64,
 }
 
 impl Default for FrameEncoder {
@@ -124,7 +126,14 @@ impl FrameEncoder {
             first_ts: u64::MAX,
             last_ts: 0,
             generation: 0,
+            resolution: 1,
         }
+    }
+
+    /// Rounds every record's times to multiples of `ns` from now on (see
+    /// [`Record::round_times`]); the header says so in `time_resolution_ns`.
+    pub fn set_time_resolution(&mut self, ns: u64) {
+        self.resolution = ns.max(1);
     }
 
     /// Interns `s` in the current frame. Ids are only valid until the frame
@@ -143,6 +152,16 @@ impl FrameEncoder {
 
     #[inline]
     pub fn push(&mut self, rec: &Record) {
+        if self.resolution > 1 {
+            let mut r = *rec;
+            r.round_times(self.resolution);
+            return self.push_exact(&r);
+        }
+        self.push_exact(rec)
+    }
+
+    #[inline]
+    fn push_exact(&mut self, rec: &Record) {
         let ts = rec.ts();
         self.first_ts = self.first_ts.min(ts);
         self.last_ts = self.last_ts.max(rec.end_ts());
@@ -281,10 +300,13 @@ impl<W: Write> RecordWriter<W> {
         Self::with_level(out, header, 3)
     }
 
-    /// As [`RecordWriter::new`], compressing at zstd level `level`.
+    /// As [`RecordWriter::new`], compressing at zstd level `level`. Times
+    /// are rounded as the header's `time_resolution_ns` says.
     pub fn with_level(out: W, header: &Header, level: i32) -> io::Result<Self> {
+        let mut enc = FrameEncoder::new();
+        enc.set_time_resolution(header.time_resolution_ns.unwrap_or(1));
         Ok(RecordWriter {
-            enc: FrameEncoder::new(),
+            enc,
             frame: EncodedFrame::default(),
             writer: LogWriter::new(out, header, level)?,
             frame_records: DEFAULT_FRAME_RECORDS,

@@ -164,3 +164,58 @@ fn the_visitor_names_every_field_once() {
         assert_eq!(names[..].iter().filter(|n| **n == "ts").count(), 1, "{}", rec.kind_name());
     }
 }
+
+/// `record --time-resolution`: every time of every kind lands on the grid,
+/// within half a step of where it was; so do a record's ends (a block
+/// request's issue and completion both), and the writer rounds as its
+/// header says.
+#[test]
+fn times_round_to_the_resolution_for_every_kind() {
+    const Q: u64 = 128;
+    let mut rng = Rng(11);
+    let near = |a: u64, b: u64| a.abs_diff(b) <= Q / 2;
+    let header = Header { time_resolution_ns: Some(Q), ..Header::default() };
+    let mut w = RecordWriter::new(Vec::new(), &header).unwrap();
+    let mut expect = Vec::new();
+    for i in 0..5_000usize {
+        let code = Record::CODES[i % Record::CODES.len()];
+        let exact = Record::build(code, |_| rng.next() & 0xffff_ffff).unwrap();
+        let mut rec = exact;
+        rec.round_times(1);
+        assert_eq!(rec, exact, "a resolution of 1 ns changes nothing");
+        rec.round_times(Q);
+        let mut times = Vec::new();
+        exact.visit(&mut |_, v| times.extend(if let Value::Time(t) = v { Some(t) } else { None }));
+        let mut rounded = Vec::new();
+        rec.visit(&mut |_, v| rounded.extend(if let Value::Time(t) = v { Some(t) } else { None }));
+        for (a, b) in times.iter().zip(&rounded) {
+            assert!(*b == 0 && *a == 0 || b.is_multiple_of(Q) && near(*a, *b), "{exact:?} -> {rec:?}");
+        }
+        assert!(rec.end_ts().is_multiple_of(Q) && near(rec.end_ts(), exact.end_ts()), "{exact:?} -> {rec:?}");
+        if let (Record::Block(a), Record::Block(b)) = (exact, rec) {
+            assert_eq!((b.ts + b.queue) % Q, 0, "the issue on the grid too: {b:?}");
+            assert!(near(b.ts + b.queue, a.ts + a.queue));
+        }
+        w.push_with(|e| {
+            let id = e.intern(b"s");
+            let mut r = exact;
+            r.map_strs(|_| id);
+            r
+        })
+        .unwrap();
+        rec.map_strs(|_| StrId(0));
+        expect.push(rec);
+    }
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let mut r = LogReader::new(Path::new("mem.bin"), Cursor::new(bytes)).unwrap();
+    assert_eq!(r.header().time_resolution_ns, Some(Q));
+    let mut got = Vec::new();
+    while let Some(mut f) = r.next_frame().unwrap() {
+        while let Some(mut rec) = f.next_record() {
+            rec.map_strs(|_| StrId(0));
+            got.push(rec);
+        }
+    }
+    assert!(r.take_diagnostics().is_empty());
+    assert_eq!(got, expect);
+}

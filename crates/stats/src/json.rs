@@ -361,6 +361,7 @@ impl Stats {
             "log_format": format!("{}.{}", self.format.0, self.format.1),
             "detail": if self.header.is_summary() { "summary" } else { "full" },
             "slow_ns": self.slow_ns(),
+            "time_resolution_ns": self.time_resolution_ns(),
             "duration_ns": self.span().map(|(a, b)| b - a),
             "exit_status": self.trailer.as_ref().and_then(|t| t.exit_status),
             "complete": self.trailer.is_some(),

@@ -1365,6 +1365,13 @@ impl Stats {
         self.header.summary_slow_ns.into_iter().chain(hosts).min()
     }
 
+    /// `record --time-resolution` in ns: the coarsest of a merged log's
+    /// hosts; 1 when times are as measured.
+    pub fn time_resolution_ns(&self) -> u64 {
+        let hosts = self.header.hosts.iter().filter_map(|h| h.header.time_resolution_ns);
+        self.header.time_resolution_ns.into_iter().chain(hosts).max().unwrap_or(1)
+    }
+
     /// What a summary recording holds, in a line (`None` for a full one).
     pub fn detail_line(&self) -> Option<String> {
         let slow = self.slow_ns()?;
@@ -1423,6 +1430,14 @@ impl Stats {
         );
         if let Some(line) = self.detail_line() {
             let _ = writeln!(o, "detail:   {line}");
+        }
+        let grid = self.time_resolution_ns();
+        if grid > 1 {
+            let _ = writeln!(
+                o,
+                "times:    rounded to {} (record --time-resolution): a call shorter than that may show as 0",
+                duration(grid)
+            );
         }
         for d in &self.diagnostics {
             let _ = writeln!(o, "warning:  {d}");
