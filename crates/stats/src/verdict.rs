@@ -462,10 +462,11 @@ impl Stats {
                 };
                 let cache = w.cache_fraction.map(|c| format!("{} from cache; ", pct(c))).unwrap_or_default();
                 // Respawned workers (a new set each epoch) are counted once per set.
+                let plural = |k: usize| if k == 1 { "" } else { "s" };
                 let who = if w.at_once < n {
-                    format!("its {} {}s ({n} over the run)", w.at_once, w.word)
+                    format!("its {} {}{} ({n} over the run)", w.at_once, w.word, plural(w.at_once))
                 } else {
-                    format!("its {n} {}{}", w.word, if n == 1 { "" } else { "s" })
+                    format!("its {n} {}{}", w.word, plural(n))
                 };
                 format!(
                     "; {who} spent {} in {what} ({cache}{} in uninterruptible I/O sleep), {} on CPU, {} waiting for a CPU",
@@ -711,6 +712,31 @@ mod tests {
         assert_eq!(b(0.05, 0.6, 0.0, 0.3).kind(), "gpu-bound");
         assert_eq!(b(0.05, 0.1, 0.0, 0.7).kind(), "cpu-bound");
         assert_eq!(b(0.1, 0.4, 0.1, 0.4).kind(), "mixed");
+    }
+
+    /// Workers respawned: one at a time, two over the run ("its 1 worker
+    /// (2 over the run)", not "1 workers").
+    #[test]
+    fn one_worker_at_a_time_is_one_worker() {
+        let exit = |ts, pid| Record::Exit(Exit { ts, pid, tid: pid, process_exit: true, ..Default::default() });
+        let s = stats(
+            &[
+                fork(0, 11, 10),
+                sw(100, 0, SchedState::Runnable, 10),
+                sw(200, 10, SchedState::Sleeping, 11),
+                wake(400, 10, 11),
+                sw(400, 11, SchedState::Sleeping, 10),
+                exit(450, 11),
+                fork(500, 12, 10),
+                sw(600, 10, SchedState::Sleeping, 12),
+                wake(900, 10, 12),
+                sw(900, 12, SchedState::Sleeping, 10),
+                sw(1000, 10, SchedState::Sleeping, 0),
+            ],
+            vec![],
+        );
+        let v = s.verdict();
+        assert!(v.text.contains("; its 1 worker (2 over the run) spent"), "{v:?}");
     }
 
     /// A trainer that did nothing else: no empty brackets after its share.
