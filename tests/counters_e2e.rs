@@ -311,9 +311,11 @@ fn gpu_counters_equal_the_stand_in_values() {
     );
     // A big run's overview shows them too.
     let ov = tmp.path().join("overview.perfetto-trace");
-    assert!(mltrace(&["export", "--overview", log.to_str().unwrap(), "-o", ov.to_str().unwrap()], tmp.path())
-        .status
-        .success());
+    let out = mltrace(&["export", "--overview", log.to_str().unwrap(), "-o", ov.to_str().unwrap()], tmp.path());
+    assert!(out.status.success());
+    // Asked for, so not explained with a count of events (it was "about 0").
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(" records, the overview only (--overview)\n"), "{err}");
     let q = tp_query(
         &tp,
         &ov,

@@ -411,18 +411,23 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         }
         let total: u64 = plan.files.iter().map(|f| f.weight).sum();
         let parts = plan.files.iter().filter(|f| matches!(f.role, FileRole::Part { .. })).count();
-        eprintln!(
-            "mltrace: {log_name}: {} records, about {} events: more than the {} per file that open quickly in the \
+        if split == Split::OverviewOnly {
+            // Asked for: the overview weighs nothing, so no count to give.
+            eprintln!("mltrace: {log_name}: {} records, the overview only (--overview)", count(survey.records));
+        } else {
+            eprintln!(
+                "mltrace: {log_name}: {} records, about {} events: more than the {} per file that open quickly in the \
              browser, so {}",
-            count(survey.records),
-            count(total),
-            count(budget),
-            if parts == 0 {
-                "the overview only".to_string()
-            } else {
-                format!("an overview and {parts} parts, each of which opens on its own")
-            }
-        );
+                count(survey.records),
+                count(total),
+                count(budget),
+                if parts == 0 {
+                    "the overview only".to_string()
+                } else {
+                    format!("an overview and {parts} parts, each of which opens on its own")
+                }
+            );
+        }
     }
     let mut files = Files {
         chrome: a.chrome,
