@@ -381,9 +381,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let mut reader = crate::open_log(log)?;
     let log_name = log.display().to_string();
     old_format(&log_name, reader.version());
-    let mut survey = Survey::of(&mut reader).with_context(|| format!("reading {log_name}"))?;
-    let drawn = crate::verdict::annotations(&mut reader).with_context(|| format!("reading {log_name}"))?;
-    (survey.annotations, survey.ranks) = (drawn.annotations, drawn.ranks);
+    let survey = crate::verdict::survey(&mut reader).with_context(|| format!("reading {log_name}"))?;
     for d in &survey.diagnostics {
         eprintln!("mltrace: {log_name}: {d}");
     }

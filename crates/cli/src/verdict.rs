@@ -1,38 +1,36 @@
-//! The verdict for the trace: computed by the stats crate in one more pass
-//! over the log, handed to the model as annotations (the model decides
-//! how they are drawn).
+//! The verdict for the trace: computed by the stats crate in the pass
+//! that takes the model's survey, handed to the model as annotations (the
+//! model decides how they are drawn).
 
 use std::io::{Read, Seek};
 
-use mltrace_log::LogReader;
+use mltrace_log::{LogError, LogReader};
 use mltrace_model::annotate::{Annotation, RankSeries};
-use mltrace_model::ArgKey;
+use mltrace_model::{ArgKey, Survey, Surveying};
 use mltrace_stats::Stats;
 
 fn pct(f: f64) -> String {
     format!("{:.0}%", f * 100.0)
 }
 
-/// What the verdict draws: its slices, and each rank's data wait where
-/// a job has several.
-#[derive(Default)]
-pub struct Drawn {
-    pub annotations: Vec<Annotation>,
-    pub ranks: Vec<RankSeries>,
-}
-
-/// The run's verdict and each epoch's, and the ranks' data waits;
-/// nothing for a log without scheduling (there is no verdict to show).
-/// The reader is rewound.
-pub fn annotations<R: Read + Seek>(reader: &mut LogReader<R>) -> anyhow::Result<Drawn> {
+/// The survey of the run, with the run's verdict and each epoch's and
+/// the ranks' data waits drawn in it (nothing for a log without
+/// scheduling: there is no verdict to show). One pass: the survey rides
+/// along the verdict's. The reader is rewound.
+pub fn survey<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Survey, LogError> {
     if !reader.header().probes.iter().any(|p| p.subsystem == "scheduling") {
-        return Ok(Drawn::default());
+        return Survey::of(reader);
     }
-    let stats = Stats::from_reader(reader);
-    reader.rewind();
+    let mut pass = Surveying::new(reader)?;
+    let stats = Stats::from_reader_with(reader, |f, rec| pass.add(f, rec));
+    if stats.is_err() {
+        reader.rewind();
+    }
     let stats = stats?;
-    let ranks = rank_series(&stats);
-    Ok(Drawn { annotations: verdict(&stats), ranks })
+    let mut survey = pass.finish(reader, Some(stats.diagnostics.clone()));
+    survey.ranks = rank_series(&stats);
+    survey.annotations = verdict(&stats);
+    Ok(survey)
 }
 
 /// Each rank's data wait over time, in rank order (none for one rank:

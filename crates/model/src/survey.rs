@@ -163,9 +163,18 @@ fn weight_of(rec: &Record) -> u64 {
     }
 }
 
-impl Survey {
-    /// Reads the whole log once; the reader is rewound afterwards.
-    pub fn of<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Survey, LogError> {
+/// A survey being taken: fed every record of one pass over the log, by
+/// [`Survey::of`] or alongside another reader of the same pass (`export`
+/// takes it during the verdict's pass, saving a read of the log).
+pub struct Surveying {
+    s: Survey,
+    tracker: ProcTracker,
+    checkpoints: crate::checkpoints::Detector,
+}
+
+impl Surveying {
+    /// Before the pass: the log's span sets the grids.
+    pub fn new<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Surveying, LogError> {
         let header = reader.header().clone();
         let span = reader.scan_span()?;
         let (lo, hi) = match (span.first_ts, span.last_ts) {
@@ -173,7 +182,7 @@ impl Survey {
             _ => (header.start.boottime_ns, header.start.boottime_ns),
         };
         let weights = Grid::even(lo, hi, WEIGHT_BINS);
-        let mut s = Survey {
+        let s = Survey {
             header,
             trailer: None,
             diagnostics: Vec::new(),
@@ -197,17 +206,25 @@ impl Survey {
             annotations: Vec::new(),
             ranks: Vec::new(),
         };
-        let mut tracker = ProcTracker::default();
-        let mut checkpoints = crate::checkpoints::Detector::default();
-        while let Some(mut frame) = reader.next_frame()? {
-            while let Some(rec) = frame.next_record() {
-                let idx = tracker.observe(&rec);
-                checkpoints.add(&frame, &rec);
-                s.take(&frame, &rec, idx, &tracker);
-            }
-        }
+        Ok(Surveying { s, tracker: ProcTracker::default(), checkpoints: Default::default() })
+    }
+
+    /// Every record of the log, in order.
+    #[inline]
+    pub fn add(&mut self, frame: &Frame<'_>, rec: &Record) {
+        let idx = self.tracker.observe(rec);
+        self.checkpoints.add(frame, rec);
+        self.s.take(frame, rec, idx, &self.tracker);
+    }
+
+    /// After the pass: the damage the reader found (`diagnostics`, when
+    /// another reader of the pass took them first), the trailer; the
+    /// reader is rewound.
+    pub fn finish<R: Read + Seek>(self, reader: &mut LogReader<R>, diagnostics: Option<Vec<String>>) -> Survey {
+        let Surveying { mut s, tracker, checkpoints } = self;
         s.checkpoints = checkpoints.finish();
-        s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&s.header)).collect();
+        s.diagnostics =
+            diagnostics.unwrap_or_else(|| reader.take_diagnostics().iter().map(|d| d.describe(&s.header)).collect());
         s.trailer = reader.trailer().cloned();
         if s.first_ts == u64::MAX {
             s.first_ts = s.header.start.boottime_ns;
@@ -216,7 +233,20 @@ impl Survey {
         s.phases.sort_by(|a, b| a.ts.cmp(&b.ts).then(b.dur.cmp(&a.dur)));
         s.procs.finish(&s.header, &tracker, &s.epochs());
         reader.rewind();
-        Ok(s)
+        s
+    }
+}
+
+impl Survey {
+    /// Reads the whole log once; the reader is rewound afterwards.
+    pub fn of<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Survey, LogError> {
+        let mut pass = Surveying::new(reader)?;
+        while let Some(mut frame) = reader.next_frame()? {
+            while let Some(rec) = frame.next_record() {
+                pass.add(&frame, &rec);
+            }
+        }
+        Ok(pass.finish(reader, None))
     }
 
     fn take(&mut self, f: &Frame<'_>, rec: &Record, idx: Option<ProcIdx>, tracker: &ProcTracker) {
