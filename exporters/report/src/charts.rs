@@ -304,17 +304,19 @@ impl Bars<'_> {
                 .bold_line_style(RGBColor(225, 225, 225))
                 .draw()
                 .map_err(|x| e(x.to_string()))?;
+            // Bars drawn in bin order (plotters' Histogram series draws
+            // them in a hash map's order: a different file every run).
             for (k, keep) in [(self.colour, false), (self.colour + 1, true)] {
                 let c = PALETTE[k % PALETTE.len()];
                 let shown = values.iter().enumerate().filter(|(i, _)| (self.highlight == Some(*i)) == keep);
-                chart
-                    .draw_series(
-                        Histogram::vertical(&chart)
-                            .style(c.filled())
-                            .margin(1)
-                            .data(shown.map(|(i, &v)| (i as i32, v))),
-                    )
-                    .map_err(|x| e(x.to_string()))?;
+                let bar = |(i, &v): (usize, &f64)| {
+                    let i = i as i32;
+                    let mut r =
+                        Rectangle::new([(SegmentValue::Exact(i), v), (SegmentValue::Exact(i + 1), 0.0)], c.filled());
+                    r.set_margin(0, 0, 1, 1);
+                    r
+                };
+                chart.draw_series(shown.map(bar)).map_err(|x| e(x.to_string()))?;
             }
             root.present().map_err(|x| e(x.to_string()))?;
         }
@@ -369,5 +371,23 @@ mod tests {
             (seconds(0.0), seconds(0.0045), seconds(0.25), seconds(2.5)),
             ("0".into(), "4.5 ms".into(), "250 ms".into(), "2.5 s".into())
         );
+    }
+
+    /// The same numbers draw the same file, bars in bin order (plotters'
+    /// Histogram series iterated a hash map: each report differed).
+    #[test]
+    fn bars_draw_the_same_file_every_time() {
+        let labels: Vec<String> = (0..24).map(|i| format!("{i} KiB")).collect();
+        let counts: Vec<u64> = (0..24).map(|i| i * 7 % 11 + 1).collect();
+        let first = bars("sizes", "bytes", &labels, &counts, 0).unwrap();
+        for _ in 0..4 {
+            assert_eq!(bars("sizes", "bytes", &labels, &counts, 0).unwrap(), first);
+        }
+        let xs: Vec<u32> = first
+            .match_indices("<rect x=\"")
+            .map(|(i, m)| &first[i + m.len()..])
+            .filter_map(|r| r.split('"').next()?.parse().ok())
+            .collect();
+        assert!(xs.len() >= 24 && xs.windows(2).skip(xs.len() - 24).all(|w| w[0] < w[1]), "{xs:?}");
     }
 }
