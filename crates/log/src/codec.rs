@@ -127,8 +127,19 @@ impl Tracks {
     #[inline]
     fn bring_forward(&mut self, i: usize, tid: u32) {
         let t = self.recent_track[i];
-        self.recent.copy_within(0..i, 1);
-        self.recent_track.copy_within(0..i, 1);
+        // Most records are by the thread before or the one before that: a
+        // copy_within would call memmove for one element, or none.
+        match i {
+            0 => {}
+            1 => {
+                self.recent[1] = self.recent[0];
+                self.recent_track[1] = self.recent_track[0];
+            }
+            _ => {
+                self.recent.copy_within(0..i, 1);
+                self.recent_track.copy_within(0..i, 1);
+            }
+        }
         self.recent[0] = tid;
         self.recent_track[0] = t;
     }
@@ -599,8 +610,10 @@ impl Decoder {
         buf.get(s as usize..e as usize)
     }
 
-    /// The next record of the payload `buf` given to [`Decoder::reset`].
-    pub fn next(&mut self, buf: &[u8]) -> Option<Result<Record, Corrupt>> {
+    /// The next record of the payload `buf` given to [`Decoder::reset`],
+    /// decoded into `out` in place; `None` at the end.
+    #[inline]
+    pub fn next_into(&mut self, buf: &[u8], out: &mut Record) -> Option<Result<(), Corrupt>> {
         loop {
             if self.next >= self.n_records {
                 return None;
@@ -616,13 +629,13 @@ impl Decoder {
                 }
             };
             let got = if self.major == 1 {
-                crate::v1::decode(k, buf, cols, &mut self.v1, n_strings)
+                crate::v1::decode(k, buf, cols, &mut self.v1, n_strings).map(|r| r.map(|rec| *out = rec))
             } else {
                 let mut r = R { buf, cols, tracks: &mut self.tracks, cur: k as usize, n_strings };
-                Record::decode(k, &mut r)
+                Record::decode_into(k, &mut r, out)
             };
             match got {
-                Some(rec) => return Some(rec.map_err(|b| b.describe(k, n_strings))),
+                Some(res) => return Some(res.map_err(|b| b.describe(k, n_strings))),
                 None => self.unknown_kinds += 1,
             }
         }
@@ -655,7 +668,7 @@ mod tests {
             p[pos] = k;
             let mut d = Decoder::new(2);
             d.reset(&p).unwrap();
-            assert!(d.next(&p).is_none(), "kind {k}");
+            assert!(d.next_into(&p, &mut Record::Lost(Lost::default())).is_none(), "kind {k}");
             assert_eq!(d.unknown_kinds, 1, "kind {k}");
         }
     }

@@ -142,11 +142,21 @@ impl Frame<'_> {
     /// be decoded ends the frame early with a diagnostic.
     #[inline]
     pub fn next_record(&mut self) -> Option<Record> {
+        let mut out = Record::Lost(crate::Lost::default());
+        self.next_into(&mut out).then_some(out)
+    }
+
+    /// [`Frame::next_record`] into `out`, in place (what the passes over
+    /// a whole log use: a returned record is copied on its way); `false`
+    /// at the end of the frame.
+    #[inline]
+    pub fn next_into(&mut self, out: &mut Record) -> bool {
         if self.failed {
-            return None;
+            return false;
         }
-        match self.dec.next(self.payload)? {
-            Ok(r) => Some(r),
+        let Some(got) = self.dec.next_into(self.payload, out) else { return false };
+        match got {
+            Ok(()) => true,
             Err(e) => {
                 self.failed = true;
                 self.diags.push(Diagnostic::Skipped {
@@ -156,7 +166,7 @@ impl Frame<'_> {
                     last_ts: Some(self.header.last_ts),
                     reason: format!("undecodable record: {}", e.0),
                 });
-                None
+                false
             }
         }
     }

@@ -127,8 +127,9 @@ pub fn run<R: Read + Seek, O: Output>(
         written.push(w);
         Ok::<_, ExportError>(following)
     };
+    let mut rec = mltrace_log::Record::Lost(Default::default());
     while let Some(mut frame) = reader.next_frame()? {
-        while let Some(rec) = frame.next_record() {
+        while frame.next_into(&mut rec) {
             let ts = rec.ts();
             while k + 1 < details.len() && ts >= details[k].to {
                 enc = next(&mut scene, enc, k, &mut written)?.expect("not the last file");

@@ -241,8 +241,9 @@ impl Survey {
     /// Reads the whole log once; the reader is rewound afterwards.
     pub fn of<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Survey, LogError> {
         let mut pass = Surveying::new(reader)?;
+        let mut rec = Record::Lost(Default::default());
         while let Some(mut frame) = reader.next_frame()? {
-            while let Some(rec) = frame.next_record() {
+            while frame.next_into(&mut rec) {
                 pass.add(&frame, &rec);
             }
         }

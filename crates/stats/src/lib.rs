@@ -924,8 +924,9 @@ impl Stats {
             s.summed_loaders = summed_loaders(reader)?;
             reader.rewind();
         }
+        let mut rec = Record::Lost(Default::default());
         while let Some(mut f) = reader.next_frame()? {
-            while let Some(rec) = f.next_record() {
+            while f.next_into(&mut rec) {
                 s.add(&f, &rec);
                 s.checkpoint_detector.add(&f, &rec);
                 also(&f, &rec);

@@ -696,8 +696,9 @@ pub fn export<R: Read + Seek>(
     // attribute (I/O accounting): never a new one, which would put the
     // tracker out of step with the survey's.
     let mut last: HashMap<u32, ProcIdx> = HashMap::default();
+    let mut rec = Record::Lost(Default::default());
     while let Some(mut frame) = reader.next_frame()? {
-        while let Some(rec) = frame.next_record() {
+        while frame.next_into(&mut rec) {
             let idx = match (tracker.observe(&rec), &rec) {
                 (None, Record::IoAccounting(a)) => last.get(&a.pid).copied(),
                 (Some(i), r) => {
