@@ -91,6 +91,11 @@ impl DiskCounters {
         self.flush(self.watermark, out);
     }
 
+    /// Requests in flight after the changes emitted so far.
+    pub fn in_flight(&self) -> i64 {
+        self.in_flight
+    }
+
     /// Emits everything before `upto` now, whatever may still come (a
     /// file of a big run ends there): later changes before it are late.
     pub fn flush_until(&mut self, upto: u64, out: &mut Vec<Sample>) {

@@ -256,6 +256,9 @@ struct Disk {
     dev: u32,
     name: Vec<u8>,
     counters: DiskCounters,
+    /// Requests in flight at `--from` (the last change before it), drawn
+    /// at that instant before the window's first change.
+    edge: Option<i64>,
 }
 
 /// What one file has declared.
@@ -326,6 +329,13 @@ pub struct Scene<'s> {
     /// comm, prio), to join the chain where untraced tasks ran between.
     /// By host (a merged log's hosts have their own CPUs), then CPU.
     on_cpu: Vec<Vec<OnCpu>>,
+    /// The last sample of each machine counter, before this file or in it
+    /// (group and name as bytes), in the order first seen: a file that
+    /// starts between two samples draws them from its first instant.
+    last_machine: Vec<(Vec<u8>, Vec<u8>, Counter)>,
+    last_machine_at: HashMap<Vec<u8>, usize>,
+    /// Whether this file has yet to draw them (at its first record shown).
+    carry_pending: bool,
     /// The host whose machine groups are being drawn (0 but in a merged
     /// log): set from the record before its groups are looked up.
     pub(crate) host: usize,
@@ -362,6 +372,9 @@ impl<'s> Scene<'s> {
             flags: String::new(),
             key: String::new(),
             on_cpu: Vec::new(),
+            last_machine: Vec::new(),
+            last_machine_at: HashMap::default(),
+            carry_pending: false,
             host: 0,
             stats: SceneStats::default(),
         }
@@ -376,6 +389,7 @@ impl<'s> Scene<'s> {
         self.on_cpu.clear();
         self.stats = SceneStats::default();
         self.range = range;
+        self.carry_pending = true;
         let zero = self.run.zero_counters();
         enc.begin(&FileMeta { header: &self.run.header, anchor: self.run.header.start, title, zero_counters: &zero })?;
         // Run-wide tracks (verdict, phases, losses) are the first host's.
@@ -706,7 +720,14 @@ impl<'s> Scene<'s> {
             }
             _ => crate::procs::owner(rec).is_none_or(|p| self.filter.keeps_pid(p)),
         };
+        if let Record::Counter(c) = rec {
+            self.remember(f, c);
+        }
         let keep_ts = self.filter.keeps_ts(ts);
+        if keep_ts && self.carry_pending {
+            self.carry_pending = false;
+            self.carry(enc)?;
+        }
         if !(keep_ts && keep_pid) {
             // A call left out: requests held for it go alone.
             if let Some((tid, n)) = syscall_blocks(rec) {
@@ -1117,7 +1138,8 @@ impl<'s> Scene<'s> {
         // Another host's disk of the same name and number is another disk.
         let (d, new) = self.disk_ids.id_on(host, b.dev, name);
         if new {
-            self.disks.push(Disk { host, dev: b.dev, name: name.to_vec(), counters: DiskCounters::default() });
+            let counters = DiskCounters::default();
+            self.disks.push(Disk { host, dev: b.dev, name: name.to_vec(), counters, edge: None });
         }
         d
     }
@@ -1162,7 +1184,8 @@ impl<'s> Scene<'s> {
             self.key = key;
             let t = t?;
             self.stats.counters += 1;
-            enc.counter(t, s.ts, s.bytes_per_s)?;
+            // A bin begun before this file (a part) is drawn from its start.
+            enc.counter(t, s.ts.max(self.range.0), s.bytes_per_s)?;
         }
         self.rate_samples = samples;
         self.rate_samples.clear();
@@ -1179,9 +1202,16 @@ impl<'s> Scene<'s> {
         for smp in &samples {
             let (i, ts, v) = match *smp {
                 Sample::InFlight { ts, value } => {
+                    let from = self.filter.from.unwrap_or(0);
                     if self.filter.keeps_ts(ts) {
+                        if let Some(v) = self.disks[d].edge.take().filter(|_| ts > from) {
+                            enc.counter(group, from, v as f64)?;
+                            self.stats.counters += 1;
+                        }
                         enc.counter(group, ts, value as f64)?;
                         self.stats.counters += 1;
+                    } else if ts < from {
+                        self.disks[d].edge = Some(value);
                     }
                     continue;
                 }
@@ -1194,6 +1224,8 @@ impl<'s> Scene<'s> {
             if !self.filter.keeps_ts(ts) {
                 continue;
             }
+            // A bin begun before this file (a part) is drawn from its start.
+            let ts = ts.max(self.range.0);
             let out = self.out.disks[d].as_mut().unwrap();
             let t = match out.tracks[i] {
                 Some(t) => t,
@@ -1504,8 +1536,68 @@ impl<'s> Scene<'s> {
         self.period_value(enc, t, c.ts, c.dur, c.count as f64, c.count > 0)
     }
 
+    /// Keeps the last sample of a machine counter (see `last_machine`).
+    fn remember(&mut self, f: &Frame<'_>, c: &Counter) {
+        if local_pid(c.pid) != 0 || !c.value.is_finite() {
+            return;
+        }
+        let (group, name) = (f.str(c.group), f.str(c.name));
+        let mut key = std::mem::take(&mut self.key).into_bytes();
+        key.clear();
+        key.extend_from_slice(group);
+        key.push(0);
+        key.extend_from_slice(name);
+        key.extend_from_slice(&c.pid.to_le_bytes());
+        match self.last_machine_at.get(&key[..]) {
+            Some(&i) => self.last_machine[i].2 = *c,
+            None => {
+                self.last_machine_at.insert(key.clone(), self.last_machine.len());
+                self.last_machine.push((group.to_vec(), name.to_vec(), *c));
+            }
+        }
+        key.clear();
+        self.key = String::from_utf8(key).unwrap_or_default();
+    }
+
+    /// Draws the machine counters' last samples from before this file's
+    /// first instant at that instant, so that CPU, memory and disk lines
+    /// start at its left edge, not at its first sample.
+    fn carry<E: Encoder>(&mut self, enc: &mut E) -> io::Result<()> {
+        let at = self.range.0.max(self.filter.from.unwrap_or(0));
+        let carried: Vec<(Vec<u8>, Vec<u8>, Counter)> =
+            self.last_machine.iter().filter(|(_, _, c)| c.ts < at).cloned().collect();
+        for (group, name, mut c) in carried {
+            c.ts = at;
+            self.counter_named(enc, &group, &name, None, &c)?;
+        }
+        // Requests in flight on each disk at a part's start: the part
+        // before ended by applying every change before it. (A window's
+        // start is drawn from its last change before, once known: see
+        // `Disk::edge`.)
+        if self.filter.from.is_none_or(|f| at > f) {
+            for d in 0..self.disks.len() {
+                let value = self.disks[d].counters.in_flight();
+                self.samples.push(Sample::InFlight { ts: at, value });
+                self.emit_samples(enc, d)?;
+            }
+        }
+        Ok(())
+    }
+
     fn counter<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, idx: Option<ProcIdx>, c: &Counter) -> io::Result<()> {
-        let (group, name) = (f.str_lossy(c.group), f.str_lossy(c.name));
+        self.counter_named(enc, f.str(c.group), f.str(c.name), idx, c)
+    }
+
+    /// A counter sample, its group and name given as bytes.
+    fn counter_named<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        group_bytes: &[u8],
+        name_bytes: &[u8],
+        idx: Option<ProcIdx>,
+        c: &Counter,
+    ) -> io::Result<()> {
+        let (group, name) = (String::from_utf8_lossy(group_bytes), String::from_utf8_lossy(name_bytes));
         if local_pid(c.pid) == 0 {
             self.host = host_of(c.pid);
             if let Some(core) = group.strip_prefix("CPU ").and_then(|n| n.parse::<u32>().ok()) {
@@ -1528,7 +1620,7 @@ impl<'s> Scene<'s> {
             None => self.machine_track(enc, &group, &name, Unit::from_log(c.unit))?,
             Some(i) => {
                 // A counter that stays 0 for the whole run says nothing.
-                if !self.run.counter_nonzero(f.str(c.group), f.str(c.name), c.pid) {
+                if !self.run.counter_nonzero(group_bytes, name_bytes, c.pid) {
                     return Ok(());
                 }
                 let mut key = std::mem::take(&mut self.key);

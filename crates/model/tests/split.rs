@@ -29,6 +29,8 @@ struct FileLog {
     /// Slices on tracks outside the processes (verdict, phases): start,
     /// end, and whether they say they were cut to the file.
     run_wide: Vec<(u64, u64, bool)>,
+    /// Each counter track's first sample.
+    first_sample: HashMap<TrackId, u64>,
 }
 
 struct Check {
@@ -108,11 +110,12 @@ impl Encoder for CheckEnc {
         args.write(&mut Sink::default());
         Ok(())
     }
-    fn counter(&mut self, t: TrackId, _: u64, v: f64) -> io::Result<()> {
+    fn counter(&mut self, t: TrackId, ts: u64, v: f64) -> io::Result<()> {
         let (kind, _, _) = self.known(t)?;
         assert_eq!(kind, "counter");
         assert!(v.is_finite());
         self.log.counters += 1;
+        self.log.first_sample.entry(t).or_insert(ts);
         Ok(())
     }
     fn sched_switch(&mut self, _: &SwitchEvent<'_>) -> io::Result<()> {
@@ -207,6 +210,25 @@ fn a_big_log_is_an_overview_and_parts_that_add_up() {
         // that began just before it, never with ones long before.
         let early = l.syscalls.iter().filter(|&&ts| ts + 100_000_000 < w.file.from).count();
         assert_eq!(early, 0, "{}", w.file.label);
+        // Machine counters (CPU, memory: not a process's) start at the
+        // part's first instant with the sample before it, not 100 ms in.
+        if k > 0 {
+            let machine = |t: &TrackId| {
+                let mut p = l.tracks[t].2;
+                while let Some(id) = p {
+                    if l.tracks[&id].0 == "process" {
+                        return false;
+                    }
+                    p = l.tracks[&id].2;
+                }
+                true
+            };
+            let firsts: Vec<(&str, u64)> = (l.first_sample.iter().filter(|(t, _)| machine(t)))
+                .map(|(t, &ts)| (l.tracks[t].1.as_str(), ts))
+                .collect();
+            assert!(firsts.len() >= 3, "{}: {} machine counters", w.file.label, firsts.len());
+            assert!(firsts.iter().all(|&(_, ts)| ts == w.file.from), "{}: first samples {firsts:?}", w.file.label);
+        }
         // Run-wide slices (phases, the verdict) are cut to the part, so
         // that it opens on its own span, and say so.
         for &(start, end, _) in &l.run_wide {
@@ -270,6 +292,10 @@ fn a_window_holds_only_that_window() {
     assert!(want > 1000);
     assert_eq!(logs[0].syscalls.len() as u64, want);
     assert!(logs[0].syscalls.iter().all(|&ts| ts >= from && ts < to));
+    // Counters start at the window's first instant, the process's too
+    // where it has a sample there (the machine's do: carried from before).
+    assert!(logs[0].first_sample.values().filter(|&&ts| ts == from).count() >= 3, "{:?}", logs[0].first_sample);
+    assert!(logs[0].first_sample.values().all(|&ts| ts >= from && ts < to));
     // In seconds from the start: the same.
     let secs = |t: u64| format!("{:.9}", (t - run.start()) as f64 / 1e9);
     let req = WindowRequest { from: Some(secs(from)), to: Some(secs(to)), pids: vec![] };
