@@ -76,6 +76,11 @@ pub fn title(f: &PlannedFile) -> String {
     }
 }
 
+/// What a part holds (`EPOCH 2 (2/3)`); `None` for a whole file.
+fn part_label(f: &PlannedFile) -> Option<&str> {
+    matches!(f.role, FileRole::Part { .. }).then_some(f.label.as_str())
+}
+
 /// Writes every file of `plan`; `done` hears of each as it is finished.
 pub fn run<R: Read + Seek, O: Output>(
     reader: &mut LogReader<R>,
@@ -106,7 +111,8 @@ pub fn run<R: Read + Seek, O: Output>(
     let mut scene = Scene::new(survey, win.filter.clone());
     let mut k = 0;
     let mut enc = out.create(details[0]).map_err(io_err(details[0]))?;
-    scene.begin_file(&mut enc, &title(details[0]), (details[0].from, details[0].to)).map_err(io_err(details[0]))?;
+    let f = details[0];
+    scene.begin_file(&mut enc, &title(f), (f.from, f.to), part_label(f)).map_err(io_err(f))?;
     // Ends file `k` and starts the next (or, after the last, only ends it).
     let mut next = |scene: &mut Scene<'_>, enc: O::E, k: usize, written: &mut Vec<Written>| {
         let mut enc = enc;
@@ -120,7 +126,7 @@ pub fn run<R: Read + Seek, O: Output>(
             let f = details[k + 1];
             let mut e = out.create(f).map_err(io_err(f))?;
             out.finished(enc).map_err(io_err(details[k]))?;
-            scene.begin_file(&mut e, &title(f), (f.from, f.to)).map_err(io_err(f))?;
+            scene.begin_file(&mut e, &title(f), (f.from, f.to), part_label(f)).map_err(io_err(f))?;
             Some(e)
         };
         done(&w);

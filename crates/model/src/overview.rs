@@ -440,7 +440,7 @@ pub fn render<E: Encoder>(run: &Survey, enc: &mut E) -> io::Result<(u64, SceneSt
     let grid = agg.grid;
     let title = format!("overview (intervals of {})", describe_step(grid.step));
     let mut scene = Scene::new(run, Filter::default());
-    scene.begin_file(enc, &title, (0, u64::MAX))?;
+    scene.begin_file(enc, &title, (0, u64::MAX), None)?;
     let secs = grid.step as f64 / 1e9;
     // Machine counters, averaged per interval; CPU busy from idle and iowait.
     let avg = |s: &crate::overview::Series, i: usize| {

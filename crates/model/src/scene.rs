@@ -382,8 +382,15 @@ impl<'s> Scene<'s> {
 
     /// Starts a file: its clock anchor and title, then the training phases
     /// and run-wide marks that meet `[from, to)` (all of them, cut to it:
-    /// they give the file its context).
-    pub fn begin_file<E: Encoder>(&mut self, enc: &mut E, title: &str, range: (u64, u64)) -> io::Result<()> {
+    /// they give the file its context). `part`: what a part of a big run
+    /// holds (`EPOCH 2 (2/3)`), shown under the phases.
+    pub fn begin_file<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        title: &str,
+        range: (u64, u64),
+        part: Option<&str>,
+    ) -> io::Result<()> {
         self.out = Out::default();
         self.started.clear();
         self.on_cpu.clear();
@@ -401,7 +408,7 @@ impl<'s> Scene<'s> {
         let rank = group_rank(crate::annotate::RANKS_GROUP);
         let out = &mut self.out;
         self.stats.counters += crate::annotate::draw_ranks(enc, &self.run.ranks, range, rank, &mut || out.id())?;
-        self.phases(enc, range)?;
+        self.phases(enc, range, part)?;
         self.checkpoints(enc, range)
     }
 
@@ -1682,7 +1689,7 @@ impl<'s> Scene<'s> {
     /// Lays out the phases that meet `[from, to)`, nested where they nest,
     /// on lanes of the "Training phases" group, with the run-wide marks
     /// beside them.
-    fn phases<E: Encoder>(&mut self, enc: &mut E, (from, to): (u64, u64)) -> io::Result<()> {
+    fn phases<E: Encoder>(&mut self, enc: &mut E, (from, to): (u64, u64), part: Option<&str>) -> io::Result<()> {
         let run = self.run;
         let meets = |s: u64, e: u64| e >= from && s < to;
         let phases: Vec<usize> =
@@ -1739,6 +1746,18 @@ impl<'s> Scene<'s> {
                     }
                 }),
             )?;
+            self.stats.slices += 1;
+        }
+        // Which part of the run this file is: a part opens on a stretch of
+        // one phase, and says which (also what keeps the phases a group of
+        // their own in the UI, not one of its "Global Track Events").
+        if let Some(label) = part {
+            let id = self.out.id();
+            enc.track(&Track { id, parent: Some(group), name: "this file", rank: 2, kind: TrackKind::Slices })?;
+            let s = from.max(run.start());
+            let e = to.min(run.end()).max(s);
+            let slice = Slice { track: id, ts: s, dur: e - s, name: Name::Str(label), flows_out: &[], flows_in: &[] };
+            enc.slice(&slice, &NoArgs)?;
             self.stats.slices += 1;
         }
         if !marks.is_empty() {
