@@ -1191,8 +1191,7 @@ impl<'s> Scene<'s> {
             self.key = key;
             let t = t?;
             self.stats.counters += 1;
-            // A bin begun before this file (a part) is drawn from its start.
-            enc.counter(t, s.ts.max(self.range.0), s.bytes_per_s)?;
+            enc.counter(t, s.ts, s.bytes_per_s)?;
         }
         self.rate_samples = samples;
         self.rate_samples.clear();
@@ -1231,8 +1230,6 @@ impl<'s> Scene<'s> {
             if !self.filter.keeps_ts(ts) {
                 continue;
             }
-            // A bin begun before this file (a part) is drawn from its start.
-            let ts = ts.max(self.range.0);
             let out = self.out.disks[d].as_mut().unwrap();
             let t = match out.tracks[i] {
                 Some(t) => t,
