@@ -6,7 +6,7 @@ use std::io::{Read, Seek};
 
 use mltrace_log::{LogError, LogReader};
 use mltrace_model::annotate::{Annotation, RankSeries};
-use mltrace_model::{ArgKey, Survey, Surveying};
+use mltrace_model::{ArgKey, Found, Survey, Surveying};
 use mltrace_stats::Stats;
 
 fn pct(f: f64) -> String {
@@ -21,13 +21,14 @@ pub fn survey<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Survey, LogEr
     if !reader.header().probes.iter().any(|p| p.subsystem == "scheduling") {
         return Survey::of(reader);
     }
-    let mut pass = Surveying::new(reader)?;
+    let mut pass = Surveying::new(reader)?.alongside();
     let stats = Stats::from_reader_with(reader, |f, rec| pass.add(f, rec));
     if stats.is_err() {
         reader.rewind();
     }
     let stats = stats?;
-    let mut survey = pass.finish(reader, Some(stats.diagnostics.clone()));
+    let found = Found { diagnostics: stats.diagnostics.clone(), checkpoints: stats.checkpoints.clone() };
+    let mut survey = pass.finish(reader, Some(found));
     survey.ranks = rank_series(&stats);
     survey.annotations = verdict(&stats);
     Ok(survey)

@@ -268,8 +268,9 @@ pub mod trunc {
 }
 
 impl Block {
+    /// Its completion: `ts` plus its `queue` and `device` times.
     pub fn end_ts(&self) -> u64 {
-        self.ts.saturating_add(self.queue).saturating_add(self.device)
+        self.span_end()
     }
 }
 

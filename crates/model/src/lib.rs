@@ -31,4 +31,4 @@ pub use encoder::{
     Encoder, FileMeta, Name, ProcessDesc, Slice, SwitchEvent, Track, TrackId, TrackKind, Unit, WakingEvent,
 };
 pub use scene::{Filter, Scene, SceneStats};
-pub use survey::{Survey, Surveying};
+pub use survey::{Found, Survey, Surveying};

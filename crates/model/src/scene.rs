@@ -334,6 +334,7 @@ pub struct Scene<'s> {
     /// starts between two samples draws them from its first instant.
     last_machine: Vec<(Vec<u8>, Vec<u8>, Counter)>,
     last_machine_at: HashMap<Vec<u8>, usize>,
+    machine_key: Vec<u8>,
     /// Whether this file has yet to draw them (at its first record shown).
     carry_pending: bool,
     /// The host whose machine groups are being drawn (0 but in a merged
@@ -374,6 +375,7 @@ impl<'s> Scene<'s> {
             on_cpu: Vec::new(),
             last_machine: Vec::new(),
             last_machine_at: HashMap::default(),
+            machine_key: Vec::new(),
             carry_pending: false,
             host: 0,
             stats: SceneStats::default(),
@@ -1546,7 +1548,7 @@ impl<'s> Scene<'s> {
             return;
         }
         let (group, name) = (f.str(c.group), f.str(c.name));
-        let mut key = std::mem::take(&mut self.key).into_bytes();
+        let key = &mut self.machine_key;
         key.clear();
         key.extend_from_slice(group);
         key.push(0);
@@ -1559,8 +1561,6 @@ impl<'s> Scene<'s> {
                 self.last_machine.push((group.to_vec(), name.to_vec(), *c));
             }
         }
-        key.clear();
-        self.key = String::from_utf8(key).unwrap_or_default();
     }
 
     /// Draws the machine counters' last samples from before this file's

@@ -163,13 +163,21 @@ fn weight_of(rec: &Record) -> u64 {
     }
 }
 
+/// What another reader of a survey's pass found for it (see
+/// [`Surveying::alongside`]).
+pub struct Found {
+    pub diagnostics: Vec<String>,
+    pub checkpoints: Vec<crate::checkpoints::Checkpoint>,
+}
+
 /// A survey being taken: fed every record of one pass over the log, by
 /// [`Survey::of`] or alongside another reader of the same pass (`export`
 /// takes it during the verdict's pass, saving a read of the log).
 pub struct Surveying {
     s: Survey,
     tracker: ProcTracker,
-    checkpoints: crate::checkpoints::Detector,
+    /// `None` when the reader it rides along finds the checkpoints itself.
+    checkpoints: Option<crate::checkpoints::Detector>,
 }
 
 impl Surveying {
@@ -206,25 +214,38 @@ impl Surveying {
             annotations: Vec::new(),
             ranks: Vec::new(),
         };
-        Ok(Surveying { s, tracker: ProcTracker::default(), checkpoints: Default::default() })
+        Ok(Surveying { s, tracker: ProcTracker::default(), checkpoints: Some(Default::default()) })
+    }
+
+    /// Rides along a reader that finds the checkpoints itself (the stats
+    /// pass) and hands them to [`Surveying::finish`].
+    pub fn alongside(mut self) -> Self {
+        self.checkpoints = None;
+        self
     }
 
     /// Every record of the log, in order.
     #[inline]
     pub fn add(&mut self, frame: &Frame<'_>, rec: &Record) {
         let idx = self.tracker.observe(rec);
-        self.checkpoints.add(frame, rec);
+        if let Some(c) = &mut self.checkpoints {
+            c.add(frame, rec);
+        }
         self.s.take(frame, rec, idx, &self.tracker);
     }
 
-    /// After the pass: the damage the reader found (`diagnostics`, when
-    /// another reader of the pass took them first), the trailer; the
-    /// reader is rewound.
-    pub fn finish<R: Read + Seek>(self, reader: &mut LogReader<R>, diagnostics: Option<Vec<String>>) -> Survey {
+    /// After the pass: the trailer, and the damage the reader found and
+    /// the checkpoints (`found`, when another reader of the pass took the
+    /// one and found the others, the same way); the reader is rewound.
+    pub fn finish<R: Read + Seek>(self, reader: &mut LogReader<R>, found: Option<Found>) -> Survey {
         let Surveying { mut s, tracker, checkpoints } = self;
-        s.checkpoints = checkpoints.finish();
-        s.diagnostics =
-            diagnostics.unwrap_or_else(|| reader.take_diagnostics().iter().map(|d| d.describe(&s.header)).collect());
+        match found {
+            Some(f) => (s.diagnostics, s.checkpoints) = (f.diagnostics, f.checkpoints),
+            None => {
+                s.checkpoints = checkpoints.map(|c| c.finish()).unwrap_or_default();
+                s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&s.header)).collect();
+            }
+        }
         s.trailer = reader.trailer().cloned();
         if s.first_ts == u64::MAX {
             s.first_ts = s.header.start.boottime_ns;
