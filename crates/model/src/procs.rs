@@ -139,6 +139,12 @@ pub struct ProcInfo {
     pub thread_data: HashMap<u32, u64>,
     /// Its loader threads, in the order they became so.
     pub loaders: Vec<u32>,
+    /// Threads that move a collective library's traffic (see
+    /// [`is_collective_comm`]), in the order they became so: never loaders.
+    pub collective: Vec<u32>,
+    /// The sockets (inodes) those threads did I/O on: what comes through
+    /// them is other ranks' data, not the job's.
+    collective_sockets: Vec<u64>,
     /// Syscall records and bytes moved: how busy it was.
     pub syscalls: u64,
     pub bytes: u64,
@@ -161,7 +167,7 @@ pub struct ProcInfo {
 impl ProcInfo {
     /// Counts `n` bytes of data read or received by thread `tid`.
     fn data_in(&mut self, tid: u32, n: u64) {
-        if tid == self.pid || n == 0 || self.loaders.contains(&tid) {
+        if tid == self.pid || n == 0 || self.loaders.contains(&tid) || self.collective.contains(&tid) {
             return;
         }
         if self.thread_data.len() >= MAX_THREADS_COUNTED && !self.thread_data.contains_key(&tid) {
@@ -179,6 +185,45 @@ impl ProcInfo {
     /// log has said so far).
     pub fn is_loader_thread(&self, tid: u32) -> bool {
         self.loaders.contains(&tid)
+    }
+
+    /// Whether thread `tid` moves collective traffic (as far as the log
+    /// has said so far).
+    pub fn is_collective_thread(&self, tid: u32) -> bool {
+        self.collective.contains(&tid)
+    }
+
+    /// Thread `tid` is a collective library's: it stops being a loader
+    /// (gloo's receiving thread takes in megabytes of the peers' gradients
+    /// before its first send on the same socket may show it). The main
+    /// thread never is: it runs the job.
+    fn make_collective(&mut self, tid: u32) {
+        if tid == self.pid || self.collective.contains(&tid) || self.collective.len() >= MAX_THREADS_COUNTED {
+            return;
+        }
+        self.collective.push(tid);
+        self.loaders.retain(|&t| t != tid);
+        self.thread_data.remove(&tid);
+    }
+
+    /// Thread `tid` did I/O on socket `ino`: a collective thread marks
+    /// the socket, and a thread on a marked socket is a collective one
+    /// (gloo's device loop receives what its `pt_gloo_runloop` threads
+    /// send on the same sockets).
+    fn socket_io(&mut self, tid: u32, ino: u64) {
+        let marked = self.collective_sockets.contains(&ino);
+        if self.collective.contains(&tid) {
+            if !marked && self.collective_sockets.len() < MAX_THREADS_COUNTED {
+                self.collective_sockets.push(ino);
+            }
+        } else if marked {
+            self.make_collective(tid);
+        }
+    }
+
+    /// Whether socket `ino` carries collective traffic (so far).
+    fn is_collective_socket(&self, ino: u64) -> bool {
+        self.collective_sockets.contains(&ino)
     }
 
     /// What its loader threads are called, without their number.
@@ -209,12 +254,42 @@ impl ProcInfo {
                 None => format!("{base} {}", k + 1),
             };
         }
+        let own = comm.filter(|&c| Some(c) != self.comm.as_deref());
+        if let (Some(k), None) = (self.collective.iter().position(|&t| t == tid), own) {
+            // gloo's device loop keeps the process's name.
+            return format!("collective thread {}", k + 1);
+        }
         match (comm, &self.comm) {
             (Some(c), _) => c.to_string(),
             (None, Some(c)) => c.clone(),
             _ => format!("thread {tid}"),
         }
     }
+}
+
+/// A thread a collective library names for itself: PyTorch's gloo
+/// workers (`pt_gloo_runloop`), its NCCL watchdog and heartbeat
+/// (`pt_nccl_*`), NCCL's own (`NCCL ...`). What they move is other
+/// ranks' data, and a wait they end is a wait for other ranks.
+pub fn is_collective_comm(comm: &str) -> bool {
+    comm.starts_with("pt_gloo") || comm.starts_with("pt_nccl") || comm.starts_with("NCCL")
+}
+
+/// The inode of a socket's file name (`socket:[1234]`).
+pub fn socket_inode(path: &[u8]) -> Option<u64> {
+    let digits = path.strip_prefix(b"socket:[")?.strip_suffix(b"]")?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// The thread and socket of a call on a socket.
+fn on_socket(f: &Frame<'_>, rec: &Record) -> Option<(u32, u64)> {
+    let (tid, path) = match *rec {
+        Record::Io(r) if r.kind == FileKind::Socket => (r.tid, r.path),
+        Record::IoSummary(r) if r.kind == FileKind::Socket => (r.tid, r.path),
+        Record::NetCall(r) => (r.tid, r.path),
+        _ => return None,
+    };
+    Some((tid, socket_inode(f.str(path))?))
 }
 
 /// What a process is to the job: decides its name and its place.
@@ -274,7 +349,10 @@ fn data_in(f: &Frame<'_>, rec: &Record, p: &ProcInfo) -> Option<(u32, u64)> {
         Record::NetCall(r) => r.tid,
         _ => return None,
     };
-    if tid == p.pid || p.loaders.contains(&tid) {
+    if tid == p.pid || p.loaders.contains(&tid) || p.collective.contains(&tid) {
+        return None;
+    }
+    if !p.collective_sockets.is_empty() && on_socket(f, rec).is_some_and(|(_, ino)| p.is_collective_socket(ino)) {
         return None;
     }
     let (tid, n) = match *rec {
@@ -333,6 +411,9 @@ impl Procs {
         let ts = rec.ts();
         p.first_ts = p.first_ts.min(ts);
         p.last_ts = p.last_ts.max(rec.end_ts());
+        if let Some((tid, ino)) = on_socket(f, rec) {
+            p.socket_io(tid, ino);
+        }
         if let Some((tid, n)) = data_in(f, rec, p) {
             p.data_in(tid, n);
         }
@@ -367,6 +448,8 @@ impl Procs {
                 let comm = f.str_lossy(r.comm).into_owned();
                 if r.tid == r.pid {
                     p.comm = Some(comm.clone());
+                } else if is_collective_comm(&comm) {
+                    p.make_collective(r.tid);
                 }
                 match p.threads.iter().position(|t| t.0 == r.tid) {
                     Some(k) => p.threads[k].1 = comm,
@@ -468,13 +551,24 @@ impl Procs {
         // environment) say so first: a job's many trainers look alike.
         let fed: HashSet<ProcIdx> =
             (self.list.iter()).filter(|p| matches!(p.role, Role::Worker { .. })).filter_map(|p| p.parent).collect();
+        let ranked: Vec<Option<u32>> = (0..self.list.len())
+            .map(|i| {
+                let p = &self.list[i];
+                p.rank.filter(|_| fed.contains(&(i as ProcIdx)) || !p.loaders.is_empty() || !p.collective.is_empty())
+            })
+            .collect();
         for i in 0..self.list.len() {
             let mut name = self.name_of(i, epochs);
             if name.trim().is_empty() {
                 name = labels::pid_name(self.list[i].pid);
             }
             let p = &self.list[i];
-            if let Some(r) = p.rank.filter(|_| fed.contains(&(i as ProcIdx)) || !p.loaders.is_empty()) {
+            // A rank's workers say whose they are (every rank has a worker 0).
+            let rank = match p.role {
+                Role::Worker { .. } => p.parent.and_then(|q| ranked[q as usize]),
+                _ => ranked[i],
+            };
+            if let Some(r) = rank {
                 name = format!("rank {r}: {name}");
             }
             let p = &mut self.list[i];
@@ -488,7 +582,7 @@ impl Procs {
             }
             p.name = name;
         }
-        self.order();
+        self.order(&ranked);
     }
 
     /// The parent, when it was seen and this process was forked by it.
@@ -573,15 +667,23 @@ impl Procs {
 
     /// Main first, then workers (by parent, epoch, slot), then the rest
     /// by start, helpers last.
-    fn order(&mut self) {
+    /// A rank (`ranked`) and its workers go together, ranks in order,
+    /// after the command.
+    fn order(&mut self, ranked: &[Option<u32>]) {
         let mut idx: Vec<usize> = (0..self.list.len()).collect();
-        let key = |p: &ProcInfo| match p.role {
-            Role::Main => (0, 0, 0, p.first_ts),
-            Role::Worker { slot, generation } => (1, generation, slot, p.first_ts),
-            Role::Other => (2, 0, 0, p.first_ts),
-            Role::Helper => (3, 0, 0, p.first_ts),
+        let key = |i: usize| {
+            let p = &self.list[i];
+            let parent_rank = p.parent.and_then(|q| ranked.get(q as usize).copied().flatten());
+            match (p.role, ranked[i], parent_rank) {
+                (Role::Main, None, _) => (0, 0, 0, 0, 0, p.first_ts),
+                (Role::Worker { slot, generation }, _, Some(r)) => (1, r, 1, generation, slot, p.first_ts),
+                (Role::Helper, ..) => (4, 0, 0, 0, 0, p.first_ts),
+                (_, Some(r), _) => (1, r, 0, 0, 0, p.first_ts),
+                (Role::Worker { slot, generation }, ..) => (2, 0, generation, slot, 0, p.first_ts),
+                _ => (3, 0, 0, 0, 0, p.first_ts),
+            }
         };
-        idx.sort_by_key(|&i| (key(&self.list[i]), i));
+        idx.sort_by_key(|&i| (key(i), i));
         for (rank, i) in idx.into_iter().enumerate() {
             self.list[i].order = rank.min(1_000_000) as i32;
         }

@@ -2,7 +2,7 @@
 //! spent enqueueing them (the wait for a collective itself shows in the
 //! CUDA calls that synchronise).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use mltrace_log::Collective;
 use serde_json::{json, Value};
@@ -50,5 +50,28 @@ impl Collectives {
                 })
             })
             .collect()
+    }
+}
+
+/// Arrivals kept per rank (8 bytes each).
+pub const MAX_ARRIVALS: usize = 1 << 20;
+
+/// When each process called its NCCL collectives, in order: the k-th
+/// call of every rank is the same collective (NCCL requires it).
+#[derive(Default)]
+pub struct Arrivals {
+    pub by_pid: HashMap<u32, Vec<u64>>,
+    /// Calls past [`MAX_ARRIVALS`] of a rank, not kept.
+    pub dropped: u64,
+}
+
+impl Arrivals {
+    pub fn arrive(&mut self, pid: u32, ts: u64) {
+        let v = self.by_pid.entry(pid).or_default();
+        if v.len() < MAX_ARRIVALS {
+            v.push(ts);
+        } else {
+            self.dropped += 1;
+        }
     }
 }

@@ -183,6 +183,8 @@ impl Stats {
                     "main"
                 } else if p.loader_threads.contains(&tid) {
                     "loader"
+                } else if p.collective_threads.contains(&tid) {
+                    "collective"
                 } else {
                     "other"
                 };
@@ -301,6 +303,7 @@ impl Stats {
                     "gpu_wait_fraction": Value::Null,
                     "own_io_fraction": Value::Null,
                     "data_wait_fraction": Value::Null,
+                    "collective_wait_fraction": Value::Null,
                 });
                 crate::async_io::json_fields(p, &mut v);
                 v
@@ -318,6 +321,8 @@ impl Stats {
                     // begin before the first scheduling record: at most 1).
                     v["gpu_wait_fraction"] = t.fraction(p.gpu_wait_ns).map(|f| f.min(1.0)).into();
                     v["own_io_fraction"] = t.fraction(p.own_io_ns).map(|f| f.min(1.0)).into();
+                    // Its main thread's, as the breakdown's share.
+                    v["collective_wait_fraction"] = self.collective_wait_fraction(p).into();
                     v["threads"] = self.thread_rows(p, threads_of.get(&p.pid).map_or(&[], |v| v.as_slice()));
                 }
                 if let Some(h) = self.header.hosts.get(mltrace_log::host_of(p.pid)) {

@@ -18,6 +18,7 @@ pub mod rank_waits;
 pub mod ranks;
 mod render_maps;
 pub mod sched;
+pub mod steps;
 mod summary;
 pub mod timeline;
 mod verdict;
@@ -165,6 +166,8 @@ pub struct ProcStats {
     /// first; its loader threads (tids). Both known once the log is read.
     pub thread_names: Vec<(u32, String)>,
     pub loader_threads: Vec<u32>,
+    /// Its threads that move collective traffic (gloo's, NCCL's).
+    pub collective_threads: Vec<u32>,
     /// What its loader threads are called (`tf.data thread`, `loader thread`).
     pub loader_word: &'static str,
 }
@@ -310,6 +313,13 @@ pub struct Stats {
     pub checkpoints: Vec<mltrace_model::checkpoints::Checkpoint>,
     /// NCCL calls per process and operation.
     pub collectives: collectives::Collectives,
+    /// By pid: the streams its NCCL collectives were enqueued on since the
+    /// last sync call that waited for them.
+    nccl_outstanding: HashMap<u32, Vec<u64>>,
+    /// Each rank's arrivals at the collectives: NCCL calls' enqueue times.
+    pub arrivals: collectives::Arrivals,
+    /// Step marks by pid (`mltrace.mark("step")`, a `STEP` phase).
+    pub step_marks: HashMap<u32, Vec<u64>>,
     /// CUDA driver calls per process and call.
     pub gpu_calls: gpu_calls::GpuCalls,
     pub trailer: Option<Trailer>,
@@ -458,6 +468,21 @@ impl Stats {
         self.roles.list.get(i as usize).is_some_and(|p| p.is_loader_thread(tid))
     }
 
+    /// Whether thread `tid` of `pid` moves collective traffic, as far as
+    /// the log has said so far (the model's reading).
+    fn is_collective_thread(&self, pid: u32, tid: u32) -> bool {
+        let Some(i) = self.tracker.known(pid) else { return false };
+        self.roles.list.get(i as usize).is_some_and(|p| p.is_collective_thread(tid))
+    }
+
+    /// A step began in `pid` (0: the job's, not a process's).
+    fn step_mark(&mut self, pid: u32, ts: u64) {
+        let marks = self.step_marks.entry(pid).or_default();
+        if marks.len() < collectives::MAX_ARRIVALS {
+            marks.push(ts);
+        }
+    }
+
     /// Counts `n` bytes read from `path` by a worker or a loader thread.
     fn worker_read(&mut self, pid: u32, tid: u32, path: &[u8], kind: FileKind, n: i64) {
         if n <= 0 || !matches!(kind, FileKind::Regular | FileKind::BlockDev) {
@@ -536,11 +561,42 @@ impl Stats {
         }
     }
 
-    /// A CUDA call that waited for the GPU.
+    /// A CUDA call that waited for the GPU: for the other ranks, when an
+    /// NCCL collective it covers was outstanding (a sync call covers the
+    /// stream it names, or every stream when it names none or is not a
+    /// stream sync: the context, an event, a blocking copy).
     fn gpu_call(&mut self, r: &GpuCall) {
         self.proc(r.pid).gpu_wait_ns += r.dur;
         self.gpu_calls.call(r);
-        self.sched.call(r.pid, r.tid, r.ts, r.ts.saturating_add(r.dur), sched::CallKind::Gpu);
+        let mut kind = sched::CallKind::Gpu;
+        if let Some(streams) = self.nccl_outstanding.get_mut(&r.pid) {
+            let before = streams.len();
+            if r.call == GpuApi::StreamSynchronize && r.stream != 0 {
+                streams.retain(|&s| s != r.stream);
+            } else {
+                streams.clear();
+            }
+            if streams.len() < before {
+                kind = sched::CallKind::Collective;
+            }
+        }
+        if kind == sched::CallKind::Collective {
+            self.sched.episode(r.pid, r.ts, r.ts.saturating_add(r.dur));
+        }
+        self.sched.call(r.pid, r.tid, r.ts, r.ts.saturating_add(r.dur), kind);
+    }
+
+    /// An NCCL call: a rank arriving at a collective.
+    fn nccl_call(&mut self, r: &Collective) {
+        self.collectives.add(r);
+        if r.op.is_group() {
+            return;
+        }
+        self.arrivals.arrive(r.pid, r.ts);
+        let streams = self.nccl_outstanding.entry(r.pid).or_default();
+        if !streams.contains(&r.stream) && streams.len() < 64 {
+            streams.push(r.stream);
+        }
     }
 
     /// A call of `pid`'s thread `tid` on a file of `kind`: its own I/O when
@@ -693,7 +749,7 @@ impl Stats {
                 }
             }
             Record::GpuCall(r) => self.gpu_call(&r),
-            Record::Collective(r) => self.collectives.add(&r),
+            Record::Collective(r) => self.nccl_call(&r),
             Record::GpuCount(r) => self.gpu_calls.count(&r),
             Record::NetCall(r) => {
                 self.calls.add("", r.op.name(), Some(r.requested), r.dur);
@@ -789,6 +845,10 @@ impl Stats {
                 let name = labels::phase(&f.str_lossy(p.name), p.flags);
                 self.epochs.push((p.ts, p.ts.saturating_add(p.dur), name));
             }
+            Record::Phase(p) if p.kind == PhaseKind::Other && f.str(p.name).eq_ignore_ascii_case(b"step") => {
+                self.step_mark(p.pid, p.ts)
+            }
+            Record::Mark(m) if f.str(m.name).eq_ignore_ascii_case(b"step") => self.step_mark(m.pid, m.ts),
             Record::Phase(_) | Record::Mark(_) => {}
             Record::GpuEvent(e) => {
                 let gpu = self.on_host(host_of(e.pid), f.str_lossy(e.group));
@@ -812,6 +872,9 @@ impl Stats {
                 // under torchrun, the trainer's among them) or loader threads.
                 let feeder = if self.loader_parent(r.waker_pid) == Some(r.pid) {
                     sched::Feeder::Worker
+                } else if r.waker_pid == r.pid && r.waker_tid != r.tid && self.is_collective_thread(r.pid, r.waker_tid)
+                {
+                    sched::Feeder::Collective
                 } else if r.waker_pid == r.pid && r.waker_tid != r.tid && self.is_loader_thread(r.pid, r.waker_tid) {
                     sched::Feeder::Thread
                 } else {
@@ -970,6 +1033,7 @@ impl Stats {
             }
             p.thread_names = names;
             p.loader_threads = info.loaders.clone();
+            p.collective_threads = info.collective.clone();
             p.loader_word = info.loader_word();
         }
         self.roles = roles;

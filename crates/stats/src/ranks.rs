@@ -9,16 +9,31 @@ use mltrace_log::{env, host_of, local_pid};
 use serde_json::{json, Value};
 
 use crate::hist::Histogram;
+use crate::steps::{self, median, StepFrom};
 use crate::verdict::Breakdown;
 use crate::{ProcStats, Stats};
 
-/// A straggler waits for data at least this much more than the median
-/// (a share of its time) ...
-const STRAGGLER_MARGIN: f64 = 0.10;
-/// ... and at least this many times the median.
-const STRAGGLER_RATIO: f64 = 1.5;
-/// With fewer ranks there is no median to stand out from.
+/// With fewer ranks there is no median to stand out from (by step time,
+/// or by data wait).
 const STRAGGLER_MIN_RANKS: usize = 3;
+/// A rank is clearly slower when its step takes this many times the
+/// median rank's ...
+const STEP_RATIO: f64 = 1.25;
+/// ... and at least this much longer (ns): steps of a few microseconds
+/// differ by noise.
+const STEP_MARGIN_NS: f64 = 1e6;
+/// The rank the others wait for arrived last at least this share of the
+/// collectives ...
+const LAST_SHARE: f64 = 0.5;
+/// ... at least this share of a step late at the median ...
+const LATE_SHARE: f64 = 0.1;
+/// ... and at least this late (ns).
+const LATE_MIN_NS: f64 = 1e6;
+/// The old rule, for logs with no step time to judge: a data wait this
+/// much over the median ...
+const STRAGGLER_MARGIN: f64 = 0.10;
+/// ... and this many times it.
+const STRAGGLER_RATIO: f64 = 1.5;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rank {
@@ -30,6 +45,7 @@ pub struct Rank {
     /// The variable the rank came from (`RANK`, ...), `None` for its place.
     pub rank_from: Option<&'static str>,
     pub data_wait_fraction: Option<f64>,
+    pub collective_wait_fraction: Option<f64>,
     pub breakdown: Option<Breakdown>,
     /// Its loaders: worker processes, or (none forked) its loader threads.
     pub loaders: usize,
@@ -39,24 +55,89 @@ pub struct Rank {
     pub read_p99_ns: Option<u64>,
     /// Those bytes per second of its main thread's time.
     pub read_mb_per_s: Option<f64>,
+    /// Its main thread's counted time (ns).
+    pub life_ns: u64,
+    /// Its time per step (ns) and where it came from (the same source for
+    /// every rank; `None` from its run alone).
+    pub step_ns: Option<f64>,
+    pub step_from: StepFrom,
+    /// Collectives it arrived last at, and its median lateness (ns), of
+    /// the job's `collectives` (0: none matched).
+    pub last_at: usize,
+    pub late_ns: f64,
+    pub collectives: usize,
 }
 
-/// The rank that waited for data clearly more than the median.
+/// Why the straggler is slow: the share of its time that grew most
+/// against the other ranks' (per step).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    Data,
+    Compute,
+    Gpu,
+    Io,
+    CpuContention,
+}
+
+impl Cause {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Data => "data",
+            Cause::Compute => "compute",
+            Cause::Gpu => "gpu",
+            Cause::Io => "io",
+            Cause::CpuContention => "cpu_contention",
+        }
+    }
+
+    fn share(self, b: &Breakdown) -> f64 {
+        match self {
+            Cause::Data => b.data_wait,
+            Cause::Compute => b.on_cpu,
+            Cause::Gpu => b.gpu_wait,
+            Cause::Io => b.own_io,
+            Cause::CpuContention => b.runnable,
+        }
+    }
+
+    /// `waited for data`, `computed (on CPU)`...
+    fn verb(self) -> &'static str {
+        match self {
+            Cause::Data => "waited for data",
+            Cause::Compute => "computed (on CPU)",
+            Cause::Gpu => "waited for the GPU",
+            Cause::Io => "was in its own file I/O",
+            Cause::CpuContention => "waited for a CPU",
+        }
+    }
+}
+
+/// How the straggler was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judged {
+    /// It arrived last at the collectives (the others waited for it).
+    Late,
+    /// Its steps (or its run) took clearly longer than the median rank's.
+    StepTime,
+    /// Its data wait stood out (no time to judge by).
+    DataWait,
+}
+
+/// The rank that holds the job back.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Straggler {
     pub rank: Rank,
+    pub judged: Judged,
+    pub cause: Option<Cause>,
+    pub median_step_ns: Option<f64>,
+    pub median_life_ns: f64,
     pub median_data_wait_fraction: f64,
+    /// The cause's share of the straggler's time, and the others' median.
+    pub cause_fraction: Option<(f64, f64)>,
+    /// The other ranks' median share of time waiting for the others.
+    pub others_collective_wait_fraction: Option<f64>,
     /// The other ranks' median read p99.
     pub median_read_p99_ns: Option<u64>,
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 impl Stats {
@@ -67,9 +148,11 @@ impl Stats {
         let has_loaders = !pids.is_empty() || !p.loader_threads.is_empty();
         let dw_ns = if has_loaders { self.sched.data_wait(p.pid, &pids) } else { 0 };
         let ic = self.sched.in_calls.get(&p.pid).copied().unwrap_or_default();
+        let cw_ns = self.sched.collective_wait(p.pid).saturating_sub(ic.collective_wait) + ic.collective;
         Breakdown::of(
             main.total() as f64,
             dw_ns.saturating_sub(ic.data_wait) as f64,
+            cw_ns as f64,
             ic.gpu as f64,
             ic.own_io as f64,
             main.cpu.saturating_sub(ic.states.cpu) as f64,
@@ -77,20 +160,33 @@ impl Stats {
         )
     }
 
+    /// Whether process `pid` takes part in collectives: threads of a
+    /// collective library (gloo), or NCCL calls.
+    fn in_collectives(&self, p: &ProcStats) -> bool {
+        self.arrivals.by_pid.contains_key(&p.pid) || self.sched.by_collective.contains_key(&p.pid)
+    }
+
     /// Every process with loaders of its own that the trainer rule would
-    /// pick (the trainer, and the others fed by workers), by host and start.
+    /// pick (the trainer, and the others fed by workers), and every
+    /// process in collectives, by host and start.
     pub fn ranks(&self) -> Vec<Rank> {
         let mut procs: Vec<&ProcStats> = self
             .processes
             .iter()
-            .filter(|p| p.pid == self.trainer || self.fed.contains(&p.pid))
-            .filter(|p| !self.workers_of(p).is_empty() || !p.loader_threads.is_empty())
+            .filter(|p| {
+                let fed = (p.pid == self.trainer || self.fed.contains(&p.pid))
+                    && (!self.workers_of(p).is_empty() || !p.loader_threads.is_empty());
+                fed || self.in_collectives(p)
+            })
             .collect();
         procs.sort_by_key(|p| (host_of(p.pid), p.started.unwrap_or(0), local_pid(p.pid)));
         let from_env: Vec<Option<(u32, &'static str)>> =
             procs.iter().map(|p| env::rank(p.env.iter().map(|(n, v)| (*n, v.as_str())))).collect();
         let distinct: HashSet<u32> = from_env.iter().flatten().map(|r| r.0).collect();
         let use_env = from_env.iter().all(Option::is_some) && distinct.len() == procs.len();
+        let (step_from, steps) = self.step_times(&procs);
+        let meetings = self.meetings(&procs, &steps);
+        let late = steps::lateness(&meetings, procs.len());
         let mut ranks: Vec<Rank> = procs
             .into_iter()
             .zip(from_env)
@@ -111,18 +207,26 @@ impl Stats {
                     }
                     (workers.len(), h, workers.iter().map(|w| w.reads.bytes).sum())
                 };
-                let secs = self.sched.main_thread.get(&p.pid).map_or(0.0, |m| m.total() as f64 / 1e9);
+                let life_ns = self.sched.main_thread.get(&p.pid).map_or(0, |m| m.total());
+                let secs = life_ns as f64 / 1e9;
                 Rank {
                     pid: p.pid,
                     rank,
                     rank_from,
                     data_wait_fraction: self.data_wait_fraction(p),
+                    collective_wait_fraction: self.collective_wait_fraction(p),
                     breakdown: self.split(p),
                     loaders,
                     read_bytes: bytes,
                     read_p50_ns: hist.quantile(0.5),
                     read_p99_ns: hist.quantile(0.99),
                     read_mb_per_s: (secs > 0.0).then(|| bytes as f64 / secs / 1e6),
+                    life_ns,
+                    step_ns: steps[place],
+                    step_from,
+                    last_at: late[place].0,
+                    late_ns: late[place].1,
+                    collectives: meetings.len(),
                 }
             })
             .collect();
@@ -130,10 +234,120 @@ impl Stats {
         ranks
     }
 
-    /// The rank whose data wait is at least [`STRAGGLER_MARGIN`] over the
-    /// median and [`STRAGGLER_RATIO`] times it, among at least
-    /// [`STRAGGLER_MIN_RANKS`] ranks; `None` when none stands out.
+    /// Each rank's time per step from the best source every rank has
+    /// ([`StepFrom`]), in ns.
+    fn step_times(&self, procs: &[&ProcStats]) -> (StepFrom, Vec<Option<f64>>) {
+        let ends = |e: Option<&Vec<crate::sched::Episode>>| -> Vec<u64> {
+            e.map(|e| e.iter().map(|x| x.to).collect()).unwrap_or_default()
+        };
+        type Points<'a> = Box<dyn Fn(&ProcStats) -> Vec<u64> + 'a>;
+        let sources: [(StepFrom, Points); 3] = [
+            (StepFrom::Marks, Box::new(|p: &ProcStats| self.step_marks.get(&p.pid).cloned().unwrap_or_default())),
+            (
+                StepFrom::Collectives,
+                Box::new(|p: &ProcStats| match self.arrivals.by_pid.get(&p.pid) {
+                    Some(a) if a.len() >= steps::MIN_POINTS => a.clone(),
+                    _ => ends(self.sched.episodes.get(&p.pid)),
+                }),
+            ),
+            (StepFrom::Batches, Box::new(|p: &ProcStats| ends(self.sched.batches.get(&p.pid)))),
+        ];
+        for (from, points) in sources {
+            let periods: Vec<Option<f64>> = procs.iter().map(|p| steps::period(&points(p))).collect();
+            if !procs.is_empty() && periods.iter().all(Option::is_some) {
+                return (from, periods);
+            }
+        }
+        (StepFrom::Run, vec![None; procs.len()])
+    }
+
+    /// The collectives the ranks met at: NCCL calls in order, else their
+    /// waits for each other matched by when they ended.
+    fn meetings(&self, procs: &[&ProcStats], steps: &[Option<f64>]) -> Vec<steps::Meeting> {
+        if procs.len() < 2 {
+            return Vec::new();
+        }
+        let calls: Vec<&[u64]> =
+            procs.iter().filter_map(|p| self.arrivals.by_pid.get(&p.pid).map(Vec::as_slice)).collect();
+        if calls.len() == procs.len() {
+            return steps::meetings_by_order(&calls);
+        }
+        let waits: Vec<&[crate::sched::Episode]> =
+            procs.iter().filter_map(|p| self.sched.episodes.get(&p.pid).map(Vec::as_slice)).collect();
+        if waits.len() < procs.len() {
+            return Vec::new();
+        }
+        // Ranks leave together; a quarter of the shortest period between
+        // a rank's waits tells one collective from the next.
+        let period = waits
+            .iter()
+            .filter_map(|w| steps::period(&w.iter().map(|e| e.to).collect::<Vec<_>>()))
+            .chain(steps.iter().flatten().copied())
+            .fold(f64::INFINITY, f64::min);
+        let tol = if period.is_finite() { (period / 4.0) as u64 } else { 0 };
+        steps::meetings_by_end(&waits, tol)
+    }
+
+    /// The rank that holds the job back, judged by time: the one that
+    /// arrived last at most collectives, clearly late ([`LAST_SHARE`],
+    /// [`LATE_SHARE`] of a step, [`LATE_MIN_NS`]); else, among
+    /// [`STRAGGLER_MIN_RANKS`] or more, the one whose step (or, with no
+    /// step known, whose run) took [`STEP_RATIO`] times the median's; else,
+    /// with no time to judge by, the one whose data wait stands out.
     pub fn straggler(&self, ranks: &[Rank]) -> Option<Straggler> {
+        if ranks.len() < 2 {
+            return None;
+        }
+        let times: Vec<f64> = ranks.iter().map(|r| r.step_ns.unwrap_or(r.life_ns as f64)).collect();
+        let median_time = median(times.clone())?;
+        let median_step = ranks.iter().map(|r| r.step_ns).collect::<Option<Vec<f64>>>().and_then(median);
+        let late = ranks.iter().enumerate().max_by(|a, b| (a.1.last_at, a.0).cmp(&(b.1.last_at, b.0)));
+        let judged = match late {
+            Some((i, r))
+                if r.collectives >= steps::MIN_POINTS
+                    && r.last_at as f64 >= LAST_SHARE * r.collectives as f64
+                    && r.late_ns >= LATE_MIN_NS
+                    && r.late_ns >= LATE_SHARE * median_step.unwrap_or(0.0) =>
+            {
+                Some((i, Judged::Late))
+            }
+            _ if ranks.len() >= STRAGGLER_MIN_RANKS => {
+                let (i, &worst) = times.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+                let slow = worst >= STEP_RATIO * median_time && worst - median_time >= STEP_MARGIN_NS;
+                // With no step and no run time (no scheduling), the data waits.
+                match (slow, median_time > 0.0) {
+                    (true, _) => Some((i, Judged::StepTime)),
+                    (false, true) => None,
+                    (false, false) => self.data_wait_standout(ranks).map(|i| (i, Judged::DataWait)),
+                }
+            }
+            _ => None,
+        };
+        let (i, judged) = judged?;
+        let r = &ranks[i];
+        let others: Vec<&Rank> = ranks.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, o)| o).collect();
+        let med = |f: &dyn Fn(&Rank) -> Option<f64>| median(others.iter().filter_map(|o| f(o)).collect());
+        let cause = self.cause(r, &others);
+        let cause_fraction = cause.and_then(|c| {
+            let mine = r.breakdown.map(|b| c.share(&b))?;
+            Some((mine, med(&|o: &Rank| o.breakdown.map(|b| c.share(&b))).unwrap_or(0.0)))
+        });
+        Some(Straggler {
+            rank: r.clone(),
+            judged,
+            cause,
+            median_step_ns: median_step,
+            median_life_ns: median(ranks.iter().map(|r| r.life_ns as f64).collect()).unwrap_or(0.0),
+            median_data_wait_fraction: median(ranks.iter().filter_map(|r| r.data_wait_fraction).collect())
+                .unwrap_or(0.0),
+            cause_fraction,
+            others_collective_wait_fraction: med(&|o: &Rank| o.collective_wait_fraction).filter(|&f| f > 0.0),
+            median_read_p99_ns: med(&|o: &Rank| o.read_p99_ns.map(|n| n as f64)).map(|n| n as u64),
+        })
+    }
+
+    /// The old rule (data wait 10 points over the median and 1.5 times it).
+    fn data_wait_standout(&self, ranks: &[Rank]) -> Option<usize> {
         let waits: Vec<(usize, f64)> =
             ranks.iter().enumerate().filter_map(|(i, r)| r.data_wait_fraction.map(|f| (i, f))).collect();
         if waits.len() < STRAGGLER_MIN_RANKS {
@@ -141,21 +355,23 @@ impl Stats {
         }
         let m = median(waits.iter().map(|w| w.1).collect())?;
         let &(i, worst) = waits.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-        if worst - m < STRAGGLER_MARGIN || worst < STRAGGLER_RATIO * m {
-            return None;
-        }
-        let others: Vec<f64> = ranks
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| j != i)
-            .filter_map(|(_, r)| r.read_p99_ns)
-            .map(|n| n as f64)
-            .collect();
-        Some(Straggler {
-            rank: ranks[i].clone(),
-            median_data_wait_fraction: m,
-            median_read_p99_ns: median(others).map(|n| n as u64),
-        })
+        (worst - m >= STRAGGLER_MARGIN && worst >= STRAGGLER_RATIO * m).then_some(i)
+    }
+
+    /// The share of the straggler's time, per step (or per run), that
+    /// exceeds the others' median most: what it spends its extra time on.
+    fn cause(&self, r: &Rank, others: &[&Rank]) -> Option<Cause> {
+        let b = r.breakdown?;
+        let t = |k: &Rank| k.step_ns.unwrap_or(k.life_ns as f64);
+        [Cause::Data, Cause::Compute, Cause::Gpu, Cause::Io, Cause::CpuContention]
+            .into_iter()
+            .map(|c| {
+                let theirs = median(others.iter().filter_map(|o| o.breakdown.map(|ob| c.share(&ob) * t(o))).collect());
+                (c, c.share(&b) * t(r) - theirs.unwrap_or(0.0))
+            })
+            .filter(|x| x.1 > 0.0)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|x| x.0)
     }
 
     /// A rank's host's name, where the log has several.
@@ -172,6 +388,7 @@ impl Stats {
             "rank": r.rank,
             "rank_from": r.rank_from.unwrap_or("order"),
             "data_wait_fraction": r.data_wait_fraction,
+            "collective_wait_fraction": r.collective_wait_fraction,
             "gpu_wait_fraction": f(|b| b.gpu_wait),
             "own_io_fraction": f(|b| b.own_io),
             "on_cpu_fraction": f(|b| b.on_cpu),
@@ -182,36 +399,87 @@ impl Stats {
             "read_mb_per_s": r.read_mb_per_s,
             "read_p50_us": r.read_p50_ns.map(|n| n as f64 / 1e3),
             "read_p99_us": r.read_p99_ns.map(|n| n as f64 / 1e3),
+            "run_s": r.life_ns as f64 / 1e9,
+            "step_s": r.step_ns.map(|n| n / 1e9),
+            "step_from": r.step_from.name(),
+            "late_collectives": r.last_at,
+            "median_lateness_s": (r.collectives > 0).then(|| r.late_ns / 1e9),
+            "collectives": r.collectives,
         })
     }
 
     pub fn straggler_json(&self, s: &Straggler) -> Value {
+        let r = &s.rank;
         json!({
-            "host": self.host_name(s.rank.pid).map_or_else(|| self.header.host.clone(), str::to_string),
-            "pid": local_pid(s.rank.pid),
-            "rank": s.rank.rank,
-            "data_wait_fraction": s.rank.data_wait_fraction,
+            "host": self.host_name(r.pid).map_or_else(|| self.header.host.clone(), str::to_string),
+            "pid": local_pid(r.pid),
+            "rank": r.rank,
+            "judged_by": match s.judged {
+                Judged::Late => "lateness",
+                Judged::StepTime if r.step_ns.is_some() => "step_time",
+                Judged::StepTime => "run_time",
+                Judged::DataWait => "data_wait",
+            },
+            "cause": s.cause.map(Cause::name),
+            "step_s": r.step_ns.map(|n| n / 1e9),
+            "median_step_s": s.median_step_ns.map(|n| n / 1e9),
+            "step_from": r.step_from.name(),
+            "run_s": r.life_ns as f64 / 1e9,
+            "median_run_s": s.median_life_ns / 1e9,
+            "late_collectives": r.last_at,
+            "collectives": r.collectives,
+            "median_lateness_s": (r.collectives > 0).then(|| r.late_ns / 1e9),
+            "data_wait_fraction": r.data_wait_fraction,
             "median_data_wait_fraction": s.median_data_wait_fraction,
-            "read_p99_us": s.rank.read_p99_ns.map(|n| n as f64 / 1e3),
+            "others_collective_wait_fraction": s.others_collective_wait_fraction,
+            "read_p99_us": r.read_p99_ns.map(|n| n as f64 / 1e3),
             "median_read_p99_us": s.median_read_p99_ns.map(|n| n as f64 / 1e3),
         })
     }
 
-    /// `rank 2 (node12, pid 4242) waited for data 31% against a median of
-    /// 8%; its workers' reads p99 was 40 ms against 3 ms`.
+    /// `rank 1 (node0, pid 4242) arrived last at 38 of 40 collectives, 95
+    /// ms late at the median; it computed (on CPU) 86% of its time against
+    /// a median of 40%, while the others waited for it 61% of theirs`.
     pub fn straggler_text(&self, s: &Straggler) -> String {
         let pct = |f: f64| format!("{:.0}%", f * 100.0);
+        let dur = |ns: f64| crate::duration(ns.max(0.0) as u64);
         let r = &s.rank;
         let host = self.host_name(r.pid).map(|h| format!("{h}, ")).unwrap_or_default();
-        let mut t = format!(
-            "rank {} ({host}pid {}) waited for data {} against a median of {}",
-            r.rank,
-            local_pid(r.pid),
-            pct(r.data_wait_fraction.unwrap_or(0.0)),
-            pct(s.median_data_wait_fraction)
-        );
-        if let (Some(a), Some(b)) = (r.read_p99_ns, s.median_read_p99_ns) {
-            t += &format!("; its loaders' reads p99 was {} against {}", crate::duration(a), crate::duration(b));
+        let who = format!("rank {} ({host}pid {})", r.rank, local_pid(r.pid));
+        let mut t = match (s.judged, r.step_ns, s.median_step_ns) {
+            (Judged::Late, ..) => format!(
+                "{who} arrived last at {} of {} collectives, {} late at the median",
+                r.last_at,
+                r.collectives,
+                dur(r.late_ns)
+            ),
+            (Judged::StepTime, Some(step), Some(m)) => format!(
+                "{who} took {} a step against a median of {} (steps from its {})",
+                dur(step),
+                dur(m),
+                r.step_from.name()
+            ),
+            (Judged::StepTime, ..) => {
+                format!("{who} ran {} against a median of {}", dur(r.life_ns as f64), dur(s.median_life_ns))
+            }
+            (Judged::DataWait, ..) => format!(
+                "{who} waited for data {} against a median of {}",
+                pct(r.data_wait_fraction.unwrap_or(0.0)),
+                pct(s.median_data_wait_fraction)
+            ),
+        };
+        if let (Some(c), Some((mine, theirs))) = (s.cause, s.cause_fraction) {
+            if s.judged != Judged::DataWait || c != Cause::Data {
+                t += &format!("; it {} {} of its time against a median of {}", c.verb(), pct(mine), pct(theirs));
+            }
+        }
+        if let Some(w) = s.others_collective_wait_fraction {
+            t += &format!(", while the others waited for it {} of theirs", pct(w));
+        }
+        if s.cause == Some(Cause::Data) {
+            if let (Some(a), Some(b)) = (r.read_p99_ns, s.median_read_p99_ns) {
+                t += &format!("; its loaders' reads p99 was {} against {}", crate::duration(a), crate::duration(b));
+            }
         }
         t
     }
@@ -222,18 +490,39 @@ impl Stats {
             return;
         }
         let pct = |f: Option<f64>| f.map_or_else(|| "-".into(), |f| format!("{:.0}%", f * 100.0));
-        let _ = std::fmt::Write::write_str(o, "\nranks (processes with data loaders of their own):\n");
-        let mut rows =
-            vec![["rank", "host", "pid", "data wait", "GPU wait", "own I/O", "on CPU", "read", "MB/s", "p50", "p99"]
-                .map(String::from)
-                .to_vec()];
+        let step_word = ranks.first().map_or("run", |r| r.step_from.name());
+        let _ = std::fmt::Write::write_fmt(
+            o,
+            format_args!("\nranks (processes with data loaders of their own, or in collectives; steps from their {step_word}):\n"),
+        );
+        let mut rows = vec![[
+            "rank",
+            "host",
+            "pid",
+            "step",
+            "late",
+            "data wait",
+            "coll. wait",
+            "GPU wait",
+            "own I/O",
+            "on CPU",
+            "read",
+            "MB/s",
+            "p50",
+            "p99",
+        ]
+        .map(String::from)
+        .to_vec()];
         for r in ranks {
             let b = r.breakdown;
             rows.push(vec![
                 r.rank.to_string(),
                 self.host_name(r.pid).unwrap_or(&self.header.host).to_string(),
                 local_pid(r.pid).to_string(),
+                r.step_ns.map_or_else(|| "-".into(), |n| crate::duration(n as u64)),
+                if r.collectives > 0 { format!("{}/{}", r.last_at, r.collectives) } else { "-".into() },
                 pct(r.data_wait_fraction),
+                pct(r.collective_wait_fraction),
                 pct(b.map(|b| b.gpu_wait)),
                 pct(b.map(|b| b.own_io)),
                 pct(b.map(|b| b.on_cpu)),
@@ -249,46 +538,92 @@ impl Stats {
 
 #[cfg(test)]
 mod tests {
-    use super::{median, Rank};
+    use super::*;
     use crate::Stats;
 
-    fn ranks(waits: &[f64]) -> Vec<Rank> {
-        waits
-            .iter()
-            .enumerate()
-            .map(|(i, &w)| Rank {
-                pid: 100 + i as u32,
-                rank: i,
-                rank_from: None,
-                data_wait_fraction: Some(w),
-                breakdown: None,
-                loaders: 4,
-                read_bytes: 0,
-                read_p50_ns: None,
-                read_p99_ns: Some(1000 * (i as u64 + 1)),
-                read_mb_per_s: None,
-            })
-            .collect()
+    fn rank(i: usize, wait: f64, step_ms: Option<f64>, life_ms: f64) -> Rank {
+        let b = Breakdown::of(1.0, wait, 0.0, 0.0, 0.0, 1.0 - wait, 0.0);
+        Rank {
+            pid: 100 + i as u32,
+            rank: i,
+            rank_from: None,
+            data_wait_fraction: Some(wait),
+            collective_wait_fraction: Some(0.0),
+            breakdown: b,
+            loaders: 4,
+            read_bytes: 0,
+            read_p50_ns: None,
+            read_p99_ns: Some(1000 * (i as u64 + 1)),
+            read_mb_per_s: None,
+            life_ns: (life_ms * 1e6) as u64,
+            step_ns: step_ms.map(|m| m * 1e6),
+            step_from: if step_ms.is_some() { StepFrom::Batches } else { StepFrom::Run },
+            last_at: 0,
+            late_ns: 0.0,
+            collectives: 0,
+        }
     }
 
-    /// Clearly more: 10 points over the median and 1.5 times it, among 3+.
+    /// By time: one rank at twice the median step has one, whatever its
+    /// data wait's ratio (1.43 times the median here: the old rule missed it).
     #[test]
-    fn a_straggler_stands_out_from_the_median() {
+    fn a_rank_at_twice_the_median_step_is_the_straggler() {
         let s = Stats::default();
-        let got = s.straggler(&ranks(&[0.08, 0.31, 0.07, 0.09])).unwrap();
-        assert_eq!(got.rank.rank, 1);
-        assert!((got.median_data_wait_fraction - 0.085).abs() < 1e-9);
-        // The others' p99s: 1, 3 and 4 us.
-        assert_eq!(got.median_read_p99_ns, Some(3000));
-        assert!(s.straggler(&ranks(&[0.5, 0.62, 0.5, 0.5])).is_none(), "everyone waits");
-        assert!(s.straggler(&ranks(&[0.01, 0.04, 0.01])).is_none(), "nobody waits much");
-        assert!(s.straggler(&ranks(&[0.01, 0.6])).is_none(), "two ranks have no median to beat");
+        let r = vec![
+            rank(0, 0.55, Some(81.0), 1620.0),
+            rank(1, 0.57, Some(82.0), 1640.0),
+            rank(2, 0.78, Some(161.0), 3220.0),
+            rank(3, 0.55, Some(81.0), 1630.0),
+        ];
+        let got = s.straggler(&r).unwrap();
+        assert_eq!((got.rank.rank, got.judged, got.cause), (2, Judged::StepTime, Some(Cause::Data)));
+        assert_eq!(got.median_step_ns, Some(81.5e6));
+        // The others' p99s: 1, 2 and 4 us.
+        assert_eq!(got.median_read_p99_ns, Some(2000));
+        let text = s.straggler_text(&got);
+        assert!(text.starts_with("rank 2 (pid 102) took 161.0 ms a step against a median of 81.5 ms"), "{text}");
+        // All slow alike: none. Without steps, the run's time.
+        let even: Vec<Rank> = (0..4).map(|i| rank(i, 0.5, Some(160.0 + i as f64), 3000.0)).collect();
+        assert!(s.straggler(&even).is_none());
+        let runs = vec![rank(0, 0.1, None, 1600.0), rank(1, 0.1, None, 3300.0), rank(2, 0.1, None, 1650.0)];
+        let got = s.straggler(&runs).unwrap();
+        assert_eq!((got.rank.rank, got.judged), (1, Judged::StepTime));
+        assert!(s.straggler_text(&got).contains("ran 3.30 s against a median of 1.65 s"), "{}", s.straggler_text(&got));
     }
 
+    /// Steps made equal by the collectives: the one that arrives last.
     #[test]
-    fn medians() {
-        assert_eq!(median(vec![]), None);
-        assert_eq!(median(vec![0.3, 0.1, 0.2]), Some(0.2));
-        assert_eq!(median(vec![0.4, 0.1, 0.2, 0.3]), Some(0.25));
+    fn the_rank_the_others_wait_for_arrives_last() {
+        let s = Stats::default();
+        let mut r: Vec<Rank> = (0..3).map(|i| rank(i, 0.02, Some(100.0), 4000.0)).collect();
+        for (i, k) in r.iter_mut().enumerate() {
+            k.collectives = 40;
+            (k.last_at, k.late_ns) = if i == 1 { (38, 60e6) } else { (1, 0.0) };
+            k.breakdown = Breakdown::of(1.0, 0.02, if i == 1 { 0.05 } else { 0.6 }, 0.0, 0.0, 0.0, 0.0);
+            k.breakdown.as_mut().unwrap().on_cpu = if i == 1 { 0.85 } else { 0.3 };
+            k.collective_wait_fraction = k.breakdown.map(|b| b.collective_wait);
+        }
+        let got = s.straggler(&r).unwrap();
+        assert_eq!((got.rank.rank, got.judged, got.cause), (1, Judged::Late, Some(Cause::Compute)));
+        let text = s.straggler_text(&got);
+        assert_eq!(
+            text,
+            "rank 1 (pid 101) arrived last at 38 of 40 collectives, 60.0 ms late at the median; it computed \
+             (on CPU) 85% of its time against a median of 30%, while the others waited for it 60% of theirs"
+        );
+        // A little late, often: under a tenth of a step is not holding anyone back.
+        r[1].late_ns = 5e6;
+        assert!(s.straggler(&r).is_none());
+    }
+
+    /// Without scheduling (no times), the old data-wait rule.
+    #[test]
+    fn without_times_a_data_wait_that_stands_out() {
+        let s = Stats::default();
+        let mut r: Vec<Rank> =
+            [0.08, 0.31, 0.07, 0.09].iter().enumerate().map(|(i, &w)| rank(i, w, None, 0.0)).collect();
+        assert_eq!(s.straggler(&r).map(|g| (g.rank.rank, g.judged)), Some((1, Judged::DataWait)));
+        r[1].data_wait_fraction = Some(0.12);
+        assert!(s.straggler(&r).is_none(), "nobody waits much");
     }
 }

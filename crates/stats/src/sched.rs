@@ -89,6 +89,9 @@ pub enum CallKind {
     /// A call on one of its files (not a pipe or socket: a wait for data
     /// on those is a data wait).
     OwnIo,
+    /// A CUDA call that waited while an NCCL collective was outstanding
+    /// on what it synchronises: a wait for the other ranks.
+    Collective,
 }
 
 /// A main thread's time inside its calls.
@@ -96,11 +99,13 @@ pub enum CallKind {
 pub struct InCalls {
     pub gpu: u64,
     pub own_io: u64,
+    pub collective: u64,
     /// Both, by the state the thread was in.
     pub states: Times,
     /// Both, asleep until a loader woke it (never expected: kept so the
-    /// split cannot count time twice).
+    /// split cannot count time twice), or a collective thread.
     pub data_wait: u64,
+    pub collective_wait: u64,
     /// Calls that began before the thread's kept history, and the ns of
     /// them it did not cover (left in the states they were in).
     pub cut: u64,
@@ -114,6 +119,8 @@ struct Interval {
     to: u64,
     st: St,
     data: bool,
+    /// A collective wait.
+    coll: bool,
 }
 
 /// Closed intervals are kept per main thread for the calls that end
@@ -135,6 +142,10 @@ pub enum Feeder {
     Worker,
     /// One of the sleeper's process's own loader threads.
     Thread,
+    /// A thread of the sleeper's process that moves a collective
+    /// library's traffic (gloo's, NCCL's): the sleeper waited for the
+    /// other ranks, never for data.
+    Collective,
 }
 
 /// Most hops from a loader to the thread it hands a batch on to
@@ -187,7 +198,42 @@ pub struct SchedTimes {
     forgot: HashMap<u32, u64>,
     /// By pid: its main thread's time inside calls.
     pub in_calls: HashMap<u32, InCalls>,
+    /// By sleeper tid: ns asleep that a collective thread of its process ended.
+    pub by_collective: HashMap<u32, u64>,
+    /// By pid: its main thread's waits for the other ranks, one per
+    /// collective (sleeps less than [`EPISODE_GAP`] apart are one).
+    pub episodes: HashMap<u32, Vec<Episode>>,
+    /// By pid: its main thread's waits for data, the same way (a batch each).
+    pub batches: HashMap<u32, Vec<Episode>>,
+    episodes_kept: usize,
+    /// Collective waits not kept past [`MAX_EPISODES`].
+    pub episodes_dropped: u64,
 }
+
+/// A main thread's wait in one collective: from when it began to wait
+/// (it had arrived) to when the collective let it go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Episode {
+    pub from: u64,
+    pub to: u64,
+}
+
+fn push_episode(list: &mut Vec<Episode>, kept: &mut usize, dropped: &mut u64, from: u64, to: u64) {
+    match list.last_mut() {
+        Some(e) if from <= e.to.saturating_add(EPISODE_GAP) => e.to = e.to.max(to),
+        _ if *kept >= MAX_EPISODES => *dropped += 1,
+        _ => {
+            list.push(Episode { from, to });
+            *kept += 1;
+        }
+    }
+}
+
+/// Collective waits this close (the thread ran less in between) are one
+/// collective's: DDP waits for each bucket in turn.
+pub const EPISODE_GAP: u64 = 1_000_000;
+/// Collective waits kept over all ranks (16 bytes each: 64 MiB).
+const MAX_EPISODES: usize = 1 << 22;
 
 /// Who ended a sleep.
 #[derive(Clone, Copy)]
@@ -252,7 +298,9 @@ impl SchedTimes {
                 Some(w) if asleep => {
                     let retried_ns: u64 = retried.iter().map(|&(a, b)| b.saturating_sub(a)).sum();
                     let total = retried_ns + ts.saturating_sub(since);
-                    if w.handed_on {
+                    if w.feeder == Feeder::Collective {
+                        *self.by_collective.entry(tid).or_default() += total;
+                    } else if w.handed_on {
                         *self.handed_on.entry(tid).or_default() += total;
                     } else if w.feeder == Feeder::Thread {
                         *self.by_threads.entry(tid).or_default() += total;
@@ -270,15 +318,28 @@ impl SchedTimes {
                 }
                 _ => {}
             }
+            // A collective wait is not a data wait: its intervals go apart.
+            let coll_ended = if waker.is_some_and(|w| w.feeder == Feeder::Collective) {
+                std::mem::take(&mut ended)
+            } else {
+                Vec::new()
+            };
             if tid == tpid {
                 let data = ended.last() == Some(&(since, ts));
+                let coll = coll_ended.last() == Some(&(since, ts));
                 let q = self.recent.entry(tid).or_default();
                 while q.len() >= KEEP_INTERVALS || q.front().is_some_and(|i| i.to.saturating_add(KEEP_NS) < ts) {
                     if let Some(i) = q.pop_front() {
                         self.forgot.insert(tid, i.to);
                     }
                 }
-                q.push_back(Interval { from: since, to: ts, st: was, data });
+                q.push_back(Interval { from: since, to: ts, st: was, data, coll });
+                if let (Some(&(a, _)), Some(&(_, b))) = (coll_ended.first(), coll_ended.last()) {
+                    self.episode(tpid, a, b);
+                }
+                if let (Some(&(a, _)), Some(&(_, b))) = (ended.first(), ended.last()) {
+                    self.batch(tpid, a, b);
+                }
             }
             if tid == tpid {
                 if let Some(rw) = self.rank_waits.as_mut() {
@@ -292,6 +353,9 @@ impl SchedTimes {
                     tl.add(field(was), since, ts);
                     for &(a, b) in &ended {
                         tl.add(Field::DataWait, a, b);
+                    }
+                    for &(a, b) in &coll_ended {
+                        tl.add(Field::CollectiveWait, a, b);
                     }
                 }
                 for &(a, b) in &ended {
@@ -346,7 +410,7 @@ impl SchedTimes {
                         // The thread waiting for data (a main thread) is
                         // never a relay: what it wakes is not fed.
                         let fed = match (feeder, relay) {
-                            _ if interrupt || r.tid == r.pid => 0,
+                            _ if interrupt || r.tid == r.pid || feeder == Feeder::Collective => 0,
                             (Feeder::No, Some(h)) => h + 1,
                             (Feeder::No, None) => 0,
                             _ => 1,
@@ -389,6 +453,10 @@ impl SchedTimes {
         self.forgot.remove(&pid);
         self.by_threads.remove(&pid);
         self.handed_on.remove(&pid);
+        self.by_collective.remove(&pid);
+        for e in [self.episodes.remove(&pid), self.batches.remove(&pid)].into_iter().flatten() {
+            self.episodes_kept -= e.len();
+        }
         if slept {
             self.woken_by.retain(|&(tid, _), _| tid != pid);
         }
@@ -413,28 +481,40 @@ impl SchedTimes {
             ic.cut_ns += k.min(to) - from;
         }
         let mut tl = timeline.as_mut().filter(|_| pid == *trainer);
-        let mut take = |a: u64, b: u64, st: St, data: bool| {
+        let mut take = |a: u64, b: u64, st: St, data: bool, coll: bool| {
             let ns = b - a;
             ic.states.add(st, ns);
             if data {
                 ic.data_wait += ns;
             }
+            if coll {
+                ic.collective_wait += ns;
+            }
             match kind {
                 CallKind::Gpu => ic.gpu += ns,
                 CallKind::OwnIo => ic.own_io += ns,
+                CallKind::Collective => ic.collective += ns,
             }
             if let Some(tl) = tl.as_mut() {
                 tl.sub(field(st), a, b);
                 if data {
                     tl.sub(Field::DataWait, a, b);
                 }
-                tl.add(if kind == CallKind::Gpu { Field::GpuWait } else { Field::OwnIo }, a, b);
+                if coll {
+                    tl.sub(Field::CollectiveWait, a, b);
+                }
+                let to = match kind {
+                    CallKind::Gpu => Field::GpuWait,
+                    CallKind::OwnIo => Field::OwnIo,
+                    CallKind::Collective => Field::CollectiveCall,
+                };
+                tl.add(to, a, b);
             }
         };
         // The open interval (closed later, whole), then the closed ones
         // back to the call's start.
         if let Some(t) = threads.get(&tid).filter(|t| t.pid == pid && t.since < to) {
-            take(t.since.max(from), to, t.st, false);
+            take(t.since.max(from), to, t.st, false, false);
         }
         for iv in recent.get(&tid).into_iter().flat_map(|q| q.iter().rev()) {
             if iv.to <= from {
@@ -442,7 +522,7 @@ impl SchedTimes {
             }
             let (a, b) = (iv.from.max(from), iv.to.min(to));
             if b > a {
-                take(a, b, iv.st, iv.data);
+                take(a, b, iv.st, iv.data, iv.coll);
             }
         }
     }
@@ -461,6 +541,25 @@ impl SchedTimes {
         for (pid, tid) in tids {
             self.set(pid, tid, end, None, SleepCall::None, None);
         }
+    }
+
+    /// The main thread of `pid` waited for the other ranks over
+    /// `[from, to)`: a collective of its own, or the one it waits in.
+    pub fn episode(&mut self, pid: u32, from: u64, to: u64) {
+        let list = self.episodes.entry(pid).or_default();
+        push_episode(list, &mut self.episodes_kept, &mut self.episodes_dropped, from, to);
+    }
+
+    /// The main thread of `pid` waited for a batch over `[from, to)`.
+    fn batch(&mut self, pid: u32, from: u64, to: u64) {
+        let list = self.batches.entry(pid).or_default();
+        push_episode(list, &mut self.episodes_kept, &mut self.episodes_dropped, from, to);
+    }
+
+    /// Ns the main thread of `pid` slept until a collective thread of its
+    /// process woke it.
+    pub fn collective_wait(&self, pid: u32) -> u64 {
+        self.by_collective.get(&pid).copied().unwrap_or(0)
     }
 
     /// Ns the main thread of `pid` slept until a thread of one of

@@ -20,6 +20,11 @@ pub struct Span {
     pub other: f64,
     /// Asleep until a worker woke it (within `sleep` + `io_wait`).
     pub data_wait: f64,
+    /// Asleep until a collective library's thread woke it (within the
+    /// sleeps), and in a sync call with a collective outstanding (taken
+    /// out of the states, as `gpu_wait` is).
+    pub collective_wait: f64,
+    pub collective_call: f64,
     /// Inside a CUDA call that waited for the GPU, and inside its own file
     /// calls: time taken out of the states above, so that `total` counts
     /// it once.
@@ -33,7 +38,14 @@ pub struct Span {
 
 impl Span {
     pub fn total(&self) -> f64 {
-        self.cpu + self.runnable + self.io_wait + self.sleep + self.other + self.gpu_wait + self.own_io
+        self.cpu
+            + self.runnable
+            + self.io_wait
+            + self.sleep
+            + self.other
+            + self.gpu_wait
+            + self.own_io
+            + self.collective_call
     }
 
     fn add_scaled(&mut self, o: &Span, k: f64) {
@@ -43,6 +55,8 @@ impl Span {
         self.sleep += o.sleep * k;
         self.other += o.other * k;
         self.data_wait += o.data_wait * k;
+        self.collective_wait += o.collective_wait * k;
+        self.collective_call += o.collective_call * k;
         self.gpu_wait += o.gpu_wait * k;
         self.own_io += o.own_io * k;
         self.gpu_sampled += o.gpu_sampled * k;
@@ -60,6 +74,8 @@ pub enum Field {
     Sleep,
     Other,
     DataWait,
+    CollectiveWait,
+    CollectiveCall,
     GpuWait,
     OwnIo,
     GpuSampled,
@@ -75,6 +91,8 @@ fn slot(s: &mut Span, f: Field) -> &mut f64 {
         Field::Sleep => &mut s.sleep,
         Field::Other => &mut s.other,
         Field::DataWait => &mut s.data_wait,
+        Field::CollectiveWait => &mut s.collective_wait,
+        Field::CollectiveCall => &mut s.collective_call,
         Field::GpuWait => &mut s.gpu_wait,
         Field::OwnIo => &mut s.own_io,
         Field::GpuSampled => &mut s.gpu_sampled,

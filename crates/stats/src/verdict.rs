@@ -20,6 +20,10 @@ const BUSY_BOUND: f64 = 0.5;
 pub struct Breakdown {
     /// Asleep until one of its loaders woke it.
     pub data_wait: f64,
+    /// Waiting for the other ranks: asleep until a collective library's
+    /// thread woke it (gloo), or in a sync call while an NCCL collective
+    /// was outstanding.
+    pub collective_wait: f64,
     /// Inside CUDA calls that waited for the GPU (spinning or asleep).
     pub gpu_wait: f64,
     /// Inside its own calls on files (checkpoint writes, fsync, its reads).
@@ -34,9 +38,11 @@ pub struct Breakdown {
 
 impl Breakdown {
     /// From ns: the total, and each part but `other` (the rest).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn of(
         total: f64,
         data_wait: f64,
+        collective_wait: f64,
         gpu_wait: f64,
         own_io: f64,
         on_cpu: f64,
@@ -48,6 +54,7 @@ impl Breakdown {
         let f = |x: f64| (x / total).clamp(0.0, 1.0);
         let mut b = Breakdown {
             data_wait: f(data_wait),
+            collective_wait: f(collective_wait),
             gpu_wait: f(gpu_wait),
             own_io: f(own_io),
             on_cpu: f(on_cpu),
@@ -56,9 +63,17 @@ impl Breakdown {
         };
         // Records a few microseconds out of order can make the parts
         // overlap by as much: they are scaled to fit.
-        let sum = b.data_wait + b.gpu_wait + b.own_io + b.on_cpu + b.runnable;
+        let sum = b.data_wait + b.collective_wait + b.gpu_wait + b.own_io + b.on_cpu + b.runnable;
         if sum > 1.0 {
-            for x in [&mut b.data_wait, &mut b.gpu_wait, &mut b.own_io, &mut b.on_cpu, &mut b.runnable] {
+            let parts = [
+                &mut b.data_wait,
+                &mut b.collective_wait,
+                &mut b.gpu_wait,
+                &mut b.own_io,
+                &mut b.on_cpu,
+                &mut b.runnable,
+            ];
+            for x in parts {
                 *x /= sum;
             }
         }
@@ -66,16 +81,18 @@ impl Breakdown {
         Some(b)
     }
 
-    /// The kind: a stall (data, own I/O) of a fifth of the time names it
-    /// (the larger one); else waiting for the GPU or on CPU half the time;
-    /// else `mixed`.
+    /// The kind: a stall (data, own I/O, the other ranks) of a fifth of
+    /// the time names it (the largest); else waiting for the GPU or on CPU
+    /// half the time; else `mixed`.
     pub fn kind(&self) -> &'static str {
-        let stall = self.data_wait.max(self.own_io);
+        let stall = self.data_wait.max(self.own_io).max(self.collective_wait);
         if stall >= STALL_BOUND {
-            if self.data_wait >= self.own_io {
+            if self.data_wait >= self.own_io && self.data_wait >= self.collective_wait {
                 "input-bound"
-            } else {
+            } else if self.own_io >= self.collective_wait {
                 "io-bound"
+            } else {
+                "collective-bound"
             }
         } else if self.gpu_wait >= BUSY_BOUND && self.gpu_wait >= self.on_cpu {
             "gpu-bound"
@@ -89,6 +106,7 @@ impl Breakdown {
     pub fn to_json(self) -> Value {
         json!({
             "data_wait": self.data_wait,
+            "collective_wait": self.collective_wait,
             "gpu_wait": self.gpu_wait,
             "own_io": self.own_io,
             "on_cpu": self.on_cpu,
@@ -102,6 +120,7 @@ impl Breakdown {
     fn text(&self, skip: &str) -> String {
         let mut parts = [
             (self.data_wait, "waiting for data"),
+            (self.collective_wait, "waiting for other ranks"),
             (self.gpu_wait, "waiting for the GPU"),
             (self.own_io, "in its own file I/O"),
             (self.on_cpu, "on CPU"),
@@ -281,6 +300,18 @@ impl Stats {
         main.fraction(self.sched.data_wait(trainer.pid, &workers))
     }
 
+    /// A process's main thread's share of its time waiting for the other
+    /// ranks (see [`Breakdown::collective_wait`]); `None` without scheduling.
+    pub fn collective_wait_fraction(&self, p: &ProcStats) -> Option<f64> {
+        if !self.has_sched() {
+            return None;
+        }
+        let main = self.sched.main_thread.get(&p.pid)?;
+        let ic = self.sched.in_calls.get(&p.pid).copied().unwrap_or_default();
+        let ns = self.sched.collective_wait(p.pid).saturating_sub(ic.collective_wait) + ic.collective;
+        main.fraction(ns).map(|f| f.min(1.0))
+    }
+
     /// What the trainer's loaders did, and what they read: its worker
     /// processes, or its loader threads.
     fn workers_summary(&self, t: &ProcStats, workers: &[&ProcStats]) -> Workers {
@@ -376,7 +407,15 @@ impl Stats {
             .into_iter()
             .map(|(start, end, name)| {
                 let w = tl.window(start, end);
-                let b = Breakdown::of(w.total(), w.data_wait, w.gpu_wait, w.own_io, w.cpu, w.runnable);
+                let b = Breakdown::of(
+                    w.total(),
+                    w.data_wait,
+                    w.collective_wait + w.collective_call,
+                    w.gpu_wait,
+                    w.own_io,
+                    w.cpu,
+                    w.runnable,
+                );
                 EpochVerdict {
                     name,
                     start,
@@ -448,6 +487,11 @@ impl Stats {
                 format!("{trainer} waited for the GPU {} of its time{}", pct(b.gpu_wait), rest("waiting for the GPU"))
             }
             "cpu-bound" => format!("{trainer} was on CPU {} of its time{}", pct(b.on_cpu), rest("on CPU")),
+            "collective-bound" => format!(
+                "{trainer} waited for the other ranks in collectives {} of its time{}",
+                pct(b.collective_wait),
+                rest("waiting for other ranks")
+            ),
             _ => format!("{trainer} spent its time {}", b.text("")),
         };
         let head = format!("{kind}: {head}");
@@ -661,7 +705,7 @@ mod tests {
         );
         let v = s.verdict();
         let b = v.breakdown.unwrap();
-        let sum = b.data_wait + b.gpu_wait + b.own_io + b.on_cpu + b.runnable + b.other;
+        let sum = b.data_wait + b.collective_wait + b.gpu_wait + b.own_io + b.on_cpu + b.runnable + b.other;
         assert!((sum - 1.0).abs() < 1e-9, "{b:?}");
         let close = |a: f64, e: f64| (a - e).abs() < 1e-9;
         assert!(close(b.gpu_wait, 0.3) && close(b.own_io, 0.1) && close(b.data_wait, 0.2), "{b:?}");
@@ -669,7 +713,7 @@ mod tests {
         assert_eq!(v.kind, "input-bound", "{}", v.text);
         let j = s.to_json();
         let keys: Vec<&String> = j["verdict"]["breakdown"].as_object().unwrap().keys().collect();
-        assert_eq!(keys.len(), 6, "{keys:?}");
+        assert_eq!(keys.len(), 7, "{keys:?}");
         let t = j["processes"].as_array().unwrap().iter().find(|p| p["pid"] == 10).unwrap();
         assert!(t["gpu_wait_fraction"].as_f64().unwrap() > 0.25, "{t}");
         assert!(t["own_io_fraction"].as_f64().unwrap() > 0.05, "{t}");

@@ -1,0 +1,176 @@
+//! Time per step and lateness at the collectives, rank by rank: what the
+//! straggler is judged on (see docs/verdict.md). Pure functions over
+//! times, so that each rule is tested on its own.
+
+use crate::sched::Episode;
+
+/// Where a rank's step time came from, best first: the job's own step
+/// marks, its collectives (NCCL calls, or its waits for the other ranks),
+/// its batches (its waits for data), or, with none of those for every
+/// rank, its whole run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepFrom {
+    Marks,
+    Collectives,
+    Batches,
+    Run,
+}
+
+impl StepFrom {
+    pub fn name(self) -> &'static str {
+        match self {
+            StepFrom::Marks => "marks",
+            StepFrom::Collectives => "collectives",
+            StepFrom::Batches => "batches",
+            StepFrom::Run => "run",
+        }
+    }
+}
+
+/// Points a step time needs (two periods at least).
+pub const MIN_POINTS: usize = 3;
+
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// The median period between successive points (ns), `None` with fewer
+/// than [`MIN_POINTS`].
+pub fn period(points: &[u64]) -> Option<f64> {
+    if points.len() < MIN_POINTS {
+        return None;
+    }
+    median(points.windows(2).map(|w| w[1].saturating_sub(w[0]) as f64).collect())
+}
+
+/// One collective as the ranks met it: each rank's arrival (ns), by its
+/// index among the ranks given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Meeting {
+    pub arrivals: Vec<u64>,
+}
+
+impl Meeting {
+    /// The rank that arrived last.
+    pub fn last(&self) -> usize {
+        (0..self.arrivals.len()).max_by_key(|&i| (self.arrivals[i], i)).unwrap_or(0)
+    }
+
+    /// How late rank `i` arrived against the median rank (ns, never negative).
+    pub fn lateness(&self, i: usize) -> f64 {
+        let m = median(self.arrivals.iter().map(|&a| a as f64).collect()).unwrap_or(0.0);
+        (self.arrivals[i] as f64 - m).max(0.0)
+    }
+}
+
+/// NCCL calls: the k-th call of every rank is the same collective.
+pub fn meetings_by_order(calls: &[&[u64]]) -> Vec<Meeting> {
+    let n = calls.iter().map(|c| c.len()).min().unwrap_or(0);
+    (0..n).map(|k| Meeting { arrivals: calls.iter().map(|c| c[k]).collect() }).collect()
+}
+
+/// Waits for the other ranks (gloo): every rank leaves a collective at
+/// about the same moment, so waits that end within `tol` ns of each other,
+/// one per rank, are one collective, and each began when its rank arrived.
+/// A collective in which some rank did not wait (it arrived when the
+/// others' data was there) is left out: its arrival is not known.
+pub fn meetings_by_end(waits: &[&[Episode]], tol: u64) -> Vec<Meeting> {
+    let n = waits.len();
+    let mut all: Vec<(u64, usize, u64)> =
+        waits.iter().enumerate().flat_map(|(r, w)| w.iter().map(move |e| (e.to, r, e.from))).collect();
+    all.sort_unstable();
+    let mut out = Vec::new();
+    let mut group: Vec<Option<u64>> = vec![None; n];
+    let (mut first_end, mut members) = (0u64, 0usize);
+    for (end, r, from) in all {
+        if members > 0 && (end.saturating_sub(first_end) > tol || group[r].is_some()) {
+            if members == n {
+                out.push(Meeting { arrivals: group.iter().map(|a| a.unwrap_or(0)).collect() });
+            }
+            group.iter_mut().for_each(|a| *a = None);
+            members = 0;
+        }
+        if members == 0 {
+            first_end = end;
+        }
+        group[r] = Some(from);
+        members += 1;
+    }
+    if members == n && n > 0 {
+        out.push(Meeting { arrivals: group.iter().map(|a| a.unwrap_or(0)).collect() });
+    }
+    out
+}
+
+/// Per rank: collectives at which it arrived last, and its median
+/// lateness (ns) over all of them.
+pub fn lateness(meetings: &[Meeting], ranks: usize) -> Vec<(usize, f64)> {
+    (0..ranks)
+        .map(|i| {
+            let last = meetings.iter().filter(|m| m.last() == i).count();
+            let late = median(meetings.iter().map(|m| m.lateness(i)).collect()).unwrap_or(0.0);
+            (last, late)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep(from: u64, to: u64) -> Episode {
+        Episode { from, to }
+    }
+
+    #[test]
+    fn periods_and_medians() {
+        assert_eq!(period(&[0, 100]), None);
+        assert_eq!(period(&[0, 100, 250, 350]), Some(100.0));
+        assert_eq!(median(vec![0.4, 0.1, 0.2, 0.3]), Some(0.25));
+        assert_eq!(median(vec![]), None);
+    }
+
+    /// Three ranks leave together every 100 ns; rank 1 arrives last at
+    /// each (it waits least), 40 ns after the median one.
+    #[test]
+    fn waits_that_end_together_are_one_collective() {
+        let r0 = [ep(10, 100), ep(110, 200), ep(215, 300)];
+        let r1 = [ep(60, 101), ep(160, 201), ep(260, 301)];
+        let r2 = [ep(20, 99), ep(120, 199), ep(205, 299)];
+        let m = meetings_by_end(&[&r0, &r1, &r2], 25);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0].arrivals, vec![10, 60, 20]);
+        assert!(m.iter().all(|m| m.last() == 1));
+        let l = lateness(&m, 3);
+        assert_eq!(l[1], (3, 40.0));
+        assert_eq!(l[0].0 + l[2].0, 0);
+    }
+
+    /// A collective one rank did not wait in is left out; a rank's second
+    /// wait within the tolerance starts a new group, not a second arrival.
+    #[test]
+    fn incomplete_collectives_are_left_out() {
+        let r0 = [ep(10, 100), ep(110, 200)];
+        let r1 = [ep(60, 101)];
+        let m = meetings_by_end(&[&r0, &r1], 50);
+        assert_eq!(m, vec![Meeting { arrivals: vec![10, 60] }]);
+        let r0 = [ep(10, 100), ep(101, 102)];
+        let r1 = [ep(60, 103)];
+        assert_eq!(meetings_by_end(&[&r0, &r1], 50).len(), 1);
+    }
+
+    #[test]
+    fn nccl_calls_meet_in_order() {
+        let a = [100, 200, 300];
+        let b = [150, 260];
+        let m = meetings_by_order(&[&a, &b]);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].last(), m[1].last()), (1, 1));
+        assert_eq!(m[1].lateness(1), 30.0);
+    }
+}
