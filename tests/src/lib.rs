@@ -19,7 +19,7 @@ pub mod tools;
 
 pub use binary::mltrace_bin;
 pub use proc::{spawn, Spawned};
-pub use tools::{perfetto_tp, skip, skip_optional, tp_query};
+pub use tools::{perfetto_tp, skip, skip_optional, torchrun, tp_query};
 
 /// `mltrace ARGS` in `cwd`, to completion (stdin empty, output captured).
 pub fn mltrace(args: &[&str], cwd: &Path) -> Output {

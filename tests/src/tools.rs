@@ -93,6 +93,12 @@ pub fn python() -> Option<PathBuf> {
     present(&p, "the tests' Python", "a check in Python").then_some(p)
 }
 
+/// PyTorch's venv: its `torchrun` (beside its Python).
+pub fn torchrun() -> Option<PathBuf> {
+    let p = tools_dir().join("torch/bin/torchrun");
+    present(&p, "PyTorch's torchrun", "a real PyTorch job").then_some(p)
+}
+
 /// The tools' Python, if it imports `module` (a venv filled before the
 /// module joined requirements.txt does not).
 pub fn python_with(module: &str) -> Option<PathBuf> {

@@ -22,12 +22,12 @@ const STEP_RATIO: f64 = 1.25;
 /// ... and at least this much longer (ns): steps of a few microseconds
 /// differ by noise.
 const STEP_MARGIN_NS: f64 = 1e6;
-/// The rank the others wait for arrived last at least this share of the
-/// collectives ...
-const LAST_SHARE: f64 = 0.5;
-/// ... at least this share of a step late at the median ...
-const LATE_SHARE: f64 = 0.1;
-/// ... and at least this late (ns).
+/// The rank the others wait for held them back at least this share of
+/// all the time any rank held the others back at the collectives ...
+const HELD_SHARE: f64 = 0.5;
+/// ... at least this share of the median rank's run ...
+const HELD_RUN_SHARE: f64 = 0.05;
+/// ... and was at least this late at the median when last (ns).
 const LATE_MIN_NS: f64 = 1e6;
 /// The old rule, for logs with no step time to judge: a data wait this
 /// much over the median ...
@@ -61,10 +61,12 @@ pub struct Rank {
     /// every rank; `None` from its run alone).
     pub step_ns: Option<f64>,
     pub step_from: StepFrom,
-    /// Collectives it arrived last at, and its median lateness (ns), of
-    /// the job's `collectives` (0: none matched).
+    /// Collectives it arrived last at, of the job's `collectives` (0:
+    /// none matched); its median lateness then, against the median rank
+    /// (ns); and how long it held the median rank back in all (ns).
     pub last_at: usize,
     pub late_ns: f64,
+    pub held_ns: f64,
     pub collectives: usize,
 }
 
@@ -184,9 +186,14 @@ impl Stats {
             procs.iter().map(|p| env::rank(p.env.iter().map(|(n, v)| (*n, v.as_str())))).collect();
         let distinct: HashSet<u32> = from_env.iter().flatten().map(|r| r.0).collect();
         let use_env = from_env.iter().all(Option::is_some) && distinct.len() == procs.len();
-        let (step_from, steps) = self.step_times(&procs);
+        let (step_from, mut steps) = self.step_times(&procs);
         let meetings = self.meetings(&procs, &steps);
         let late = steps::lateness(&meetings, procs.len());
+        // The collectives make every rank's step as long: the period
+        // between the meetings, one figure for all.
+        if let (StepFrom::Collectives, Some(p)) = (step_from, steps::meeting_period(&meetings)) {
+            steps.iter_mut().for_each(|s| *s = Some(p));
+        }
         let mut ranks: Vec<Rank> = procs
             .into_iter()
             .zip(from_env)
@@ -224,8 +231,9 @@ impl Stats {
                     life_ns,
                     step_ns: steps[place],
                     step_from,
-                    last_at: late[place].0,
-                    late_ns: late[place].1,
+                    last_at: late[place].last_at,
+                    late_ns: late[place].late_ns,
+                    held_ns: late[place].held_ns,
                     collectives: meetings.len(),
                 }
             })
@@ -289,8 +297,8 @@ impl Stats {
     }
 
     /// The rank that holds the job back, judged by time: the one that
-    /// arrived last at most collectives, clearly late ([`LAST_SHARE`],
-    /// [`LATE_SHARE`] of a step, [`LATE_MIN_NS`]); else, among
+    /// held the others back at the collectives most, clearly
+    /// ([`HELD_SHARE`], [`HELD_RUN_SHARE`], [`LATE_MIN_NS`]); else, among
     /// [`STRAGGLER_MIN_RANKS`] or more, the one whose step (or, with no
     /// step known, whose run) took [`STEP_RATIO`] times the median's; else,
     /// with no time to judge by, the one whose data wait stands out.
@@ -301,16 +309,20 @@ impl Stats {
         let times: Vec<f64> = ranks.iter().map(|r| r.step_ns.unwrap_or(r.life_ns as f64)).collect();
         let median_time = median(times.clone())?;
         let median_step = ranks.iter().map(|r| r.step_ns).collect::<Option<Vec<f64>>>().and_then(median);
-        let late = ranks.iter().enumerate().max_by(|a, b| (a.1.last_at, a.0).cmp(&(b.1.last_at, b.0)));
+        let late = ranks.iter().enumerate().max_by(|a, b| a.1.held_ns.total_cmp(&b.1.held_ns));
+        let held: f64 = ranks.iter().map(|r| r.held_ns).sum();
+        let median_life = median(ranks.iter().map(|r| r.life_ns as f64).collect()).unwrap_or(0.0);
         let judged = match late {
             Some((i, r))
                 if r.collectives >= steps::MIN_POINTS
-                    && r.last_at as f64 >= LAST_SHARE * r.collectives as f64
-                    && r.late_ns >= LATE_MIN_NS
-                    && r.late_ns >= LATE_SHARE * median_step.unwrap_or(0.0) =>
+                    && r.held_ns >= HELD_SHARE * held
+                    && r.held_ns >= HELD_RUN_SHARE * median_life
+                    && r.late_ns >= LATE_MIN_NS =>
             {
                 Some((i, Judged::Late))
             }
+            // Collectives make every step as long: only lateness tells.
+            _ if ranks[0].step_from == StepFrom::Collectives && ranks.iter().all(|r| r.collectives > 0) => None,
             _ if ranks.len() >= STRAGGLER_MIN_RANKS => {
                 let (i, &worst) = times.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
                 let slow = worst >= STEP_RATIO * median_time && worst - median_time >= STEP_MARGIN_NS;
@@ -337,7 +349,7 @@ impl Stats {
             judged,
             cause,
             median_step_ns: median_step,
-            median_life_ns: median(ranks.iter().map(|r| r.life_ns as f64).collect()).unwrap_or(0.0),
+            median_life_ns: median_life,
             median_data_wait_fraction: median(ranks.iter().filter_map(|r| r.data_wait_fraction).collect())
                 .unwrap_or(0.0),
             cause_fraction,
@@ -403,7 +415,8 @@ impl Stats {
             "step_s": r.step_ns.map(|n| n / 1e9),
             "step_from": r.step_from.name(),
             "late_collectives": r.last_at,
-            "median_lateness_s": (r.collectives > 0).then(|| r.late_ns / 1e9),
+            "median_lateness_s": (r.last_at > 0).then(|| r.late_ns / 1e9),
+            "held_others_s": r.held_ns / 1e9,
             "collectives": r.collectives,
         })
     }
@@ -428,7 +441,8 @@ impl Stats {
             "median_run_s": s.median_life_ns / 1e9,
             "late_collectives": r.last_at,
             "collectives": r.collectives,
-            "median_lateness_s": (r.collectives > 0).then(|| r.late_ns / 1e9),
+            "median_lateness_s": (r.last_at > 0).then(|| r.late_ns / 1e9),
+            "held_others_s": r.held_ns / 1e9,
             "data_wait_fraction": r.data_wait_fraction,
             "median_data_wait_fraction": s.median_data_wait_fraction,
             "others_collective_wait_fraction": s.others_collective_wait_fraction,
@@ -448,7 +462,7 @@ impl Stats {
         let who = format!("rank {} ({host}pid {})", r.rank, local_pid(r.pid));
         let mut t = match (s.judged, r.step_ns, s.median_step_ns) {
             (Judged::Late, ..) => format!(
-                "{who} arrived last at {} of {} collectives, {} late at the median",
+                "{who} arrived last at {} of {} collectives, {} late at the median then",
                 r.last_at,
                 r.collectives,
                 dur(r.late_ns)
@@ -560,6 +574,7 @@ mod tests {
             step_from: if step_ms.is_some() { StepFrom::Batches } else { StepFrom::Run },
             last_at: 0,
             late_ns: 0.0,
+            held_ns: 0.0,
             collectives: 0,
         }
     }
@@ -598,7 +613,7 @@ mod tests {
         let mut r: Vec<Rank> = (0..3).map(|i| rank(i, 0.02, Some(100.0), 4000.0)).collect();
         for (i, k) in r.iter_mut().enumerate() {
             k.collectives = 40;
-            (k.last_at, k.late_ns) = if i == 1 { (38, 60e6) } else { (1, 0.0) };
+            (k.last_at, k.late_ns, k.held_ns) = if i == 1 { (38, 60e6, 38.0 * 60e6) } else { (1, 0.5e6, 0.5e6) };
             k.breakdown = Breakdown::of(1.0, 0.02, if i == 1 { 0.05 } else { 0.6 }, 0.0, 0.0, 0.0, 0.0);
             k.breakdown.as_mut().unwrap().on_cpu = if i == 1 { 0.85 } else { 0.3 };
             k.collective_wait_fraction = k.breakdown.map(|b| b.collective_wait);
@@ -608,11 +623,11 @@ mod tests {
         let text = s.straggler_text(&got);
         assert_eq!(
             text,
-            "rank 1 (pid 101) arrived last at 38 of 40 collectives, 60.0 ms late at the median; it computed \
+            "rank 1 (pid 101) arrived last at 38 of 40 collectives, 60.0 ms late at the median then; it computed \
              (on CPU) 85% of its time against a median of 30%, while the others waited for it 60% of theirs"
         );
-        // A little late, often: under a tenth of a step is not holding anyone back.
-        r[1].late_ns = 5e6;
+        // Last often, but holding the others back little: none.
+        r[1].held_ns = 38.0 * 2e6;
         assert!(s.straggler(&r).is_none());
     }
 

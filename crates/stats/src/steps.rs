@@ -107,16 +107,34 @@ pub fn meetings_by_end(waits: &[&[Episode]], tol: u64) -> Vec<Meeting> {
     out
 }
 
-/// Per rank: collectives at which it arrived last, and its median
-/// lateness (ns) over all of them.
-pub fn lateness(meetings: &[Meeting], ranks: usize) -> Vec<(usize, f64)> {
-    (0..ranks)
-        .map(|i| {
-            let last = meetings.iter().filter(|m| m.last() == i).count();
-            let late = median(meetings.iter().map(|m| m.lateness(i)).collect()).unwrap_or(0.0);
-            (last, late)
-        })
+/// Per rank, over the meetings: at how many it arrived last, the median
+/// of how late it was then (ns, against the median rank), and how long
+/// it held the median rank back in all (ns: what the others waited for it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Late {
+    pub last_at: usize,
+    pub late_ns: f64,
+    pub held_ns: f64,
+}
+
+pub fn lateness(meetings: &[Meeting], ranks: usize) -> Vec<Late> {
+    let mut when_last: Vec<Vec<f64>> = vec![Vec::new(); ranks];
+    for m in meetings {
+        let i = m.last();
+        if i < ranks {
+            when_last[i].push(m.lateness(i));
+        }
+    }
+    when_last
+        .into_iter()
+        .map(|v| Late { last_at: v.len(), held_ns: v.iter().sum(), late_ns: median(v).unwrap_or(0.0) })
         .collect()
+}
+
+/// The median period between meetings (ns): the same for every rank.
+pub fn meeting_period(meetings: &[Meeting]) -> Option<f64> {
+    let times: Vec<u64> = meetings.iter().map(|m| m.arrivals.iter().copied().max().unwrap_or(0)).collect();
+    period(&times)
 }
 
 #[cfg(test)]
@@ -147,8 +165,10 @@ mod tests {
         assert_eq!(m[0].arrivals, vec![10, 60, 20]);
         assert!(m.iter().all(|m| m.last() == 1));
         let l = lateness(&m, 3);
-        assert_eq!(l[1], (3, 40.0));
-        assert_eq!(l[0].0 + l[2].0, 0);
+        // 40, 40 and 45 ns late (the third time the median arrived at 215).
+        assert_eq!(l[1], Late { last_at: 3, late_ns: 40.0, held_ns: 125.0 });
+        assert_eq!(l[0].last_at + l[2].last_at, 0);
+        assert_eq!(meeting_period(&m), Some(100.0));
     }
 
     /// A collective one rank did not wait in is left out; a rank's second

@@ -488,6 +488,20 @@ fn ranks(r: &Report, o: &mut String) -> Result<(), ChartError> {
         let _ = write!(o, "<p class=\"verdict\">Straggler: {}.</p>", esc(&r.stats.straggler_text(s)));
     }
     let labels: Vec<String> = ranks.iter().map(|k| k.rank.to_string()).collect();
+    let highlight = straggler.as_ref().and_then(|s| ranks.iter().position(|k| k.pid == s.rank.pid));
+    // Time per step first: what the straggler is judged on.
+    if ranks.iter().all(|k| k.step_ns.is_some()) {
+        let values: Vec<f64> = ranks.iter().map(|k| k.step_ns.unwrap_or(0.0) / 1e6).collect();
+        let bars = charts::Bars {
+            title: "time per step, per rank",
+            x_desc: "rank",
+            y_desc: "ms per step",
+            y_fmt: |v| format!("{v:.0} ms"),
+            colour: 2,
+            highlight,
+        };
+        let _ = write!(o, "<figure>{}</figure>", bars.draw(&labels, &values)?);
+    }
     let values: Vec<f64> = ranks.iter().map(|k| k.data_wait_fraction.unwrap_or(0.0) * 100.0).collect();
     let bars = charts::Bars {
         title: "waiting for data, per rank",
@@ -495,7 +509,7 @@ fn ranks(r: &Report, o: &mut String) -> Result<(), ChartError> {
         y_desc: "% of the rank's time",
         y_fmt: |v| format!("{v:.0}%"),
         colour: 0,
-        highlight: straggler.as_ref().and_then(|s| ranks.iter().position(|k| k.pid == s.rank.pid)),
+        highlight,
     };
     let _ = write!(o, "<figure>{}</figure>", bars.draw(&labels, &values)?);
     let mut shown: Vec<&mltrace_stats::ranks::Rank> = ranks.iter().collect();
@@ -503,8 +517,8 @@ fn ranks(r: &Report, o: &mut String) -> Result<(), ChartError> {
     let more = shown.len().saturating_sub(TOP_RANKS_TABLE);
     shown.truncate(TOP_RANKS_TABLE);
     o.push_str(
-        "<table><tr><th>rank</th><th>host</th><th>pid</th><th>waiting for data</th><th>waiting for the GPU</th>\
-         <th>own file I/O</th><th>on CPU</th><th>loaders</th><th>read</th><th>read MB/s</th><th>read p50</th>\
+        "<table><tr><th>rank</th><th>host</th><th>pid</th><th>step</th><th>arrived last</th><th>waiting for data</th>\
+         <th>waiting for other ranks</th><th>waiting for the GPU</th><th>own file I/O</th><th>on CPU</th><th>loaders</th><th>read</th><th>read MB/s</th><th>read p50</th>\
          <th>read p99</th></tr>",
     );
     for k in shown {
@@ -513,12 +527,15 @@ fn ranks(r: &Report, o: &mut String) -> Result<(), ChartError> {
         let ns = |n: Option<u64>| n.map(duration).unwrap_or_else(|| "-".into());
         let _ = write!(
             o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}\
-             <td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td></tr>",
             k.rank,
             esc(host),
             mltrace_log::local_pid(k.pid),
+            k.step_ns.map_or_else(|| "-".into(), |n| duration(n as u64)),
+            if k.collectives > 0 { format!("{} of {}", k.last_at, k.collectives) } else { "-".into() },
             pct(k.data_wait_fraction),
+            pct(k.collective_wait_fraction),
             pct(b.map(|b| b.gpu_wait)),
             pct(b.map(|b| b.own_io)),
             pct(b.map(|b| b.on_cpu)),
@@ -536,7 +553,9 @@ fn ranks(r: &Report, o: &mut String) -> Result<(), ChartError> {
     o.push_str(
         "<p class=\"note\">A rank is a trainer process with data loaders of its own; its number is the \
          <code>RANK</code> (or <code>OMPI_COMM_WORLD_RANK</code>, <code>SLURM_PROCID</code>, <code>PMI_RANK</code>) \
-         it was started with, else its place by host and start. Read figures are its loaders'.</p></section>\n",
+         it was started with, else its place by host and start. Read figures are its loaders'. Its step is \
+         the median time between its step marks, its collectives or its batches (whichever every rank has); \
+         \"arrived last\" counts the collectives it came to after all the others.</p></section>\n",
     );
     Ok(())
 }

@@ -1,0 +1,215 @@
+//! The rank the others wait for, with real BPF: a real PyTorch
+//! `DistributedDataParallel` job under `torchrun` on CPUs (gloo, 3 ranks,
+//! a DataLoader of 2 workers each), one rank slowed by its loaders and,
+//! in a second run, by its own compute; and four plain ranks (no
+//! collectives), one whose loader takes three times as long. Every rank
+//! times its own waits for batches and its time in `backward()` (which
+//! holds DDP's all-reduce): the verdict's data wait and collective wait
+//! must be within 0.1 of those, and the slow rank named with its cause.
+
+use std::path::Path;
+
+use mltrace_tests::*;
+use serde_json::Value;
+
+/// Both CPUs are kept busy: one job at a time.
+static BUSY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+const SLOW: u64 = 1;
+
+/// `ddp_train.py` under `torchrun --standalone --nproc_per_node=3`, rank
+/// [`SLOW`] slowed `how`; `stats --json` and each rank's own figures.
+fn ddp(dir: &Path, torchrun: &Path, how: &str) -> (Value, Vec<Value>, std::path::PathBuf) {
+    let log = dir.join(format!("ddp-{how}.bin"));
+    let script = repo().join("tests/workloads/ddp_train.py");
+    let (tr, sc, lg, d) =
+        (torchrun.to_str().unwrap(), script.to_str().unwrap(), log.to_str().unwrap(), dir.to_str().unwrap());
+    let slow = SLOW.to_string();
+    let args = [
+        "record",
+        "-q",
+        "-f",
+        "--gpu",
+        "off",
+        "-o",
+        lg,
+        "--",
+        tr,
+        "--standalone",
+        "--nproc_per_node=3",
+        sc,
+        d,
+        "40",
+        &slow,
+        how,
+    ];
+    let out = mltrace(&args, dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let js = mltrace(&["stats", "--json", lg], dir);
+    assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
+    let v: Value = serde_json::from_slice(&js.stdout).unwrap();
+    let ranks = (0..3)
+        .map(|r| {
+            let text = std::fs::read_to_string(dir.join(format!("rank-{r}.json"))).expect("the rank's own figures");
+            serde_json::from_str(&text).unwrap()
+        })
+        .collect();
+    (v, ranks, log)
+}
+
+/// Each rank's data wait and collective wait within 0.1 of its own clock;
+/// the slow rank named as the straggler, for `cause`.
+fn check(v: &Value, measured: &[Value], log: &Path, cause: &str) {
+    let recs = read_log(log);
+    let ranks = v["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 3, "{ranks:?}");
+    for m in measured {
+        let pid = m["pid"].as_u64().unwrap();
+        let r = ranks.iter().find(|r| r["pid"] == pid).unwrap_or_else(|| panic!("rank of pid {pid}: {ranks:?}"));
+        assert_eq!(r["rank"], m["rank"], "{r}");
+        assert_eq!(r["rank_from"], "RANK", "{r}");
+        let life = exec_to_exit(&recs, pid as u32) as f64;
+        let (data, backward) = (m["data_wait_ns"].as_f64().unwrap() / life, m["backward_ns"].as_f64().unwrap() / life);
+        let (got_data, got_coll) =
+            (r["data_wait_fraction"].as_f64().unwrap(), r["collective_wait_fraction"].as_f64().unwrap());
+        assert!(
+            (got_data - data).abs() <= 0.1,
+            "rank {}: data wait {got_data:.3}, it measured {data:.3}: {r}",
+            m["rank"]
+        );
+        assert!(
+            (got_coll - backward).abs() <= 0.1,
+            "rank {}: collective wait {got_coll:.3}, it measured {backward:.3} in backward(): {r}",
+            m["rank"]
+        );
+        assert_eq!(r["step_from"], "collectives", "{r}");
+        // Its threads: gloo's are never loaders.
+        let p = v["processes"].as_array().unwrap().iter().find(|p| p["pid"] == pid).unwrap();
+        let threads = p["threads"].as_array().unwrap();
+        assert!(threads.iter().all(|t| t["role"] != "loader"), "{threads:?}");
+        assert!(threads.iter().filter(|t| t["role"] == "collective").count() >= 2, "{threads:?}");
+        // Its workers say whose they are.
+        let workers: Vec<&str> = v["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["parent"] == pid)
+            .filter_map(|w| w["trace_name"].as_str())
+            .filter(|n| n.contains("DataLoader worker"))
+            .collect();
+        let want = format!("rank {}: DataLoader worker", m["rank"]);
+        assert_eq!(workers.len(), 2, "{workers:?}");
+        assert!(workers.iter().all(|n| n.starts_with(&want)), "{workers:?}");
+    }
+    let s = &v["verdict"]["straggler"];
+    assert_eq!(s["rank"], SLOW, "{}", v["verdict"]);
+    assert_eq!(s["cause"], cause, "{s}");
+    assert_eq!(s["judged_by"], "lateness", "{s}");
+    // It arrived last more often than any other rank, and held them most.
+    let lasts: Vec<u64> = ranks.iter().map(|r| r["late_collectives"].as_u64().unwrap()).collect();
+    assert_eq!(s["late_collectives"].as_u64(), lasts.iter().max().copied(), "{s} {lasts:?}");
+    for k in ["step_s", "median_step_s", "median_lateness_s", "held_others_s"] {
+        assert!(s[k].as_f64().is_some_and(|x| x > 0.0), "{k}: {s}");
+    }
+    let text = v["verdict"]["text"].as_str().unwrap();
+    assert!(text.contains(&format!("rank {SLOW} (pid {}) arrived last at", s["pid"])), "{text}");
+    // Nobody waits for data in a job slowed by compute: not input-bound.
+    let b = &v["verdict"]["breakdown"];
+    assert_eq!(b.as_object().unwrap().len(), 7, "{b}");
+    let sum: f64 = b.as_object().unwrap().values().map(|x| x.as_f64().unwrap()).sum();
+    assert!((sum - 1.0).abs() < 1e-6, "{b}");
+    if cause == "compute" {
+        assert_ne!(v["verdict"]["kind"], "input-bound", "{text}");
+    }
+}
+
+#[test]
+fn a_ddp_rank_slowed_by_its_loaders_is_named() {
+    if !require_root() {
+        return;
+    }
+    let Some(torchrun) = torchrun() else { return };
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (v, measured, log) = ddp(dir.path(), &torchrun, "loader");
+    check(&v, &measured, &log, "data");
+    // The slow rank waited for data, the others for it.
+    let ranks = v["ranks"].as_array().unwrap();
+    let slow = ranks.iter().find(|r| r["rank"] == SLOW).unwrap();
+    assert!(slow["data_wait_fraction"].as_f64().unwrap() > 0.15, "{slow}");
+}
+
+#[test]
+fn a_ddp_rank_slowed_by_its_compute_is_named() {
+    if !require_root() {
+        return;
+    }
+    let Some(torchrun) = torchrun() else { return };
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (v, measured, log) = ddp(dir.path(), &torchrun, "compute");
+    check(&v, &measured, &log, "compute");
+    let text = v["verdict"]["text"].as_str().unwrap();
+    assert!(text.contains("it computed (on CPU)"), "{text}");
+    assert!(text.contains("while the others waited for it"), "{text}");
+}
+
+/// Four plain ranks (no collectives): the one whose loader takes 120 ms a
+/// batch against 40 ms runs three times as long a step, and is named by it.
+#[test]
+fn the_slowest_of_four_plain_ranks_is_named_by_its_step_time() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = system_python() else { return };
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("data.bin"), vec![7u8; 1 << 20]).unwrap();
+    let script = repo().join("tests/workloads/plain_ranks.py");
+    let args = [
+        "record",
+        "-q",
+        "-f",
+        "--gpu",
+        "off",
+        "-o",
+        "p.bin",
+        "--",
+        &py,
+        script.to_str().unwrap(),
+        "data.bin",
+        "4",
+        "20",
+        "30",
+        "40",
+        "2",
+        "120",
+    ];
+    let run = recorded(&mltrace(&args, d), d.join("p.bin"), d);
+    let v = &run.json;
+    let recs = read_log(&run.log);
+    let ranks = v["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 4, "{ranks:?}");
+    for r in ranks {
+        let k = r["rank"].as_u64().unwrap();
+        let pid = run.kv[&format!("pid_{k}")];
+        assert_eq!(r["pid"], pid, "{r}");
+        let want = run.kv[&format!("blocked_ns_{k}")] as f64 / exec_to_exit(&recs, pid as u32) as f64;
+        let got = r["data_wait_fraction"].as_f64().unwrap();
+        assert!((got - want).abs() <= 0.1, "rank {k}: data wait {got:.3}, it measured {want:.3}");
+        assert_eq!(r["step_from"], "batches", "{r}");
+        let step = r["step_s"].as_f64().unwrap();
+        let want = if k == 2 { 0.120 } else { 0.040 };
+        assert!((step - want).abs() <= 0.2 * want, "rank {k}: step {step:.3} s, its loader's pace {want} s");
+    }
+    let s = &v["verdict"]["straggler"];
+    assert_eq!(
+        (s["rank"].as_u64(), s["judged_by"].as_str(), s["cause"].as_str()),
+        (Some(2), Some("step_time"), Some("data")),
+        "{s}"
+    );
+    let text = v["verdict"]["text"].as_str().unwrap();
+    assert!(text.contains(&format!("of 4 ranks, rank 2 (pid {}) took", s["pid"])), "{text}");
+}
