@@ -12,6 +12,11 @@ use std::path::Path;
 use mltrace_tests::*;
 use serde_json::Value;
 
+fn ok(o: &std::process::Output) -> &std::process::Output {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
 /// Both CPUs are kept busy: one job at a time.
 static BUSY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -153,6 +158,33 @@ fn a_ddp_rank_slowed_by_its_compute_is_named() {
     let text = v["verdict"]["text"].as_str().unwrap();
     assert!(text.contains("it computed (on CPU)"), "{text}");
     assert!(text.contains("while the others waited for it"), "{text}");
+    // The trace: each rank's waits for the others on its main thread's
+    // track (as long in all as its collective wait), its lateness as a
+    // counter, its verdict on a lane, its workers named with it.
+    let Some(tp) = perfetto_tp() else { return };
+    let trace = dir.path().join("ddp.perfetto-trace");
+    ok(&mltrace(&["export", log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir.path()));
+    let waits = "select t.tid, sum(s.dur) from slice s join thread_track tt on s.track_id = tt.id \
+                 join thread t using(utid) where s.name = 'waiting for other ranks' group by t.tid";
+    let late = "select t.name, max(c.value) from counter c join counter_track t on c.track_id = t.id \
+                where t.name like 'rank % lateness' group by t.name";
+    let lanes = "select count(*) from slice where name like 'rank _ (pid %): %'";
+    let workers = "select count(*) from process where name like 'rank _: DataLoader worker _'";
+    let got = tp_query(&tp, &trace, &[waits, late, lanes, workers]);
+    let recs = read_log(&log);
+    for m in &measured {
+        let pid = m["pid"].as_u64().unwrap();
+        let row = got[0].iter().find(|r| r[0] == pid.to_string()).unwrap_or_else(|| panic!("{pid}: {:?}", got[0]));
+        let share = row[1].parse::<f64>().unwrap() / exec_to_exit(&recs, pid as u32) as f64;
+        let r = v["ranks"].as_array().unwrap().iter().find(|r| r["pid"] == pid).unwrap();
+        let want = r["collective_wait_fraction"].as_f64().unwrap();
+        assert!((share - want).abs() <= 0.05, "{pid}: slices {share:.3}, collective wait {want:.3}");
+    }
+    assert_eq!(got[1].len(), 3, "{:?}", got[1]);
+    let slow_late = got[1].iter().find(|r| r[0].starts_with(&format!("rank {SLOW} "))).unwrap();
+    assert!(slow_late[1].parse::<f64>().unwrap() > 10.0, "{:?}", got[1]);
+    assert_eq!(got[2], [["3"]], "a verdict lane per rank");
+    assert_eq!(got[3], [["6"]], "each rank's 2 workers");
 }
 
 /// Four plain ranks (no collectives): the one whose loader takes 120 ms a

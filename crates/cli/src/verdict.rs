@@ -5,9 +5,13 @@
 use std::io::{Read, Seek};
 
 use mltrace_log::{LogError, LogReader};
-use mltrace_model::annotate::{Annotation, RankSeries};
+use mltrace_model::annotate::{Annotation, RankSeries, WaitSlice};
 use mltrace_model::{ArgKey, Found, Survey, Surveying};
+use mltrace_stats::ranks::Rank;
 use mltrace_stats::Stats;
+
+/// Ranks given a verdict lane of their own (the rest are in `stats`).
+const MAX_RANK_LANES: usize = 64;
 
 fn pct(f: f64) -> String {
     format!("{:.0}%", f * 100.0)
@@ -29,21 +33,64 @@ pub fn survey<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Survey, LogEr
     let stats = stats?;
     let found = Found { diagnostics: stats.diagnostics.clone(), checkpoints: stats.checkpoints.clone() };
     let mut survey = pass.finish(reader, Some(found));
-    survey.ranks = rank_series(&stats);
-    survey.annotations = verdict(&stats);
+    let ranks = stats.ranks();
+    survey.ranks = rank_series(&stats, &ranks);
+    survey.lateness = lateness_series(&stats, &ranks);
+    survey.collective_waits = collective_waits(&stats);
+    survey.annotations = verdict(&stats, &ranks);
     Ok(survey)
+}
+
+/// `rank 19 (node2, pid 4242)`.
+fn rank_label(stats: &Stats, r: &Rank) -> String {
+    let host = stats.host_name(r.pid).map(|h| format!("{h}, ")).unwrap_or_default();
+    format!("rank {} ({host}pid {})", r.rank, mltrace_log::local_pid(r.pid))
+}
+
+/// Each rank's lateness at the collectives, on the data waits' grid: the
+/// latest it arrived in each bin, in ms (none without collectives).
+fn lateness_series(stats: &Stats, ranks: &[Rank]) -> Vec<RankSeries> {
+    let Some(waits) = stats.sched.rank_waits.as_ref() else { return Vec::new() };
+    if ranks.len() < 2 || ranks.iter().all(|r| r.late_points.is_empty()) {
+        return Vec::new();
+    }
+    ranks
+        .iter()
+        .map(|r| {
+            let grid = waits.series(r.pid);
+            let mut ms = vec![0.0f64; grid.fractions.len()];
+            for &(ts, late) in &r.late_points {
+                let i = (ts.saturating_sub(grid.start) / grid.step.max(1)) as usize;
+                if let Some(v) = ms.get_mut(i.min(grid.fractions.len().saturating_sub(1))) {
+                    *v = v.max((late / 1e5).round() / 10.0);
+                }
+            }
+            let label = format!("{} lateness", rank_label(stats, r));
+            RankSeries { label, start: grid.start, step: grid.step, percent: ms }
+        })
+        .collect()
+}
+
+/// Every main thread's waits for the other ranks, by start.
+fn collective_waits(stats: &Stats) -> Vec<WaitSlice> {
+    let mut out: Vec<WaitSlice> = stats
+        .sched
+        .episodes
+        .iter()
+        .flat_map(|(&pid, e)| e.iter().map(move |e| WaitSlice { pid, from: e.from, to: e.to }))
+        .collect();
+    out.sort_unstable_by_key(|w| (w.from, w.pid));
+    out
 }
 
 /// Each rank's data wait over time, in rank order (none for one rank:
 /// the verdict says it).
-fn rank_series(stats: &Stats) -> Vec<RankSeries> {
-    let ranks = stats.ranks();
+fn rank_series(stats: &Stats, ranks: &[Rank]) -> Vec<RankSeries> {
     let Some(waits) = stats.sched.rank_waits.as_ref().filter(|_| ranks.len() >= 2) else { return Vec::new() };
     ranks
         .iter()
         .map(|r| {
-            let host = stats.host_name(r.pid).map(|h| format!("{h}, ")).unwrap_or_default();
-            let label = format!("rank {} ({host}pid {})", r.rank, mltrace_log::local_pid(r.pid));
+            let label = rank_label(stats, r);
             let s = waits.series(r.pid);
             let percent = s.fractions.iter().map(|f| (f * 1000.0).round() / 10.0).collect();
             RankSeries { label, start: s.start, step: s.step, percent }
@@ -51,7 +98,7 @@ fn rank_series(stats: &Stats) -> Vec<RankSeries> {
         .collect()
 }
 
-fn verdict(stats: &Stats) -> Vec<Annotation> {
+fn verdict(stats: &Stats, ranks: &[Rank]) -> Vec<Annotation> {
     let v = stats.verdict();
     let (Some(start), Some(end)) = (stats.first_ts, stats.last_ts) else { return Vec::new() };
     let mut run = vec![(ArgKey::Verdict, v.kind.to_string())];
@@ -73,7 +120,41 @@ fn verdict(stats: &Stats) -> Vec<Annotation> {
             run.push((ArgKey::GpuIdleInDataWait, pct(d)));
         }
     }
-    let mut out = vec![Annotation { start, end, label: v.text.clone(), args: run }];
+    let mut out = vec![Annotation { start, end, label: v.text.clone(), args: run, lane: None }];
+    // Each rank's own verdict on a lane of its own (a job's launcher is the
+    // command: the run's sentence is about one rank).
+    if ranks.len() >= 2 {
+        for r in ranks.iter().take(MAX_RANK_LANES) {
+            let Some(b) = r.breakdown else { continue };
+            let Some(p) = stats.processes.iter().find(|p| p.pid == r.pid) else { continue };
+            let (from, to) = (p.exec_ts.or(p.started).unwrap_or(start).max(start), p.ended.unwrap_or(end).min(end));
+            let mut label = format!("{}: {}", rank_label(stats, r), b.kind());
+            let shares = [
+                (b.data_wait, "waited for data"),
+                (b.collective_wait, "for other ranks"),
+                (b.gpu_wait, "for the GPU"),
+                (b.on_cpu, "on CPU"),
+            ];
+            for (f, what) in shares.into_iter().filter(|s| s.0 >= 0.005) {
+                label.push_str(&format!(", {what} {}", pct(f)));
+            }
+            if let Some(s) = r.step_ns {
+                label.push_str(&format!(", {:.1} ms a step", s / 1e6));
+            }
+            let args = vec![
+                (ArgKey::Verdict, b.kind().to_string()),
+                (ArgKey::DataWait, pct(b.data_wait)),
+                (ArgKey::OnCpu, pct(b.on_cpu)),
+            ];
+            out.push(Annotation {
+                start: from,
+                end: to.max(from),
+                label,
+                args,
+                lane: Some(format!("rank {}", r.rank)),
+            });
+        }
+    }
     for e in &v.epochs {
         let mut args = vec![(ArgKey::Verdict, e.kind.to_string())];
         let mut label = format!("{}: {}", e.name, e.kind);
@@ -101,7 +182,7 @@ fn verdict(stats: &Stats) -> Vec<Annotation> {
                 args.push((ArgKey::GpuIdleInDataWait, pct(d)));
             }
         }
-        out.push(Annotation { start: e.start, end: e.end, label, args });
+        out.push(Annotation { start: e.start, end: e.end, label, args, lane: None });
     }
     out
 }

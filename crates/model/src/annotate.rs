@@ -14,6 +14,18 @@ use crate::encoder::{Encoder, Name, Slice, Track, TrackId, TrackKind, Unit};
 pub const VERDICT_TRACK: &str = "Verdict";
 /// The ranks' group: its own row the highest rank's wait in each bin.
 pub const RANKS_GROUP: &str = "Data wait per rank (highest, %)";
+/// Each rank's lateness at the collectives: its own row the latest rank's.
+pub const LATENESS_GROUP: &str = "Lateness at collectives per rank (highest, ms)";
+/// What a main thread's wait for the other ranks is called on its track.
+pub const COLLECTIVE_WAIT: &str = "waiting for other ranks";
+
+/// A main thread (`pid`'s) waited for the other ranks over `[from, to)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WaitSlice {
+    pub pid: u32,
+    pub from: u64,
+    pub to: u64,
+}
 
 /// One rank's data wait: the share of each `step` ns from `start` its
 /// main thread waited for its loaders, in %.
@@ -67,11 +79,13 @@ fn steps<E: Encoder>(
 }
 
 /// Draws the ranks' series over `[from, to)`: a top-level counter track
+/// named `group` (the ranks' data waits, or their lateness), in `unit`,
 /// ranked `rank` (the highest of them per bin) with one counter per rank
 /// below, in the order given. Returns the counter values written.
 pub fn draw_ranks<E: Encoder>(
     enc: &mut E,
     ranks: &[RankSeries],
+    (group, unit): (&str, &'static str),
     (from, to): (u64, u64),
     rank: i32,
     next: &mut dyn FnMut() -> TrackId,
@@ -82,7 +96,7 @@ pub fn draw_ranks<E: Encoder>(
         return Ok(0);
     }
     let top = next();
-    enc.track(&Track { id: top, parent: None, name: RANKS_GROUP, rank, kind: TrackKind::Counter(Unit::Named("%")) })?;
+    enc.track(&Track { id: top, parent: None, name: group, rank, kind: TrackKind::Counter(Unit::Named(unit)) })?;
     // The series share one grid (the caller's bins over the run).
     let highest = first.bins(from, to).map(|i| {
         let v = ranks.iter().filter_map(|s| s.percent.get(i)).fold(0.0, |a: f64, &b| a.max(b));
@@ -91,7 +105,7 @@ pub fn draw_ranks<E: Encoder>(
     let mut n = steps(enc, top, highest, end(first))?;
     for (i, s) in ranks.iter().enumerate() {
         let id = next();
-        let kind = TrackKind::Counter(Unit::Named("%"));
+        let kind = TrackKind::Counter(Unit::Named(unit));
         enc.track(&Track { id, parent: Some(top), name: &s.label, rank: i as i32, kind })?;
         n += steps(enc, id, s.within(from, to), end(s))?;
     }
@@ -105,6 +119,9 @@ pub struct Annotation {
     pub end: u64,
     pub label: String,
     pub args: Vec<(ArgKey, String)>,
+    /// A lane of its own under the track, so named (each rank's verdict:
+    /// `rank 1`); `None`: the run's and the epochs' lanes.
+    pub lane: Option<String>,
 }
 
 /// A run-wide slice `[start, end)` cut to a file's window `[from, to)`,
@@ -138,28 +155,38 @@ pub fn draw<E: Encoder>(
     enc.track(&Track { id: top, parent: None, name: VERDICT_TRACK, rank, kind: TrackKind::Slices })?;
     // Each lane: the end of its latest slice, and the slice's outer end.
     let mut lanes: Vec<(u64, TrackId)> = vec![(0, top)];
+    // Named lanes (one per rank) after the epochs'.
+    let mut named: Vec<(&str, TrackId)> = Vec::new();
     let mut n = 0;
     for a in shown {
         let (start, end, whole) = clip(a.start, a.end, (from, to));
-        let lane = match lanes.iter().position(|(e, _)| *e <= start) {
-            Some(l) => l,
-            None => {
-                let id = next();
-                let name = "epochs";
-                enc.track(&Track { id, parent: Some(top), name, rank: lanes.len() as i32, kind: TrackKind::Slices })?;
-                lanes.push((0, id));
-                lanes.len() - 1
+        let track = if let Some(name) = a.lane.as_deref() {
+            match named.iter().find(|l| l.0 == name) {
+                Some(l) => l.1,
+                None => {
+                    let id = next();
+                    let rank = 1000 + named.len() as i32;
+                    enc.track(&Track { id, parent: Some(top), name, rank, kind: TrackKind::Slices })?;
+                    named.push((name, id));
+                    id
+                }
             }
+        } else {
+            let lane = match lanes.iter().position(|(e, _)| *e <= start) {
+                Some(l) => l,
+                None => {
+                    let id = next();
+                    let name = "epochs";
+                    let rank = lanes.len() as i32;
+                    enc.track(&Track { id, parent: Some(top), name, rank, kind: TrackKind::Slices })?;
+                    lanes.push((0, id));
+                    lanes.len() - 1
+                }
+            };
+            lanes[lane].0 = end.max(start + 1);
+            lanes[lane].1
         };
-        lanes[lane].0 = end.max(start + 1);
-        let s = Slice {
-            track: lanes[lane].1,
-            ts: start,
-            dur: end - start,
-            name: Name::Str(&a.label),
-            flows_out: &[],
-            flows_in: &[],
-        };
+        let s = Slice { track, ts: start, dur: end - start, name: Name::Str(&a.label), flows_out: &[], flows_in: &[] };
         enc.slice(
             &s,
             &FnArgs(|sink: &mut dyn ArgSink| {

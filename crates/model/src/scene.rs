@@ -57,6 +57,7 @@ pub fn group_rank(name: &str) -> i32 {
     match name {
         crate::annotate::VERDICT_TRACK => -10,
         crate::annotate::RANKS_GROUP => -5,
+        crate::annotate::LATENESS_GROUP => -4,
         PHASES_GROUP => 0,
         CHECKPOINTS_GROUP => 5,
         n if n.starts_with("GPU") => 10,
@@ -340,6 +341,8 @@ pub struct Scene<'s> {
     /// The host whose machine groups are being drawn (0 but in a merged
     /// log): set from the record before its groups are looked up.
     pub(crate) host: usize,
+    /// The next of the run's collective waits to draw.
+    next_wait: usize,
     pub stats: SceneStats,
 }
 
@@ -378,6 +381,7 @@ impl<'s> Scene<'s> {
             machine_key: Vec::new(),
             carry_pending: false,
             host: 0,
+            next_wait: 0,
             stats: SceneStats::default(),
         }
     }
@@ -407,9 +411,15 @@ impl<'s> Scene<'s> {
         let rank = group_rank(crate::annotate::VERDICT_TRACK);
         let out = &mut self.out;
         self.stats.slices += crate::annotate::draw(enc, &self.run.annotations, range, rank, &mut || out.id())?;
-        let rank = group_rank(crate::annotate::RANKS_GROUP);
-        let out = &mut self.out;
-        self.stats.counters += crate::annotate::draw_ranks(enc, &self.run.ranks, range, rank, &mut || out.id())?;
+        for (series, group, unit) in [
+            (&self.run.ranks, crate::annotate::RANKS_GROUP, "%"),
+            (&self.run.lateness, crate::annotate::LATENESS_GROUP, "ms"),
+        ] {
+            let rank = group_rank(group);
+            let out = &mut self.out;
+            self.stats.counters +=
+                crate::annotate::draw_ranks(enc, series, (group, unit), range, rank, &mut || out.id())?;
+        }
         self.phases(enc, range, part)?;
         self.checkpoints(enc, range)
     }
@@ -482,6 +492,7 @@ impl<'s> Scene<'s> {
             enc.counter(t, end, 0.0)?;
         }
         if last {
+            self.collective_waits(enc, u64::MAX)?;
             self.flush_pending(enc, u64::MAX)?;
             self.stats.late_counter_changes = self.disks.iter().map(|d| d.counters.late).sum::<u64>() + self.rates.late;
         }
@@ -710,11 +721,34 @@ impl<'s> Scene<'s> {
         enc.instant(g, ts, Name::Str(name), args)
     }
 
+    /// The main threads' waits for the other ranks that began by `upto`,
+    /// on their tracks (the process as it is then: its pid's incarnation).
+    fn collective_waits<E: Encoder>(&mut self, enc: &mut E, upto: u64) -> io::Result<()> {
+        while let Some(&w) = self.run.collective_waits.get(self.next_wait) {
+            if w.from > upto {
+                break;
+            }
+            self.next_wait += 1;
+            let (from, to) = self.range;
+            if !self.filter.keeps_pid(w.pid) || !self.filter.meets(w.from, w.to) || w.to < from || w.from >= to {
+                continue;
+            }
+            let Some(idx) = self.tracker.known(w.pid) else { continue };
+            let track = self.thread_lane(enc, idx, w.pid, w.from, w.to)?;
+            let name = Name::Str(crate::annotate::COLLECTIVE_WAIT);
+            self.slice(enc, track, w.from, w.to.saturating_sub(w.from), name, &crate::args::NoArgs)?;
+        }
+        Ok(())
+    }
+
     /// Converts one record (or skips it when the filter does).
     pub fn record<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, rec: &Record) -> io::Result<()> {
         let idx = self.tracker.observe(rec);
         let mapped = self.maps.apply(f, rec);
         let ts = rec.ts();
+        if self.run.collective_waits.get(self.next_wait).is_some_and(|w| w.from <= ts) {
+            self.collective_waits(enc, ts)?;
+        }
         if self.pending_count > 0 {
             self.flush_pending(enc, ts)?;
         }

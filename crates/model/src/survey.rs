@@ -90,6 +90,12 @@ pub struct Survey {
     /// Each rank's data wait over the run (from the stats crate too),
     /// in rank order: empty unless set after the survey.
     pub ranks: Vec<crate::annotate::RankSeries>,
+    /// Each rank's lateness at the collectives over the run (the highest
+    /// in each bin, in ms), in rank order: empty unless set.
+    pub lateness: Vec<crate::annotate::RankSeries>,
+    /// Main threads' waits for the other ranks, by start: slices on
+    /// their tracks. Empty unless set.
+    pub collective_waits: Vec<crate::annotate::WaitSlice>,
 }
 
 /// What the whole run read of one file: by calls, and from storage (for
@@ -213,6 +219,8 @@ impl Surveying {
             files: HashMap::default(),
             annotations: Vec::new(),
             ranks: Vec::new(),
+            lateness: Vec::new(),
+            collective_waits: Vec::new(),
         };
         Ok(Surveying { s, tracker: ProcTracker::default(), checkpoints: Some(Default::default()) })
     }

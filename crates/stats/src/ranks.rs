@@ -68,6 +68,8 @@ pub struct Rank {
     pub late_ns: f64,
     pub held_ns: f64,
     pub collectives: usize,
+    /// Its arrival at each of those collectives, and how late (ns).
+    pub late_points: Vec<(u64, f64)>,
 }
 
 /// Why the straggler is slow: the share of its time that grew most
@@ -235,6 +237,7 @@ impl Stats {
                     late_ns: late[place].late_ns,
                     held_ns: late[place].held_ns,
                     collectives: meetings.len(),
+                    late_points: meetings.iter().map(|m| (m.arrivals[place], m.lateness(place))).collect(),
                 }
             })
             .collect();
@@ -576,6 +579,7 @@ mod tests {
             late_ns: 0.0,
             held_ns: 0.0,
             collectives: 0,
+            late_points: Vec::new(),
         }
     }
 
