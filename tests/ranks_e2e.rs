@@ -245,3 +245,121 @@ fn the_slowest_of_four_plain_ranks_is_named_by_its_step_time() {
     let text = v["verdict"]["text"].as_str().unwrap();
     assert!(text.contains(&format!("of 4 ranks, rank 2 (pid {}) took", s["pid"])), "{text}");
 }
+
+/// `mltrace record` as host `host` (a UTS namespace), in the background.
+fn record_as(host: &str, dir: &Path, env: &[(&str, String)], args: &[&str]) -> std::process::Child {
+    let bin = mltrace_bin();
+    let mut script = format!("hostname {host} && exec {} record -q", bin.display());
+    for a in args {
+        script.push_str(&format!(" '{a}'"));
+    }
+    let mut c = std::process::Command::new("unshare");
+    c.args(["-u", "sh", "-c", &script]).current_dir(dir);
+    c.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+    c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    c.spawn().expect("running unshare")
+}
+
+/// Three "hosts" (UTS namespaces), one DDP rank each (gloo over
+/// loopback, rank 1 slowed by its compute), recorded apart and merged
+/// with node1's clock moved 20 ms by hand: the ranks leave each
+/// all-reduce together, so the clock check says node1 is 20 ms off and
+/// the others are not; and the straggler is still named, with its host.
+#[test]
+fn a_merged_ddp_job_checks_its_hosts_clocks() {
+    if !require_root() {
+        return;
+    }
+    let Some(torchrun) = torchrun() else { return };
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let py = torchrun.with_file_name("python");
+    let script = repo().join("tests/workloads/ddp_train.py");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let (py, sc, ds) = (py.to_str().unwrap(), script.to_str().unwrap(), d.to_str().unwrap());
+    let children: Vec<_> = (0..3)
+        .map(|r| {
+            let env = [
+                ("RANK", r.to_string()),
+                ("LOCAL_RANK", "0".to_string()),
+                ("WORLD_SIZE", "3".to_string()),
+                ("MASTER_ADDR", "127.0.0.1".to_string()),
+                ("MASTER_PORT", port.clone()),
+            ];
+            let log = format!("node{r}.bin");
+            let args = ["-f", "--gpu", "off", "-o", &log, "--", py, sc, ds, "40", "1", "compute"];
+            record_as(&format!("node{r}"), d, &env, &args)
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let args = ["merge", "-f", "node0.bin", "node1.bin", "node2.bin", "--offset", "node1=+20ms", "-o", "job.bin"];
+    ok(&mltrace(&args, d));
+    let js = mltrace(&["stats", "--json", "job.bin"], d);
+    assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
+    let v: Value = serde_json::from_slice(&js.stdout).unwrap();
+    let clocks = v["clock_check"].as_array().unwrap();
+    assert_eq!(clocks.len(), 3, "{clocks:?}");
+    for c in clocks {
+        let off = c["offset_ms"].as_f64().unwrap();
+        let want = if c["host"] == "node1" { 20.0 } else { 0.0 };
+        assert!((off - want).abs() <= 2.0, "{c}: {off:.2} ms against {want}");
+    }
+    let s = &v["verdict"]["straggler"];
+    assert_eq!(
+        (s["rank"].as_u64(), s["host"].as_str(), s["cause"].as_str()),
+        (Some(1), Some("node1"), Some("compute")),
+        "{s}"
+    );
+    let o = mltrace(&["stats", "job.bin"], d);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("clocks, checked by the collectives' ends"), "{text}");
+    assert!(text.contains("node1 +"), "{text}");
+}
+
+/// The NCCL path, on the stand-in libraries: three ranks each enqueue an
+/// all-reduce a step and sync on its stream (the stand-in holds every rank
+/// there until all have come, as NCCL does), then sync on another stream.
+/// The first sync is a wait for the other ranks, the second for the GPU,
+/// each within 0.1 of what the rank timed; the slow one arrives last.
+#[test]
+fn nccl_syncs_on_a_collective_are_waits_for_the_other_ranks() {
+    if !require_root() {
+        return;
+    }
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cuda = stand_in::library(d, "fake_cuda", "libcuda.so.1");
+    let nccl = stand_in::library(d, "fake_nccl", "libnccl.so.2");
+    let trainer = stand_in::trainer(d, "nccl_steps");
+    let mut c = std::process::Command::new(mltrace_bin());
+    c.args(["record", "-q", "--gpu", "off", "-o", "n.bin", "--"]).arg(&trainer).arg(&cuda).arg(&nccl);
+    c.args(["3", "20", "5", "1", "20"]).current_dir(d);
+    c.env("MLTRACE_CUDA_LIB", &cuda).env("MLTRACE_NCCL_LIB", &nccl).env("MLTRACE_FAKE_SYNC_NS", "2000000");
+    let run = recorded(&c.output().unwrap(), d.join("n.bin"), d);
+    let recs = read_log(&run.log);
+    let ranks = run.json["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 3, "{ranks:?}");
+    for r in ranks {
+        let k = r["rank"].as_u64().unwrap();
+        assert_eq!(r["rank_from"], "RANK", "{r}");
+        let pid = run.kv[&format!("pid_{k}")];
+        assert_eq!(r["pid"], pid, "{r}");
+        let life = exec_to_exit(&recs, pid as u32) as f64;
+        for (key, measured) in [("collective_wait_fraction", "coll_ns"), ("gpu_wait_fraction", "gpu_ns")] {
+            let want = run.kv[&format!("{measured}_{k}")] as f64 / life;
+            let got = r[key].as_f64().unwrap();
+            assert!((got - want).abs() <= 0.1, "rank {k}: {key} {got:.3}, it measured {want:.3}");
+        }
+        assert_eq!(r["step_from"], "collectives", "{r}");
+        assert_eq!(r["collectives"], 20, "{r}");
+    }
+    let s = &run.json["verdict"]["straggler"];
+    let got = (s["rank"].as_u64(), s["judged_by"].as_str(), s["cause"].as_str());
+    assert_eq!(got, (Some(1), Some("lateness"), Some("compute")), "{s}");
+    assert!(s["late_collectives"].as_u64().unwrap() >= 18, "{s}");
+}

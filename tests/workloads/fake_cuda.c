@@ -7,6 +7,9 @@
  * trainer calls it through dlsym), else $MLTRACE_FAKE_SYNC_NS and
  * $MLTRACE_FAKE_SYNC_MODE (spin or sleep; sleep by default).
  * cuEventSynchronize on the event 0xbad answers CUDA_ERROR_NOT_READY (600).
+ * fakeCudaBarrier(barrier, stream): cuStreamSynchronize on that stream
+ * first waits at the (process-shared) barrier, as a sync on an NCCL
+ * collective's stream waits until every rank has joined it.
  *
  * Each entry point waits through the same static helper: none calls another
  * exported one (that would be a nested call through the PLT). The queries
@@ -18,6 +21,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <time.h>
 
 typedef int CUresult;
@@ -33,6 +37,15 @@ __attribute__((visibility("default"))) void fakeCudaSet(long long ns, int spin)
 {
 	wait_ns = ns;
 	wait_spin = spin;
+}
+
+static pthread_barrier_t *barrier;
+static CUstream barrier_stream;
+
+__attribute__((visibility("default"))) void fakeCudaBarrier(pthread_barrier_t *b, CUstream s)
+{
+	barrier = b;
+	barrier_stream = s;
 }
 
 static long long now_ns(void)
@@ -65,7 +78,12 @@ static __attribute__((noinline)) CUresult wait_a_while(void)
 }
 
 CUresult cuInit(unsigned flags) { (void)flags; return 0; }
-CUresult cuStreamSynchronize(CUstream s) { (void)s; return wait_a_while(); }
+CUresult cuStreamSynchronize(CUstream s)
+{
+	if (barrier && s == barrier_stream)
+		pthread_barrier_wait(barrier);
+	return wait_a_while();
+}
 CUresult cuStreamSynchronize_ptsz(CUstream s) { (void)s; return wait_a_while(); }
 CUresult cuCtxSynchronize(void) { return wait_a_while(); }
 CUresult cuEventSynchronize(CUevent e)

@@ -350,6 +350,7 @@ impl Stats {
         let mut warnings: Vec<String> = self.diagnostics.clone();
         warnings.extend(self.kernel_warnings());
         warnings.extend(self.split_warnings());
+        let ranks = self.ranks();
         let rest = json!({
             "command": self.header.command,
             "attach": self.header.attach.as_ref().map(|a| json!({
@@ -379,7 +380,8 @@ impl Stats {
                 v
             }).collect::<Vec<_>>(),
             "peers": self.peers.to_json(),
-            "ranks": self.ranks().iter().map(|r| self.rank_json(r)).collect::<Vec<_>>(),
+            "ranks": ranks.iter().map(|r| self.rank_json(r)).collect::<Vec<_>>(),
+            "clock_check": self.clock_check_json(&ranks),
             "gpu_calls": self.gpu_calls.to_json(),
             "collectives": self.collectives.to_json(),
             "checkpoints": self.checkpoints.iter().map(|c| {

@@ -70,6 +70,9 @@ pub struct Rank {
     pub collectives: usize,
     /// Its arrival at each of those collectives, and how late (ns).
     pub late_points: Vec<(u64, f64)>,
+    /// How much later than the median rank it left them, at the median
+    /// (ns): its host's clock against the others' on a merged log.
+    pub leave_offset_ns: Option<f64>,
 }
 
 /// Why the straggler is slow: the share of its time that grew most
@@ -191,6 +194,7 @@ impl Stats {
         let (step_from, mut steps) = self.step_times(&procs);
         let meetings = self.meetings(&procs, &steps);
         let late = steps::lateness(&meetings, procs.len());
+        let leave = steps::leave_offsets(&meetings, procs.len());
         // The collectives make every rank's step as long: the period
         // between the meetings, one figure for all.
         if let (StepFrom::Collectives, Some(p)) = (step_from, steps::meeting_period(&meetings)) {
@@ -238,6 +242,7 @@ impl Stats {
                     held_ns: late[place].held_ns,
                     collectives: meetings.len(),
                     late_points: meetings.iter().map(|m| (m.arrivals[place], m.lateness(place))).collect(),
+                    leave_offset_ns: leave[place],
                 }
             })
             .collect();
@@ -501,6 +506,44 @@ impl Stats {
         t
     }
 
+    /// On a merged log, each host's clock against the median host's, by
+    /// when its ranks left the collectives (they leave together): (host,
+    /// offset ns, ranks). Empty on one host, or without collective waits.
+    pub fn clock_check(&self, ranks: &[Rank]) -> Vec<(String, f64, usize)> {
+        if self.header.hosts.len() < 2 {
+            return Vec::new();
+        }
+        let mut by_host: Vec<(usize, Vec<f64>)> = Vec::new();
+        for r in ranks {
+            let Some(o) = r.leave_offset_ns else { continue };
+            let h = host_of(r.pid);
+            match by_host.iter_mut().find(|x| x.0 == h) {
+                Some(x) => x.1.push(o),
+                None => by_host.push((h, vec![o])),
+            }
+        }
+        if by_host.len() < 2 {
+            return Vec::new();
+        }
+        by_host.sort_by_key(|x| x.0);
+        by_host
+            .into_iter()
+            .map(|(h, v)| {
+                let name = self.header.hosts.get(h).map_or_else(|| format!("host {h}"), |x| x.name.clone());
+                (name, median(v.clone()).unwrap_or(0.0), v.len())
+            })
+            .collect()
+    }
+
+    pub fn clock_check_json(&self, ranks: &[Rank]) -> Value {
+        let rows: Vec<Value> = self
+            .clock_check(ranks)
+            .into_iter()
+            .map(|(host, ns, n)| json!({"host": host, "offset_ms": ns / 1e6, "ranks": n}))
+            .collect();
+        Value::Array(rows)
+    }
+
     /// The ranks as a table (nothing for one).
     pub(crate) fn render_ranks(&self, ranks: &[Rank], o: &mut String) {
         if ranks.len() < 2 {
@@ -550,6 +593,17 @@ impl Stats {
             ]);
         }
         o.push_str(&crate::table(&rows));
+        let clocks = self.clock_check(ranks);
+        if !clocks.is_empty() {
+            let each: Vec<String> = clocks.iter().map(|(h, ns, _)| format!("{h} {:+.2} ms", ns / 1e6)).collect();
+            let _ = std::fmt::Write::write_fmt(
+                o,
+                format_args!(
+                    "clocks, checked by the collectives' ends (ranks leave them together; against the median rank): {}\n",
+                    each.join(", ")
+                ),
+            );
+        }
     }
 }
 
@@ -580,6 +634,7 @@ mod tests {
             held_ns: 0.0,
             collectives: 0,
             late_points: Vec::new(),
+            leave_offset_ns: None,
         }
     }
 

@@ -53,6 +53,8 @@ pub fn period(points: &[u64]) -> Option<f64> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Meeting {
     pub arrivals: Vec<u64>,
+    /// When each rank left it (waits only: NCCL's calls say no end).
+    pub leaves: Vec<u64>,
 }
 
 impl Meeting {
@@ -71,7 +73,7 @@ impl Meeting {
 /// NCCL calls: the k-th call of every rank is the same collective.
 pub fn meetings_by_order(calls: &[&[u64]]) -> Vec<Meeting> {
     let n = calls.iter().map(|c| c.len()).min().unwrap_or(0);
-    (0..n).map(|k| Meeting { arrivals: calls.iter().map(|c| c[k]).collect() }).collect()
+    (0..n).map(|k| Meeting { arrivals: calls.iter().map(|c| c[k]).collect(), leaves: Vec::new() }).collect()
 }
 
 /// Waits for the other ranks (gloo): every rank leaves a collective at
@@ -85,12 +87,16 @@ pub fn meetings_by_end(waits: &[&[Episode]], tol: u64) -> Vec<Meeting> {
         waits.iter().enumerate().flat_map(|(r, w)| w.iter().map(move |e| (e.to, r, e.from))).collect();
     all.sort_unstable();
     let mut out = Vec::new();
-    let mut group: Vec<Option<u64>> = vec![None; n];
+    let mut group: Vec<Option<(u64, u64)>> = vec![None; n];
+    let meeting = |g: &[Option<(u64, u64)>]| Meeting {
+        arrivals: g.iter().map(|a| a.map_or(0, |a| a.0)).collect(),
+        leaves: g.iter().map(|a| a.map_or(0, |a| a.1)).collect(),
+    };
     let (mut first_end, mut members) = (0u64, 0usize);
     for (end, r, from) in all {
         if members > 0 && (end.saturating_sub(first_end) > tol || group[r].is_some()) {
             if members == n {
-                out.push(Meeting { arrivals: group.iter().map(|a| a.unwrap_or(0)).collect() });
+                out.push(meeting(&group));
             }
             group.iter_mut().for_each(|a| *a = None);
             members = 0;
@@ -98,11 +104,11 @@ pub fn meetings_by_end(waits: &[&[Episode]], tol: u64) -> Vec<Meeting> {
         if members == 0 {
             first_end = end;
         }
-        group[r] = Some(from);
+        group[r] = Some((from, end));
         members += 1;
     }
     if members == n && n > 0 {
-        out.push(Meeting { arrivals: group.iter().map(|a| a.unwrap_or(0)).collect() });
+        out.push(meeting(&group));
     }
     out
 }
@@ -128,6 +134,23 @@ pub fn lateness(meetings: &[Meeting], ranks: usize) -> Vec<Late> {
     when_last
         .into_iter()
         .map(|v| Late { last_at: v.len(), held_ns: v.iter().sum(), late_ns: median(v).unwrap_or(0.0) })
+        .collect()
+}
+
+/// Per rank, the median of how much later than the median rank it left
+/// the collectives (ns): ranks leave together, so on one clock this is
+/// about 0, and on a merged log it is how far its host's clock is off.
+/// `None` without leave times.
+pub fn leave_offsets(meetings: &[Meeting], ranks: usize) -> Vec<Option<f64>> {
+    (0..ranks)
+        .map(|i| {
+            let d: Vec<f64> = meetings
+                .iter()
+                .filter(|m| m.leaves.len() == ranks)
+                .map(|m| m.leaves[i] as f64 - median(m.leaves.iter().map(|&l| l as f64).collect()).unwrap_or(0.0))
+                .collect();
+            median(d)
+        })
         .collect()
 }
 
@@ -169,6 +192,8 @@ mod tests {
         assert_eq!(l[1], Late { last_at: 3, late_ns: 40.0, held_ns: 125.0 });
         assert_eq!(l[0].last_at + l[2].last_at, 0);
         assert_eq!(meeting_period(&m), Some(100.0));
+        // They left within a nanosecond of each other.
+        assert_eq!(leave_offsets(&m, 3), vec![Some(0.0), Some(1.0), Some(-1.0)]);
     }
 
     /// A collective one rank did not wait in is left out; a rank's second
@@ -178,7 +203,7 @@ mod tests {
         let r0 = [ep(10, 100), ep(110, 200)];
         let r1 = [ep(60, 101)];
         let m = meetings_by_end(&[&r0, &r1], 50);
-        assert_eq!(m, vec![Meeting { arrivals: vec![10, 60] }]);
+        assert_eq!(m, vec![Meeting { arrivals: vec![10, 60], leaves: vec![100, 101] }]);
         let r0 = [ep(10, 100), ep(101, 102)];
         let r1 = [ep(60, 103)];
         assert_eq!(meetings_by_end(&[&r0, &r1], 50).len(), 1);
