@@ -556,32 +556,39 @@ pub struct IoSum {
 }
 
 /// Takes the sums of the seconds that have `ended` out of the
-/// kernel's map (those still being added to stay). Read in batches; an
-/// old kernel without batch operations (before 5.6) is read key by key.
-pub fn take_io_sums(skel: &MltraceSkel<'_>, ended: impl Fn(u64) -> bool, out: &mut Vec<IoSum>) {
+/// kernel's map (those still being added to stay); `all`: every sum (the
+/// recording is over), each read and deleted at once, so that a call
+/// still adding to it cannot be lost between the two. Read in batches
+/// (every batch: see [`crate::batch`]); an old kernel without batch
+/// operations (before 5.6) is read key by key.
+pub fn take_io_sums(skel: &MltraceSkel<'_>, ended: impl Fn(u64) -> bool, all: bool, out: &mut Vec<IoSum>) {
     let map = &skel.maps.io_sums;
     let (ksz, vsz) = (size_of::<types::io_sum_key>(), size_of::<types::io_sum>());
     let mut done: Vec<u8> = Vec::new();
-    let mut take = |k: &[u8], v: &[u8]| {
+    let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut take = |k: &[u8], v: &[u8], deleted: bool| {
         if k.len() != ksz || v.len() < vsz {
             return;
         }
         // SAFETY: plain-data C structs of exactly these sizes, from the kernel.
         let key: types::io_sum_key = unsafe { std::ptr::read_unaligned(k.as_ptr().cast()) };
-        if !ended(key.sec) {
+        if !deleted && !ended(key.sec) {
+            return;
+        }
+        if !seen.insert(k.to_vec()) {
             return;
         }
         let sum: types::io_sum = unsafe { std::ptr::read_unaligned(v.as_ptr().cast()) };
         out.push(IoSum { key, sum });
-        done.extend_from_slice(k);
+        if !deleted {
+            done.extend_from_slice(k);
+        }
     };
-    match map.lookup_batch(4096, MapFlags::ANY, MapFlags::ANY) {
-        Ok(batch) => batch.for_each(|(k, v)| take(&k, &v)),
-        Err(_) => {
-            for k in map.keys() {
-                if let Ok(Some(v)) = map.lookup(&k, MapFlags::ANY) {
-                    take(&k, &v);
-                }
+    if crate::batch::for_each(map, all, |k, v| take(k, v, all)).is_err() {
+        // Key by key: what a batch gave before it failed is not taken twice.
+        for k in map.keys() {
+            if let Ok(Some(v)) = map.lookup(&k, MapFlags::ANY) {
+                take(&k, &v, false);
             }
         }
     }

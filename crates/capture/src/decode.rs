@@ -556,7 +556,7 @@ impl KernelDecoder {
         if let Some(p) = self.inodes.known(dev, ino) {
             return (enc.intern(p), FileKind::Regular);
         }
-        if let Some(found) = self.files.lookup(key, enc) {
+        if let Some(found) = self.files.lookup_ino(key, ino, enc) {
             return found;
         }
         match self.inodes.lookup(dev, ino, pid) {
@@ -584,7 +584,7 @@ impl KernelDecoder {
         if flags & F_PASSED != 0 {
             self.files.insert_passed(key, kind, path, facts.ino);
         } else {
-            self.files.insert(key, kind, path);
+            self.files.insert_ino(key, kind, path, facts.ino);
         }
     }
 

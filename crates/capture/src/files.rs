@@ -127,6 +127,8 @@ struct Entry {
     cached: Cached,
     /// The inode, when an open's absolute passed path named it (0 otherwise).
     passed_ino: u64,
+    /// The inode it was named for (0: not known).
+    ino: u64,
 }
 
 impl Entry {
@@ -181,7 +183,18 @@ pub struct FileTable {
     forget: Vec<u64>,
     /// Identities forgotten so far.
     pub forgotten: u64,
+    /// Names an identity had for another inode before it was named anew
+    /// (its file closed, the address given to the next one), oldest
+    /// first, at most [`REPLACED`]: a summary's sum comes a second or so
+    /// after its calls, and names the identity and the inode it was for.
+    replaced: HashMap<(u64, u64), Entry>,
+    replaced_order: std::collections::VecDeque<(u64, u64)>,
 }
+
+/// Names kept for identities named anew: far more than a second's worth
+/// of files closed and reopened under one address (a small-file loader
+/// opens about 100,000 a second on this machine, across all addresses).
+const REPLACED: usize = 1 << 16;
 
 impl Default for FileTable {
     fn default() -> Self {
@@ -196,26 +209,38 @@ impl FileTable {
             old: Map::default(),
             retired: Map::default(),
             generation: generation.max(1),
+            replaced: HashMap::new(),
+            replaced_order: std::collections::VecDeque::new(),
             forget: Vec::new(),
             forgotten: 0,
         }
     }
 
     pub fn insert(&mut self, key: u64, kind: FileKind, path: Vec<u8>) {
-        self.insert_entry(key, kind, path, 0);
+        self.insert_entry(key, kind, path, 0, 0);
+    }
+
+    /// Names `key` as inode `ino`: a sum that comes later for the same key
+    /// and another inode is not this file's (see [`FileTable::lookup_ino`]).
+    pub fn insert_ino(&mut self, key: u64, kind: FileKind, path: Vec<u8>, ino: u64) {
+        self.insert_entry(key, kind, path, 0, ino);
     }
 
     /// Names `key` by the absolute path an open passed (inode `ino`): a
     /// later walk of the same file keeps this name (see [`FileTable::passed_name`]).
     pub fn insert_passed(&mut self, key: u64, kind: FileKind, path: Vec<u8>, ino: u64) {
-        self.insert_entry(key, kind, path, ino);
+        self.insert_entry(key, kind, path, ino, ino);
     }
 
-    fn insert_entry(&mut self, key: u64, kind: FileKind, path: Vec<u8>, passed_ino: u64) {
-        self.old.remove(&key);
-        self.retired.remove(&key);
+    fn insert_entry(&mut self, key: u64, kind: FileKind, path: Vec<u8>, passed_ino: u64, ino: u64) {
+        let before = [self.old.remove(&key), self.retired.remove(&key)];
         let cached = Cached { generation: u64::MAX, id: StrId(0) };
-        self.live.insert(key, Entry { path: path.into_boxed_slice(), kind, cached, passed_ino });
+        let prev = self.live.insert(key, Entry { path: path.into_boxed_slice(), kind, cached, passed_ino, ino });
+        for e in before.into_iter().chain([prev]).flatten() {
+            if e.ino != 0 && e.ino != ino {
+                self.keep_replaced(key, e);
+            }
+        }
         self.maybe_rotate();
     }
 
@@ -235,6 +260,18 @@ impl FileTable {
         self.get(key).map(|e| &*e.path)
     }
 
+    /// What `key` names, if it was named for inode `ino` (or the inode is
+    /// not known): a summary's key is a struct file's address, which the
+    /// kernel hands to the next file opened once this one is closed, and
+    /// the table has its newest name by the time the sum is read.
+    pub fn lookup_ino(&mut self, key: u64, ino: u64, enc: &mut FrameEncoder) -> Option<(StrId, FileKind)> {
+        let stale = |e: &Entry| e.ino != 0 && ino != 0 && e.ino != ino;
+        if self.get(key).is_some_and(stale) {
+            return self.replaced.get_mut(&(key, ino)).map(|e| e.id_in(enc));
+        }
+        self.lookup(key, enc)
+    }
+
     /// The path's id in `enc`'s current frame and the kind, interning at most
     /// once per frame. `None` for an identity never named.
     #[inline]
@@ -248,6 +285,18 @@ impl FileTable {
         self.live.insert(key, e);
         self.maybe_rotate();
         Some(found)
+    }
+
+    fn keep_replaced(&mut self, key: u64, e: Entry) {
+        let id = (key, e.ino);
+        if self.replaced.insert(id, e).is_none() {
+            self.replaced_order.push_back(id);
+        }
+        while self.replaced_order.len() > REPLACED {
+            if let Some(old) = self.replaced_order.pop_front() {
+                self.replaced.remove(&old);
+            }
+        }
     }
 
     fn maybe_rotate(&mut self) {
@@ -371,6 +420,23 @@ mod tests {
         t.release_retired();
         assert!(t.path(gone[0]).is_some(), "used again after being forgotten: kept");
         assert!(gone[1..].iter().all(|k| t.path(*k).is_none()));
+    }
+
+    /// A struct file's address named anew (its file closed, the next one
+    /// opened there): a sum that comes later for the old inode still gets
+    /// the old name, never the new one.
+    #[test]
+    fn a_reused_address_keeps_its_old_name_for_its_old_inode() {
+        let mut t = FileTable::default();
+        let mut enc = FrameEncoder::new();
+        t.insert_ino(7, FileKind::Pipe, b"pipe:[11]".to_vec(), 11);
+        t.insert_ino(7, FileKind::Regular, b"/data/a".to_vec(), 500);
+        let (a, pipe) = (enc.intern(b"/data/a"), enc.intern(b"pipe:[11]"));
+        assert_eq!(t.lookup_ino(7, 500, &mut enc), Some((a, FileKind::Regular)));
+        assert_eq!(t.lookup_ino(7, 11, &mut enc), Some((pipe, FileKind::Pipe)));
+        assert_eq!(t.lookup_ino(7, 12, &mut enc), None, "an inode it never named");
+        // Without an inode to check, the newest name.
+        assert_eq!(t.lookup_ino(7, 0, &mut enc), Some((a, FileKind::Regular)));
     }
 
     #[test]

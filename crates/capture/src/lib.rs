@@ -8,6 +8,7 @@
 //! - [`verifier`]: which program the kernel refused, and why.
 
 pub mod attach;
+mod batch;
 pub mod bpf;
 pub mod cuda;
 pub mod decode;

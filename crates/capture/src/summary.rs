@@ -37,7 +37,7 @@ impl Summaries {
     ) {
         let before = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) / SEC };
         self.buf.clear();
-        bpf::take_io_sums(skel, |sec| full_second(sec, now / SEC) < before, &mut self.buf);
+        bpf::take_io_sums(skel, |sec| full_second(sec, now / SEC) < before, last, &mut self.buf);
         for s in &mut self.buf {
             s.key.sec = full_second(s.key.sec, now / SEC);
         }
