@@ -35,6 +35,7 @@ enum ev_kind {
 	EV_NET = 17,
 	EV_GPU = 18,
 	EV_NCCL = 19,
+	EV_UNTRACED = 20,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -50,6 +51,9 @@ enum op {
 	OP_IO_SUBMIT, OP_IO_GETEVENTS, OP_IO_PGETEVENTS,
 	OP_MMAP, OP_MUNMAP, OP_MREMAP,
 	OP_SENDTO, OP_RECVFROM, OP_SENDMSG, OP_RECVMSG, OP_SENDMMSG, OP_RECVMMSG,
+	/* setuid() and its kin: not recorded, but a recorder that is not root
+	 * looks at the credentials they leave. */
+	OP_SETID,
 	OP__COUNT,
 };
 
@@ -517,6 +521,20 @@ enum nccl_api {
 	NCCL_RECV = 6,
 	NCCL_GROUP_START = 16,
 	NCCL_GROUP_END = 17,
+};
+
+/* A traced process became another user or group (the recorder is not
+ * root): it is no longer traced from h.ts, nor what it starts. h.op:
+ * OP_NONE for an exec of a setuid or setgid program (path: the program),
+ * OP_SETID for setuid() and its kin (nr: the syscall). */
+struct ev_untraced {
+	struct ev_hdr h;
+	u32 uid, euid, gid, egid;   /* its credentials now */
+	u32 nr;
+	u16 path_len;
+	u8 _pad[2];
+	char comm[16];
+	char path[256];
 };
 
 struct ev_nccl {

@@ -218,9 +218,19 @@ typedef struct {
 	u32 val;
 } kuid_t;
 
+typedef struct {
+	u32 val;
+} kgid_t;
+
 struct cred {
 	kuid_t uid;
+	kgid_t gid;
+	kuid_t suid;
+	kgid_t sgid;
 	kuid_t euid;
+	kgid_t egid;
+	kuid_t fsuid;
+	kgid_t fsgid;
 } __attribute__((preserve_access_index));
 
 struct rq;

@@ -119,9 +119,11 @@ struct {
 	__type(value, u8);
 } path_excluded SEC(".maps");
 
-/* Not root: a traced process that execs into another effective uid (a
- * setuid program) stops being traced. (u32)-1: no such rule. */
+/* Not root: a traced process whose user or group becomes another than the
+ * recording user's (a setuid or setgid exec, setuid() and its kin) stops
+ * being traced, with what it starts. (u32)-1: no such rule (root). */
 const volatile u32 only_uid = (u32)-1;
+const volatile u32 only_gid = (u32)-1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
@@ -239,6 +241,7 @@ struct ev_fault keep_fault = {};
 struct ev_net keep_net = {};
 struct ev_gpu keep_gpu = {};
 struct ev_nccl keep_nccl = {};
+struct ev_untraced keep_untraced = {};
 enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;
@@ -1654,6 +1657,78 @@ static __always_inline void flush_pcache(struct inflight *st, u64 id)
 }
 
 /* The compat route: raw_tp programs, state in hash maps. */
+/* Not root: whether `task` runs as another user or group than the one
+ * recording, by any of its ids (real, effective, saved, filesystem). */
+static __always_inline bool cred_changed(struct task_struct *task)
+{
+	const struct cred *c;
+
+	if (only_uid == (u32)-1)
+		return false;
+	c = BPF_CORE_READ(task, cred);
+	return BPF_CORE_READ(c, uid.val) != only_uid || BPF_CORE_READ(c, euid.val) != only_uid ||
+	       BPF_CORE_READ(c, suid.val) != only_uid || BPF_CORE_READ(c, fsuid.val) != only_uid ||
+	       BPF_CORE_READ(c, gid.val) != only_gid || BPF_CORE_READ(c, egid.val) != only_gid ||
+	       BPF_CORE_READ(c, sgid.val) != only_gid || BPF_CORE_READ(c, fsgid.val) != only_gid;
+}
+
+/* Takes process `tgid` out of the traced set for good (its new identity is
+ * not the recording user's) and says so, once: when, why, as whom. */
+static __always_inline void untrace(struct task_struct *task, u32 tgid, u8 op, u32 nr, const char *path)
+{
+	const struct cred *c;
+	struct ev_untraced *e;
+	long n;
+
+	if (bpf_map_delete_elem(&traced, &tgid))
+		return;
+	/* Its anonymous mmaps so far: counted while it was the user's. */
+	emit_anon(tgid, bpf_get_current_pid_tgid());
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	fill_hdr(&e->h, EV_UNTRACED, op, bpf_get_current_pid_tgid(), bpf_ktime_get_boot_ns());
+	c = BPF_CORE_READ(task, cred);
+	e->uid = BPF_CORE_READ(c, uid.val);
+	e->euid = BPF_CORE_READ(c, euid.val);
+	e->gid = BPF_CORE_READ(c, gid.val);
+	e->egid = BPF_CORE_READ(c, egid.val);
+	e->nr = nr;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	e->path_len = 0;
+	e->path[0] = 0;
+	if (path) {
+		n = bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
+		if (n > 0)
+			e->path_len = n - 1;
+	}
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+/* A traced process that exec'd into another user or group than the one
+ * who may watch it (a setuid or setgid program) leaves the traced set
+ * before its new program runs: its exec is not recorded, its stop is. */
+static __always_inline bool exec_escapes(struct task_struct *task, u32 tgid, struct linux_binprm *bprm)
+{
+	if (!cred_changed(task))
+		return false;
+	untrace(task, tgid, OP_NONE, 0, BPF_CORE_READ(bprm, filename));
+	return true;
+}
+
+/* setuid() and its kin returned in a traced thread: if it now runs as
+ * another user or group, its process leaves the traced set before the
+ * call returns to it. */
+static __always_inline bool setid_escapes(struct task_struct *task, u32 tgid, u32 nr)
+{
+	if (!cred_changed(task))
+		return false;
+	untrace(task, tgid, OP_SETID, nr, NULL);
+	return true;
+}
+
 SEC("raw_tp/sys_enter")
 int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
@@ -1691,6 +1766,13 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!vp)
 		return 0;
+	if (vp->op == OP_SETID) {
+		u32 nr = BPF_CORE_READ((struct pt_regs *)ctx->args[0], orig_ax);
+
+		setid_escapes((void *)bpf_get_current_task(), id >> 32, nr);
+		bpf_map_delete_elem(&inflight, &tid);
+		return 0;
+	}
 	/* No copy of the state (stack is short, see save_args): only this
 	 * thread touches its entry, which goes once the call is handled. */
 	flush_pcache(vp, id);
@@ -1762,6 +1844,12 @@ int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
 	st = state_of(t);
 	if (!st || st->op == OP_NONE)
 		return 0;
+	if (st->op == OP_SETID) {
+		st->op = OP_NONE;
+		if (setid_escapes(t, t->tgid, (u32)nr))
+			bpf_task_storage_delete(&tstore, t);
+		return 0;
+	}
 	/* The state itself, not a copy (stack is short, see save_args). */
 	flush_pcache(st, ((u64)t->tgid << 32) | (u32)t->pid);
 	leave(st, st, t, regs, ret, ((u64)t->tgid << 32) | (u32)t->pid, true);
@@ -1892,16 +1980,6 @@ static __always_inline void on_exec(struct task_struct *task, struct linux_binpr
 		count_lost(LOST_RING);
 }
 
-/* A traced process that exec'd into another effective uid than the user
- * who may watch it (a setuid program) leaves the traced set, unseen. */
-static __always_inline bool exec_escapes(struct task_struct *task, u32 tgid)
-{
-	if (only_uid == (u32)-1 || BPF_CORE_READ(task, cred, euid.val) == only_uid)
-		return false;
-	bpf_map_delete_elem(&traced, &tgid);
-	return true;
-}
-
 SEC("raw_tp/sched_process_exec")
 int sched_exec(struct bpf_raw_tracepoint_args *ctx)
 {
@@ -1909,7 +1987,7 @@ int sched_exec(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	if (exec_escapes((void *)ctx->args[0], tgid))
+	if (exec_escapes((void *)ctx->args[0], tgid, (void *)ctx->args[2]))
 		return 0;
 	on_exec((void *)ctx->args[0], (void *)ctx->args[2]);
 	return 0;
@@ -1920,7 +1998,7 @@ int BPF_PROG(fast_sched_exec, struct task_struct *task, pid_t old_pid, struct li
 {
 	if (!state_of(task))
 		return 0;
-	if (exec_escapes(task, task->tgid)) {
+	if (exec_escapes(task, task->tgid, bprm)) {
 		bpf_task_storage_delete(&tstore, task);
 		return 0;
 	}

@@ -6,7 +6,8 @@
 #   scripts/test-kernels.sh [--smoke] [--report] [SERIES...]   (SERIES: 5.10 6.1 6.12 host)
 #
 # --report: no runs; the Perfetto check and the table of the last ones.
-# --smoke: 5.10 only, doctor + one recording checked against /proc/PID/io,
+# --smoke: 5.10 only, doctor + one recording checked against /proc/PID/io
+# and a process that becomes another user let go (recording as a user),
 # its Perfetto export left in $OUT/smoke for the caller (make test) to load.
 # Kernels, virtme-ng and the apt lists are cached in $MLTRACE_CACHE
 # (default ~/.cache/mltrace); the per-run results go to target/test-kernels.
@@ -122,6 +123,7 @@ checks_full=(
   "async_io_e2e io_uring_requests_with_bytes_paths_and_latency"
   "async_io_e2e libaio_calls_with_fd_path_and_counts"
   "attach_e2e attaching_records_reads_of_files_opened_before_and_leaves_the_process_running"
+  "attach_e2e a_process_that_becomes_another_user_is_let_go"
   "net_e2e a_download_is_the_bytes_received_from_its_peer"
   "wakeups_e2e a_trainer_that_sleeps_to_compute_waits_as_it_measured"
   "cuda_e2e driver_calls_are_what_the_trainer_did"
@@ -134,6 +136,7 @@ if [ -n "${MLTRACE_KERNEL_CHECKS:-}" ]; then
 fi
 checks_smoke=(
   "accounting_e2e every_process_matches_the_kernels_own_counts"
+  "attach_e2e a_process_that_becomes_another_user_is_let_go"
 )
 
 run_guest() {

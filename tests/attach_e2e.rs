@@ -516,3 +516,145 @@ fn all_with_cgroup_records_only_the_processes_in_it() {
     assert!(!log.exists());
     drop(inside);
 }
+
+/// Who may trace what: recording as a user (the binary given
+/// cap_bpf,cap_perfmon), the traced command runs a setuid-root helper
+/// that reads a file only root may read, and a program with cap_setuid
+/// that reads a file, calls setuid(), then reads another. Nothing of the
+/// helper, nor of the program after setuid(), is in the log; the stop of
+/// each is, with what came before it; `stats` says so. As root, the same
+/// command is recorded whole.
+#[test]
+fn a_process_that_becomes_another_user_is_let_go() {
+    if !require_root() {
+        return;
+    }
+    let (uid, gid) = test_user();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.join("mltrace");
+    std::fs::copy(mltrace_bin(), &bin).unwrap();
+    let setcap = |caps: &str, file: &Path| {
+        let st = Command::new("setcap").arg(caps).arg(file).status().expect("setcap (libcap2-bin)");
+        assert!(st.success(), "setcap {caps} {}", file.display());
+    };
+    setcap("cap_bpf,cap_perfmon+ep", &bin);
+    let become_bin = compile_workload("become", dir);
+    // The helper: setuid root. The dropper: may setuid().
+    let helper = dir.join("suid-helper");
+    let dropper = dir.join("dropper");
+    for (copy, mode) in [(&helper, 0o4755), (&dropper, 0o755)] {
+        std::fs::copy(&become_bin, copy).unwrap();
+        std::fs::set_permissions(copy, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    setcap("cap_setuid+ep", &dropper);
+    let secret = dir.join("root-only-secret");
+    std::fs::write(&secret, b"only root may read this\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (before, after) = (dir.join("before-setuid.txt"), dir.join("after-setuid.txt"));
+    for f in [&before, &after] {
+        std::fs::write(f, vec![b'x'; 5000]).unwrap();
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let outdir = dir.join("out");
+    std::fs::create_dir(&outdir).unwrap();
+    std::fs::set_permissions(&outdir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let script = format!(
+        "{} read {} && {} drop {} {} 65534",
+        helper.display(),
+        secret.display(),
+        dropper.display(),
+        before.display(),
+        after.display()
+    );
+    let ids = [format!("--reuid={uid}"), format!("--regid={gid}")];
+    let record = |as_user: bool, log: &Path, route: &[&str]| {
+        let mut c = if as_user {
+            // Before 5.11 BPF memory counts against RLIMIT_MEMLOCK (after,
+            // the memory cgroup): a user recording there needs it raised
+            // (limits.conf), as the two capabilities cannot.
+            let mut c = Command::new(if memlock_counts() { "prlimit" } else { "setpriv" });
+            if memlock_counts() {
+                c.args(["--memlock=unlimited:unlimited", "setpriv"]);
+            }
+            c.args([&ids[0], &ids[1], "--clear-groups"]).arg(&bin);
+            c
+        } else {
+            Command::new(mltrace_bin())
+        };
+        c.args(["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap()]).args(route);
+        c.args(["--", "/bin/sh", "-c", &script]);
+        let out = c.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("read 24"), "the helper read the secret: {err}");
+        (read_log(log), err)
+    };
+    // The shell's own command line names both files: not what it did.
+    let mentions = |recs: &[Rec], p: &Path| {
+        let p = p.to_str().unwrap();
+        recs.iter().filter(|r| !matches!(r.rec, Record::Exec(_)) && r.strs.iter().any(|s| s.contains(p))).count()
+    };
+    let marks = |recs: &[Rec]| -> Vec<(u32, String)> {
+        recs.iter()
+            .filter_map(|r| match r.rec {
+                Record::Mark(m) if r.strs.first().map(String::as_str) == Some(labels::UNTRACED_MARK) => {
+                    Some((m.pid, r.strs[1].clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+
+    for route in [&[][..], &["--syscall-probes", "compat"]] {
+        let log = outdir.join(format!("user{}.bin", route.len()));
+        let (recs, err) = record(true, &log, route);
+        assert_eq!(mentions(&recs, &secret), 0, "the setuid helper's open of the secret is not recorded");
+        assert_eq!(mentions(&recs, &after), 0, "nothing after setuid() is recorded");
+        assert!(mentions(&recs, &before) >= 1, "what the program did before setuid() is");
+        let m = marks(&recs);
+        assert_eq!(m.len(), 2, "{m:?}");
+        let helper_name = helper.file_name().unwrap().to_str().unwrap();
+        let want = format!("became uid 0 (setuid exec of {}): not recorded from here", helper.display());
+        assert!(m.iter().any(|(_, t)| t.contains(helper_name) && t.contains(&want)), "{m:?}");
+        assert!(m.iter().any(|(_, t)| t.contains("became uid 65534 (setuid()): not recorded from here")), "{m:?}");
+        // No record of either process after its stop: not an exec, a read, a switch.
+        for (pid, _) in &m {
+            let stop = recs.iter().find_map(|r| match r.rec {
+                Record::Mark(k) if k.pid == *pid => Some(k.ts),
+                _ => None,
+            });
+            let later: Vec<&Rec> = recs
+                .iter()
+                .filter(|r| !matches!(r.rec, Record::Mark(_) | Record::Exit(_) | Record::IoAccounting(_)))
+                .filter(|r| mltrace_model::procs::owner(&r.rec) == Some(*pid) && r.rec.ts() > stop.unwrap())
+                .collect();
+            assert!(
+                later.is_empty(),
+                "pid {pid} after its stop: {:?}",
+                later.iter().map(|r| r.rec).collect::<Vec<_>>()
+            );
+        }
+        assert!(err.contains(&want), "the recorder says so: {err}");
+        let o = mltrace(&["stats", log.to_str().unwrap()], dir);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains(&format!("let go:   {helper_name} [")), "{text}");
+        let o = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["untraced"].as_array().unwrap().len(), 2, "{}", v["untraced"]);
+    }
+
+    // Root may trace anything: the same command, recorded whole.
+    let (recs, _) = record(false, &dir.join("root.bin"), &[]);
+    assert!(mentions(&recs, &secret) >= 1, "root's recording has the helper's open");
+    assert!(mentions(&recs, &after) >= 1, "and the read after setuid()");
+    assert!(marks(&recs).is_empty());
+}
+
+/// Whether this kernel charges BPF memory to RLIMIT_MEMLOCK (before 5.11).
+fn memlock_counts() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut v = release.trim().split(|c: char| !c.is_ascii_digit()).filter_map(|x| x.parse::<u32>().ok());
+    (v.next().unwrap_or(99), v.next().unwrap_or(99)) < (5, 11)
+}

@@ -48,6 +48,11 @@ pub struct BpfConfig {
     /// syncs and closes are summed in the kernel (see [`io_sums`]); only
     /// those that fail or take this long are recorded one by one.
     pub summary_slow_ns: Option<u64>,
+    /// Not root: the recording user's (uid, gid). A traced process whose
+    /// user or group becomes another (a setuid or setgid exec, setuid()
+    /// and its kin) stops being traced there, in the kernel, with what it
+    /// starts; `None` (root): everything stays traced.
+    pub only_ids: Option<(u32, u32)>,
 }
 
 /// How the kernel side takes processes that were running before it was
@@ -62,9 +67,6 @@ pub struct Adopt {
     /// `--cgroup`: an open cgroup v2 directory; its tasks and those of the
     /// cgroups below it.
     pub cgroup: Option<std::sync::Arc<std::fs::File>>,
-    /// Not root: a traced process that execs into another effective uid
-    /// (a setuid program) stops being traced.
-    pub only_uid: Option<u32>,
     /// `--path`: reads and writes of files not under this prefix are
     /// dropped in the kernel (at most 255 bytes; the decoder filters the
     /// other file events).
@@ -86,6 +88,7 @@ impl Default for BpfConfig {
             cuda_launches: false,
             adopt: None,
             summary_slow_ns: None,
+            only_ids: None,
         }
     }
 }
@@ -280,7 +283,11 @@ fn load_route<'obj>(
     let mut open = builder.open(storage).map_err(bpf_err("opening the BPF object"))?;
     let ring = cfg.ring_bytes.max(4096).next_power_of_two();
     let rodata = open.maps.rodata_data.as_deref_mut().expect("rodata is mmapped");
-    rodata.sys_op = syscalls::table(plan.mappings);
+    rodata.sys_op = syscalls::table(plan.mappings, cfg.only_ids.is_some());
+    if let Some((uid, gid)) = cfg.only_ids {
+        rodata.only_uid = uid;
+        rodata.only_gid = gid;
+    }
     // Wake the consumer when an eighth of the ring is waiting; it also polls.
     rodata.wakeup_bytes = u64::from(ring / 8);
     rodata.blk_have_io_start = plan.block == Some(BlockRoute::IoStart);
@@ -304,7 +311,6 @@ fn load_route<'obj>(
             }
         }
         rodata.want_cgroup = a.cgroup.is_some();
-        rodata.only_uid = a.only_uid.unwrap_or(u32::MAX);
         if let Some(p) = &a.path {
             // Whole components: "/data/" is "/data", "/" is "".
             let p = p.strip_suffix(b"/").unwrap_or(p);
@@ -656,7 +662,7 @@ pub fn read_uring_ops(skel: &MltraceSkel<'_>) -> Vec<mltrace_log::UringOpCount> 
 
 /// What is attached, for the log header and `mltrace doctor`.
 pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
-    let names: Vec<&str> = syscalls::traced(plan.mappings).iter().map(|(_, o)| op_name(o.0)).collect();
+    let names: Vec<&str> = syscalls::traced(plan.mappings, false).iter().map(|(_, o)| op_name(o.0)).collect();
     let mut v = vec![
         mltrace_log::Probe {
             subsystem: "syscalls".into(),

@@ -10,7 +10,7 @@ use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::inodes::InodeNames;
 use crate::skel::types::{
     self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_gpu, ev_hdr, ev_io,
-    ev_ioac, ev_kind, ev_map, ev_nccl, ev_net, ev_open, ev_pcache, ev_sched, ev_uring, ev_xfer, op,
+    ev_ioac, ev_kind, ev_map, ev_nccl, ev_net, ev_open, ev_pcache, ev_sched, ev_untraced, ev_uring, ev_xfer, op,
 };
 
 /// BPF flag bits, as events.h declares them (its enums reach the skeleton).
@@ -366,6 +366,9 @@ pub struct DecodeStats {
 
 #[derive(Default)]
 pub struct KernelDecoder {
+    /// Processes that stopped being traced as they became another user
+    /// or group, each said in a sentence (the first 64).
+    pub untraced: Vec<String>,
     /// By pid: its last exec's id (low 16 bits) and time, for summaries.
     pub(crate) execs: rustc_hash::FxHashMap<u32, (u16, u64)>,
     files: FileTable,
@@ -646,6 +649,7 @@ impl KernelDecoder {
             ev_kind::EV_NET => size_of::<ev_net>(),
             ev_kind::EV_GPU => size_of::<ev_gpu>(),
             ev_kind::EV_NCCL => size_of::<ev_nccl>(),
+            ev_kind::EV_UNTRACED => size_of::<ev_untraced>(),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -773,6 +777,16 @@ impl KernelDecoder {
                     bytes: e.bytes,
                     ret: e.ret,
                 }));
+            }
+            ev_kind::EV_UNTRACED => {
+                let e: ev_untraced = read(data);
+                let text = untraced_text(&h, &e);
+                let name = enc.intern(mltrace_log::labels::UNTRACED_MARK.as_bytes());
+                let value = enc.intern(json_string(&text).as_bytes());
+                enc.push(&Record::Mark(Mark { ts: h.ts, name, value, rank: -1, pid: h.pid }));
+                if self.untraced.len() < 64 {
+                    self.untraced.push(text);
+                }
             }
             ev_kind::EV_NCCL => {
                 let e: ev_nccl = read(data);
@@ -1122,4 +1136,47 @@ mod tests {
             assert!(!is_normal(p.as_bytes()), "{p}");
         }
     }
+}
+
+/// `passwd [4242] became uid 0 (setuid exec of /usr/bin/passwd): not
+/// recorded from here`: what it became, against the recording user's ids.
+fn untraced_text(h: &ev_hdr, e: &ev_untraced) -> String {
+    let cstr = |b: &[i8]| {
+        let b: Vec<u8> = b.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    // SAFETY: getuid and getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let path = cstr(&e.path[..(e.path_len as usize).min(e.path.len())]);
+    let by_call = h.op == crate::skel::types::op::OP_SETID.0 as u8;
+    let user = e.uid != uid || e.euid != uid;
+    let became = match (user, e.euid != uid, e.egid != gid) {
+        (true, true, _) => format!("uid {}", e.euid),
+        (true, false, _) => format!("uid {}", e.uid),
+        (false, _, true) => format!("gid {}", e.egid),
+        (false, _, false) => format!("gid {}", e.gid),
+    };
+    let why = match (by_call, user) {
+        (true, _) => format!("{}()", crate::syscalls::setid_name(e.nr)),
+        (false, true) => format!("setuid exec of {path}"),
+        (false, false) => format!("setgid exec of {path}"),
+    };
+    let name = if by_call || path.is_empty() { cstr(&e.comm) } else { mltrace_log::names::basename(&path).to_string() };
+    format!("{name} [{}] became {became} ({why}): not recorded from here", h.pid)
+}
+
+/// `text` as a JSON string (a mark's value is JSON).
+fn json_string(text: &str) -> String {
+    let mut o = String::with_capacity(text.len() + 2);
+    o.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
 }

@@ -134,6 +134,9 @@ pub struct RecordSummary {
     pub write_error: Option<String>,
     /// Things that stopped working during the recording (a GPU's metrics).
     pub warnings: Vec<String>,
+    /// Processes no longer recorded because they became another user or
+    /// group (not root: see [`crate::bpf::BpfConfig::only_ids`]).
+    pub untraced: Vec<String>,
     /// File identities the decoder held at the end, and forgot on the way
     /// (for debugging its bound).
     pub files_held: usize,
@@ -403,7 +406,8 @@ impl Consumer<'_> {
 
 /// Lost counts by kind, warnings about the training phases, and the file
 /// table's (held, forgotten) with the events `--path` left out.
-type ConsumerResult = Result<([u64; 8], Vec<String>, (usize, u64, u64)), CaptureError>;
+/// Losses, warnings, and (file names held, forgotten, left out by --path; processes untraced).
+type ConsumerResult = Result<([u64; 8], Vec<String>, (usize, u64, u64, Vec<String>)), CaptureError>;
 
 fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> ConsumerResult {
     let state = RefCell::new(consumer);
@@ -430,7 +434,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
             return Ok((
                 c.lost_seen,
                 c.warnings(),
-                (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered),
+                (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered, c.dec.untraced.clone()),
             ));
         }
         let stopping = shared.stop.load(Ordering::Acquire);
@@ -481,7 +485,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
             return Ok((
                 c.lost_seen,
                 c.warnings(),
-                (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered),
+                (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered, c.dec.untraced.clone()),
             ));
         }
         if c.last_cut.elapsed() >= flush {
@@ -697,11 +701,6 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 comm: a.comm.as_ref().map(|c| c.as_bytes().to_vec()),
                 path: a.path.as_ref().map(|p| p.as_bytes().to_vec()),
                 cgroup: cgroup.map(std::sync::Arc::new),
-                // SAFETY: getuid has no preconditions.
-                only_uid: match unsafe { libc::getuid() } {
-                    0 => None,
-                    uid => Some(uid),
-                },
             });
             if matches!(opts.mllog, MllogSource::Output) {
                 opts.mllog = MllogSource::Off;
@@ -712,6 +711,13 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             let first = opts.command.first().ok_or(CaptureError::Command(CommandError::NotFound(String::new())))?;
             Some(launch::resolve(first).map_err(CaptureError::Command)?)
         }
+    };
+    // Not root: whoever becomes another user or group is not the caller's
+    // to watch (root, or sudo dropping the command to a user, sees all).
+    // SAFETY: getuid and getgid have no preconditions.
+    opts.bpf.only_ids = match unsafe { (libc::getuid(), libc::getgid()) } {
+        (0, _) => None,
+        ids => Some(ids),
     };
     let mut out = OutputFile::create(&opts.output, opts.force)?;
     // At once: a recorder killed from here on leaves the log to its user.
@@ -1085,5 +1091,6 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         files_held: files.0,
         files_forgotten: files.1,
         path_filtered: files.2,
+        untraced: files.3,
     })
 }

@@ -8,9 +8,29 @@ use crate::skel::types::op;
 /// Size of the BPF side's `sys_op` table (MAX_SYSCALL_NR).
 pub const TABLE_LEN: usize = 512;
 
+/// The calls that change a thread's user or group ids: not recorded, but
+/// a recorder that is not root looks at the credentials they leave.
+pub const SETID: [i64; 8] = [
+    libc::SYS_setuid,
+    libc::SYS_setreuid,
+    libc::SYS_setresuid,
+    libc::SYS_setfsuid,
+    libc::SYS_setgid,
+    libc::SYS_setregid,
+    libc::SYS_setresgid,
+    libc::SYS_setfsgid,
+];
+
+/// The name of syscall `nr` among [`SETID`].
+pub fn setid_name(nr: u32) -> &'static str {
+    const NAMES: [&str; 8] =
+        ["setuid", "setreuid", "setresuid", "setfsuid", "setgid", "setregid", "setresgid", "setfsgid"];
+    SETID.iter().position(|&n| n == i64::from(nr)).map_or("a set*id call", |i| NAMES[i])
+}
+
 /// (syscall number, operation) for every recorded syscall on this arch;
-/// `mappings`: with mmap, munmap and mremap.
-pub fn traced(mappings: bool) -> Vec<(i64, op)> {
+/// `mappings`: with mmap, munmap and mremap; `setid`: with [`SETID`].
+pub fn traced(mappings: bool, setid: bool) -> Vec<(i64, op)> {
     let mut v: Vec<(i64, op)> = vec![
         (libc::SYS_read, op::OP_READ),
         (libc::SYS_pread64, op::OP_PREAD64),
@@ -39,6 +59,9 @@ pub fn traced(mappings: bool) -> Vec<(i64, op)> {
         (libc::SYS_sendmmsg, op::OP_SENDMMSG),
         (libc::SYS_recvmmsg, op::OP_RECVMMSG),
     ];
+    if setid {
+        v.extend(SETID.iter().map(|&nr| (nr, op::OP_SETID)));
+    }
     if mappings {
         v.push((libc::SYS_mmap, op::OP_MMAP));
         v.push((libc::SYS_munmap, op::OP_MUNMAP));
@@ -56,9 +79,9 @@ pub fn traced(mappings: bool) -> Vec<(i64, op)> {
 }
 
 /// The `sys_op` table for the BPF programs: number -> operation code.
-pub fn table(mappings: bool) -> [u8; TABLE_LEN] {
+pub fn table(mappings: bool, setid: bool) -> [u8; TABLE_LEN] {
     let mut t = [0u8; TABLE_LEN];
-    for (nr, o) in traced(mappings) {
+    for (nr, o) in traced(mappings, setid) {
         t[nr as usize] = o.0 as u8;
     }
     t
@@ -107,13 +130,18 @@ pub fn sleep_call(nr: i16) -> SleepCall {
 mod tests {
     #[test]
     fn table_has_every_op_once() {
-        let t = super::table(true);
+        let t = super::table(true, false);
         let mut seen: Vec<u8> = t.iter().copied().filter(|&o| o != 0).collect();
         seen.sort();
         let n = seen.len();
         seen.dedup();
         assert_eq!(seen.len(), n);
-        assert_eq!(n, super::traced(true).len());
-        assert_eq!(super::traced(false).len() + 3, n);
+        assert_eq!(n, super::traced(true, false).len());
+        assert_eq!(super::traced(false, false).len() + 3, n);
+        // Not root: the set*id calls too, all one operation.
+        let t = super::table(true, true);
+        let setid = t.iter().filter(|&&o| o == crate::skel::types::op::OP_SETID.0 as u8).count();
+        assert_eq!(setid, super::SETID.len());
+        assert_eq!(super::setid_name(libc::SYS_setresgid as u32), "setresgid");
     }
 }

@@ -401,6 +401,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     for w in &s.warnings {
         eprintln!("mltrace: warning: {w}");
     }
+    // Not root: who became another user or group, and was let go.
+    for u in &s.untraced {
+        eprintln!("mltrace: {u}");
+    }
     if std::env::var_os("MLTRACE_DEBUG").is_some() {
         eprintln!(
             "mltrace: debug: file names: {} held at the end, {} forgotten; {} file events left out by --path in user space",

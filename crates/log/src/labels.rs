@@ -12,6 +12,11 @@ use crate::record::*;
 /// Longest process name shown (the UI truncates long group names).
 pub const NAME_MAX: usize = 48;
 
+/// The mark a traced process leaves when it stops being traced because it
+/// became another user or group (`record` not run as root): its value,
+/// a JSON string, says who became whom and why.
+pub const UNTRACED_MARK: &str = "mltrace.untraced";
+
 /// A process seen before any exec or fork names it.
 pub fn pid_name(pid: u32) -> String {
     format!("pid {pid}")

@@ -397,6 +397,11 @@ impl Stats {
             }).collect::<Vec<_>>(),
             "hosts": self.hosts_json(),
             "lost": self.total_lost(),
+            "untraced": self.untraced.iter().map(|(pid, ts, text)| json!({
+                "pid": mltrace_log::local_pid(*pid),
+                "ts": ts,
+                "text": text,
+            })).collect::<Vec<_>>(),
             "lost_by_kind": self.lost.iter().map(|(k, n)| (k.name().to_string(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),
             "gpu_events": self.gpu_events.iter().map(|(g, k, n)| json!({"gpu": g, "kind": k.name(), "count": n})).collect::<Vec<_>>(),
             "warnings": warnings,

@@ -43,6 +43,8 @@ use mltrace_log::*;
 use mltrace_model::maps::{MapClass, Maps};
 
 const NAME_MAX: usize = 40;
+/// Processes let go ([`Stats::untraced`]) listed.
+const MAX_UNTRACED: usize = 256;
 
 /// Count, bytes and latency of one kind of operation.
 #[derive(Clone, Default)]
@@ -320,6 +322,9 @@ pub struct Stats {
     pub arrivals: collectives::Arrivals,
     /// Step marks by pid (`mltrace.mark("step")`, a `STEP` phase).
     pub step_marks: HashMap<u32, Vec<u64>>,
+    /// Processes the recorder let go as they became another user or group
+    /// (not root): (pid, when, what it said).
+    pub untraced: Vec<(u32, u64, String)>,
     /// CUDA driver calls per process and call.
     pub gpu_calls: gpu_calls::GpuCalls,
     pub trailer: Option<Trailer>,
@@ -849,6 +854,14 @@ impl Stats {
                 self.step_mark(p.pid, p.ts)
             }
             Record::Mark(m) if f.str(m.name).eq_ignore_ascii_case(b"step") => self.step_mark(m.pid, m.ts),
+            Record::Mark(m) if f.str(m.name) == labels::UNTRACED_MARK.as_bytes() => {
+                // A JSON string: the sentence the recorder wrote.
+                let text = serde_json::from_slice::<String>(f.str(m.value))
+                    .unwrap_or_else(|_| f.str_lossy(m.value).into_owned());
+                if self.untraced.len() < MAX_UNTRACED {
+                    self.untraced.push((m.pid, m.ts, text));
+                }
+            }
             Record::Phase(_) | Record::Mark(_) => {}
             Record::GpuEvent(e) => {
                 let gpu = self.on_host(host_of(e.pid), f.str_lossy(e.group));
@@ -1506,6 +1519,10 @@ impl Stats {
         }
         for d in &self.diagnostics {
             let _ = writeln!(o, "warning:  {d}");
+        }
+        // Not root: processes let go as they became another user or group.
+        for (_, _, text) in &self.untraced {
+            let _ = writeln!(o, "let go:   {text}");
         }
         for w in self.kernel_warnings().into_iter().chain(self.split_warnings()) {
             let _ = writeln!(o, "warning:  {w}");
