@@ -1122,22 +1122,6 @@ impl KernelDecoder {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_normal_path_is_what_normalising_it_gives() {
-        for p in ["/", "/a", "/data/train/0001.jpg", "/a/.hidden/b", "/a/..b/c", "/a/b.", "/a/..."] {
-            assert!(is_normal(p.as_bytes()), "{p}");
-            assert_eq!(join_normalize(b"/", p.as_bytes()), p.as_bytes(), "{p}");
-        }
-        for p in ["", "a/b", "//a", "/a//b", "/a/./b", "/a/../b", "/a/", "/a/.", "/a/.."] {
-            assert!(!is_normal(p.as_bytes()), "{p}");
-        }
-    }
-}
-
 /// `passwd [4242] became uid 0 (setuid exec of /usr/bin/passwd): not
 /// recorded from here`: what it became, against the recording user's ids.
 fn untraced_text(h: &ev_hdr, e: &ev_untraced) -> String {
@@ -1179,4 +1163,20 @@ fn json_string(text: &str) -> String {
     }
     o.push('"');
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_normal_path_is_what_normalising_it_gives() {
+        for p in ["/", "/a", "/data/train/0001.jpg", "/a/.hidden/b", "/a/..b/c", "/a/b.", "/a/..."] {
+            assert!(is_normal(p.as_bytes()), "{p}");
+            assert_eq!(join_normalize(b"/", p.as_bytes()), p.as_bytes(), "{p}");
+        }
+        for p in ["", "a/b", "//a", "/a//b", "/a/./b", "/a/../b", "/a/", "/a/.", "/a/.."] {
+            assert!(!is_normal(p.as_bytes()), "{p}");
+        }
+    }
 }
