@@ -89,9 +89,10 @@ bench: build
 soak: build
 	$(SUDO) scripts/soak-big-run.sh
 
-# The wheel (`pip install mltrace`): one binary for x86_64 Linux with glibc
-# 2.17+ (libbpf, libelf and zlib linked in: the cli's `static` feature),
-# and the Python module in python/mltrace. maturin and zig (zig cc links
+# The wheel (`mltrace-ebpf`: PyPI's `mltrace` is another project, see
+# docs/python.md): one binary for x86_64 Linux with glibc 2.17+ (libbpf,
+# libelf and zlib linked in: the cli's `static` feature), and the Python
+# module in python/mltrace_ebpf. maturin and zig (zig cc links
 # against glibc 2.17's symbols) come pinned from PyPI into a venv under
 # target/; the build has its own target dir, as its C is built by zig.
 MATURIN_VERSION := 1.16.0
@@ -108,7 +109,7 @@ wheel-deps: deps
 		  $(WHEEL_VENV)/bin/pip install -q maturin==$(MATURIN_VERSION) ziglang==$(ZIG_VERSION); }
 
 wheel: wheel-deps
-	rm -f dist/mltrace-$(VERSION)-*.whl
+	rm -f dist/mltrace_ebpf-$(VERSION)-*.whl
 	CARGO_TARGET_DIR=$(CURDIR)/target/wheel PATH="$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH" \
 		maturin build --release --zig --compatibility manylinux2014 \
 		--target x86_64-unknown-linux-gnu -o dist
@@ -119,7 +120,7 @@ dist: wheel
 		z = zipfile.ZipFile(sys.argv[1]); \
 		n = [x for x in z.namelist() if x.endswith(".data/scripts/mltrace")][0]; \
 		open(sys.argv[2], "wb").write(z.read(n))' \
-		dist/mltrace-$(VERSION)-*.whl dist/mltrace-$(VERSION)-x86_64-linux
+		dist/mltrace_ebpf-$(VERSION)-*.whl dist/mltrace-$(VERSION)-x86_64-linux
 	chmod 755 dist/mltrace-$(VERSION)-x86_64-linux
 	cd dist && sha256sum mltrace-$(VERSION)-x86_64-linux > mltrace-$(VERSION)-x86_64-linux.sha256
 	@cat dist/mltrace-$(VERSION)-x86_64-linux.sha256

@@ -2,9 +2,12 @@
 # Checks what `make wheel` and `make dist` built, as a user would get it
 # (root; `make check-wheel`):
 #  1. the dist binary links only glibc, and nothing newer than GLIBC_2.17;
-#  2. the wheel, pip-installed with its [pandas] extra into a fresh venv:
-#     `mltrace doctor`, the demo recorded and exported, the Python module's
-#     phases read back with mltrace.load;
+#  2. the wheel, pip-installed with its [pandas] extra into a fresh venv
+#     after PyPI's other `mltrace` (pinned: an unrelated project that has
+#     the name): `mltrace doctor`, the demo recorded and exported, the
+#     Python module's phases read back with mltrace_ebpf.load; both modules
+#     import as their own; the command on the PATH is ours (the one
+#     installed last: the docs say to keep the two apart);
 #  3. the dist binary copied alone into a Debian bullseye root (debootstrap,
 #     cached in target/bullseye-root), entered with chroot: doctor, a small
 #     workload recorded, exported.
@@ -14,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 bin=dist/mltrace-$version-x86_64-linux
-wheel=$(ls -t dist/mltrace-"$version"-*.whl 2>/dev/null | head -1)
+wheel=$(ls -t dist/mltrace_ebpf-"$version"-*.whl 2>/dev/null | head -1)
 [ -x "$bin" ] && [ -n "$wheel" ] || { echo "check-wheel: run make dist first" >&2; exit 1; }
 work=target/check-wheel
 rm -rf "$work" && mkdir -p "$work"
@@ -30,12 +33,34 @@ echo "newest glibc symbol version: $newest"
 [ "$(printf '%s\n' "$newest" GLIBC_2.17 | sort -V | tail -1)" = GLIBC_2.17 ] ||
   { echo "check-wheel: needs $newest, newer than GLIBC_2.17" >&2; exit 1; }
 
-step "2. $wheel in a fresh venv"
+step "2. $wheel in a fresh venv, beside PyPI's other mltrace"
 python3 -m venv "$work/venv"
+# The other project, pinned, without its dependencies (flask, docker,
+# sqlalchemy...): its files are what could clash with ours.
+other=mltrace==0.17
+"$work/venv/bin/pip" install -q --no-deps "$other"
 "$work/venv/bin/pip" install -q "$wheel[pandas]"
 mltrace="$PWD/$work/venv/bin/mltrace"
 # The venv's python (not what its symlink points at: that has no mltrace).
 py="$PWD/$work/venv/bin/python"
+"$py" - "$other" <<'EOF'
+import importlib.util, sys
+ours = importlib.util.find_spec("mltrace_ebpf")
+theirs = importlib.util.find_spec("mltrace")
+assert ours and ours.origin.endswith("mltrace_ebpf/__init__.py"), ours
+assert theirs and theirs.origin.endswith("mltrace/__init__.py"), theirs
+text = open(theirs.origin).read()
+assert "from mltrace.client import" in text, f"{theirs.origin} is not {sys.argv[1]}'s any more"
+import mltrace_ebpf
+assert callable(mltrace_ebpf.phase) and callable(mltrace_ebpf.load)
+print(f"modules: mltrace_ebpf is ours ({ours.origin}); mltrace is still {sys.argv[1]}'s ({theirs.origin})")
+EOF
+"$mltrace" --version | grep -q '^mltrace ' || {
+  echo "check-wheel: $mltrace is not ours: the other project's command was installed over it" >&2
+  exit 1
+}
+echo "command: $mltrace is ours; $other's own mltrace script, installed before, was replaced:"
+echo "         one mltrace command per environment (docs/python.md says to keep the two apart)"
 "$mltrace" --version
 "$mltrace" doctor
 "$mltrace" record -q -f -o "$work/demo.bin" -- "$py" samples/dataloader/train.py --data-dir "$work/data" >"$work/demo.out"
@@ -43,7 +68,7 @@ py="$PWD/$work/venv/bin/python"
 "$mltrace" export --parquet "$work/demo.bin" -o "$work/demo.parquet"
 "$mltrace" stats "$work/demo.bin" >"$work/demo.stats" && head -12 "$work/demo.stats"
 cat >"$work/phases.py" <<'EOF'
-import sys, time, mltrace
+import sys, time, mltrace_ebpf as mltrace
 with mltrace.phase("eval", epoch_num=1):
     time.sleep(0.05)
 mltrace.mark("accuracy", 0.75)
@@ -51,7 +76,7 @@ EOF
 "$mltrace" record -q -f -o "$work/phases.bin" -- "$py" "$work/phases.py"
 "$mltrace" export --parquet "$work/phases.bin" -o "$work/phases.parquet"
 (cd "$work" && "$py" - <<'EOF'
-import mltrace
+import mltrace_ebpf as mltrace
 demo = mltrace.load("demo.parquet")
 print("demo tables:", ", ".join(f"{k} ({len(v)} rows)" for k, v in sorted(demo.items())))
 assert len(demo["syscalls"]) > 1000, len(demo["syscalls"])

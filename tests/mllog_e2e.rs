@@ -279,7 +279,7 @@ fn a_closed_reader_gives_the_command_its_sigpipe() {
 }
 
 /// INIT from the command's own shell (no pid in the metadata), EPOCH 1 from
-/// a child that puts its pid there (as the mltrace Python module does).
+/// a child that puts its pid there (as the mltrace_ebpf Python module does).
 const PIDS_JOB: &str = r#"#!/bin/sh
 now() { echo $(( $(date +%s%N) / 1000000 )); }
 ml() { echo ":::MLLOG {\"namespace\": \"\", \"time_ms\": $(now), \"key\": \"$1\", \"value\": null, \"metadata\": {$2}}"; }

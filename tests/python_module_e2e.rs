@@ -1,7 +1,7 @@
-//! The `mltrace` Python module (python/mltrace) under `mltrace record`:
+//! The `mltrace_ebpf` Python module (python/mltrace_ebpf) under `mltrace record`:
 //! `phase` and `mark` reach the log through the recorder's own pipe, on
 //! the script's clock, and the script's output holds none of it;
-//! `mltrace.load` reads a real Parquet export into DataFrames.
+//! `mltrace_ebpf.load` reads a real Parquet export into DataFrames.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -142,7 +142,7 @@ fn load_reads_a_parquet_export_into_dataframes() {
     let o = mltrace(&["export", "--parquet", log.to_str().unwrap(), "-o", pq.to_str().unwrap()], d);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let script = r#"
-import os, sys, mltrace
+import os, sys, mltrace_ebpf as mltrace
 t = mltrace.load(sys.argv[1])
 files = sorted(f[:-8] for f in os.listdir(sys.argv[1]) if f.endswith(".parquet"))
 assert sorted(t) == files, (sorted(t), files)

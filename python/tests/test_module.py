@@ -12,7 +12,7 @@ import unittest
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 CALLS = (
-    "import mltrace\n"
+    "import mltrace_ebpf as mltrace\n"
     "print(mltrace.recording())\n"
     "with mltrace.phase('eval', epoch_num=2):\n"
     "    mltrace.mark('loss', 0.25)\n"
@@ -77,7 +77,7 @@ class Module(unittest.TestCase):
         import sys as _sys
 
         _sys.path.insert(0, SRC)
-        mltrace = importlib.import_module("mltrace")
+        mltrace = importlib.import_module("mltrace_ebpf")
         with self.assertRaises(ValueError):
             mltrace.mark("eval_start")
         with self.assertRaises(ValueError):

@@ -1,4 +1,4 @@
-"""Phases and marks through the mltrace module, with this script's own
+"""Phases and marks through the mltrace_ebpf module, with this script's own
 clock around each call written to the file named by argv[1] (not stdout)."""
 
 import json
@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-import mltrace
+import mltrace_ebpf as mltrace
 
 clock = []
 
@@ -43,7 +43,7 @@ os.waitpid(pid, 0)
 # whatever it opens at that number must not receive MLLOG lines.
 decoy = os.path.join(os.path.dirname(sys.argv[1]), "decoy")
 code = (
-    "import os, mltrace\n"
+    "import os, mltrace_ebpf as mltrace\n"
     f"f = os.open({decoy!r}, os.O_WRONLY | os.O_CREAT)\n"
     "os.dup2(f, int(os.environ['MLTRACE_MLLOG_FD']))\n"
     "mltrace.mark('decoy')\n"

@@ -264,8 +264,8 @@ pub const CHANNEL_FD_ENV: &str = "MLTRACE_MLLOG_FD";
 /// `subprocess`, which closes fds) does not write into whatever reuses it.
 pub const CHANNEL_INODE_ENV: &str = "MLTRACE_MLLOG_INODE";
 
-/// A pipe of the command's own for MLLOG lines (what `mltrace.phase` and
-/// `mltrace.mark` write), so the command's output is left alone. The write
+/// A pipe of the command's own for MLLOG lines (what `mltrace_ebpf.phase` and
+/// `mltrace_ebpf.mark` write), so the command's output is left alone. The write
 /// end is inherited by the command and its children; we only read.
 pub struct ModuleChannel {
     /// Close-on-exec here; the child clears that on its copy.

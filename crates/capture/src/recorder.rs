@@ -846,7 +846,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         (None, MllogSource::File(f)) => Some(format!("MLLOG lines appended to {}", f.display())),
         _ => None,
     };
-    let from_module = channel.as_ref().map(|_| "the mltrace Python module's pipe ($MLTRACE_MLLOG_FD)".to_string());
+    let from_module = channel.as_ref().map(|_| "the mltrace_ebpf Python module's pipe ($MLTRACE_MLLOG_FD)".to_string());
     let phases_probe = match (from_output, from_module) {
         (Some(a), Some(b)) => Some(format!("{a}; {b}")),
         (a, b) => a.or(b),

@@ -108,7 +108,7 @@ pub struct Args {
     mllog: Option<PathBuf>,
     /// Leave the command's stdout and stderr alone: no training phases
     /// from `:::MLLOG` lines (by default they pass through mltrace unchanged),
-    /// nor from the mltrace Python module (no MLTRACE_MLLOG_FD)
+    /// nor from the mltrace_ebpf Python module (no MLTRACE_MLLOG_FD)
     #[arg(long)]
     no_mllog: bool,
     /// Run the command as this user (name or uid). Under sudo the default

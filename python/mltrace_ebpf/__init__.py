@@ -139,7 +139,7 @@ def load(path):
         import pandas
     except ImportError as e:
         raise ImportError(
-            "mltrace.load needs pandas and pyarrow: pip install 'mltrace[pandas]'"
+            "mltrace_ebpf.load needs pandas and pyarrow: pip install 'mltrace-ebpf[pandas]' (or the wheel with [pandas])"
         ) from e
     path = os.fspath(path)
     if not os.path.isdir(path):
