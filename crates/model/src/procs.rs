@@ -254,9 +254,11 @@ impl ProcInfo {
                 None => format!("{base} {}", k + 1),
             };
         }
-        let own = comm.filter(|&c| Some(c) != self.comm.as_deref());
-        if let (Some(k), None) = (self.collective.iter().position(|&t| t == tid), own) {
-            // gloo's device loop keeps the process's name.
+        let own = |t: u32| self.thread_comm(t).filter(|&c| Some(c) != self.comm.as_deref());
+        if own(tid).is_none() && self.collective.contains(&tid) {
+            // gloo's device loop keeps the process's name: numbered among
+            // the unnamed ones.
+            let k = self.collective.iter().filter(|&&t| own(t).is_none()).position(|&t| t == tid).unwrap_or(0);
             return format!("collective thread {}", k + 1);
         }
         match (comm, &self.comm) {
@@ -748,6 +750,38 @@ mod loader_tests {
         ] {
             assert!(!is_data_path(p.as_bytes()), "{p}");
         }
+    }
+
+    #[test]
+    /// gloo: its pt_gloo_runloop threads send on sockets that its device
+    /// loop receives the peers' gradients from; the loop, though it took
+    /// in megabytes first (a loader thread then), is a collective thread,
+    /// and never a loader; what comes through those sockets is not data.
+    fn collective_threads_are_never_loaders() {
+        let mut p = ProcInfo { pid: 10, comm: Some("python3".into()), ..Default::default() };
+        p.data_in(11, 2 * LOADER_BYTES);
+        assert!(p.is_loader_thread(11));
+        p.make_collective(12);
+        p.threads.push((12, "pt_gloo_runloop".into()));
+        p.socket_io(12, 777);
+        p.socket_io(11, 777);
+        assert!(p.is_collective_thread(11) && p.is_collective_thread(12));
+        assert!(!p.is_loader_thread(11) && p.loaders.is_empty());
+        p.data_in(11, 8 * LOADER_BYTES);
+        assert!(p.loaders.is_empty());
+        // Another socket of another thread: the job's data (a download).
+        p.socket_io(13, 888);
+        p.data_in(13, LOADER_BYTES);
+        assert_eq!(p.loaders, [13]);
+        // The main thread runs the job: never a collective thread.
+        p.socket_io(10, 777);
+        assert!(!p.is_collective_thread(10));
+        assert_eq!(p.thread_name(11), "collective thread 1");
+        assert_eq!(p.thread_name(12), "pt_gloo_runloop");
+        assert!(is_collective_comm("pt_gloo_runloop") && is_collective_comm("NCCL Progress"));
+        assert!(!is_collective_comm("pt_data_worker"));
+        assert_eq!(socket_inode(b"socket:[15141]"), Some(15141));
+        assert_eq!(socket_inode(b"pipe:[3]"), None);
     }
 
     #[test]

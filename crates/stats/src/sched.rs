@@ -803,6 +803,36 @@ mod tests {
         assert_eq!(s.main_thread[&10].sleep, 200 + 100 + 100 + 100);
     }
 
+    /// DDP on gloo: the main thread sleeps in the all-reduce until gloo's
+    /// thread (a collective thread of its process) wakes it. A collective
+    /// wait, never a data wait, and what it wakes relays no batch; waits
+    /// less than a millisecond apart are one collective.
+    #[test]
+    fn a_sleep_a_collective_thread_ends_is_a_wait_for_other_ranks() {
+        let mut s = SchedTimes::default();
+        let (main, gloo, other) = ((10, 10), (10, 11), (10, 12));
+        s.add_t(&run(0, main));
+        s.add_t(&sleep_in(100, main, SleepCall::Futex));
+        s.add(&woken(1_000, main, WakeBy::Task, gloo), Feeder::Collective);
+        s.add_t(&run(1_010, main));
+        s.add_t(&sleep_in(1_200, main, SleepCall::Futex));
+        s.add(&woken(2_000, main, WakeBy::Task, gloo), Feeder::Collective);
+        s.add_t(&run(2_010, main));
+        // gloo's thread woke another, which wakes the main one: not data.
+        s.add(&woken(3_000, other, WakeBy::Task, gloo), Feeder::Collective);
+        s.add_t(&sleep_in(3_100, main, SleepCall::Futex));
+        s.add_t(&woken(3_500, main, WakeBy::Task, other));
+        s.add_t(&run(3_510, main));
+        // A second collective, 10 ms later.
+        s.add_t(&sleep_in(10_003_510, main, SleepCall::Futex));
+        s.add(&woken(10_004_510, main, WakeBy::Task, gloo), Feeder::Collective);
+        s.finish(10_005_000);
+        assert_eq!(s.collective_wait(10), 900 + 800 + 1_000);
+        assert_eq!(s.data_wait(10, &[]), 0);
+        assert_eq!(s.episodes[&10], [Episode { from: 100, to: 2_000 }, Episode { from: 10_003_510, to: 10_004_510 }]);
+        assert!(s.batches.get(&10).is_none_or(|b| b.is_empty()));
+    }
+
     #[test]
     fn a_dead_thread_stops_counting() {
         let mut s = SchedTimes::default();
