@@ -80,7 +80,8 @@ impl ProcTracker {
 
 /// The process a record is about; `None` for the machine's own records
 /// (its counters and marks carry pid 0, a process's syscalls may too when
-/// an import did not know the pid).
+/// an import did not know the pid). Every kind is named: a new one does
+/// not compile until it says whose it is.
 pub fn owner(r: &Record) -> Option<u32> {
     Some(match r {
         Record::Fork(x) => x.pid,
@@ -110,7 +111,12 @@ pub fn owner(r: &Record) -> Option<u32> {
         // pid 0 of any host: the machine's, or the run's.
         Record::Counter(x) if local_pid(x.pid) != 0 => x.pid,
         Record::Mark(x) if local_pid(x.pid) != 0 => x.pid,
-        _ => return None,
+        // Switches between untraced tasks, requests no traced process
+        // issued, the machine's counters and the run's marks.
+        Record::SchedSwitch(_) | Record::Block(_) | Record::Counter(_) | Record::Mark(_) => return None,
+        // The run's: its phases, losses and GPU events; a thread's kernel
+        // counts go with every view of the log (as before this list).
+        Record::Phase(_) | Record::Lost(_) | Record::GpuEvent(_) | Record::IoAccounting(_) => return None,
     })
 }
 
