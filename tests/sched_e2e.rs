@@ -343,6 +343,21 @@ fn per_epoch_and_gpu_idle_against_what_the_trainer_measured() {
     }
     assert_eq!(epochs[0]["kind"], "input-bound", "{v}");
     assert_eq!(epochs[1]["kind"], "cpu-bound", "{v}");
+    // What the worker read per epoch, and of it from storage, against
+    // the kernel's own counts of the worker (/proc/PID/io at its exit:
+    // rchar, read_bytes); all its reads fall in the two epochs.
+    let pid = run.kv["pid"];
+    let workers: Vec<&serde_json::Value> =
+        run.json["processes"].as_array().unwrap().iter().filter(|p| p["parent"] == pid).collect();
+    let kernel = |k: &str| workers.iter().map(|w| w["kernel"][k].as_u64().unwrap_or(0)).sum::<u64>() as f64;
+    let sum = |k: &str| epochs.iter().map(|e| e[k].as_u64().unwrap_or_else(|| panic!("{k}: {e}"))).sum::<u64>() as f64;
+    let (read, storage) = (sum("read_bytes"), sum("from_storage_bytes"));
+    assert!(read >= 16.0 * 1024.0 * 1024.0 * 0.99, "the worker's 16 chunks of 1 MiB: {read}");
+    assert!((read - kernel("rchar")).abs() <= 65536.0, "read {read}, the kernel's rchar {}", kernel("rchar"));
+    let want = kernel("read_bytes");
+    assert!((storage - want).abs() <= 0.05 * want + 65536.0, "from storage {storage}, the kernel's read_bytes {want}");
+    let text = String::from_utf8_lossy(&mltrace(&["stats", run.log.to_str().unwrap()], dir.path()).stdout).into_owned();
+    assert!(text.contains("EPOCH 1: its loaders read 8.0 MiB"), "{text}");
     // The stand-in GPU 0 idles only while the trainer waits (and before and
     // after it runs): most of its idle time is in data waits. Its GPU 1
     // stays at 12% (not idle), half of the GPU time summed over both.

@@ -23,7 +23,7 @@ mod summary;
 pub mod timeline;
 mod verdict;
 
-pub use verdict::Verdict;
+pub use verdict::{epoch_reads_line, Verdict};
 
 // Fx, not SipHash: the tables are keyed by pids and paths, looked up
 // several times a record (SipHash took a third of `stats` on 42M records).
@@ -488,8 +488,9 @@ impl Stats {
         }
     }
 
-    /// Counts `n` bytes read from `path` by a worker or a loader thread.
-    fn worker_read(&mut self, pid: u32, tid: u32, path: &[u8], kind: FileKind, n: i64) {
+    /// Counts `n` bytes read from `path` by a worker or a loader thread,
+    /// in a call that ended at `end`.
+    fn worker_read(&mut self, pid: u32, tid: u32, path: &[u8], kind: FileKind, n: i64, end: u64) {
         if n <= 0 || !matches!(kind, FileKind::Regular | FileKind::BlockDev) {
             return;
         }
@@ -514,6 +515,9 @@ impl Stats {
         }
         // A worker of the trainer (see `is_worker_now`).
         if self.trainer != 0 && parent == self.trainer {
+            if let Some(t) = self.sched.timeline.as_mut() {
+                t.add_at(timeline::Field::ReadBytes, end, n as f64);
+            }
             let key = String::from_utf8_lossy(path);
             match self.worker_files.get_mut(key.as_ref()) {
                 Some(b) => *b += n as u64,
@@ -535,7 +539,7 @@ impl Stats {
         };
         let path = f.str(r.path);
         if !op.is_write() {
-            self.worker_read(r.pid, r.tid, path, r.kind, r.bytes as i64);
+            self.worker_read(r.pid, r.tid, path, r.kind, r.bytes as i64, r.ts.saturating_add(r.dur));
         }
         let data = !matches!(op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncFileRange);
         self.calls.add_summary(op.name(), r, data);
@@ -723,7 +727,7 @@ impl Stats {
             Record::Io(r) => {
                 self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
                 if !r.op.is_write() {
-                    self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret);
+                    self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret, r.ts.saturating_add(r.dur));
                 }
                 let data = !matches!(r.op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncFileRange);
                 self.calls.add("", r.op.name(), data.then_some(r.requested), r.dur);
@@ -792,7 +796,7 @@ impl Stats {
             }
             Record::IoUring(r) => {
                 if r.op.is_read() {
-                    self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret);
+                    self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret, r.ts.saturating_add(r.dur));
                 }
                 self.calls.add("io_uring", r.op.name(), Some(r.requested), r.dur);
                 self.proc(r.pid).uring.add(&r);
@@ -900,6 +904,13 @@ impl Stats {
                 let through = c.during == CacheDuring::Fault && self.maps.maps_file(c.pid, c.dev, c.ino);
                 if c.during == CacheDuring::Read {
                     self.thread_reads.add(c.tid, |t| t.from_storage += c.bytes);
+                    // Brought in by a read of one of the trainer's loaders.
+                    let loader = self.trainer != 0
+                        && (self.loader_parent(c.pid) == Some(self.trainer)
+                            || (c.pid == self.trainer && c.tid != c.pid && self.is_loader_thread(c.pid, c.tid)));
+                    if let (true, Some(t)) = (loader, self.sched.timeline.as_mut()) {
+                        t.add_at(timeline::Field::StorageBytes, c.ts, c.bytes as f64);
+                    }
                 }
                 let p = self.proc(c.pid);
                 p.cache.add(c.during, c.bytes);

@@ -25,6 +25,10 @@ pub struct Span {
     /// out of the states, as `gpu_wait` is).
     pub collective_wait: f64,
     pub collective_call: f64,
+    /// Bytes the trainer's loaders read from files by calls, and of them
+    /// brought from storage into the page cache (at the call's end).
+    pub read_bytes: f64,
+    pub storage_bytes: f64,
     /// Inside a CUDA call that waited for the GPU, and inside its own file
     /// calls: time taken out of the states above, so that `total` counts
     /// it once.
@@ -57,6 +61,8 @@ impl Span {
         self.data_wait += o.data_wait * k;
         self.collective_wait += o.collective_wait * k;
         self.collective_call += o.collective_call * k;
+        self.read_bytes += o.read_bytes * k;
+        self.storage_bytes += o.storage_bytes * k;
         self.gpu_wait += o.gpu_wait * k;
         self.own_io += o.own_io * k;
         self.gpu_sampled += o.gpu_sampled * k;
@@ -76,6 +82,8 @@ pub enum Field {
     DataWait,
     CollectiveWait,
     CollectiveCall,
+    ReadBytes,
+    StorageBytes,
     GpuWait,
     OwnIo,
     GpuSampled,
@@ -93,6 +101,8 @@ fn slot(s: &mut Span, f: Field) -> &mut f64 {
         Field::DataWait => &mut s.data_wait,
         Field::CollectiveWait => &mut s.collective_wait,
         Field::CollectiveCall => &mut s.collective_call,
+        Field::ReadBytes => &mut s.read_bytes,
+        Field::StorageBytes => &mut s.storage_bytes,
         Field::GpuWait => &mut s.gpu_wait,
         Field::OwnIo => &mut s.own_io,
         Field::GpuSampled => &mut s.gpu_sampled,
@@ -132,6 +142,12 @@ impl Timeline {
     /// Adds `[from, to)` to `field`, split across the bins it covers.
     pub fn add(&mut self, field: Field, from: u64, to: u64) {
         self.add_signed(field, from, to, 1.0);
+    }
+
+    /// Adds `amount` (bytes) to `field` at `ts`.
+    pub fn add_at(&mut self, field: Field, ts: u64, amount: f64) {
+        let i = self.index(ts);
+        *slot(&mut self.bins[i], field) += amount;
     }
 
     /// Takes `[from, to)` out of `field` (time moved to another field).

@@ -428,10 +428,11 @@ fn verdict(r: &Report, o: &mut String) {
         // The split of the trainer's time, as one table row that adds up.
         let _ = write!(
             o,
-            "<table><tr><th>waiting for data</th><th>waiting for the GPU</th><th>own file I/O</th><th>on CPU</th>\
-             <th>waiting for a CPU</th><th>other</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td></tr></table>",
+            "<table><tr><th>waiting for data</th><th>waiting for other ranks</th><th>waiting for the GPU</th>\
+             <th>own file I/O</th><th>on CPU</th><th>waiting for a CPU</th><th>other</th></tr><tr><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>",
             pct(Some(b.data_wait)),
+            pct(Some(b.collective_wait)),
             pct(Some(b.gpu_wait)),
             pct(Some(b.own_io)),
             pct(Some(b.on_cpu)),
@@ -460,6 +461,10 @@ fn verdict(r: &Report, o: &mut String) {
             );
         }
         o.push_str("</table>");
+        // The first epoch explained: what the loaders read, from where.
+        if let Some(line) = mltrace_stats::epoch_reads_line(&v.epochs) {
+            let _ = write!(o, "<p class=\"verdict\">{}.</p>", esc(&line));
+        }
     }
     o.push_str(
         "<p class=\"note\">From the trainer's main thread's scheduling and calls: its time asleep until a \
