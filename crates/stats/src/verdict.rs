@@ -595,14 +595,14 @@ impl Stats {
     }
 }
 /// The first epoch against the others, from what the loaders read:
-/// `EPOCH 1: its loaders read 16.0 MiB, 15.9 MiB of it from storage, at
+/// `EPOCH 1: its loaders read 16.0 MiB, bringing 15.9 MiB from storage, at
 /// 410.2 MB/s; later epochs: 100% from the page cache, at 2100.0 MB/s`.
 /// `None` when no epoch read anything.
 pub fn epoch_reads_line(epochs: &[EpochVerdict]) -> Option<String> {
     let first = epochs.first().filter(|e| e.read_bytes > 0.0)?;
     let rate = |e: &EpochVerdict| e.read_mb_per_s().map_or_else(String::new, |r| format!(", at {r:.1} MB/s"));
     let storage = |e: &EpochVerdict| match e.storage_bytes {
-        Some(s) => format!(", {} of it from storage", crate::bytes(s.round() as u64)),
+        Some(s) => format!(", bringing {} from storage", crate::bytes(s.round() as u64)),
         None => String::new(),
     };
     let mut t = format!(
@@ -1056,7 +1056,7 @@ mod tests {
         assert_eq!(j["verdict"]["epochs"][0]["from_storage_bytes"], 1024);
         let text = s.render(5);
         assert!(text.contains("verdict per epoch") && text.contains("EPOCH 2"), "{text}");
-        assert!(text.contains("EPOCH 1: its loaders read 4.0 KiB, 1.0 KiB of it from storage, at "), "{text}");
+        assert!(text.contains("EPOCH 1: its loaders read 4.0 KiB, bringing 1.0 KiB from storage, at "), "{text}");
     }
 
     /// Epoch 1 from storage, the later ones from the page cache: one line.
@@ -1083,7 +1083,7 @@ mod tests {
         ];
         assert_eq!(
             epoch_reads_line(&epochs).unwrap(),
-            "EPOCH 1: its loaders read 17.0 GiB, 16.9 GiB of it from storage, at 18253.6 MB/s; later epochs: \
+            "EPOCH 1: its loaders read 17.0 GiB, bringing 16.9 GiB from storage, at 18253.6 MB/s; later epochs: \
              100% from the page cache, at 18253.6 MB/s"
         );
         assert!(epoch_reads_line(&[e("EPOCH 1", 0, 0.0, 0.0)]).is_none());
