@@ -571,8 +571,10 @@ pub fn take_io_sums(skel: &MltraceSkel<'_>, ended: impl Fn(u64) -> bool, all: bo
     let map = &skel.maps.io_sums;
     let (ksz, vsz) = (size_of::<types::io_sum_key>(), size_of::<types::io_sum>());
     let mut done: Vec<u8> = Vec::new();
-    let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-    let mut take = |k: &[u8], v: &[u8], deleted: bool| {
+    // Every key taken, back to back: only a failed batch (then read key by
+    // key) needs them, to take none twice; no allocation per sum.
+    let mut taken: Vec<u8> = Vec::new();
+    let mut take = |k: &[u8], v: &[u8], deleted: bool, taken: &mut Vec<u8>| {
         if k.len() != ksz || v.len() < vsz {
             return;
         }
@@ -581,20 +583,22 @@ pub fn take_io_sums(skel: &MltraceSkel<'_>, ended: impl Fn(u64) -> bool, all: bo
         if !deleted && !ended(key.sec) {
             return;
         }
-        if !seen.insert(k.to_vec()) {
-            return;
-        }
         let sum: types::io_sum = unsafe { std::ptr::read_unaligned(v.as_ptr().cast()) };
         out.push(IoSum { key, sum });
+        taken.extend_from_slice(k);
         if !deleted {
             done.extend_from_slice(k);
         }
     };
-    if crate::batch::for_each(map, all, |k, v| take(k, v, all)).is_err() {
+    if crate::batch::for_each(map, all, |k, v| take(k, v, all, &mut taken)).is_err() {
         // Key by key: what a batch gave before it failed is not taken twice.
+        let before: std::collections::HashSet<Vec<u8>> = taken.chunks(ksz).map(<[u8]>::to_vec).collect();
         for k in map.keys() {
+            if before.contains(&k) {
+                continue;
+            }
             if let Ok(Some(v)) = map.lookup(&k, MapFlags::ANY) {
-                take(&k, &v, false);
+                take(&k, &v, false, &mut taken);
             }
         }
     }

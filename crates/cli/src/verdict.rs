@@ -99,7 +99,7 @@ fn rank_series(stats: &Stats, ranks: &[Rank]) -> Vec<RankSeries> {
 }
 
 fn verdict(stats: &Stats, ranks: &[Rank]) -> Vec<Annotation> {
-    let v = stats.verdict();
+    let v = stats.verdict_with(ranks);
     let (Some(start), Some(end)) = (stats.first_ts, stats.last_ts) else { return Vec::new() };
     let mut run = vec![(ArgKey::Verdict, v.kind.to_string())];
     if let Some(d) = v.data_wait_fraction {

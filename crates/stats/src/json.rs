@@ -408,7 +408,7 @@ impl Stats {
             "uring_opcodes": self.trailer.as_ref().map(|t| {
                 t.uring_ops.iter().map(|o| (o.name.clone(), Value::from(o.count))).collect::<serde_json::Map<_, _>>()
             }),
-            "verdict": self.verdict().to_json(),
+            "verdict": self.verdict_with(&ranks).to_json(),
         });
         Whole { rest, files: self.files() }
     }

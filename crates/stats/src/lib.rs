@@ -473,11 +473,23 @@ impl Stats {
         self.roles.list.get(i as usize).is_some_and(|p| p.is_loader_thread(tid))
     }
 
-    /// Whether thread `tid` of `pid` moves collective traffic, as far as
-    /// the log has said so far (the model's reading).
-    fn is_collective_thread(&self, pid: u32, tid: u32) -> bool {
-        let Some(i) = self.tracker.known(pid) else { return false };
-        self.roles.list.get(i as usize).is_some_and(|p| p.is_collective_thread(tid))
+    /// What thread `tid` of `pid` is to the threads of its process it
+    /// wakes, as far as the log has said so far (the model's reading, one
+    /// look-up a wake-up): a collective library's, a loader, or neither.
+    fn thread_feeder(&self, pid: u32, tid: u32) -> sched::Feeder {
+        if self.summed_loaders.contains(&(pid, tid)) {
+            return sched::Feeder::Thread;
+        }
+        let Some(p) = self.tracker.known(pid).and_then(|i| self.roles.list.get(i as usize)) else {
+            return sched::Feeder::No;
+        };
+        if p.is_collective_thread(tid) {
+            sched::Feeder::Collective
+        } else if p.is_loader_thread(tid) {
+            sched::Feeder::Thread
+        } else {
+            sched::Feeder::No
+        }
     }
 
     /// A step began in `pid` (0: the job's, not a process's).
@@ -889,11 +901,8 @@ impl Stats {
                 // under torchrun, the trainer's among them) or loader threads.
                 let feeder = if self.loader_parent(r.waker_pid) == Some(r.pid) {
                     sched::Feeder::Worker
-                } else if r.waker_pid == r.pid && r.waker_tid != r.tid && self.is_collective_thread(r.pid, r.waker_tid)
-                {
-                    sched::Feeder::Collective
-                } else if r.waker_pid == r.pid && r.waker_tid != r.tid && self.is_loader_thread(r.pid, r.waker_tid) {
-                    sched::Feeder::Thread
+                } else if r.waker_pid == r.pid && r.waker_tid != r.tid {
+                    self.thread_feeder(r.pid, r.waker_tid)
                 } else {
                     sched::Feeder::No
                 };
@@ -1474,7 +1483,8 @@ impl Stats {
     pub fn render(&self, top: usize) -> String {
         let mut o = String::new();
         let h = &self.header;
-        let verdict = self.verdict();
+        let ranks = self.ranks();
+        let verdict = self.verdict_with(&ranks);
         let _ = writeln!(o, "verdict:  {}", verdict.text);
         let _ = writeln!(o, "command:  {}", h.command.join(" "));
         if let Some(a) = &h.attach {
@@ -1628,7 +1638,7 @@ impl Stats {
             o.push_str(&table(&rows));
         }
         self.render_checkpoints(&mut o, top);
-        self.render_ranks(&self.ranks(), &mut o);
+        self.render_ranks(&ranks, &mut o);
         self.render_gpu_calls(&mut o);
         self.render_collectives(&mut o);
         self.render_peers(&mut o, top);

@@ -253,23 +253,20 @@ impl Stats {
     /// Each rank's time per step from the best source every rank has
     /// ([`StepFrom`]), in ns.
     fn step_times(&self, procs: &[&ProcStats]) -> (StepFrom, Vec<Option<f64>>) {
-        let ends = |e: Option<&Vec<crate::sched::Episode>>| -> Vec<u64> {
-            e.map(|e| e.iter().map(|x| x.to).collect()).unwrap_or_default()
+        let ends = |e: Option<&Vec<crate::sched::Episode>>| {
+            e.and_then(|e| steps::period(&e.iter().map(|x| x.to).collect::<Vec<_>>()))
         };
-        type Points<'a> = Box<dyn Fn(&ProcStats) -> Vec<u64> + 'a>;
-        let sources: [(StepFrom, Points); 3] = [
-            (StepFrom::Marks, Box::new(|p: &ProcStats| self.step_marks.get(&p.pid).cloned().unwrap_or_default())),
-            (
-                StepFrom::Collectives,
-                Box::new(|p: &ProcStats| match self.arrivals.by_pid.get(&p.pid) {
-                    Some(a) if a.len() >= steps::MIN_POINTS => a.clone(),
-                    _ => ends(self.sched.episodes.get(&p.pid)),
-                }),
-            ),
-            (StepFrom::Batches, Box::new(|p: &ProcStats| ends(self.sched.batches.get(&p.pid)))),
-        ];
-        for (from, points) in sources {
-            let periods: Vec<Option<f64>> = procs.iter().map(|p| steps::period(&points(p))).collect();
+        let of = |from: StepFrom, p: &ProcStats| match from {
+            StepFrom::Marks => self.step_marks.get(&p.pid).and_then(|m| steps::period(m)),
+            StepFrom::Collectives => match self.arrivals.by_pid.get(&p.pid) {
+                Some(a) if a.len() >= steps::MIN_POINTS => steps::period(a),
+                _ => ends(self.sched.episodes.get(&p.pid)),
+            },
+            StepFrom::Batches => ends(self.sched.batches.get(&p.pid)),
+            StepFrom::Run => None,
+        };
+        for from in [StepFrom::Marks, StepFrom::Collectives, StepFrom::Batches] {
+            let periods: Vec<Option<f64>> = procs.iter().map(|p| of(from, p)).collect();
             if !procs.is_empty() && periods.iter().all(Option::is_some) {
                 return (from, periods);
             }

@@ -407,16 +407,25 @@ impl Stats {
     /// to split them (a call longer than two minutes, or one preempted
     /// more than 65,536 times): said, never silent.
     pub fn split_warnings(&self) -> Vec<String> {
-        let Some(t) = self.trainer() else { return Vec::new() };
-        match self.sched.in_calls.get(&t.pid) {
-            Some(ic) if ic.cut > 0 => vec![format!(
+        let mut w = Vec::new();
+        // The ranks' waits and NCCL calls past what is kept for lateness.
+        let dropped = self.sched.episodes_dropped + self.arrivals.dropped;
+        if dropped > 0 {
+            w.push(format!(
+                "{dropped} waits for other ranks or NCCL calls past the ones kept were left out of the ranks' \
+                 step times and lateness (their time is still in the breakdown)"
+            ));
+        }
+        let Some(t) = self.trainer() else { return w };
+        if let Some(ic) = self.sched.in_calls.get(&t.pid).filter(|ic| ic.cut > 0) {
+            w.push(format!(
                 "{} of the trainer's calls began before the scheduling history kept to split them: {} of \
                  their time stays in the state it was in (not in GPU wait or own I/O)",
                 ic.cut,
                 crate::duration(ic.cut_ns)
-            )],
-            _ => Vec::new(),
+            ));
         }
+        w
     }
 
     /// The verdict over each epoch phase, from the trainer's timeline.
@@ -459,6 +468,13 @@ impl Stats {
     }
 
     pub fn verdict(&self) -> Verdict {
+        self.verdict_with(&self.ranks())
+    }
+
+    /// The verdict, given the ranks ([`Stats::ranks`]: matching their
+    /// collectives is the dearest part; callers that show both compute
+    /// them once).
+    pub fn verdict_with(&self, ranks: &[crate::ranks::Rank]) -> Verdict {
         let trainer_pid = self.trainer().map(|t| t.pid);
         let none = |kind, text: String| Verdict {
             kind,
@@ -555,8 +571,7 @@ impl Stats {
             .filter(|p| p.pid != t.pid && feeders.contains(&p.pid))
             .filter_map(|p| self.data_wait_fraction(p))
             .collect();
-        let ranks = self.ranks();
-        let straggler = self.straggler(&ranks);
+        let straggler = self.straggler(ranks);
         let others_text = match others.len() {
             _ if straggler.is_some() => {
                 let s = straggler.as_ref().unwrap();
