@@ -2,8 +2,11 @@
 /*
  * The benchmark's floors.
  *
- * - count: programs on the same raw tracepoints as mltrace's syscall
- *   capture that only count. What any BPF tracer pays before doing any work.
+ * - count: programs on the same raw tracepoints as mltrace's fast and
+ *   compat routes that only count. What any BPF tracer that sees every
+ *   syscall pays before doing any work.
+ * - count per call: the same on each recorded call's own tracepoints, as
+ *   mltrace's per-call route attaches.
  * - latency: the least a tracer must do to record each syscall of one
  *   process tree with its duration: per-thread state in task storage
  *   (its presence marks a traced thread; forks pass it on), a timestamp
@@ -40,6 +43,24 @@ int floor_enter(void *ctx)
 
 SEC("raw_tp/sys_exit")
 int floor_exit(void *ctx)
+{
+	bump(1);
+	return 0;
+}
+
+/* The count-only floor of the per-call route: the same counting, attached
+ * by the bench to each recorded call's own syscalls:sys_enter_NAME and
+ * sys_exit_NAME (as mltrace's per-call route is), so other calls run no
+ * program. */
+SEC("tp/syscalls/sys_enter_read")
+int floor_call_enter(void *ctx)
+{
+	bump(0);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_read")
+int floor_call_exit(void *ctx)
 {
 	bump(1);
 	return 0;

@@ -6,10 +6,13 @@
  *   the command it starts (before exec); sched_process_fork adds every child
  *   of a traced process, so descendants are followed from their first
  *   syscall, in the kernel, without polling /proc.
- * - Syscalls: one raw_tp program on sys_enter and one on sys_exit, dispatched
- *   by a per-syscall-number table (`sys_op`) that user space fills from its
- *   own arch's numbers. Enter stores the start time per thread; exit builds
- *   the record, reading the arguments back from the saved user registers.
+ * - Syscalls: an entry and an exit program, dispatched by a per-syscall-
+ *   number table (`sys_op`) that user space fills from its own arch's
+ *   numbers. Enter stores the start time per thread; exit builds the
+ *   record, reading the arguments back from the saved user registers.
+ *   Three routes: per-call (attached to each recorded call's own
+ *   tracepoints: other calls run nothing), fast (tp_btf on every call),
+ *   compat (raw_tp on every call, state in hash maps; before 5.11).
  * - Files: hot records carry only a file identity (the struct file address).
  *   The first time an identity is seen (or its inode changed, i.e. the
  *   address was reused), an EV_FILE record names it with the kernel's own
@@ -1807,13 +1810,14 @@ static __always_inline struct inflight *adopt_task(struct task_struct *t)
 	return st;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
+/* The fast route's work at a syscall's entry and exit, given the user's
+ * registers (typed: plain loads) and the call's number. */
+static __always_inline int fast_enter(struct pt_regs *regs, u64 nr)
 {
 	struct inflight *st;
 	u8 op;
 
-	if ((u64)nr >= MAX_SYSCALL_NR)
+	if (nr >= MAX_SYSCALL_NR)
 		return 0;
 	op = sys_op[nr];
 	if (op == OP_NONE)
@@ -1830,10 +1834,8 @@ int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
+static __always_inline int fast_exit(struct pt_regs *regs, u64 nr, long ret)
 {
-	u64 nr = regs->orig_ax;
 	struct task_struct *t;
 	struct inflight *st;
 
@@ -1855,6 +1857,48 @@ int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
 	leave(st, st, t, regs, ret, ((u64)t->tgid << 32) | (u32)t->pid, true);
 	st->op = OP_NONE;
 	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
+{
+	return fast_enter(regs, nr);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
+{
+	return fast_exit(regs, regs->orig_ax, ret);
+}
+
+/*
+ * The per-call route: the fast route's work, run only on the calls that
+ * are recorded. User space attaches these two programs to each recorded
+ * call's own syscalls:sys_enter_NAME and sys_exit_NAME tracepoints, so a
+ * call it does not record (fstat, lseek, futex...), in any process, runs
+ * no program at all. The context is the kernel's syscall_tp_t: the call's
+ * number at offset 8 (an int since 6.5, a long before: on little-endian
+ * the same low half), then its arguments or its return value; the first
+ * 8 bytes, the registers, are not readable: they come from the task
+ * (bpf_task_pt_regs, 5.15+).
+ */
+struct call_ctx {
+	u64 hidden;
+	s32 nr;
+	s32 pad;
+	s64 ret;
+};
+
+SEC("tp/syscalls/sys_enter_read")
+int call_enter(struct call_ctx *ctx)
+{
+	return fast_enter((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()), (u32)ctx->nr);
+}
+
+SEC("tp/syscalls/sys_exit_read")
+int call_exit(struct call_ctx *ctx)
+{
+	return fast_exit((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()), (u32)ctx->nr, ctx->ret);
 }
 
 /* A traced task forked: trace the child (its tgid too when it is a new

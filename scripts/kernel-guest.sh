@@ -36,15 +36,19 @@ export MLTRACE_BIN="$BIN"
 "$BIN" doctor >"$RES/doctor.txt" 2>&1
 if [ $? = 0 ]; then result - pass doctor; else result - fail doctor "exit $? (see doctor.txt)"; fi
 
-# 5.11+ must load the fast route; every kernel the compat route.
+# 5.15+ must load the per-call route, 5.11+ the fast route; every kernel
+# the compat route.
 major=$(echo "$K" | cut -d. -f1); minor=$(echo "$K" | cut -d. -f2)
+before() { [ "$major" -lt "$1" ] || { [ "$major" = "$1" ] && [ "$minor" -lt "$2" ]; }; }
 routes=""
-for route in fast compat; do
+for route in per-call fast compat; do
   line=$(grep "^$route route" "$RES/doctor.txt")
   if echo "$line" | grep -q ' ok '; then
     routes="$routes $route"
     result "$route" pass loads
-  elif [ $route = fast ] && [ "$major" -lt 5 -o \( "$major" = 5 -a "$minor" -lt 11 \) ]; then
+  elif [ $route = per-call ] && before 5 15; then
+    result "$route" skip loads "not before 5.15"
+  elif [ $route = fast ] && before 5 11; then
     result "$route" skip loads "not before 5.11"
   else
     result "$route" fail loads "$(echo "$line" | cut -c 30-)"

@@ -121,7 +121,76 @@ fn known_io_is_recorded_exactly_and_matches_proc_pid_io() {
     }
     // `make test-kernels` may force the route for a whole run.
     let forced = std::env::var("MLTRACE_SYSCALL_PROBES").unwrap_or_default();
-    check_known_io(known_io(&[]), if forced == "compat" { "raw_tp" } else { "tp_btf" });
+    let mechanism = match forced.as_str() {
+        "compat" => "raw_tp",
+        "fast" => "tp_btf",
+        _ => "per-call tracepoints",
+    };
+    check_known_io(known_io(&[]), mechanism);
+}
+
+/// The same on the route that runs on every syscall (tp_btf, task storage).
+#[test]
+fn known_io_on_the_fast_route() {
+    if !require_root() {
+        return;
+    }
+    check_known_io(known_io(&["--syscall-probes", "fast"]), "tp_btf");
+}
+
+/// The per-call route's promise: a call mltrace does not record runs no
+/// program. 200,000 fstat calls and 2,000 reads, recorded on each route
+/// with the kernel counting program runs: the fast route's entry program
+/// runs on every call, the per-call route's only on the reads (and the
+/// machine's other recorded-kind calls, far fewer than the fstats).
+#[test]
+fn the_per_call_route_runs_nothing_on_calls_it_does_not_record() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("calls.c");
+    std::fs::write(
+        &src,
+        "#include <fcntl.h>\n#include <sys/stat.h>\n#include <unistd.h>\n\
+         int main(void) { struct stat st; char b[16]; int fd = open(\"/proc/self/stat\", O_RDONLY);\n\
+         for (int i = 0; i < 200000; i++) fstat(fd, &st);\n\
+         for (int i = 0; i < 2000; i++) pread(fd, b, sizeof b, 0);\n return 0; }\n",
+    )
+    .unwrap();
+    let bin = tmp.path().join("calls");
+    assert!(Command::new("cc").arg("-O2").arg("-o").arg(&bin).arg(&src).status().unwrap().success());
+    let sysctl = "/proc/sys/kernel/bpf_stats_enabled";
+    let before = std::fs::read_to_string(sysctl).unwrap_or_default();
+    std::fs::write(sysctl, "1").unwrap();
+    let runs = |route: &str, prog: &str| -> u64 {
+        let log = tmp.path().join(format!("{route}.bin"));
+        let stats = tmp.path().join(format!("{route}.stats"));
+        let out = Command::new(mltrace_bin())
+            .args(["record", "-q", "--gpu", "off", "--sched", "off", "--syscall-probes", route, "-o"])
+            .arg(&log)
+            .arg("--")
+            .arg(&bin)
+            .env("MLTRACE_BPF_STATS", &stats)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let reads = read_log(&log)
+            .iter()
+            .filter(|r| matches!(r.rec, Record::Io(x) if x.op == IoOp::Pread64 && x.requested == 16))
+            .count();
+        assert_eq!(reads, 2000, "{route}: every pread recorded");
+        let text = std::fs::read_to_string(&stats).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(prog)?.strip_prefix(' ')?.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{route}: no {prog} in {text}"))
+    };
+    let fast = runs("fast", "fast_sys_enter");
+    let per_call = runs("per-call", "call_enter");
+    std::fs::write(sysctl, before.trim()).unwrap();
+    eprintln!("entry program runs: fast route {fast}, per-call route {per_call}");
+    assert!(fast >= 202_000, "the fast route's entry program ran {fast} times");
+    assert!((2_000..50_000).contains(&per_call), "the per-call route's entry program ran {per_call} times");
 }
 
 /// The same on the route kernels before 5.11 take (raw_tp, hash maps).
@@ -553,13 +622,15 @@ fn doctor_reports_real_checks_and_the_probe_choice() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     let line =
         |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {text}")).to_string();
-    // Both routes are loaded for real, each reported on its own line.
-    for route in ["fast route", "compat route"] {
+    // Every route is loaded for real, each reported on its own line.
+    for route in ["per-call route", "fast route", "compat route"] {
         assert!(line(route).contains(" ok ") && line(route).contains("loaded and attached"), "{text}");
     }
-    // This kernel (6.18) has task storage: the fast route is chosen.
-    assert!(line("programs").contains(" ok ") && line("programs").contains("record uses the fast route"), "{text}");
-    assert!(line("syscall probes").contains("tp_btf, per-task storage: sys_enter + sys_exit"), "{text}");
+    // This kernel (6.18) has the task's registers and task storage: the
+    // per-call route is chosen, two tracepoints per recorded call.
+    assert!(line("per-call route").contains(" per-call tracepoints (with"), "{text}");
+    assert!(line("programs").contains(" ok ") && line("programs").contains("record uses the per-call route"), "{text}");
+    assert!(line("syscall probes").contains("per-call tracepoints, per-task storage: sys_enter + sys_exit"), "{text}");
     // This kernel (6.18) has block_io_start: the 6.5+ route is chosen.
     assert!(line("block probes").contains("block_io_start, block_rq_issue, block_rq_complete"), "{text}");
     // This kernel (6.18) inserts large folios: the tracepoint has their order.

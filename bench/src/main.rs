@@ -31,8 +31,14 @@ mod floor {
 enum Tool {
     Untraced,
     Floor,
+    /// The count-only programs on each recorded call's own tracepoints:
+    /// the per-call route's floor.
+    CallsFloor,
     LatencyFloor,
     Mltrace,
+    /// mltrace on the fast route (tp_btf on every syscall): the route the
+    /// per-call one replaced, side by side with it.
+    MltraceFast,
     /// mltrace without scheduling capture: what scheduling costs.
     MltraceNoSched,
     /// Another build of mltrace (BENCH_BASELINE=PATH), run side by side:
@@ -50,8 +56,10 @@ impl Tool {
         match self {
             Tool::Untraced => "untraced",
             Tool::Floor => "count-only BPF",
+            Tool::CallsFloor => "count per call",
             Tool::LatencyFloor => "latency floor",
             Tool::Mltrace => "mltrace record",
+            Tool::MltraceFast => "mltrace fast route",
             Tool::MltraceNoSched => "mltrace --sched off",
             Tool::MltraceBaseline => "mltrace baseline",
             Tool::MltraceSummary => "mltrace summary",
@@ -247,20 +255,43 @@ impl Bench {
         let mut run = Run::default();
         let stdout = match tool {
             Tool::Untraced => run_measured(Command::new(&w.bin).args(&w.args))?,
-            Tool::Floor => {
+            Tool::Floor | Tool::CallsFloor => {
+                let per_call = tool == Tool::CallsFloor;
                 let mut storage = MaybeUninit::uninit();
                 let mut open = floor::FloorSkelBuilder::default().open(&mut storage)?;
                 open.progs.latency_enter.set_autoload(false);
                 open.progs.latency_exit.set_autoload(false);
                 open.progs.latency_fork.set_autoload(false);
+                open.progs.floor_enter.set_autoload(!per_call);
+                open.progs.floor_exit.set_autoload(!per_call);
+                open.progs.floor_call_enter.set_autoload(per_call);
+                open.progs.floor_call_exit.set_autoload(per_call);
+                open.progs.floor_call_enter.set_autoattach(false);
+                open.progs.floor_call_exit.set_autoattach(false);
                 let mut skel = open.load()?;
                 skel.attach()?;
+                let mut links = Vec::new();
+                if per_call {
+                    // What mltrace's per-call route attaches (mappings on).
+                    for name in mltrace_capture::bpf::call_names(true, false) {
+                        for (p, tp) in
+                            [(&skel.progs.floor_call_enter, "sys_enter"), (&skel.progs.floor_call_exit, "sys_exit")]
+                        {
+                            let tp = format!("{tp}_{name}");
+                            links.push(
+                                p.attach_tracepoint(libbpf_rs::TracepointCategory::Syscalls, &tp)
+                                    .with_context(|| format!("attaching to syscalls:{tp}"))?,
+                            );
+                        }
+                    }
+                }
                 let s = run_measured(Command::new(&w.bin).args(&w.args))?;
+                drop(links);
                 drop(skel);
                 s
             }
             Tool::LatencyFloor => latency_floor(w)?,
-            Tool::Mltrace | Tool::MltraceNoSched | Tool::MltraceBaseline | Tool::MltraceSummary => {
+            Tool::Mltrace | Tool::MltraceFast | Tool::MltraceNoSched | Tool::MltraceBaseline | Tool::MltraceSummary => {
                 let log = out.with_extension("bin");
                 let sched = if tool == Tool::MltraceNoSched { "off" } else { "on" };
                 let bin = match (tool, &self.baseline) {
@@ -269,6 +300,7 @@ impl Bench {
                 };
                 let mode: &[&str] = match tool {
                     Tool::MltraceSummary => &["--detail", "summary", "--slow", "1ms"],
+                    Tool::MltraceFast => &["--sched", "on", "--syscall-probes", "fast"],
                     _ => &["--sched", sched],
                 };
                 let (s, rss) = rss_of(
@@ -384,10 +416,18 @@ fn main() -> Result<()> {
     // BENCH_TOOLS=untraced,floor,mltrace and BENCH_ONLY=a,b,e,f,job,export,long: quick partial runs.
     let only_tools = std::env::var("BENCH_TOOLS").ok();
     let wanted = |t: Tool| only_tools.as_deref().is_none_or(|l| l.split(',').any(|n| t.name().starts_with(n.trim())));
-    let mut tools: Vec<Tool> = [Tool::Untraced, Tool::Floor, Tool::LatencyFloor, Tool::Mltrace, Tool::MltraceNoSched]
-        .into_iter()
-        .filter(|&t| wanted(t))
-        .collect();
+    let mut tools: Vec<Tool> = [
+        Tool::Untraced,
+        Tool::Floor,
+        Tool::CallsFloor,
+        Tool::LatencyFloor,
+        Tool::Mltrace,
+        Tool::MltraceFast,
+        Tool::MltraceNoSched,
+    ]
+    .into_iter()
+    .filter(|&t| wanted(t))
+    .collect();
     let mut skipped = Vec::new();
     let baseline = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
     if let Some(b) = &baseline {
@@ -602,6 +642,22 @@ fn main() -> Result<()> {
                 table,
                 "  ({key}) scheduling on vs --sched off: {cost:+.1}% (for reference: noise is a few %)"
             );
+        }
+    }
+    // What the per-call route saves: its floor and itself beside the
+    // route that runs on every syscall.
+    for (wi, key) in [(0, "a"), (1, "b")].into_iter().chain(p) {
+        let u = med(wi, Tool::Untraced).unwrap_or(0) as f64;
+        let pct = |t: Tool| med(wi, t).map(|m| (m as f64 / u.max(1.0) - 1.0) * 100.0);
+        if let (Some(every), Some(calls)) = (pct(Tool::Floor), pct(Tool::CallsFloor)) {
+            let _ = writeln!(
+                table,
+                "  ({key}) count-only floor: {every:+.1}% on every syscall (raw_tp), {calls:+.1}% on the recorded \
+                 calls' own tracepoints"
+            );
+        }
+        if let (Some(fast), Some(calls)) = (pct(Tool::MltraceFast), pct(Tool::Mltrace)) {
+            let _ = writeln!(table, "  ({key}) mltrace: fast route {fast:+.1}%, per-call route (default) {calls:+.1}%");
         }
     }
     for (wi, key) in [(0, "a"), (1, "b"), (2, "c"), (3, "d")].into_iter().chain(p) {

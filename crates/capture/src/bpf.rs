@@ -96,6 +96,11 @@ impl Default for BpfConfig {
 /// How syscalls and processes are followed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyscallRoute {
+    /// Tracepoint programs on each recorded call's own
+    /// `syscalls:sys_enter_NAME`/`sys_exit_NAME` (Linux 5.15+, tracefs):
+    /// the calls mltrace does not record run no program at all; state in
+    /// per-task storage as on the fast route.
+    Calls,
     /// tp_btf programs with per-task storage (Linux 5.11+): no hashing on
     /// the hot path, BTF pointer loads instead of helper calls.
     Fast,
@@ -106,9 +111,45 @@ pub enum SyscallRoute {
 /// The route's name, as `--syscall-probes` takes it.
 pub fn route_name(r: SyscallRoute) -> &'static str {
     match r {
+        SyscallRoute::Calls => "per-call",
         SyscallRoute::Fast => "fast",
         SyscallRoute::Compat => "compat",
     }
+}
+
+/// Whether this kernel can have the per-call route: the fast route's
+/// needs, the registers of the task (bpf_task_pt_regs, 5.15), and the
+/// tracepoint of every call recorded (`calls`) in tracefs; else why not.
+pub fn calls_possible(kernel: &KernelBtf, calls: &[&str], tracefs_ok: bool) -> Result<(), String> {
+    if crate::system::kernel_version().is_none_or(|v| v < (5, 15)) || !kernel.available() {
+        return Err("needs Linux 5.15 or newer with BTF (the task's registers in a tracepoint program)".into());
+    }
+    if !tracefs_ok {
+        return Err("needs tracefs (the per-call tracepoints are named there)".into());
+    }
+    let missing: Vec<&str> = calls
+        .iter()
+        .copied()
+        .filter(|c| !crate::system::tracepoint_exists("syscalls", &format!("sys_enter_{c}")))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the kernel has no syscalls:sys_enter_* tracepoint for {}", missing.join(", ")))
+    }
+}
+
+/// The names of the recorded calls, as their tracepoints name them (the
+/// kernel's definitions: 64-bit `sendfile` is defined as `sendfile64`).
+pub fn call_names(mappings: bool, setid: bool) -> Vec<&'static str> {
+    syscalls::traced(mappings, setid)
+        .iter()
+        .map(|&(nr, o)| match o {
+            crate::skel::types::op::OP_SETID => syscalls::setid_name(nr as u32),
+            crate::skel::types::op::OP_SENDFILE => "sendfile64",
+            o => op_name(o.0),
+        })
+        .collect()
 }
 
 /// Whether this kernel can have the fast route: task storage for tracing
@@ -120,6 +161,7 @@ pub fn fast_possible(kernel: &KernelBtf) -> bool {
 impl SyscallRoute {
     pub fn describe(self) -> &'static str {
         match self {
+            SyscallRoute::Calls => "per-call tracepoints, per-task storage",
             SyscallRoute::Fast => "tp_btf, per-task storage",
             SyscallRoute::Compat => "raw_tp, hash maps",
         }
@@ -155,6 +197,8 @@ pub struct Plan {
     pub fallback: Option<String>,
     /// Whether the kernel can have the fast route at all.
     pub fast_possible: bool,
+    /// Whether it can have the per-call route, or why not.
+    pub calls_possible: Result<(), String>,
     /// Why tracefs cannot be used (not root, not mounted and not
     /// mountable): page cache, io_uring and fault start times are then
     /// left out.
@@ -167,12 +211,20 @@ impl Plan {
     pub fn new(cfg: &BpfConfig, kernel: &KernelBtf) -> Plan {
         let block = if cfg.block { cfg.block_route.or_else(|| BlockRoute::choose(kernel)) } else { None };
         let fast_ok = fast_possible(kernel);
-        let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
-        let wants_tracefs = cfg.page_cache || cfg.uring || cfg.mappings;
+        let wants_tracefs =
+            cfg.page_cache || cfg.uring || cfg.mappings || matches!(cfg.route, None | Some(SyscallRoute::Calls));
         let state = if wants_tracefs { crate::system::tracefs() } else { Tracefs::Ready };
         let tracefs_mounted = if let Tracefs::MountedNow(at) = state { Some(at) } else { None };
         let tracefs_unusable = if let Tracefs::Unusable(why) = state { Some(why) } else { None };
         let tracefs = tracefs_unusable.is_none();
+        let calls_ok = calls_possible(kernel, &call_names(cfg.mappings, cfg.only_ids.is_some()), tracefs);
+        let route = cfg.route.unwrap_or(if calls_ok.is_ok() {
+            SyscallRoute::Calls
+        } else if fast_ok {
+            SyscallRoute::Fast
+        } else {
+            SyscallRoute::Compat
+        });
         let page_cache = if cfg.page_cache && tracefs { PageCacheRoute::choose(kernel) } else { None };
         let uring = match (&tracefs_unusable, cfg.uring) {
             (_, false) => Err("turned off (--io-uring off)".to_string()),
@@ -200,6 +252,7 @@ impl Plan {
             fault_fallback: None,
             fallback: None,
             fast_possible: fast_ok,
+            calls_possible: calls_ok,
             tracefs_unusable,
             tracefs_mounted,
         }
@@ -219,10 +272,10 @@ fn bpf_err(stage: &str) -> impl FnOnce(libbpf_rs::Error) -> CaptureError + '_ {
 /// that change between versions: when they alone keep the rest from
 /// loading, recording goes on without them and `plan.uring` says why.
 pub fn load<'obj>(
-    storage: &'obj mut [MaybeUninit<OpenObject>; 4],
+    storage: &'obj mut [MaybeUninit<OpenObject>; 6],
     cfg: &BpfConfig,
     plan: &mut Plan,
-) -> Result<MltraceSkel<'obj>, CaptureError> {
+) -> Result<Loaded<'obj>, CaptureError> {
     if cfg.route == Some(SyscallRoute::Fast) && !plan.fast_possible {
         return Err(CaptureError::Unsupported(format!(
             "the fast syscall route needs Linux 5.11 or newer with BTF (task storage for tracing programs); \
@@ -230,10 +283,20 @@ pub fn load<'obj>(
             crate::system::kernel_release()
         )));
     }
+    if let (Some(SyscallRoute::Calls), Err(why)) = (cfg.route, &plan.calls_possible) {
+        return Err(CaptureError::Unsupported(format!(
+            "the per-call syscall route {why}; this is {}: use --syscall-probes fast, compat or auto",
+            crate::system::kernel_release()
+        )));
+    }
     let with_uring = plan.uring.is_ok();
     let mut tries = Vec::new();
-    for route in [SyscallRoute::Fast, SyscallRoute::Compat] {
-        let wanted = route == plan.route || (route == SyscallRoute::Compat && cfg.route.is_none());
+    // Without a route asked for: the best one, then those below it.
+    let order = [SyscallRoute::Calls, SyscallRoute::Fast, SyscallRoute::Compat];
+    let first = order.iter().position(|&r| r == plan.route).unwrap_or(0);
+    for (i, &route) in order.iter().enumerate() {
+        let below = i > first && (route != SyscallRoute::Fast || plan.fast_possible);
+        let wanted = route == plan.route || (cfg.route.is_none() && below);
         if wanted {
             tries.push((route, with_uring));
             if with_uring {
@@ -242,7 +305,7 @@ pub fn load<'obj>(
         }
     }
     let first_line = |e: &CaptureError| e.to_string().lines().next().unwrap_or_default().to_string();
-    let (mut fast_error, mut uring_error, mut last) = (None, None, None);
+    let (mut route_error, mut uring_error, mut last) = (None::<String>, None, None);
     for (slot, (route, uring)) in storage.iter_mut().zip(tries) {
         let mut p = plan.clone();
         p.route = route;
@@ -250,22 +313,22 @@ pub fn load<'obj>(
             p.uring = Err(String::new());
         }
         match load_route(slot, cfg, &p) {
-            Ok(skel) => {
+            Ok(loaded) => {
                 if route != plan.route {
-                    plan.fallback = fast_error;
+                    plan.fallback = route_error;
                     plan.route = route;
                 }
                 if with_uring && !uring {
                     plan.uring = Err(format!("its programs did not load ({})", uring_error.unwrap_or_default()));
                 }
-                return Ok(skel);
+                return Ok(loaded);
             }
             Err(e) => {
                 if uring {
                     uring_error = Some(first_line(&e));
                 }
-                if route == SyscallRoute::Fast {
-                    fast_error = Some(first_line(&e));
+                if route != SyscallRoute::Compat && route_error.is_none() {
+                    route_error = Some(format!("{} route: {}", route_name(route), first_line(&e)));
                 }
                 last = Some(e);
             }
@@ -278,7 +341,7 @@ fn load_route<'obj>(
     storage: &'obj mut MaybeUninit<OpenObject>,
     cfg: &BpfConfig,
     plan: &Plan,
-) -> Result<MltraceSkel<'obj>, CaptureError> {
+) -> Result<Loaded<'obj>, CaptureError> {
     let builder = MltraceSkelBuilder::default();
     let mut open = builder.open(storage).map_err(bpf_err("opening the BPF object"))?;
     let ring = cfg.ring_bytes.max(4096).next_power_of_two();
@@ -321,7 +384,9 @@ fn load_route<'obj>(
             }
         }
     }
-    let fast = plan.route == SyscallRoute::Fast;
+    // The per-call route is the fast one with other syscall programs.
+    let fast = plan.route != SyscallRoute::Compat;
+    let calls = plan.route == SyscallRoute::Calls;
     let progs = &mut open.progs;
     for (p, on) in [
         (&mut progs.sys_enter, !fast),
@@ -330,8 +395,10 @@ fn load_route<'obj>(
         (&mut progs.sched_exec, !fast),
         (&mut progs.sched_exit, !fast),
         (&mut progs.task_rename, !fast),
-        (&mut progs.fast_sys_enter, fast),
-        (&mut progs.fast_sys_exit, fast),
+        (&mut progs.fast_sys_enter, fast && !calls),
+        (&mut progs.fast_sys_exit, fast && !calls),
+        (&mut progs.call_enter, calls),
+        (&mut progs.call_exit, calls),
         (&mut progs.fast_sched_fork, fast),
         (&mut progs.fast_sched_exec, fast),
         (&mut progs.fast_sched_exit, fast),
@@ -360,6 +427,9 @@ fn load_route<'obj>(
     ] {
         p.set_autoload(on);
     }
+    // Attached below, once per recorded call.
+    open.progs.call_enter.set_autoattach(false);
+    open.progs.call_exit.set_autoattach(false);
     // The uprobes (CUDA driver and NCCL calls): loaded when asked for, as
     // uprobe_multi links where the kernel has them.
     let progs = &mut open.progs;
@@ -432,7 +502,26 @@ fn load_route<'obj>(
     if let Err(e) = skel.attach() {
         return Err(bpf_err(&format!("attaching the programs{}", which_fails_to_attach(&skel)))(e));
     }
-    Ok(skel)
+    let mut links = Vec::new();
+    if calls {
+        for name in call_names(plan.mappings, cfg.only_ids.is_some()) {
+            for (prog, tp) in [(&skel.progs.call_enter, "sys_enter"), (&skel.progs.call_exit, "sys_exit")] {
+                let tp = format!("{tp}_{name}");
+                links.push(
+                    prog.attach_tracepoint(libbpf_rs::TracepointCategory::Syscalls, &tp)
+                        .map_err(bpf_err(&format!("attaching to syscalls:{tp}")))?,
+                );
+            }
+        }
+    }
+    Ok(Loaded { skel, call_links: links })
+}
+
+/// The loaded programs, and on the per-call route the links of its two
+/// programs to each call's tracepoints: keep both while recording.
+pub struct Loaded<'obj> {
+    pub skel: MltraceSkel<'obj>,
+    pub call_links: Vec<libbpf_rs::Link>,
 }
 
 /// After `attach()` failed: " (NAME, SECTION)" of the first program that
@@ -486,7 +575,7 @@ pub fn anon_counts(skel: &MltraceSkel<'_>) -> Vec<(u32, u64, u64)> {
 /// recorded syscall, and follows the children they start).
 pub fn attach_pid(skel: &MltraceSkel<'_>, pid: u32, route: SyscallRoute) -> Result<(), CaptureError> {
     trace_pid(skel, pid, route)?;
-    if route == SyscallRoute::Fast {
+    if route != SyscallRoute::Compat {
         const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
         let tids = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
         let value = vec![0u8; std::mem::size_of::<crate::skel::types::inflight>()];
@@ -511,7 +600,7 @@ pub fn trace_pid(skel: &MltraceSkel<'_>, pid: u32, route: SyscallRoute) -> Resul
         .traced
         .update(&pid.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
         .map_err(bpf_err("adding the command to the traced set"))?;
-    if route == SyscallRoute::Fast {
+    if route != SyscallRoute::Compat {
         // Task storage is keyed by a pidfd from user space.
         // SAFETY: pidfd_open on our own (paused) child.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) } as libc::c_int;
@@ -684,7 +773,7 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
     if let Some(route) = plan.page_cache {
         v.push(mltrace_log::Probe {
             subsystem: "page cache".into(),
-            mechanism: if plan.route == SyscallRoute::Fast { "tracepoint, per-task storage" } else { "tracepoint" }
+            mechanism: if plan.route != SyscallRoute::Compat { "tracepoint, per-task storage" } else { "tracepoint" }
                 .into(),
             detail: route.describe().into(),
         });
@@ -699,7 +788,7 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
     if plan.sched {
         v.push(mltrace_log::Probe {
             subsystem: "scheduling".into(),
-            mechanism: if plan.route == SyscallRoute::Fast { "tp_btf, per-task storage" } else { "raw_tp" }.into(),
+            mechanism: if plan.route != SyscallRoute::Compat { "tp_btf, per-task storage" } else { "raw_tp" }.into(),
             detail: format!(
                 "sched_switch (traced thread on either side, with the call it sleeps in), sched_waking, \
                  sched_migrate_task; {}",
@@ -708,7 +797,7 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
         });
     }
     if plan.mappings {
-        let skipped = if plan.route == SyscallRoute::Fast {
+        let skipped = if plan.route != SyscallRoute::Compat {
             "; munmap and mremap of anonymous memory skipped (bpf_find_vma, 5.17+)"
         } else {
             ""
@@ -729,7 +818,7 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
     if let Some(route) = plan.block {
         v.push(mltrace_log::Probe {
             subsystem: "block".into(),
-            mechanism: if plan.route == SyscallRoute::Fast { "tp_btf + raw_tp" } else { "raw_tp" }.into(),
+            mechanism: if plan.route != SyscallRoute::Compat { "tp_btf + raw_tp" } else { "raw_tp" }.into(),
             detail: route.describe().into(),
         });
     }

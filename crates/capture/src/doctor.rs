@@ -176,8 +176,9 @@ pub fn run() -> Vec<Check> {
     // back from one to the other, and a test of both must see both.
     let mut plan = None;
     let fast = bpf::fast_possible(&kernel);
-    for route in [SyscallRoute::Fast, SyscallRoute::Compat] {
+    for route in [SyscallRoute::Calls, SyscallRoute::Fast, SyscallRoute::Compat] {
         let name = match route {
+            SyscallRoute::Calls => "per-call route",
             SyscallRoute::Fast => "fast route",
             SyscallRoute::Compat => "compat route",
         };
@@ -187,9 +188,18 @@ pub fn run() -> Vec<Check> {
         }
         let cfg = BpfConfig { ring_bytes: 1 << 16, route: Some(route), ..Default::default() };
         let mut p = Plan::new(&cfg, &kernel);
-        let mut storage: [MaybeUninit<_>; 4] = std::array::from_fn(|_| MaybeUninit::uninit());
+        if let (SyscallRoute::Calls, Err(why)) = (route, &p.calls_possible) {
+            out.push(check(name, Status::Absent, why.clone()));
+            continue;
+        }
+        let mut storage: [MaybeUninit<_>; 6] = std::array::from_fn(|_| MaybeUninit::uninit());
         match bpf::load(&mut storage, &cfg, &mut p) {
-            Ok(skel) => {
+            Ok(bpf::Loaded { skel, call_links }) => {
+                let calls = if call_links.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} per-call tracepoints", call_links.len())
+                };
                 let n = skel.object().progs().filter(|p| p.autoload()).count();
                 let uring = match &p.uring {
                     Err(why) if why.starts_with("its programs") => format!("; io_uring left out: {why}"),
@@ -199,7 +209,7 @@ pub fn run() -> Vec<Check> {
                     name,
                     Status::Ok,
                     format!(
-                        "{}: {n} programs verified, loaded and attached (with their maps and ring buffer){uring}",
+                        "{}: {n} programs verified, loaded and attached{calls} (with their maps and ring buffer){uring}",
                         route.describe()
                     ),
                 ));

@@ -725,12 +725,20 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         out.chown(u.uid, u.gid)?;
     }
     let mut plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
-    let mut storage: [MaybeUninit<_>; 4] = std::array::from_fn(|_| MaybeUninit::uninit());
+    let mut storage: [MaybeUninit<_>; 6] = std::array::from_fn(|_| MaybeUninit::uninit());
     let loaded_since = system::boottime_ns();
-    let skel = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
+    let bpf::Loaded { skel, call_links: _call_links } = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
     if let Some(why) = &plan.fallback {
         // Slower, but everything is still recorded: say so, once.
-        eprintln!("mltrace: the fast (tp_btf) probes did not load here ({why}); using raw_tp and hash maps");
+        eprintln!(
+            "mltrace: the {} probes did not load here ({why}); using the {} route ({})",
+            match why.split(' ').next() {
+                Some("per-call") => "per-call",
+                _ => "fast (tp_btf)",
+            },
+            bpf::route_name(plan.route),
+            plan.route.describe()
+        );
     }
     if let Some(at) = plan.tracefs_mounted {
         eprintln!(

@@ -100,6 +100,13 @@ fn tracefs_readable() -> Option<Result<(), String>> {
     found
 }
 
+/// Whether tracefs has the tracepoint `group:name` (where libbpf looks).
+pub fn tracepoint_exists(group: &str, name: &str) -> bool {
+    [TRACEFS, "/sys/kernel/debug/tracing"]
+        .iter()
+        .any(|dir| std::path::Path::new(&format!("{dir}/events/{group}/{name}/id")).exists())
+}
+
 fn mount_tracefs() -> std::io::Result<()> {
     let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
     let (src, target, fstype) = (c("nodev"), c(TRACEFS), c("tracefs"));

@@ -88,8 +88,9 @@ pub struct Args {
     /// The NVML library to load (default: $MLTRACE_NVML_LIBRARY, else libnvidia-ml.so.1)
     #[arg(long, value_name = "PATH")]
     nvml_library: Option<PathBuf>,
-    /// How syscalls are followed: auto, fast (tp_btf and task storage,
-    /// Linux 5.11+) or compat (raw_tp and hash maps). The environment sets
+    /// How syscalls are followed: auto, per-call (each recorded call's own
+    /// tracepoints and task storage, Linux 5.15+), fast (tp_btf on every
+    /// call and task storage, Linux 5.11+) or compat (raw_tp and hash maps). The environment sets
     /// it for a whole test run (`make test-kernels` forces each route)
     #[arg(long, env = "MLTRACE_SYSCALL_PROBES", default_value = "auto", value_name = "ROUTE", hide = true)]
     syscall_probes: String,
@@ -270,9 +271,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     }
     opts.bpf.route = match a.syscall_probes.as_str() {
         "auto" => None,
+        "per-call" => Some(SyscallRoute::Calls),
         "fast" => Some(SyscallRoute::Fast),
         "compat" => Some(SyscallRoute::Compat),
-        other => anyhow::bail!("--syscall-probes {other}: expected auto, fast or compat"),
+        other => anyhow::bail!("--syscall-probes {other}: expected auto, per-call, fast or compat"),
     };
     match a.block_probes.as_str() {
         "auto" => {}
