@@ -129,6 +129,7 @@ checks_full=(
   "cuda_e2e driver_calls_are_what_the_trainer_did"
   "nccl_e2e nccl_calls_are_what_the_trainer_did"
 )
+# MLTRACE_KERNEL_ROUTES="per-call": only these routes (kernel-guest.sh).
 # MLTRACE_KERNEL_CHECKS="bin test;bin test": only these (a change to one
 # probe, checked on every kernel without the whole list).
 if [ -n "${MLTRACE_KERNEL_CHECKS:-}" ]; then
@@ -149,6 +150,7 @@ run_guest() {
     echo "SMOKE=$smoke"
     echo "TESTS=$out/tests.txt"
     echo "KDIR=$kdir"
+    echo "MLTRACE_KERNEL_ROUTES=\"${MLTRACE_KERNEL_ROUTES:-}\""
   } >"$res/env"
   if [ $smoke = 1 ]; then printf '%s\n' "${checks_smoke[@]}"; else printf '%s\n' "${checks_full[@]}"; fi >"$res/checks"
   # The smoke run takes one to two minutes, every check about half an
@@ -184,6 +186,7 @@ run_host() {
     echo "SMOKE=0"
     echo "TESTS=$out/tests.txt"
     echo "HOST=1"
+    echo "MLTRACE_KERNEL_ROUTES=\"${MLTRACE_KERNEL_ROUTES:-}\""
   } >"$res/env"
   printf '%s\n' "${checks_full[@]}" >"$res/checks"
   sh "$root/scripts/kernel-guest.sh" "$res/env" || true
