@@ -4,6 +4,7 @@
 mod async_io;
 pub mod calls;
 pub mod collectives;
+pub mod diff;
 mod glob;
 pub mod gpu_calls;
 pub mod gpu_idle;
