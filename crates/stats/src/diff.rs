@@ -827,25 +827,9 @@ impl Diff {
         })
     }
 
-    /// The comparison as text, as `mltrace diff` prints it.
-    pub fn render(&self) -> String {
-        let mut o = String::new();
-        let (b, a) = (&self.before, &self.after);
-        for (label, r) in [("before", b), ("after", a)] {
-            let _ = writeln!(o, "{label}:{}{}", " ".repeat(8 - label.len()), r.file);
-            let _ = writeln!(o, "  command: {}", r.command.join(" "));
-            let _ = writeln!(o, "  host:    {} (kernel {}, {} CPUs), starting {}", r.host, r.kernel, r.cpus, r.started);
-            let _ = writeln!(o, "  verdict: {}", r.verdict);
-            if !r.complete {
-                let _ = writeln!(o, "  warning: the log was cut (no trailer): its figures end where it ends");
-            }
-            if r.lost > 0 {
-                let _ = writeln!(o, "  warning: {} events lost", r.lost);
-            }
-            for w in &r.warnings {
-                let _ = writeln!(o, "  warning: {w}");
-            }
-        }
+    /// What differs between the runs besides their figures (`commands`,
+    /// `hosts`, `details (full and summary)`); empty when nothing does.
+    pub fn differences(&self) -> Vec<&'static str> {
         let mut differ = Vec::new();
         if !self.same_command() {
             differ.push("commands");
@@ -853,22 +837,47 @@ impl Diff {
         if !self.same_host() {
             differ.push("hosts");
         }
-        if b.detail != a.detail {
+        if self.before.detail != self.after.detail {
             differ.push("details (full and summary)");
         }
-        if !differ.is_empty() {
-            let _ = writeln!(o, "note:     the two runs have different {}", differ.join(" and "));
+        differ
+    }
+
+    /// The comparison's tables, as text and the report show them: each a
+    /// heading (`None` for the first) and rows, its header row first.
+    pub fn tables(&self, path_chars: usize) -> Vec<(Option<String>, Vec<Vec<String>>)> {
+        let mut out = vec![(None, self.summary_rows())];
+        let epochs = self.epochs();
+        if !epochs.is_empty() {
+            let (nb, na) = (self.before.epochs.len(), self.after.epochs.len());
+            let also = if nb == na && nb == epochs.len() {
+                String::new()
+            } else {
+                format!(" ({} of {nb} before and {na} after, those in both)", epochs.len())
+            };
+            out.push((Some(format!("per epoch{also}")), self.epoch_rows(&epochs)));
         }
-        o.push('\n');
+        let ranks = self.ranks();
+        if !ranks.is_empty() {
+            out.push((Some(format!("per rank ({} in both)", ranks.len())), self.rank_rows(&ranks)));
+        }
+        for (what, list) in [("files", self.files()), ("directories", self.directories())] {
+            if !list.is_empty() {
+                let heading = format!("{what} whose reads changed most (by time in read calls, then bytes)");
+                out.push((Some(heading), file_rows(&list, path_chars)));
+            }
+        }
+        out
+    }
+
+    /// Wall time, steps, the verdict and its shares, the loaders, the page cache.
+    fn summary_rows(&self) -> Vec<Vec<String>> {
+        let (b, a) = (&self.before, &self.after);
         let mut rows = vec![["", "before", "after", "change"].map(String::from).to_vec()];
         let row = |label: &str, p: Pair, f: &dyn Fn(f64) -> String, change: &dyn Fn(&Pair) -> String| {
             let side = |v: Option<f64>| v.map_or_else(|| "-".to_string(), f);
             vec![label.to_string(), side(p.before), side(p.after), change(&p)]
         };
-        let relative = |p: &Pair| p.ratio().map_or_else(|| "-".to_string(), |r| signed_pct(r - 1.0));
-        let times = |p: &Pair| p.ratio().map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"));
-        let points = |p: &Pair| p.delta().map_or_else(|| "-".to_string(), |d| format!("{:+.0} pts", d * 100.0));
-        let secs = |s: f64| duration((s * 1e9) as u64);
         rows.push(row("wall time", self.wall_s(), &secs, &relative));
         let from = |r: &RunFigures| r.steps.map_or("-", |s| s.from.name());
         let steps_label = if b.steps.is_none() && a.steps.is_none() {
@@ -890,7 +899,6 @@ impl Diff {
                 })
             };
             rows.push(vec!["loaders".into(), who(b), who(a), String::new()]);
-            let by = |v: f64| bytes(v.round() as u64);
             rows.push(row("  read", self.loader_read_bytes(), &by, &relative));
             rows.push(row("  read rate (the trainer's time)", self.loader_read_mb_per_s(), &mb, &times));
             rows.push(row("  read rate (in read calls)", self.loader_read_call_mb_per_s(), &mb, &times));
@@ -899,77 +907,128 @@ impl Diff {
             rows.push(row("  read p99", self.loader_read_p99_us(), &us, &times));
             rows.push(row("  from the page cache", self.loader_cache_fraction(), &pct, &points));
         }
-        let by = |v: f64| bytes(v.round() as u64);
         rows.push(row("files read by calls", self.read_bytes(), &by, &relative));
         rows.push(row("bytes from storage", self.from_storage_bytes(), &by, &relative));
         rows.push(row("page-cache hit ratio", self.hit_ratio(), &pct, &points));
-        o.push_str(&crate::table(&rows));
+        rows
+    }
 
-        let epochs = self.epochs();
-        if !epochs.is_empty() {
-            let (nb, na) = (b.epochs.len(), a.epochs.len());
-            let also = if nb == na && nb == epochs.len() {
-                String::new()
-            } else {
-                format!(" ({} of {nb} before and {na} after, those in both)", epochs.len())
-            };
-            let _ = writeln!(o, "\nper epoch{also}:");
-            let mut rows = vec![["epoch", "duration", "verdict", "data wait", "on CPU", "read", "from cache"]
-                .map(String::from)
-                .to_vec()];
-            for (eb, ea) in &epochs {
-                let p = |f: &dyn Fn(&EpochFigures) -> Option<f64>| Pair::of(f(eb), f(ea));
-                let dur = p(&|e| Some(e.duration_ns as f64 / 1e9));
-                rows.push(vec![
-                    eb.name.clone(),
-                    format!("{} ({})", arrow(&dur, secs), relative(&dur)),
-                    if eb.kind == ea.kind { eb.kind.to_string() } else { format!("{} -> {}", eb.kind, ea.kind) },
-                    arrow(&p(&|e| e.breakdown.map(|x| x.data_wait)), pct),
-                    arrow(&p(&|e| e.breakdown.map(|x| x.on_cpu)), pct),
-                    arrow(&p(&|e| e.read_mb_per_s), mb),
-                    arrow(&p(&|e| e.cache_hit_fraction), pct),
-                ]);
-            }
-            o.push_str(&crate::table(&rows));
+    fn epoch_rows(&self, epochs: &[(&EpochFigures, &EpochFigures)]) -> Vec<Vec<String>> {
+        let mut rows = vec![["epoch", "duration", "verdict", "data wait", "on CPU", "read", "from cache"]
+            .map(String::from)
+            .to_vec()];
+        for (eb, ea) in epochs {
+            let p = |f: &dyn Fn(&EpochFigures) -> Option<f64>| Pair::of(f(eb), f(ea));
+            let dur = p(&|e| Some(e.duration_ns as f64 / 1e9));
+            rows.push(vec![
+                eb.name.clone(),
+                format!("{} ({})", arrow(&dur, secs), relative(&dur)),
+                if eb.kind == ea.kind { eb.kind.to_string() } else { format!("{} -> {}", eb.kind, ea.kind) },
+                arrow(&p(&|e| e.breakdown.map(|x| x.data_wait)), pct),
+                arrow(&p(&|e| e.breakdown.map(|x| x.on_cpu)), pct),
+                arrow(&p(&|e| e.read_mb_per_s), mb),
+                arrow(&p(&|e| e.cache_hit_fraction), pct),
+            ]);
         }
-        let ranks = self.ranks();
-        if !ranks.is_empty() {
-            let _ = writeln!(o, "\nper rank ({} in both):", ranks.len());
-            let mut rows = vec![["rank", "steps/s", "data wait", "waiting for other ranks", "on CPU", "read"]
-                .map(String::from)
-                .to_vec()];
-            for (rb, ra) in &ranks {
-                let p = |f: &dyn Fn(&RankFigures) -> Option<f64>| Pair::of(f(rb), f(ra));
-                rows.push(vec![
-                    rb.rank.to_string(),
-                    arrow(&p(&|r| r.steps.map(|s| s.per_s)), rate),
-                    arrow(&p(&|r| r.breakdown.map(|x| x.data_wait)), pct),
-                    arrow(&p(&|r| r.breakdown.map(|x| x.collective_wait)), pct),
-                    arrow(&p(&|r| r.breakdown.map(|x| x.on_cpu)), pct),
-                    arrow(&p(&|r| r.read_mb_per_s), mb),
-                ]);
-            }
-            o.push_str(&crate::table(&rows));
+        rows
+    }
+
+    fn rank_rows(&self, ranks: &[(&RankFigures, &RankFigures)]) -> Vec<Vec<String>> {
+        let mut rows = vec![["rank", "steps/s", "data wait", "waiting for other ranks", "on CPU", "read"]
+            .map(String::from)
+            .to_vec()];
+        for (rb, ra) in ranks {
+            let p = |f: &dyn Fn(&RankFigures) -> Option<f64>| Pair::of(f(rb), f(ra));
+            rows.push(vec![
+                rb.rank.to_string(),
+                arrow(&p(&|r| r.steps.map(|s| s.per_s)), rate),
+                arrow(&p(&|r| r.breakdown.map(|x| x.data_wait)), pct),
+                arrow(&p(&|r| r.breakdown.map(|x| x.collective_wait)), pct),
+                arrow(&p(&|r| r.breakdown.map(|x| x.on_cpu)), pct),
+                arrow(&p(&|r| r.read_mb_per_s), mb),
+            ]);
         }
-        for (what, list) in [("files", self.files()), ("directories", self.directories())] {
-            if list.is_empty() {
-                continue;
+        rows
+    }
+
+    /// The comparison as text, as `mltrace diff` prints it.
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        for (label, r) in [("before", &self.before), ("after", &self.after)] {
+            let _ = writeln!(o, "{label}:{}{}", " ".repeat(8 - label.len()), r.file);
+            let _ = writeln!(o, "  command: {}", r.command.join(" "));
+            let _ = writeln!(o, "  host:    {} (kernel {}, {} CPUs), starting {}", r.host, r.kernel, r.cpus, r.started);
+            let _ = writeln!(o, "  verdict: {}", r.verdict);
+            for w in r.notes() {
+                let _ = writeln!(o, "  warning: {w}");
             }
-            let _ = writeln!(o, "\n{what} whose reads changed most (by time in read calls, then bytes):");
-            let mut rows = vec![["path", "time in reads", "read", "from storage"].map(String::from).to_vec()];
-            for c in list {
-                rows.push(vec![
-                    crate::shorten(&c.path, 60),
-                    arrow(&c.read_s(), secs),
-                    arrow(&c.read_bytes(), by),
-                    arrow(&c.from_storage_bytes(), by),
-                ]);
+        }
+        let differ = self.differences();
+        if !differ.is_empty() {
+            let _ = writeln!(o, "note:     the two runs have different {}", differ.join(" and "));
+        }
+        for (heading, rows) in self.tables(60) {
+            match heading {
+                Some(h) => {
+                    let _ = writeln!(o, "\n{h}:");
+                }
+                None => o.push('\n'),
             }
             o.push_str(&crate::table(&rows));
         }
         let _ = writeln!(o, "\n{}", self.conclusion());
         o
     }
+}
+
+impl RunFigures {
+    /// What may make its figures less than whole: a cut log, lost events,
+    /// the warnings `stats` gives.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.complete {
+            out.push("the log was cut (no trailer): its figures end where it ends".to_string());
+        }
+        if self.lost > 0 {
+            out.push(format!("{} events lost", self.lost));
+        }
+        out.extend(self.warnings.iter().cloned());
+        out
+    }
+}
+
+fn secs(s: f64) -> String {
+    duration((s * 1e9) as u64)
+}
+
+fn by(v: f64) -> String {
+    bytes(v.round() as u64)
+}
+
+fn relative(p: &Pair) -> String {
+    p.ratio().map_or_else(|| "-".to_string(), |r| signed_pct(r - 1.0))
+}
+
+fn times(p: &Pair) -> String {
+    p.ratio().map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
+}
+
+fn points(p: &Pair) -> String {
+    p.delta().map_or_else(|| "-".to_string(), |d| format!("{:+.0} pts", d * 100.0))
+}
+
+/// Files or directories, each path cut to `path_chars` (0: whole).
+fn file_rows(list: &[FileChange], path_chars: usize) -> Vec<Vec<String>> {
+    let mut rows = vec![["path", "time in reads", "read", "from storage"].map(String::from).to_vec()];
+    for c in list {
+        rows.push(vec![
+            if path_chars > 0 { crate::shorten(&c.path, path_chars) } else { c.path.clone() },
+            arrow(&c.read_s(), secs),
+            arrow(&c.read_bytes(), by),
+            arrow(&c.from_storage_bytes(), by),
+        ]);
+    }
+    rows
 }
 
 #[cfg(test)]
