@@ -35,6 +35,9 @@ What a log becomes:
                                     one dataset of several hosts' logs:
                                     job/<table>/host=<name>/part-0.parquet
   mltrace report run.bin            one-page HTML report: run.html
+  mltrace report before.bin after.bin
+                                    both runs on one page, compared:
+                                    before-vs-after.html
   mltrace stats run.bin             text tables and the data-wait verdict
   mltrace stats --json run.bin      the same as one JSON document
   mltrace diff before.bin after.bin two runs side by side, with the change
@@ -70,7 +73,7 @@ enum Cmd {
     /// DIR/<table>/host=<name>/part-0.parquet. The HTML report is `mltrace
     /// report`; text and JSON summaries are `mltrace stats`.
     Export(export::Args),
-    /// Write a one-page HTML report of a log (charts, top files, verdict; opens offline)
+    /// Write a one-page HTML report of a log (charts, top files, verdict; opens offline), or of two runs compared
     Report(report::Args),
     /// Convert old traces (bpftrace outputs, mpstat, nvidia-smi pmon/dmon, MLPerf logs) into a log
     Import(import::Args),
