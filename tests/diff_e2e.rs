@@ -239,6 +239,48 @@ fn the_same_job_twice_differs_by_noise_only() {
     assert_eq!(d["kind"]["changed"], false, "{d}");
 }
 
+/// Four plain ranks (plain_ranks.py: each a trainer fed by its own loader,
+/// 40 ms a batch), rank 2's loader taking 120 ms a batch, then 40 ms like
+/// the others: per rank, steps/s as each rank measured them (from its
+/// batches: it waits for every one), rank 2 three times as fast, the
+/// others as before.
+#[test]
+fn a_slow_rank_made_as_fast_as_the_others() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = system_python() else { return };
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("data.bin"), vec![7u8; 1 << 20]).unwrap();
+    let steps = 20;
+    let run = |name: &str, slow_ms: &str| {
+        record(dir, name, &py, "plain_ranks.py", &["data.bin", "4", &steps.to_string(), "30", "40", "2", slow_ms], &[])
+    };
+    let (slow, even) = (run("slow", "120"), run("even", "40"));
+    let (d, text) = diff(&slow.log, &even.log, dir);
+    let ranks = d["ranks"].as_array().unwrap();
+    assert_eq!(ranks.iter().map(|r| r["rank"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1, 2, 3], "{ranks:?}");
+    assert!(text.contains("per rank (4 in both):"), "{text}");
+    for r in ranks {
+        let k = r["rank"].as_u64().unwrap();
+        let own = |run: &Recorded| steps as f64 / (run.kv[&format!("total_ns_{k}")] as f64 / 1e9);
+        let own = (own(&slow), own(&even));
+        for (side, run, mine) in [("before", &slow, own.0), ("after", &even, own.1)] {
+            assert_eq!(r["pid"][side], run.kv[&format!("pid_{k}")], "{r}");
+            let got = f(&r["steps_per_s"][side]);
+            assert!((got - mine).abs() <= 0.1 * mine, "rank {k} {side}: {got:.2} steps/s, it measured {mine:.2}: {r}");
+        }
+        let (got, mine) = (f(&r["steps_per_s"]["ratio"]), own.1 / own.0);
+        eprintln!("rank {k}: steps/s ratio {got:.3}, its own {mine:.3}");
+        assert!((got - mine).abs() <= 0.1 * mine, "rank {k}: {got:.3}x against {mine:.3}x measured: {r}");
+        if k == 2 {
+            assert!(mine > 2.0, "the slow rank should be faster after: {own:?}");
+        }
+    }
+}
+
 /// A log that is not one, one cut short, one that is missing: an error
 /// naming the file, whichever side it is on.
 #[test]
