@@ -625,18 +625,20 @@ impl Diff {
         (!j.is_empty()).then(|| j.iter().all(|j| !j.beyond()))
     }
 
-    /// Epochs both runs have (by name): (before, after).
+    /// Epochs both runs have (by name, the first of a name): (before, after).
     pub fn epochs(&self) -> Vec<(&EpochFigures, &EpochFigures)> {
-        (self.before.epochs.iter())
-            .filter_map(|b| self.after.epochs.iter().find(|a| a.name == b.name).map(|a| (b, a)))
-            .collect()
+        let mut after: std::collections::HashMap<&str, &EpochFigures> = std::collections::HashMap::new();
+        for e in &self.after.epochs {
+            after.entry(e.name.as_str()).or_insert(e);
+        }
+        self.before.epochs.iter().filter_map(|b| after.get(b.name.as_str()).map(|a| (b, *a))).collect()
     }
 
     /// Ranks both runs have (by rank): (before, after).
     pub fn ranks(&self) -> Vec<(&RankFigures, &RankFigures)> {
-        (self.before.ranks.iter())
-            .filter_map(|b| self.after.ranks.iter().find(|a| a.rank == b.rank).map(|a| (b, a)))
-            .collect()
+        let after: std::collections::HashMap<usize, &RankFigures> =
+            self.after.ranks.iter().rev().map(|r| (r.rank, r)).collect();
+        self.before.ranks.iter().filter_map(|b| after.get(&b.rank).map(|a| (b, *a))).collect()
     }
 
     pub fn files(&self) -> Vec<FileChange> {
