@@ -99,7 +99,7 @@ fn a_second_worker_for_a_cpu_bound_loader() {
     let steps = DECODE_STEPS.to_string();
     let args = [data.to_str().unwrap(), &steps, "5", "sleep"];
     let env = |workers: &str| vec![("STEP_TRAINER_WORKERS", workers.to_string()), ("STEP_TRAINER_MARKS", "1".into())];
-    let (one, two, own) = until_measured(
+    let Some((one, two, own)) = until_measured(
         "two workers faster than one",
         |own| own.1 > 1.25 * own.0,
         || {
@@ -111,7 +111,9 @@ fn a_second_worker_for_a_cpu_bound_loader() {
             let own = (own_steps_per_s(&one, DECODE_STEPS), own_steps_per_s(&two, DECODE_STEPS));
             (one, two, own)
         },
-    );
+    ) else {
+        return;
+    };
 
     let (d, text) = diff(&one.log, &two.log, dir);
     steps_as_measured(&d, own, "one -> two workers");
@@ -154,7 +156,7 @@ fn a_warm_page_cache_against_a_cold_one() {
     let (samples, compute_ms) = (cal.0.to_string(), cal.1.clone());
     let args = ["run", file.to_str().unwrap(), &epochs.to_string(), &steps.to_string(), &samples, &compute_ms, "spin"];
     let n = epochs * steps;
-    let (cold, warm, own) = until_measured(
+    let Some((cold, warm, own)) = until_measured(
         "a warm cache faster than a cold one",
         |own| own.1 > 1.5 * own.0,
         || {
@@ -165,7 +167,9 @@ fn a_warm_page_cache_against_a_cold_one() {
             let own = (own_steps_per_s(&cold, n), own_steps_per_s(&warm, n));
             (cold, warm, own)
         },
-    );
+    ) else {
+        return;
+    };
 
     let (d, text) = diff(&cold.log, &warm.log, dir);
     steps_as_measured(&d, own, "cold -> warm");
@@ -224,12 +228,14 @@ fn the_same_job_twice_differs_by_noise_only() {
     // Steady by its own clock: else the machine was busy, and the two
     // runs did differ.
     let steady = |own: (f64, f64)| (own.0 - own.1).abs() <= 0.02 * own.0.max(own.1);
-    let (a, b, own) = until_measured("the job as fast both times", steady, || {
+    let Some((a, b, own)) = until_measured("the job as fast both times", steady, || {
         let a = record(dir, "a", &py, "sample_loader.py", &args, &[]);
         let b = record(dir, "b", &py, "sample_loader.py", &args, &[]);
         let own = (own_steps_per_s(&a, n), own_steps_per_s(&b, n));
         (a, b, own)
-    });
+    }) else {
+        return;
+    };
     let (d, text) = diff(&a.log, &b.log, dir);
     assert_eq!(d["noise"]["only_noise"], true, "{text}\nthe workload measured {:.2} and {:.2} steps/s", own.0, own.1);
     steps_as_measured(&d, own, "the same job");
@@ -316,23 +322,27 @@ fn bad_input_is_named() {
 /// Records a pair of runs with `pair` until the workloads' own clocks
 /// show what the test is about (`measured` of their steps per second):
 /// another program on the machine can take the CPUs a second worker
-/// needs. Three tries; the last is returned whatever it measured, and
-/// said.
+/// needs (a QEMU kernel test beside these took one). After three tries
+/// the check could not run: it fails in CI (whose machine is the tests'
+/// own), and elsewhere is skipped and listed (`tools::skip`).
 fn until_measured(
     what: &str,
     measured: impl Fn((f64, f64)) -> bool,
     mut pair: impl FnMut() -> (Recorded, Recorded, (f64, f64)),
-) -> (Recorded, Recorded, (f64, f64)) {
-    for _ in 1..3 {
+) -> Option<(Recorded, Recorded, (f64, f64))> {
+    let mut seen = Vec::new();
+    for _ in 0..3 {
         let p = pair();
         if measured(p.2) {
-            return p;
+            return Some(p);
         }
-        eprintln!("{what}: not so by the workload's clock ({:.2} -> {:.2} steps/s); recording again", p.2 .0, p.2 .1);
+        eprintln!("{what}: not so by the workload's clock ({:.2} -> {:.2} steps/s)", p.2 .0, p.2 .1);
+        seen.push(format!("{:.2} -> {:.2}", p.2 .0, p.2 .1));
     }
-    let p = pair();
-    assert!(measured(p.2), "{what}: not so by the workload's clock ({:.2} -> {:.2} steps/s)", p.2 .0, p.2 .1);
-    p
+    let why =
+        format!("not so by the workload's own clock in 3 tries ({} steps/s): is the machine busy?", seen.join(", "));
+    skip(what, &why);
+    None
 }
 
 fn sample_loader(py: &str, args: &[&str]) -> String {
