@@ -215,3 +215,59 @@ fn stats_and_report_give_the_same_duration_the_recordings_own() {
     let want = end.max(last) - start.min(first);
     assert_eq!(json["duration_ns"].as_u64(), Some(want), "{}", json["duration_ns"]);
 }
+
+/// `report BEFORE AFTER`: both runs on one page, each with every section
+/// of its own report, and a section comparing them with the figures and
+/// the line `mltrace diff` gives (a trainer whose worker decodes 20 ms a
+/// batch, then 2 ms).
+#[test]
+fn two_runs_on_one_page() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let bin = compile_workload("trainer", dir);
+    let data = dir.join("train.bin");
+    let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(&data, chunk.repeat(4)).unwrap();
+    let mut logs = Vec::new();
+    for (name, decode_ms) in [("slow", "20"), ("fast", "2")] {
+        let log = dir.join(format!("{name}.bin"));
+        let args = ["record", "-q", "--gpu", "off", "-o", log.to_str().unwrap(), "--", bin.to_str().unwrap()];
+        let out = mltrace(&[&args[..], &[data.to_str().unwrap(), "20", "64", decode_ms, "10"]].concat(), dir);
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+        logs.push(log);
+    }
+    let (before, after) = (logs[0].to_str().unwrap(), logs[1].to_str().unwrap());
+    // Named after both, beside the second, by default.
+    let out = mltrace(&["report", before, after], dir);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let html_path = dir.join("slow-vs-fast.html");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.contains("<section id=\"compare\">"), "the comparison");
+    for side in ["before", "after"] {
+        for id in SECTIONS.iter().chain(&["verdict"]) {
+            assert!(html.contains(&format!("<section id=\"{side}-{id}\">")), "{side}-{id} missing");
+        }
+        assert!(!html.contains(&format!("<section id=\"{}\">", SECTIONS[0])), "an id not made the run's");
+    }
+    // The comparison is diff's: its line, and the trainer's shares in each run.
+    let d = mltrace(&["diff", "--json", before, after], dir);
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    let d: serde_json::Value = serde_json::from_slice(&d.stdout).unwrap();
+    let line = d["conclusion"].as_str().unwrap().replace('>', "&gt;").replace('\'', "&#39;");
+    assert!(html.contains(&format!("id=\"conclusion\">{line}</p>")), "{line}");
+    assert!(d["breakdown"]["data_wait"]["delta"].as_f64().unwrap() < -0.2, "{}", d["breakdown"]);
+    for side in ["before", "after"] {
+        let key = format!("data-run=\"{side}\" data-shares=\"");
+        let at = html.find(&key).unwrap_or_else(|| panic!("{key}")) + key.len();
+        let shares = &html[at..at + html[at..].find('"').unwrap()];
+        let data_wait = shares.split(',').find_map(|s| s.strip_prefix("data_wait:")).unwrap();
+        let want = d["breakdown"]["data_wait"][side].as_f64().unwrap();
+        assert_eq!(data_wait, format!("{want:.4}"), "{side}: {shares}");
+    }
+    assert!(html.contains("<th>before</th><th>after</th><th>change</th>"), "the figures' table");
+    assert_self_contained(&html);
+    check_render(&html_path, &dir.join("pair.png"));
+}

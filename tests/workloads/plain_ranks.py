@@ -6,8 +6,9 @@ accelerator). Rank SLOW's loader takes SLOW_MS a batch.
 
     plain_ranks.py DATA N STEPS COMPUTE_MS LOADER_MS SLOW SLOW_MS
 
-Each rank prints `pid_R PID` and `blocked_ns_R NS` (its time in the
-queue's get) once done.
+Each rank prints `pid_R PID`, `blocked_ns_R NS` (its time in the
+queue's get) and `total_ns_R NS` (its first request to its last step's
+end) once done.
 """
 import multiprocessing as mp
 import os
@@ -31,6 +32,7 @@ def loader(q, data, steps, ms):
 def rank(data, steps, compute_ms, loader_ms):
     ctx = mp.get_context("fork")
     q = ctx.Queue(maxsize=2)
+    start = time.perf_counter_ns()
     p = ctx.Process(target=loader, args=(q, data, steps, loader_ms))
     p.start()
     blocked = 0
@@ -39,9 +41,10 @@ def rank(data, steps, compute_ms, loader_ms):
         q.get()
         blocked += time.perf_counter_ns() - t
         compute(compute_ms, "sleep")
+    total = time.perf_counter_ns() - start
     p.join()
     r = os.environ["RANK"]
-    print(f"pid_{r} {os.getpid()}\nblocked_ns_{r} {blocked}", flush=True)
+    print(f"pid_{r} {os.getpid()}\nblocked_ns_{r} {blocked}\ntotal_ns_{r} {total}", flush=True)
 
 
 def main():

@@ -10,7 +10,12 @@ per step: takes the next batch (its wait, measured) and computes for
 COMPUTE_MS, by sleeping (as storage benchmarks emulate an accelerator:
 its timer ends the sleep while a worker runs on that CPU) or by spinning.
 It prints `key value` lines: `pid`, `total_ns` (its first request to its last batch) and
-`blocked_ns` (time in the queue's get), and the workers' pids.
+`blocked_ns` (time in the queue's get), `rounds` (hash rounds per batch),
+and the workers' pids.
+
+STEP_TRAINER_WORKERS sets how many workers (4 when unset);
+STEP_TRAINER_MARKS=1 marks each step (`mltrace_ebpf.mark("step")`, the
+module on PYTHONPATH) as a job that logs its steps does.
 """
 import hashlib
 import multiprocessing as mp
@@ -20,7 +25,7 @@ import time
 
 from compute import compute, hash_rounds
 
-WORKERS = 4
+WORKERS = int(os.environ.get("STEP_TRAINER_WORKERS", "4"))
 CHUNK = 1 << 20
 # Hash rounds per batch: measured when unset, for about 30 ms of one CPU
 # a batch on a 2-CPU machine and as much longer as more CPUs run the
@@ -67,7 +72,14 @@ def main():
     for p in procs:
         p.start()
     blocked = 0
+    mark = None
+    if os.environ.get("STEP_TRAINER_MARKS") == "1":
+        import mltrace_ebpf
+
+        mark = mltrace_ebpf.mark
     for _ in range(steps):
+        if mark:
+            mark("step")
         t = time.perf_counter_ns()
         q.get()
         blocked += time.perf_counter_ns() - t
@@ -78,6 +90,7 @@ def main():
     print(f"pid {os.getpid()}")
     print(f"total_ns {total}")
     print(f"blocked_ns {blocked}")
+    print(f"rounds {rounds}")
     for i, p in enumerate(procs):
         print(f"worker{i} {p.pid}")
 

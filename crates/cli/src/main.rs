@@ -1,6 +1,7 @@
 //! The `mltrace` command line.
 
 mod completions;
+mod diff;
 mod dump;
 mod export;
 mod import;
@@ -34,8 +35,13 @@ What a log becomes:
                                     one dataset of several hosts' logs:
                                     job/<table>/host=<name>/part-0.parquet
   mltrace report run.bin            one-page HTML report: run.html
+  mltrace report before.bin after.bin
+                                    both runs on one page, compared:
+                                    before-vs-after.html
   mltrace stats run.bin             text tables and the data-wait verdict
   mltrace stats --json run.bin      the same as one JSON document
+  mltrace diff before.bin after.bin two runs side by side, with the change
+                                    and whether it is more than noise
   mltrace merge *.bin -o job.bin    one merged log of several hosts: job.bin
 
 The manual is the docs/ directory of mltrace's source.";
@@ -67,7 +73,7 @@ enum Cmd {
     /// DIR/<table>/host=<name>/part-0.parquet. The HTML report is `mltrace
     /// report`; text and JSON summaries are `mltrace stats`.
     Export(export::Args),
-    /// Write a one-page HTML report of a log (charts, top files, verdict; opens offline)
+    /// Write a one-page HTML report of a log (charts, top files, verdict; opens offline), or of two runs compared
     Report(report::Args),
     /// Convert old traces (bpftrace outputs, mpstat, nvidia-smi pmon/dmon, MLPerf logs) into a log
     Import(import::Args),
@@ -84,6 +90,8 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Compare two runs: wall time, steps/s, the verdict's shares, the loaders' reads, the page cache, the files whose reads changed most (text, or JSON with --json)
+    Diff(diff::Args),
     /// Check what this machine can trace, and which probes record will use
     Doctor,
     /// Print a log's records as text, one per line (for debugging)
@@ -154,6 +162,7 @@ fn main() -> ExitCode {
         Cmd::Report(a) => report::run(a),
         Cmd::Merge(a) => merge::run(a),
         Cmd::Stats { log, top, json } => stats(&log, top, json),
+        Cmd::Diff(a) => diff::run(a),
         Cmd::Doctor => doctor(),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),
         Cmd::Completions { shell } => completions::run(shell),

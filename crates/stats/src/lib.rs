@@ -4,6 +4,7 @@
 mod async_io;
 pub mod calls;
 pub mod collectives;
+pub mod diff;
 mod glob;
 pub mod gpu_calls;
 pub mod gpu_idle;
@@ -41,6 +42,7 @@ use mltrace_log::labels::{self, DiskIds, Outcome};
 use mltrace_log::names;
 use mltrace_log::*;
 use mltrace_model::maps::{MapClass, Maps};
+use mltrace_model::procs::is_data_path;
 
 const NAME_MAX: usize = 40;
 /// Processes let go ([`Stats::untraced`]) listed.
@@ -158,6 +160,12 @@ pub struct ProcStats {
     has_cmdline: bool,
     /// Time in read-family calls on files (durations summed over threads).
     pub read_ns: u64,
+    /// Latency of the read calls on data files ([`mltrace_model::procs::is_data_path`])
+    /// by the threads that can be loaders: every thread of a forked
+    /// process that runs its parent's program (a worker), the threads
+    /// other than the main one otherwise (loader threads). Not their waits
+    /// on a pipe for requests; `None` until one.
+    pub loader_read_latency: Option<Histogram>,
     /// Forked and never exec'd another program (or exec'd Python's
     /// multiprocessing spawn): a data loader when its parent is the trainer.
     pub loader: bool,
@@ -566,6 +574,12 @@ impl Stats {
             p.reads.add_summary(r);
             if matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
                 p.read_ns += r.time;
+                if (p.loader || r.tid != r.pid) && is_data_path(path) {
+                    let h = p.loader_read_latency.get_or_insert_with(Histogram::default);
+                    for (slot, n) in r.hist().into_iter().enumerate() {
+                        h.add_n(summary::slot_value(slot), u64::from(n));
+                    }
+                }
                 self.thread_reads.add(r.tid, |t| t.read_ns += r.time);
             }
         }
@@ -753,6 +767,9 @@ impl Stats {
                     // Data reads, not waits on a pipe or socket.
                     if matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
                         p.read_ns += r.dur;
+                        if (p.loader || r.tid != r.pid) && is_data_path(f.str(r.path)) {
+                            p.loader_read_latency.get_or_insert_with(Histogram::default).add(r.dur);
+                        }
                         self.thread_reads.add(r.tid, |t| t.read_ns += r.dur);
                     }
                 }
@@ -1672,7 +1689,7 @@ impl Stats {
 /// files and sockets, read ahead: the sums of a second reach the log a
 /// second or two after the wake-ups that the verdict must judge.
 fn summed_loaders<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<HashSet<(u32, u32)>, LogError> {
-    use mltrace_model::procs::{is_data_path, LOADER_BYTES};
+    use mltrace_model::procs::LOADER_BYTES;
     let mut bytes: HashMap<(u32, u32), u64> = HashMap::default();
     while let Some(mut f) = reader.next_frame()? {
         while let Some(rec) = f.next_record() {

@@ -147,7 +147,42 @@ pub struct Straggler {
     pub median_read_p99_ns: Option<u64>,
 }
 
+/// A process's steps per second, from the best source it has.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepRate {
+    /// Steps per second: the mean over the points ([`steps::rate`]).
+    pub per_s: f64,
+    /// The points it is taken over (one more than the steps between them).
+    pub points: usize,
+    pub from: StepFrom,
+}
+
 impl Stats {
+    /// Process `pid`'s steps per second, from the sources step times
+    /// come from, best first ([`StepFrom`]): its step marks (or the job's,
+    /// logged with no pid), else its collectives (NCCL calls, or its
+    /// waits for the other ranks), else its batches (its waits for data: a
+    /// batch that was ready when asked for is not seen, so with loaders
+    /// ahead at times this counts fewer steps than were taken). `None`
+    /// when none has [`steps::MIN_POINTS`].
+    pub fn step_rate(&self, pid: u32) -> Option<StepRate> {
+        let ends = |e: Option<&Vec<crate::sched::Episode>>| e.map(|e| e.iter().map(|x| x.to).collect::<Vec<u64>>());
+        let marks = [self.step_marks.get(&pid), self.step_marks.get(&0)].into_iter().flatten().next().cloned();
+        let collectives = match self.arrivals.by_pid.get(&pid) {
+            Some(a) if a.len() >= steps::MIN_POINTS => Some(a.clone()),
+            _ => ends(self.sched.episodes.get(&pid)),
+        };
+        let sources = [
+            (StepFrom::Marks, marks),
+            (StepFrom::Collectives, collectives),
+            (StepFrom::Batches, ends(self.sched.batches.get(&pid))),
+        ];
+        sources.into_iter().find_map(|(from, points)| {
+            let points = points?;
+            steps::rate(&points).map(|per_s| StepRate { per_s, points: points.len(), from })
+        })
+    }
+
     /// Where process `p`'s main thread's time went (see [`Breakdown`]).
     pub fn split(&self, p: &ProcStats) -> Option<Breakdown> {
         let main = self.sched.main_thread.get(&p.pid).filter(|m| m.total() > 0)?;

@@ -48,6 +48,19 @@ pub fn period(points: &[u64]) -> Option<f64> {
     median(points.windows(2).map(|w| w[1].saturating_sub(w[0]) as f64).collect())
 }
 
+/// Steps per second over successive points (ns): (points - 1) / (last -
+/// first), the mean rate. Not the median period: steps that alternate
+/// (two loaders in phase hand over batches in pairs: 60, 10, 60, 10 ms)
+/// have a median period of either, and a rate of one step per 35 ms.
+/// `None` with fewer than [`MIN_POINTS`], or no time between them.
+pub fn rate(points: &[u64]) -> Option<f64> {
+    if points.len() < MIN_POINTS {
+        return None;
+    }
+    let (lo, hi) = points.iter().fold((u64::MAX, 0), |(a, b), &p| (a.min(p), b.max(p)));
+    (hi > lo).then(|| (points.len() - 1) as f64 / ((hi - lo) as f64 / 1e9))
+}
+
 /// One collective as the ranks met it: each rank's arrival (ns), by its
 /// index among the ranks given.
 #[derive(Clone, Debug, PartialEq)]
@@ -174,6 +187,11 @@ mod tests {
         assert_eq!(period(&[0, 100, 250, 350]), Some(100.0));
         assert_eq!(median(vec![0.4, 0.1, 0.2, 0.3]), Some(0.25));
         assert_eq!(median(vec![]), None);
+        assert_eq!(rate(&[0, 100_000_000]), None);
+        // Alternating steps: the mean rate, whatever the median period.
+        let alternating = [0, 60, 70, 130, 140, 200, 210].map(|ms| ms * 1_000_000);
+        assert_eq!(rate(&alternating), Some(6.0 / 0.21));
+        assert_eq!(rate(&[5, 5, 5]), None);
     }
 
     /// Three ranks leave together every 100 ns; rank 1 arrives last at

@@ -158,6 +158,12 @@ pub struct Workers {
     pub files: Option<(String, f64)>,
     /// Bytes they read from files by calls and io_uring requests.
     pub read_bytes: u64,
+    /// Time in their read calls on files (summed over them).
+    pub read_ns: u64,
+    /// Their read calls on data files: latency percentiles (ns; `None`
+    /// without any). See [`crate::ProcStats::loader_read_latency`].
+    pub read_p50_ns: Option<u64>,
+    pub read_p99_ns: Option<u64>,
     /// Share of the bytes their calls read that the page cache already held
     /// (null without the page-cache probe, or when they read nothing).
     pub cache_fraction: Option<f64>,
@@ -244,6 +250,9 @@ impl Verdict {
                 "files": w.files.as_ref().map(|f| f.0.clone()),
                 "files_share": w.files.as_ref().map(|f| f.1),
                 "read_bytes": w.read_bytes,
+                "read_ns": w.read_ns,
+                "read_p50_ns": w.read_p50_ns,
+                "read_p99_ns": w.read_p99_ns,
                 "cache_fraction": w.cache_fraction,
             })
         });
@@ -360,6 +369,13 @@ impl Stats {
             from_storage += storage;
         }
         let wf = |n| wt.fraction(n).unwrap_or(0.0);
+        // Their data reads' latency: the workers', or the trainer's threads'
+        // other than its main one.
+        let mut latency = crate::Histogram::default();
+        let sources: Vec<&ProcStats> = if threads { vec![t] } else { workers.to_vec() };
+        for h in sources.iter().filter_map(|p| p.loader_read_latency.as_ref()) {
+            latency.merge(h);
+        }
         let files: Vec<(&str, u64)> = self.worker_files.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         // Bytes from files (not pipes or sockets): what the cache could hold.
         let read_bytes = files.iter().map(|f| f.1).sum();
@@ -374,6 +390,9 @@ impl Stats {
             runnable_fraction: wf(wt.runnable),
             files: crate::glob::name_files(&files),
             read_bytes,
+            read_ns,
+            read_p50_ns: latency.quantile(0.5),
+            read_p99_ns: latency.quantile(0.99),
             cache_fraction: if self.has_page_cache() {
                 crate::CacheFill { during_reads: from_storage, ..Default::default() }.hit_ratio(read_bytes)
             } else {

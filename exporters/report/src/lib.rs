@@ -20,6 +20,7 @@ use mltrace_model::heat::FileHeat;
 use mltrace_model::plan::{self, Plan, Split};
 use mltrace_model::window::{self, WindowRequest};
 use mltrace_model::Survey;
+use mltrace_stats::diff::{Diff, RunFigures};
 use mltrace_stats::Stats;
 
 pub use charts::ChartError;
@@ -83,4 +84,16 @@ impl Report {
     pub fn html(&self) -> Result<String, ReportError> {
         Ok(page::render(self)?)
     }
+
+    /// What `mltrace diff` compares of this run (from the stats the page shows).
+    pub fn figures(&self) -> RunFigures {
+        RunFigures::of(&self.stats, &self.log.display().to_string())
+    }
+}
+
+/// Two runs on one page: a section comparing them (`mltrace diff`'s
+/// figures, [`mltrace_stats::diff`]), then each run's report.
+pub fn html_pair(before: &Report, after: &Report) -> Result<String, ReportError> {
+    let diff = Diff::new(before.figures(), after.figures(), mltrace_stats::diff::TOP);
+    Ok(page::render_pair(before, after, &diff)?)
 }

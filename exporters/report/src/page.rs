@@ -10,6 +10,7 @@ use mltrace_model::plan::FileRole;
 use mltrace_model::procs::{ProcIdx, Role};
 use mltrace_model::window;
 use mltrace_stats::calls::pow2_low;
+use mltrace_stats::diff::Diff;
 use mltrace_stats::{bytes, duration, Histogram};
 
 use crate::charts::{self, Band, ChartError, Line};
@@ -317,34 +318,201 @@ fn by_first_activity(rows: &mut [(String, Vec<f64>)]) {
     rows.sort_by_key(|r| r.1.iter().position(|&v| v > 0.0).unwrap_or(usize::MAX));
 }
 
-pub fn render(r: &Report) -> Result<String, ChartError> {
-    let mut o = String::new();
-    let h = &r.survey.header;
-    let cmd = h.command.join(" ");
-    let title = if cmd.is_empty() { r.log.display().to_string() } else { cmd.clone() };
+/// The page's head, up to its body.
+fn head(o: &mut String, title: &str) {
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>mltrace report: {}</title><style>{STYLE}</style></head><body>\n",
-        esc(&title)
+        esc(title)
     );
+}
+
+/// What a run's command is called in a title.
+fn title(r: &Report) -> String {
+    let cmd = r.survey.header.command.join(" ");
+    if cmd.is_empty() {
+        r.log.display().to_string()
+    } else {
+        cmd
+    }
+}
+
+pub fn render(r: &Report) -> Result<String, ChartError> {
+    let mut o = String::new();
+    head(&mut o, &title(r));
     let _ = writeln!(o, "<h1>mltrace report</h1><p class=\"note\">{}</p>", esc(&r.log.display().to_string()));
-    facts(r, &mut o);
-    verdict(r, &mut o);
-    ranks(r, &mut o)?;
-    let axis = Axis::new(r, LINE_COLUMNS);
-    let bands = bands(r, &axis);
-    throughput(r, &axis, &bands, &mut o)?;
-    heat_maps(r, &bands, &mut o)?;
-    calls(r, &mut o)?;
-    files(r, &mut o);
-    processes(r, &mut o);
-    disks(r, &axis, &bands, &mut o)?;
-    utilisation(r, &axis, &bands, &mut o)?;
-    perfetto(r, &mut o);
+    sections(r, &mut o)?;
     o.push_str("</body></html>\n");
     Ok(o)
+}
+
+/// Two runs on one page: the comparison, then each run's report, its
+/// sections' ids prefixed `before-` and `after-`.
+pub fn render_pair(before: &Report, after: &Report, diff: &Diff) -> Result<String, ChartError> {
+    let mut o = String::new();
+    head(&mut o, &format!("{} (before and after)", title(after)));
+    let _ = writeln!(
+        o,
+        "<h1>mltrace report: before and after</h1><p class=\"note\">{} and {}</p>",
+        esc(&before.log.display().to_string()),
+        esc(&after.log.display().to_string())
+    );
+    compare(diff, &mut o);
+    for (id, word, r) in [("before", "Before", before), ("after", "After", after)] {
+        let mut body = String::new();
+        sections(r, &mut body)?;
+        let _ = writeln!(o, "<h1 id=\"{id}\">{word}: {}</h1>", esc(&r.log.display().to_string()));
+        o.push_str(&body.replace("<section id=\"", &format!("<section id=\"{id}-")));
+    }
+    o.push_str("</body></html>\n");
+    Ok(o)
+}
+
+/// Colours of the seven shares in the comparison's bars.
+const SHARE_COLOURS: [&str; 7] = ["#d62728", "#9467bd", "#2ca02c", "#8c564b", "#1f77b4", "#ff7f0e", "#c7c7c7"];
+
+/// The comparison of two runs (`mltrace diff`'s figures): its line, the
+/// trainer's time as two bars, and its tables.
+fn compare(d: &Diff, o: &mut String) {
+    let _ = write!(o, "<section id=\"compare\"><h2>Before and after</h2><table class=\"facts\">");
+    for (word, r) in [("before", &d.before), ("after", &d.after)] {
+        let _ = write!(
+            o,
+            "<tr><td>{word}</td><td>{} <code>{}</code> on {} ({} CPUs), starting {}</td></tr>",
+            esc(&r.file),
+            esc(&r.command.join(" ")),
+            esc(&r.host),
+            r.cpus,
+            esc(&r.started)
+        );
+        for n in r.notes() {
+            let _ = write!(o, "<tr><td>{word}</td><td><span class=\"warn\">{}</span></td></tr>", esc(&n));
+        }
+    }
+    o.push_str("</table>");
+    let differ = d.differences();
+    if !differ.is_empty() {
+        let _ = write!(o, "<p class=\"note\">The two runs have different {}.</p>", differ.join(" and "));
+    }
+    let _ = write!(o, "<p class=\"verdict\" id=\"conclusion\">{}</p>", esc(&d.conclusion()));
+    share_bars(d, o);
+    for (heading, rows) in d.tables(0) {
+        if let Some(h) = &heading {
+            let _ = write!(o, "<h3>{}</h3>", esc(h));
+        }
+        o.push_str("<table>");
+        for (i, row) in rows.iter().enumerate() {
+            o.push_str("<tr>");
+            let cell = if i == 0 { "th" } else { "td" };
+            for (j, c) in row.iter().enumerate() {
+                // Paths whole, wrapped; the first column's indent kept.
+                let class = if j == 0 && heading.as_deref().is_some_and(|h| h.contains("whose reads")) {
+                    " class=\"path\""
+                } else {
+                    ""
+                };
+                let text = if j == 0 { c.replacen("  ", "\u{a0}\u{a0}\u{a0}", 1) } else { c.clone() };
+                let _ = write!(o, "<{cell}{class}>{}</{cell}>", esc(&text));
+            }
+            o.push_str("</tr>");
+        }
+        o.push_str("</table>");
+    }
+    let _ = writeln!(
+        o,
+        "<p class=\"note\">Every figure is the one <code>mltrace stats --json</code> gives for its log; \
+         <code>mltrace diff --json</code> gives them all. No measurable difference: every share of the \
+         trainer's time within {:.2} (or {} s over the shorter run), the wall time within {:.0}% (or {} s), \
+         steps per second within {:.0}%, as two recordings of one steady job differ (docs/diff.md).</p></section>",
+        mltrace_stats::diff::NOISE_SHARE,
+        mltrace_stats::diff::NOISE_JITTER_S,
+        mltrace_stats::diff::NOISE_TIME * 100.0,
+        mltrace_stats::diff::NOISE_JITTER_S,
+        mltrace_stats::diff::NOISE_TIME * 100.0,
+    );
+}
+
+/// The trainer's time in each run as a bar of its seven shares, with
+/// their values as data (`data-shares="data_wait:0.41,..."`).
+fn share_bars(d: &Diff, o: &mut String) {
+    let runs = [("before", d.before.breakdown), ("after", d.after.breakdown)];
+    if runs.iter().all(|r| r.1.is_none()) {
+        return;
+    }
+    let (w, left, bar, gap) = (800.0, 60.0, 26.0, 10.0);
+    let height = 2.0 * bar + gap + 4.0;
+    let _ = write!(
+        o,
+        "<figure><svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {height}\" \
+         role=\"img\" aria-label=\"the trainer's time, before and after\">"
+    );
+    for (i, (word, b)) in runs.iter().enumerate() {
+        let y = 2.0 + i as f64 * (bar + gap);
+        let side = |p: mltrace_stats::diff::Pair| if i == 0 { p.before } else { p.after };
+        let shares: Vec<(&str, f64)> =
+            mltrace_stats::diff::SHARES.iter().map(|(k, _)| (*k, side(d.share(k)).unwrap_or(0.0))).collect();
+        let data: Vec<String> = shares.iter().map(|(k, v)| format!("{k}:{v:.4}")).collect();
+        let _ = write!(
+            o,
+            "<g data-run=\"{word}\" data-shares=\"{}\"><text x=\"0\" y=\"{:.1}\" font-size=\"13\">{word}</text>",
+            data.join(","),
+            y + bar * 0.68
+        );
+        if b.is_none() {
+            let _ = write!(
+                o,
+                "<text x=\"{left}\" y=\"{:.1}\" font-size=\"12\">no scheduling records</text>",
+                y + bar * 0.68
+            );
+        } else {
+            let mut x = left;
+            for ((_, v), colour) in shares.iter().zip(SHARE_COLOURS) {
+                let len = v * (w - left);
+                if len > 0.0 {
+                    let _ = write!(
+                        o,
+                        "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{len:.1}\" height=\"{bar}\" fill=\"{colour}\"/>"
+                    );
+                    if *v >= 0.06 {
+                        let _ = write!(
+                            o,
+                            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#fff\">{:.0}%</text>",
+                            x + 4.0,
+                            y + bar * 0.68,
+                            v * 100.0
+                        );
+                    }
+                }
+                x += len;
+            }
+        }
+        o.push_str("</g>");
+    }
+    o.push_str("</svg><div class=\"legend\">");
+    for ((_, name), colour) in mltrace_stats::diff::SHARES.iter().zip(SHARE_COLOURS) {
+        let _ = write!(o, "<span><i style=\"background:{colour}\"></i>{}</span>", esc(name));
+    }
+    o.push_str("</div></figure>");
+}
+
+/// Every section of one run's report.
+fn sections(r: &Report, o: &mut String) -> Result<(), ChartError> {
+    facts(r, o);
+    verdict(r, o);
+    ranks(r, o)?;
+    let axis = Axis::new(r, LINE_COLUMNS);
+    let bands = bands(r, &axis);
+    throughput(r, &axis, &bands, o)?;
+    heat_maps(r, &bands, o)?;
+    calls(r, o)?;
+    files(r, o);
+    processes(r, o);
+    disks(r, &axis, &bands, o)?;
+    utilisation(r, &axis, &bands, o)?;
+    perfetto(r, o);
+    Ok(())
 }
 
 fn facts(r: &Report, o: &mut String) {
