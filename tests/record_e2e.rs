@@ -123,19 +123,19 @@ fn known_io_is_recorded_exactly_and_matches_proc_pid_io() {
     let forced = std::env::var("MLTRACE_SYSCALL_PROBES").unwrap_or_default();
     let mechanism = match forced.as_str() {
         "compat" => "raw_tp",
-        "fast" => "tp_btf",
-        _ => "per-call tracepoints",
+        "per-call" => "per-call tracepoints",
+        _ => "tp_btf",
     };
     check_known_io(known_io(&[]), mechanism);
 }
 
-/// The same on the route that runs on every syscall (tp_btf, task storage).
+/// The same on the route attached to each recorded call's tracepoints.
 #[test]
-fn known_io_on_the_fast_route() {
+fn known_io_on_the_per_call_route() {
     if !require_root() {
         return;
     }
-    check_known_io(known_io(&["--syscall-probes", "fast"]), "tp_btf");
+    check_known_io(known_io(&["--syscall-probes", "per-call"]), "per-call tracepoints");
 }
 
 /// The per-call route's promise: a call mltrace does not record runs no
@@ -626,11 +626,12 @@ fn doctor_reports_real_checks_and_the_probe_choice() {
     for route in ["per-call route", "fast route", "compat route"] {
         assert!(line(route).contains(" ok ") && line(route).contains("loaded and attached"), "{text}");
     }
-    // This kernel (6.18) has the task's registers and task storage: the
-    // per-call route is chosen, two tracepoints per recorded call.
+    // The per-call route: two tracepoints per recorded call. This kernel
+    // (6.18) has task storage: the fast route is chosen (the per-call one
+    // is asked for).
     assert!(line("per-call route").contains(" per-call tracepoints (with"), "{text}");
-    assert!(line("programs").contains(" ok ") && line("programs").contains("record uses the per-call route"), "{text}");
-    assert!(line("syscall probes").contains("per-call tracepoints, per-task storage: sys_enter + sys_exit"), "{text}");
+    assert!(line("programs").contains(" ok ") && line("programs").contains("record uses the fast route"), "{text}");
+    assert!(line("syscall probes").contains("tp_btf, per-task storage: sys_enter + sys_exit"), "{text}");
     // This kernel (6.18) has block_io_start: the 6.5+ route is chosen.
     assert!(line("block probes").contains("block_io_start, block_rq_issue, block_rq_complete"), "{text}");
     // This kernel (6.18) inserts large folios: the tracepoint has their order.

@@ -99,7 +99,8 @@ pub enum SyscallRoute {
     /// Tracepoint programs on each recorded call's own
     /// `syscalls:sys_enter_NAME`/`sys_exit_NAME` (Linux 5.15+, tracefs):
     /// the calls mltrace does not record run no program at all; state in
-    /// per-task storage as on the fast route.
+    /// per-task storage as on the fast route. Only when asked for: each
+    /// recorded call costs more than on the fast route.
     Calls,
     /// tp_btf programs with per-task storage (Linux 5.11+): no hashing on
     /// the hot path, BTF pointer loads instead of helper calls.
@@ -211,20 +212,15 @@ impl Plan {
     pub fn new(cfg: &BpfConfig, kernel: &KernelBtf) -> Plan {
         let block = if cfg.block { cfg.block_route.or_else(|| BlockRoute::choose(kernel)) } else { None };
         let fast_ok = fast_possible(kernel);
-        let wants_tracefs =
-            cfg.page_cache || cfg.uring || cfg.mappings || matches!(cfg.route, None | Some(SyscallRoute::Calls));
+        let wants_tracefs = cfg.page_cache || cfg.uring || cfg.mappings || cfg.route == Some(SyscallRoute::Calls);
         let state = if wants_tracefs { crate::system::tracefs() } else { Tracefs::Ready };
         let tracefs_mounted = if let Tracefs::MountedNow(at) = state { Some(at) } else { None };
         let tracefs_unusable = if let Tracefs::Unusable(why) = state { Some(why) } else { None };
         let tracefs = tracefs_unusable.is_none();
         let calls_ok = calls_possible(kernel, &call_names(cfg.mappings, cfg.only_ids.is_some()), tracefs);
-        let route = cfg.route.unwrap_or(if calls_ok.is_ok() {
-            SyscallRoute::Calls
-        } else if fast_ok {
-            SyscallRoute::Fast
-        } else {
-            SyscallRoute::Compat
-        });
+        // Not the per-call route by itself: measured slower where most
+        // calls are recorded (docs/performance.md), it is asked for.
+        let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
         let page_cache = if cfg.page_cache && tracefs { PageCacheRoute::choose(kernel) } else { None };
         let uring = match (&tracefs_unusable, cfg.uring) {
             (_, false) => Err("turned off (--io-uring off)".to_string()),
@@ -291,7 +287,7 @@ pub fn load<'obj>(
     }
     let with_uring = plan.uring.is_ok();
     let mut tries = Vec::new();
-    // Without a route asked for: the best one, then those below it.
+    // Without a route asked for: the chosen one, then those below it.
     let order = [SyscallRoute::Calls, SyscallRoute::Fast, SyscallRoute::Compat];
     let first = order.iter().position(|&r| r == plan.route).unwrap_or(0);
     for (i, &route) in order.iter().enumerate() {

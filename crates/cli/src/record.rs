@@ -88,9 +88,11 @@ pub struct Args {
     /// The NVML library to load (default: $MLTRACE_NVML_LIBRARY, else libnvidia-ml.so.1)
     #[arg(long, value_name = "PATH")]
     nvml_library: Option<PathBuf>,
-    /// How syscalls are followed: auto, per-call (each recorded call's own
-    /// tracepoints and task storage, Linux 5.15+), fast (tp_btf on every
-    /// call and task storage, Linux 5.11+) or compat (raw_tp and hash maps). The environment sets
+    /// How syscalls are followed: auto (fast, else compat), fast (tp_btf on
+    /// every call and task storage, Linux 5.11+), per-call (each recorded
+    /// call's own tracepoints and task storage, Linux 5.15+, root: other
+    /// calls run nothing, recorded ones cost more) or compat (raw_tp and
+    /// hash maps). The environment sets
     /// it for a whole test run (`make test-kernels` forces each route)
     #[arg(long, env = "MLTRACE_SYSCALL_PROBES", default_value = "auto", value_name = "ROUTE", hide = true)]
     syscall_probes: String,
