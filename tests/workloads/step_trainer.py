@@ -11,7 +11,7 @@ COMPUTE_MS, by sleeping (as storage benchmarks emulate an accelerator:
 its timer ends the sleep while a worker runs on that CPU) or by spinning.
 It prints `key value` lines: `pid`, `total_ns` (its first request to its last batch) and
 `blocked_ns` (time in the queue's get), `rounds` (hash rounds per batch),
-and the workers' pids.
+the workers' pids, and `waitN`, its wait for each step's batch (ns).
 
 STEP_TRAINER_WORKERS sets how many workers (4 when unset);
 STEP_TRAINER_MARKS=1 marks each step (`mltrace_ebpf.mark("step")`, the
@@ -72,6 +72,7 @@ def main():
     for p in procs:
         p.start()
     blocked = 0
+    waits = []
     mark = None
     if os.environ.get("STEP_TRAINER_MARKS") == "1":
         import mltrace_ebpf
@@ -82,7 +83,8 @@ def main():
             mark("step")
         t = time.perf_counter_ns()
         q.get()
-        blocked += time.perf_counter_ns() - t
+        waits.append(time.perf_counter_ns() - t)
+        blocked += waits[-1]
         compute(compute_ms, how)
     total = time.perf_counter_ns() - start
     for p in procs:
@@ -93,6 +95,8 @@ def main():
     print(f"rounds {rounds}")
     for i, p in enumerate(procs):
         print(f"worker{i} {p.pid}")
+    for i, w in enumerate(waits):
+        print(f"wait{i} {w}")
 
 
 if __name__ == "__main__":

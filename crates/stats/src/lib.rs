@@ -19,6 +19,7 @@ pub mod rank_waits;
 pub mod ranks;
 mod render_maps;
 pub mod sched;
+pub mod step_waits;
 pub mod steps;
 mod summary;
 pub mod timeline;
@@ -1567,6 +1568,7 @@ impl Stats {
         }
         o.push('\n');
         self.render_epochs(&verdict, &mut o);
+        Stats::render_step_waits(&verdict, &mut o);
 
         let mut rows = vec![[
             "process",

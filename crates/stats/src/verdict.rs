@@ -223,6 +223,8 @@ pub struct Verdict {
     /// Null without GPU counters.
     pub gpu: Option<GpuOverlap>,
     pub epochs: Vec<EpochVerdict>,
+    /// The trainer's wait for each batch: percentiles per epoch and rank.
+    pub step_waits: Option<crate::step_waits::StepWaits>,
     /// The rank that waited for data clearly more than the median, as JSON.
     pub straggler: Value,
 }
@@ -288,6 +290,7 @@ impl Verdict {
             "gpu_idle_fraction": idle,
             "gpu_idle_during_data_wait_fraction": during,
             "epochs": epochs,
+            "step_waits": self.step_waits.as_ref().map_or(Value::Null, |s| s.to_json()),
             "straggler": self.straggler,
         })
     }
@@ -448,6 +451,30 @@ impl Stats {
     }
 
     /// The verdict over each epoch phase, from the trainer's timeline.
+    /// Process `pid`'s wait for each batch ([`crate::step_waits`]), per
+    /// epoch, and each rank's when there are several.
+    fn step_waits(&self, pid: u32, ranks: &[crate::ranks::Rank]) -> Option<crate::step_waits::StepWaits> {
+        use crate::step_waits::{by_epoch, steps_of};
+        let mut epochs = self.epochs.clone();
+        epochs.sort_by_key(|e| (e.0, e.1));
+        let epochs: Vec<(String, u64, u64)> = epochs.into_iter().map(|(s, e, n)| (n, s, e)).collect();
+        let of = |pid: u32| {
+            let marks = [self.step_marks.get(&pid), self.step_marks.get(&0)].into_iter().flatten().next();
+            let none = Vec::new();
+            let batches = self.sched.batches.get(&pid).unwrap_or(&none);
+            let (from, steps) = steps_of(marks.map(Vec::as_slice), batches)?;
+            let (run, per, hist) = by_epoch(&steps, &epochs);
+            Some((from, run?, per, hist))
+        };
+        let (from, run, epochs, hist) = of(pid)?;
+        let ranks = if ranks.len() > 1 {
+            ranks.iter().filter_map(|r| Some((r.pid, r.rank, of(r.pid)?.1))).collect()
+        } else {
+            Vec::new()
+        };
+        Some(crate::step_waits::StepWaits { from, run, epochs, ranks, hist })
+    }
+
     fn epoch_verdicts(&self) -> Vec<EpochVerdict> {
         let Some(tl) = self.sched.timeline.as_ref() else { return Vec::new() };
         let gpus = self.sched.gpu.has_gpus();
@@ -504,6 +531,7 @@ impl Stats {
             workers: None,
             gpu: None,
             epochs: Vec::new(),
+            step_waits: None,
             straggler: Value::Null,
         };
         if !self.has_sched() {
@@ -624,6 +652,7 @@ impl Stats {
             workers: w,
             gpu,
             epochs: self.epoch_verdicts(),
+            step_waits: self.step_waits(t.pid, ranks),
             straggler: straggler.map_or(Value::Null, |s| self.straggler_json(&s)),
         }
     }
@@ -711,6 +740,24 @@ impl Stats {
         o.push_str(&crate::table(&rows));
         if let Some(line) = epoch_reads_line(&v.epochs) {
             let _ = writeln!(o, "{line}");
+        }
+        o.push('\n');
+    }
+
+    /// The trainer's step waits: one line, and a table per epoch and rank.
+    pub(crate) fn render_step_waits(v: &Verdict, o: &mut String) {
+        use std::fmt::Write as _;
+        let Some(s) = &v.step_waits else { return };
+        let _ = writeln!(o, "{}", s.line());
+        if s.epochs.len() > 1 || !s.ranks.is_empty() {
+            let mut rows = vec![["", "steps", "p50", "p95", "p99", "max"].map(String::from).to_vec()];
+            let row = |name: String, w: &crate::step_waits::Waits| {
+                let d = crate::duration;
+                vec![name, w.steps.to_string(), d(w.p50_ns), d(w.p95_ns), d(w.p99_ns), d(w.max_ns)]
+            };
+            rows.extend(s.epochs.iter().map(|w| row(w.name.clone(), w)));
+            rows.extend(s.ranks.iter().map(|(pid, rank, w)| row(format!("rank {rank} ({pid})"), w)));
+            o.push_str(&crate::table(&rows));
         }
         o.push('\n');
     }

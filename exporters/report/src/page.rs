@@ -634,6 +634,22 @@ fn verdict(r: &Report, o: &mut String) {
             let _ = write!(o, "<p class=\"verdict\">{}.</p>", esc(&line));
         }
     }
+    // The tail of the trainer's waits for its batches, step by step.
+    if let Some(s) = &v.step_waits {
+        let _ = write!(o, "<p class=\"verdict\">{}.</p>", esc(&s.line()));
+        let bars = charts::Bars {
+            title: "the trainer's wait for each batch",
+            x_desc: "wait for the batch",
+            y_desc: "steps",
+            y_fmt: charts::count,
+            colour: 0,
+            highlight: None,
+        };
+        let values: Vec<f64> = s.hist.iter().map(|&n| n as f64).collect();
+        if let Ok(svg) = bars.draw(&mltrace_stats::step_waits::hist_labels(), &values) {
+            o.push_str(&svg);
+        }
+    }
     o.push_str(
         "<p class=\"note\">From the trainer's main thread's scheduling and calls: its time asleep until a \
          data-loader worker woke it (waiting for data), inside CUDA calls that wait for the GPU, inside its own \
