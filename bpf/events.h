@@ -36,6 +36,7 @@ enum ev_kind {
 	EV_GPU = 18,
 	EV_NCCL = 19,
 	EV_UNTRACED = 20,
+	EV_SUM = 21,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -483,6 +484,25 @@ struct io_sum {
 	/* Latencies, log2: [0] under 1,024 ns, [i] 2^(i+9) to 2^(i+10) ns,
 	 * [20] 2^29 ns (0.54 s) and over (mltrace_log::IoSummary's h0-h20). */
 	u32 hist[SUM_BUCKETS];
+};
+
+/*
+ * On the fast and per-call routes each thread sums in its own state, one
+ * slot per kind of operation (reads, writes, syncs, closes): no map update
+ * per call. A slot is sent (as an EV_SUM record, this very struct) when its
+ * thread's next call of that kind is on another file or in another second,
+ * and when the thread exits; user space reads the slots of idle threads
+ * with the sum_slots iterator once their second has ended. `seq` tells one
+ * filling of a slot from the next (user space takes each once): odd while
+ * the thread replaces the slot's key.
+ */
+#define SUM_SLOTS 4
+struct sum_slot {
+	struct ev_hdr h;
+	u32 slot;
+	u32 seq;
+	struct io_sum_key key;
+	struct io_sum sum;
 };
 
 /* A CUDA driver call only counted, in mltrace_log::GpuCounted's codes. */

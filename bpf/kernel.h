@@ -441,4 +441,18 @@ struct bpf_perf_event_data {
 	u64 addr;
 };
 
+/* A task iterator's context (sum_slots). */
+struct seq_file;
+
+struct bpf_iter_meta {
+	struct seq_file *seq;
+	u64 session_id;
+	u64 seq_num;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+} __attribute__((preserve_access_index));
+
 #endif

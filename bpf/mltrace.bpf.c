@@ -135,11 +135,18 @@ struct {
 	__type(value, u32);
 } cgroup_filter SEC(".maps");
 
+/* A thread's state on the fast and per-call routes: its call in progress
+ * first (state_of hands out a pointer to it), then its summary slots. */
+struct tstate {
+	struct inflight io;
+	struct sum_slot sums[SUM_SLOTS];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct inflight);
+	__type(value, struct tstate);
 } tstore SEC(".maps");
 
 /* file identity -> inode number it had when its path was sent */
@@ -346,10 +353,12 @@ static __always_inline u32 file_dev(struct file *f, bool fast)
 
 /*
  * record --detail summary (summary true): every read, write, sync and close
- * is summed in io_sums (per thread, file, operation and second); only one that failed or took summary_slow_ns or
- * more is also recorded on its own. User space takes each second's sums
- * once it has ended. Not LRU: an evicted sum would be lost without a word;
- * a call that finds the map full is recorded on its own instead.
+ * is summed per thread, file, operation and second: in the thread's own
+ * state on the fast and per-call routes (struct sum_slot), in io_sums on
+ * the compat route. Only a call that failed or took summary_slow_ns or
+ * more is also recorded on its own. io_sums is not LRU: an evicted sum
+ * would be lost without a word; a call that finds the map full is recorded
+ * on its own instead.
  */
 const volatile bool summary = false;
 const volatile u64 summary_slow_ns = 1000000;
@@ -408,11 +417,12 @@ static __always_inline u32 sum_bucket(u64 dur)
  * that started in it may still be running then. */
 #define SUM_DEV_OP(dev, end, op) (((u64)(dev) << 32) | ((((end) / 1000000000) & 0xffffff) << 8) | (op))
 
-/* Sums a call; 0 when the map is full. Its thread is the only writer of
- * its sums (a key holds the thread, which runs on one CPU at a time, and
- * programs are not preempted by others of the same thread): plain adds,
- * no atomics. User space reads a second's sums after it has ended. */
-static __always_inline int sum_call(u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur, bool fast)
+/* The compat route (no task storage): sums a call in io_sums; 0 when the
+ * map is full. Its thread is the only writer of its sums (a key holds the
+ * thread, which runs on one CPU at a time, and programs are not preempted
+ * by others of the same thread): plain adds, no atomics. User space reads
+ * a second's sums after it has ended. */
+static __noinline int sum_compat(u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur)
 {
 	struct io_sum_key k = {
 		.op = dev_op & 0xff,
@@ -421,22 +431,13 @@ static __always_inline int sum_call(u64 file, u64 ino, u64 dev_op, s64 ret, u64 
 		.ino = ino,
 		.dev = dev_op >> 32,
 	};
+	u64 id = bpf_get_current_pid_tgid();
 	struct io_sum *s;
 	u32 b;
 
-	if (fast) {
-		struct task_struct *t = bpf_get_current_task_btf();
-
-		k.tgid = t->tgid;
-		k.tid = t->pid;
-		k.exec = t->self_exec_id;
-	} else {
-		u64 id = bpf_get_current_pid_tgid();
-
-		k.tgid = id >> 32;
-		k.tid = (u32)id;
-		k.exec = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), self_exec_id);
-	}
+	k.tgid = id >> 32;
+	k.tid = (u32)id;
+	k.exec = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), self_exec_id);
 	s = bpf_map_lookup_elem(&io_sums, &k);
 	if (!s) {
 		bpf_map_update_elem(&io_sums, &k, &io_sum_zero, BPF_NOEXIST);
@@ -456,18 +457,127 @@ static __always_inline int sum_call(u64 file, u64 ino, u64 dev_op, s64 ret, u64 
 	return 1;
 }
 
-/* One subprogram per route (the fast one loads through BTF pointers). */
-static __noinline int sum_fast(u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur)
+/* The slot of an operation in a thread's state. */
+static __always_inline u32 sum_slot_of(u32 op)
 {
-	return sum_call(file, ino, dev_op, ret, dur, true);
+	if (op <= OP_PREADV2)
+		return 0;
+	if (op <= OP_PWRITEV2)
+		return 1;
+	if (op == OP_CLOSE)
+		return 3;
+	return 2;
 }
 
-static __noinline int sum_compat(u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur)
+/* Sends a slot's sums; the ring full: a record lost, counted. */
+static __always_inline void send_slot(struct sum_slot *s)
 {
-	return sum_call(file, ino, dev_op, ret, dur, false);
+	if (s->sum.calls && bpf_ringbuf_output(&events, s, sizeof(*s), wake_flags()))
+		count_lost(LOST_RING);
 }
 
-#define SUM_CALL(...) (fast ? sum_fast(__VA_ARGS__) : sum_compat(__VA_ARGS__))
+/* The fast and per-call routes: the call added to its thread's slot, which
+ * is sent first when it holds another file's, operation's or second's. */
+static __always_inline int sum_fast(struct tstate *ts, u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	u32 op = dev_op & 0xff, i = sum_slot_of(op), b;
+	u64 sec = (dev_op >> 8) & 0xffffff;
+	struct sum_slot *s;
+
+	if (!ts || i >= SUM_SLOTS)
+		return 0;
+	s = &ts->sums[i];
+	if (s->key.file != file || s->key.ino != ino || s->key.sec != sec || s->key.op != op ||
+	    s->key.dev != dev_op >> 32 || s->key.exec != t->self_exec_id || s->key.tid != t->pid || !s->sum.calls) {
+		send_slot(s);
+		/* Odd while the key changes: the iterator skips the slot. */
+		s->seq++;
+		asm volatile("" ::: "memory");
+		__builtin_memset(&s->sum, 0, sizeof(s->sum));
+		s->h.kind = EV_SUM;
+		s->slot = i;
+		s->key.tgid = t->tgid;
+		s->key.tid = t->pid;
+		s->key.exec = t->self_exec_id;
+		s->key.op = op;
+		s->key.sec = sec;
+		s->key.file = file;
+		s->key.ino = ino;
+		s->key.dev = dev_op >> 32;
+		asm volatile("" ::: "memory");
+		s->seq++;
+	}
+	s->sum.calls++;
+	if (ret >= 0)
+		s->sum.bytes += ret;
+	else
+		s->sum.failed++;
+	s->sum.ns += dur;
+	b = sum_bucket(dur);
+	if (b < SUM_BUCKETS)
+		s->sum.hist[b]++;
+	return 1;
+}
+
+/* An exiting thread's sums, all sent: its state goes with it. */
+static __always_inline void send_slots(struct inflight *st)
+{
+	struct tstate *ts = (struct tstate *)st;
+
+	if (!summary)
+		return;
+	for (int i = 0; i < SUM_SLOTS; i++) {
+		struct sum_slot *s = &ts->sums[i];
+
+		if (!s->sum.calls)
+			continue;
+		send_slot(s);
+		/* Emptied, the iterator's way (the task outlives this). */
+		s->seq++;
+		asm volatile("" ::: "memory");
+		s->sum.calls = 0;
+		asm volatile("" ::: "memory");
+		s->seq++;
+	}
+}
+
+/*
+ * User space's read of the threads' slots (every round, and at the end):
+ * each filled slot whose key is not changing, with its seq; user space
+ * keeps those of seconds that have ended (their threads will not add to
+ * them) and takes each filling of a slot once, whether read here or sent.
+ */
+SEC("iter/task")
+int sum_slots(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct seq_file *seq = ctx->meta->seq;
+	struct tstate *ts;
+
+	if (!t)
+		return 0;
+	ts = bpf_task_storage_get(&tstore, t, 0, 0);
+	if (!ts)
+		return 0;
+	for (int i = 0; i < SUM_SLOTS; i++) {
+		struct sum_slot *s = &ts->sums[i], copy;
+		u32 before = s->seq;
+
+		if ((before & 1) || !s->sum.calls)
+			continue;
+		asm volatile("" ::: "memory");
+		__builtin_memcpy(&copy, s, sizeof(copy));
+		asm volatile("" ::: "memory");
+		/* Changed while copied: the thread sent it. */
+		if (s->seq != before)
+			continue;
+		bpf_seq_write(seq, &copy, sizeof(copy));
+	}
+	return 0;
+}
+
+#define SUM_CALL(st, ...) (fast ? sum_fast((struct tstate *)(st), __VA_ARGS__) : sum_compat(__VA_ARGS__))
 
 /* Syscall arguments: direct loads from the typed pt_regs of tp_btf, CO-RE
  * reads from the raw pointer of raw_tp. `fast` is always a constant. */
@@ -833,7 +943,7 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 			if ((file_mode(f, fast) & S_IFMT) == S_IFREG)
 				sum_file = 0;
 		}
-		if (SUM_CALL(sum_file, ino, dev_op, ret, now - v->ts)) {
+		if (SUM_CALL(v, sum_file, ino, dev_op, ret, now - v->ts)) {
 			if (ret >= 0 && now - v->ts < summary_slow_ns)
 				return;
 			flags |= IOF_SUMMED;
@@ -905,7 +1015,7 @@ static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s
 
 	/* Summed without its file: the file is gone, and its struct file
 	 * is the next open's. */
-	if (summary && SUM_CALL(0, 0, SUM_DEV_OP(0, now, v->op), ret, now - v->ts)) {
+	if (summary && SUM_CALL(v, 0, 0, SUM_DEV_OP(0, now, v->op), ret, now - v->ts)) {
 		if (ret >= 0 && now - v->ts < summary_slow_ns)
 			return;
 		flags = IOF_SUMMED;
@@ -2107,6 +2217,7 @@ int BPF_PROG(fast_sched_exit, struct task_struct *task)
 	if (st) {
 		if (st->op != OP_NONE)
 			flush_pcache(st, ((u64)task->tgid << 32) | (u32)task->pid);
+		send_slots(st);
 		on_exit(task);
 		return 0;
 	}

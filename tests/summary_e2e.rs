@@ -238,8 +238,133 @@ fn many_files_summed_again_and_again_lose_nothing() {
     };
     let full = record_epochs(tmp.path(), &data, "procs", &[], "many-full", 1);
     check(&full, "full");
-    for (i, mode) in ["procs", "threads", "procs", "threads", "procs"].into_iter().enumerate() {
-        let sum = record_epochs(tmp.path(), &data, mode, &["--detail", "summary"], &format!("many-sum-{i}"), 1);
-        check(&sum, &format!("summary run {i} ({mode})"));
+    // Each route sums its own way: the fast and per-call ones in each
+    // thread's slots, the compat one in the kernel's map.
+    let routes = routes();
+    let runs = (0..routes.len().max(5)).map(|i| (["procs", "threads"][i % 2], routes[i % routes.len()]));
+    for (i, (mode, route)) in runs.enumerate() {
+        let args = ["--detail", "summary", "--syscall-probes", route];
+        let sum = record_epochs(tmp.path(), &data, mode, &args, &format!("many-sum-{i}"), 1);
+        check(&sum, &format!("summary run {i} ({mode}, {route} route)"));
+    }
+}
+
+/// The syscall routes to record on: the one make test-kernels names
+/// (MLTRACE_SYSCALL_PROBES), else all three.
+fn routes() -> Vec<&'static str> {
+    match std::env::var("MLTRACE_SYSCALL_PROBES").ok().as_deref() {
+        Some("fast") => vec!["fast"],
+        Some("per-call") => vec!["per-call"],
+        Some("compat") => vec!["compat"],
+        _ => vec!["fast", "per-call", "compat"],
+    }
+}
+
+/// Each recorded file's read bytes by path (`stats --json`'s files).
+fn read_bytes_of(j: &Value, path: &Path) -> u64 {
+    j["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str() == path.to_str())
+        .map_or(0, |f| f["read_bytes"].as_u64().unwrap())
+}
+
+/// A thread that reads a file once and then sits idle, while another keeps
+/// reading: on the fast routes the idle thread's sum stays in its own
+/// state. It must reach the log in its second's turn (read from the
+/// thread's state once the second has ended, not sent at the thread's exit
+/// seconds later: the trace draws a process's seconds in order), and an
+/// attached recording that ends while the thread lives must still have it.
+#[test]
+fn an_idle_threads_sums_come_in_their_seconds_turn_and_at_the_end() {
+    if !require_root() {
+        return;
+    }
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    std::fs::write(&a, vec![1u8; 12_345]).unwrap();
+    std::fs::write(&b, vec![2u8; 54_321]).unwrap();
+    let python = system_python().expect("python3");
+    let script = repo().join("tests/workloads/idle_thread.py");
+    let script = script.to_str().unwrap();
+    for route in routes() {
+        // The command runs to its end: every sum in time order, per process.
+        let log = tmp.path().join(format!("idle-{route}.bin"));
+        let out = mltrace(
+            &[
+                "record",
+                "-q",
+                "--gpu",
+                "off",
+                "--detail",
+                "summary",
+                "--syscall-probes",
+                route,
+                "-o",
+                log.to_str().unwrap(),
+                "--",
+                &python,
+                script,
+                a.to_str().unwrap(),
+                b.to_str().unwrap(),
+                "2.5",
+                "exit",
+            ],
+            tmp.path(),
+        );
+        let r = recorded(&out, log, tmp.path());
+        assert_eq!(read_bytes_of(&r.json, &a), r.kv["a_bytes"] as u64, "{route}");
+        assert_eq!(read_bytes_of(&r.json, &b), r.kv["b_bytes"] as u64, "{route}");
+        let mut last: std::collections::HashMap<u32, u64> = Default::default();
+        for rec in read_log(&r.log) {
+            if let Record::IoSummary(s) = &rec.rec {
+                let before = last.insert(s.pid, s.ts).unwrap_or(0);
+                assert!(s.ts >= before, "{route}: pid {}'s sums out of order: {} after {before}", s.pid, s.ts);
+            }
+        }
+        // Attached, and stopped while the process lives: its idle thread
+        // and its reader never send their last sums themselves.
+        let mut w = spawn(
+            Command::new(&python)
+                .args([script, a.to_str().unwrap(), b.to_str().unwrap(), "1.5", "stay"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped()),
+        );
+        let mut wout = BufReader::new(w.stdout.take().unwrap());
+        let mut line = String::new();
+        wout.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        let log = tmp.path().join(format!("idle-attached-{route}.bin"));
+        let mut rec = spawn(
+            Command::new(mltrace_bin())
+                .args(["record", "--gpu", "off", "--detail", "summary", "--syscall-probes", route, "--duration", "4s"])
+                .args(["-p", &w.id().to_string(), "-o", log.to_str().unwrap()])
+                .stderr(Stdio::piped()),
+        );
+        let mut rerr = BufReader::new(rec.stderr.take().unwrap());
+        let mut said = String::new();
+        while !said.contains("attached, recording") {
+            line.clear();
+            assert!(rerr.read_line(&mut line).unwrap() > 0, "the recorder ended: {said}");
+            said += &line;
+        }
+        w.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        let mut kv = String::new();
+        for _ in 0..3 {
+            wout.read_line(&mut kv).unwrap();
+        }
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut rerr, &mut rest).unwrap();
+        assert!(rec.wait().unwrap().success(), "{said}{rest}");
+        assert!(rest.contains(" 0 lost") && rest.contains("stopped after --duration"), "{rest}");
+        let kv = key_values(&kv);
+        let js = mltrace(&["stats", "--json", log.to_str().unwrap()], tmp.path());
+        let j: Value = serde_json::from_slice(&js.stdout).unwrap();
+        assert_eq!(read_bytes_of(&j, &a), kv["a_bytes"] as u64, "{route}, attached");
+        assert_eq!(read_bytes_of(&j, &b), kv["b_bytes"] as u64, "{route}, attached");
+        let _ = w.kill();
     }
 }

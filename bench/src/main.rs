@@ -36,9 +36,9 @@ enum Tool {
     CallsFloor,
     LatencyFloor,
     Mltrace,
-    /// mltrace on the fast route (tp_btf on every syscall): the route the
-    /// per-call one replaced, side by side with it.
-    MltraceFast,
+    /// mltrace on the per-call route (--syscall-probes per-call), side by
+    /// side with the default (the fast route: tp_btf on every syscall).
+    MltracePerCall,
     /// mltrace without scheduling capture: what scheduling costs.
     MltraceNoSched,
     /// Another build of mltrace (BENCH_BASELINE=PATH), run side by side:
@@ -47,6 +47,9 @@ enum Tool {
     /// `record --detail summary --slow 1ms`: the mode meant to be left on
     /// every job (only where this build of mltrace has `--detail`).
     MltraceSummary,
+    /// The baseline build's summary (with BENCH_BASELINE): whether a change
+    /// made the summary slower.
+    MltraceBaselineSummary,
     Bpftrace,
     Strace,
 }
@@ -59,10 +62,11 @@ impl Tool {
             Tool::CallsFloor => "count per call",
             Tool::LatencyFloor => "latency floor",
             Tool::Mltrace => "mltrace record",
-            Tool::MltraceFast => "mltrace fast route",
+            Tool::MltracePerCall => "mltrace per-call route",
             Tool::MltraceNoSched => "mltrace --sched off",
             Tool::MltraceBaseline => "mltrace baseline",
             Tool::MltraceSummary => "mltrace summary",
+            Tool::MltraceBaselineSummary => "mltrace baseline summary",
             Tool::Bpftrace => "bpftrace printf",
             Tool::Strace => "strace -f",
         }
@@ -291,16 +295,21 @@ impl Bench {
                 s
             }
             Tool::LatencyFloor => latency_floor(w)?,
-            Tool::Mltrace | Tool::MltraceFast | Tool::MltraceNoSched | Tool::MltraceBaseline | Tool::MltraceSummary => {
+            Tool::Mltrace
+            | Tool::MltracePerCall
+            | Tool::MltraceNoSched
+            | Tool::MltraceBaseline
+            | Tool::MltraceSummary
+            | Tool::MltraceBaselineSummary => {
                 let log = out.with_extension("bin");
                 let sched = if tool == Tool::MltraceNoSched { "off" } else { "on" };
                 let bin = match (tool, &self.baseline) {
-                    (Tool::MltraceBaseline, Some(b)) => b,
+                    (Tool::MltraceBaseline | Tool::MltraceBaselineSummary, Some(b)) => b,
                     _ => &self.mltrace,
                 };
                 let mode: &[&str] = match tool {
-                    Tool::MltraceSummary => &["--detail", "summary", "--slow", "1ms"],
-                    Tool::MltraceFast => &["--sched", "on", "--syscall-probes", "fast"],
+                    Tool::MltraceSummary | Tool::MltraceBaselineSummary => &["--detail", "summary", "--slow", "1ms"],
+                    Tool::MltracePerCall => &["--sched", "on", "--syscall-probes", "per-call"],
                     _ => &["--sched", sched],
                 };
                 let (s, rss) = rss_of(
@@ -422,7 +431,7 @@ fn main() -> Result<()> {
         Tool::CallsFloor,
         Tool::LatencyFloor,
         Tool::Mltrace,
-        Tool::MltraceFast,
+        Tool::MltracePerCall,
         Tool::MltraceNoSched,
     ]
     .into_iter()
@@ -443,6 +452,9 @@ fn main() -> Result<()> {
         let help = Command::new(&mltrace).args(["record", "--help"]).output()?;
         if String::from_utf8_lossy(&help.stdout).contains("--detail") {
             tools.push(Tool::MltraceSummary);
+            if baseline.is_some() && wanted(Tool::MltraceBaselineSummary) {
+                tools.push(Tool::MltraceBaselineSummary);
+            }
         } else {
             skipped.push(format!("{}: this mltrace has no `record --detail`", Tool::MltraceSummary.name()));
         }
@@ -656,8 +668,8 @@ fn main() -> Result<()> {
                  calls' own tracepoints"
             );
         }
-        if let (Some(fast), Some(calls)) = (pct(Tool::MltraceFast), pct(Tool::Mltrace)) {
-            let _ = writeln!(table, "  ({key}) mltrace: fast route {fast:+.1}%, per-call route (default) {calls:+.1}%");
+        if let (Some(fast), Some(calls)) = (pct(Tool::Mltrace), pct(Tool::MltracePerCall)) {
+            let _ = writeln!(table, "  ({key}) mltrace: fast route (default) {fast:+.1}%, per-call route {calls:+.1}%");
         }
     }
     for (wi, key) in [(0, "a"), (1, "b"), (2, "c"), (3, "d")].into_iter().chain(p) {
@@ -702,6 +714,19 @@ fn main() -> Result<()> {
             }
         }
     }
+    for (wi, key) in [(0, "a"), (1, "b")].into_iter().chain(p) {
+        if let (Some(m), Some(b), Some(u)) =
+            (med(wi, Tool::MltraceSummary), med(wi, Tool::MltraceBaselineSummary), med(wi, Tool::Untraced))
+        {
+            let (added, base) = (m as f64 - u as f64, b as f64 - u as f64);
+            let _ = writeln!(
+                table,
+                "  ({key}) this summary vs the baseline build's: {:+.1}% time, added time {:.2}x the baseline's",
+                (m as f64 / b.max(1) as f64 - 1.0) * 100.0,
+                if base > 0.0 { added / base } else { f64::NAN }
+            );
+        }
+    }
     // The mode meant to be left on every job.
     for (wi, key) in [(1, "b")].into_iter().chain(p) {
         if let (Some(m), Some(u)) = (med(wi, Tool::MltraceSummary), med(wi, Tool::Untraced)) {
@@ -728,10 +753,17 @@ fn main() -> Result<()> {
         for wi in staged {
             eprint!("\rbench: per stage, {}{:<20}", workloads[wi].key, "");
             let _ = std::io::stderr().flush();
-            match stages::stages(&bench, &workloads[wi], added(wi, Tool::Mltrace)) {
-                Ok(rows) => table.push_str(&rows),
-                Err(e) => {
-                    let _ = writeln!(table, "  {}: failed: {e:#}", workloads[wi].title);
+            // Full detail, and the summary where section 1 ran it.
+            let mut modes: Vec<(&[&str], Tool)> = vec![(&[], Tool::Mltrace)];
+            if bench.tools.contains(&Tool::MltraceSummary) {
+                modes.push((&["--detail", "summary", "--slow", "1ms"], Tool::MltraceSummary));
+            }
+            for (mode, tool) in modes {
+                match stages::stages(&bench, &workloads[wi], mode, added(wi, tool)) {
+                    Ok(rows) => table.push_str(&rows),
+                    Err(e) => {
+                        let _ = writeln!(table, "  {} {}: failed: {e:#}", workloads[wi].title, mode.join(" "));
+                    }
                 }
             }
         }

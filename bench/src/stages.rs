@@ -69,18 +69,22 @@ fn threads(text: &str) -> Vec<(String, usize, u64)> {
     by_comm
 }
 
-/// One workload's rows; `added_ns`: section 1's median added time per run.
-pub(crate) fn stages(bench: &Bench, w: &Workload, added_ns: Option<f64>) -> Result<String> {
-    let log = bench.dir.join(format!("stages-{}.bin", w.key));
-    let stats = bench.dir.join(format!("stages-{}.bpf-stats", w.key));
-    let snaps = bench.dir.join(format!("stages-{}.threads", w.key));
+/// One workload's rows, recorded with `mode` (`record`'s options, e.g.
+/// `--detail summary`); `added_ns`: section 1's median added time per run.
+pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Option<f64>) -> Result<String> {
+    let tag = if mode.is_empty() { String::new() } else { format!("-{}", mode.join("-").replace("--", "")) };
+    let log = bench.dir.join(format!("stages-{}{tag}.bin", w.key));
+    let stats = bench.dir.join(format!("stages-{}{tag}.bpf-stats", w.key));
+    let snaps = bench.dir.join(format!("stages-{}{tag}.threads", w.key));
     let _ = fs::remove_file(&stats);
     let _ = fs::remove_file(&snaps);
     {
         let _on = BpfStats::on();
         run_measured(
             Command::new(&bench.mltrace)
-                .args(["record", "-q", "-f", "--gpu", "off", "-o"])
+                .args(["record", "-q", "-f", "--gpu", "off"])
+                .args(mode)
+                .arg("-o")
                 .arg(&log)
                 .args(["--", "sh", "-c", WRAPPER, "sh"])
                 .arg(&snaps)
@@ -102,8 +106,9 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, added_ns: Option<f64>) -> Resu
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "  {}: {RUNS} runs in one recording, {:.0} events a run, {lost} lost{}",
+        "  {}{}: {RUNS} runs in one recording, {:.0} events a run, {lost} lost{}",
         w.title,
+        if mode.is_empty() { String::new() } else { format!(", record {}", mode.join(" ")) },
         events as f64 / n,
         added_ns.map(|a| format!("; section 1's added time {:.1} ms a run", a / 1e6)).unwrap_or_default()
     );

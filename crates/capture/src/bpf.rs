@@ -476,8 +476,11 @@ fn load_route<'obj>(
     if cfg.adopt.as_ref().is_none_or(|a| a.path.is_none()) {
         open.maps.path_excluded.set_max_entries(1).map_err(bpf_err("sizing the --path map"))?;
     }
-    // Preallocated too (about 11 MB): only with --detail summary.
-    if cfg.summary_slow_ns.is_none() {
+    // The fast routes sum in each thread's state, read by this iterator.
+    open.progs.sum_slots.set_autoload(fast && cfg.summary_slow_ns.is_some());
+    // Preallocated too (about 11 MB): only with --detail summary on the
+    // compat route.
+    if cfg.summary_slow_ns.is_none() || fast {
         open.maps.io_sums.set_max_entries(1).map_err(bpf_err("sizing the summary map"))?;
     }
     let (loaded, refused) = crate::verifier::catching(|| open.load());
@@ -574,7 +577,7 @@ pub fn attach_pid(skel: &MltraceSkel<'_>, pid: u32, route: SyscallRoute) -> Resu
     if route != SyscallRoute::Compat {
         const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
         let tids = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
-        let value = vec![0u8; std::mem::size_of::<crate::skel::types::inflight>()];
+        let value = vec![0u8; std::mem::size_of::<crate::skel::types::tstate>()];
         for tid in tids.filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).filter(|&t| t != pid as i32) {
             // SAFETY: pidfd_open has no memory preconditions.
             let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) } as libc::c_int;
@@ -603,7 +606,7 @@ pub fn trace_pid(skel: &MltraceSkel<'_>, pid: u32, route: SyscallRoute) -> Resul
         if fd < 0 {
             return Err(CaptureError::Io { what: "pidfd_open".into(), source: std::io::Error::last_os_error() });
         }
-        let value = vec![0u8; std::mem::size_of::<crate::skel::types::inflight>()];
+        let value = vec![0u8; std::mem::size_of::<crate::skel::types::tstate>()];
         let r = skel.maps.tstore.update(&fd.to_ne_bytes(), &value, MapFlags::ANY);
         // SAFETY: closing the fd we opened.
         unsafe { libc::close(fd) };
@@ -696,6 +699,40 @@ pub fn take_io_sums(skel: &MltraceSkel<'_>, ended: impl Fn(u64) -> bool, all: bo
             let _ = map.delete(k);
         }
     }
+}
+
+/// One filling of a thread's summary slot (bpf's `struct sum_slot`): sent
+/// by its thread, or read by the `sum_slots` iterator.
+#[derive(Clone, Copy, Debug)]
+pub struct SlotSum {
+    pub slot: u32,
+    pub seq: u32,
+    pub sum: IoSum,
+}
+
+impl SlotSum {
+    /// From the bytes of a `struct sum_slot`; None when short.
+    pub fn parse(b: &[u8]) -> Option<SlotSum> {
+        if b.len() < size_of::<types::sum_slot>() {
+            return None;
+        }
+        // SAFETY: a plain-data C struct of at least this size, from the kernel.
+        let s: types::sum_slot = unsafe { std::ptr::read_unaligned(b.as_ptr().cast()) };
+        Some(SlotSum { slot: s.slot, seq: s.seq, sum: IoSum { key: s.key, sum: s.sum } })
+    }
+}
+
+/// The threads' summary slots that hold sums and are not being changed
+/// (the fast routes' `record --detail summary`), read through the
+/// `sum_slots` task iterator; empty where it is not loaded.
+pub fn slot_sums(skel: &MltraceSkel<'_>, out: &mut Vec<SlotSum>) -> Result<(), CaptureError> {
+    use std::io::Read;
+    let Some(link) = skel.links.sum_slots.as_ref() else { return Ok(()) };
+    let mut it = libbpf_rs::Iter::new(link).map_err(bpf_err("reading the summary slots"))?;
+    let mut buf = Vec::new();
+    it.read_to_end(&mut buf).map_err(|e| bpf_err("reading the summary slots")(libbpf_rs::Error::from(e)))?;
+    out.extend(buf.chunks_exact(size_of::<types::sum_slot>()).filter_map(SlotSum::parse));
+    Ok(())
 }
 
 /// The CUDA calls counted so far (see bpf's gpu_counts): (pid, call code, calls).

@@ -11,6 +11,7 @@ use crate::inodes::InodeNames;
 use crate::skel::types::{
     self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_gpu, ev_hdr, ev_io,
     ev_ioac, ev_kind, ev_map, ev_nccl, ev_net, ev_open, ev_pcache, ev_sched, ev_untraced, ev_uring, ev_xfer, op,
+    sum_slot,
 };
 
 /// BPF flag bits, as events.h declares them (its enums reach the skeleton).
@@ -371,6 +372,8 @@ pub struct KernelDecoder {
     pub untraced: Vec<String>,
     /// By pid: its last exec's id (low 16 bits) and time, for summaries.
     pub(crate) execs: rustc_hash::FxHashMap<u32, (u16, u64)>,
+    /// Summary slots their threads sent, for [`crate::summary::Summaries`].
+    pub(crate) sums: Vec<crate::bpf::SlotSum>,
     files: FileTable,
     /// Paths by (dev, inode), for page-cache insertions.
     inodes: InodeNames,
@@ -650,6 +653,7 @@ impl KernelDecoder {
             ev_kind::EV_GPU => size_of::<ev_gpu>(),
             ev_kind::EV_NCCL => size_of::<ev_nccl>(),
             ev_kind::EV_UNTRACED => size_of::<ev_untraced>(),
+            ev_kind::EV_SUM => size_of::<sum_slot>(),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -677,6 +681,7 @@ impl KernelDecoder {
         }
         self.stats.records += 1;
         match kind {
+            ev_kind::EV_SUM => self.sums.extend(crate::bpf::SlotSum::parse(data)),
             ev_kind::EV_IO => {
                 let e: ev_io = read(data);
                 if !self.keeps(e.file) {

@@ -325,6 +325,13 @@ impl Consumer<'_> {
         }
     }
 
+    /// The threads' summary slots, read before the ring is drained.
+    fn read_slots(&mut self, skel: &Skeleton<'_>) {
+        if let Some(s) = &mut self.summaries {
+            s.read_slots(skel);
+        }
+    }
+
     /// The sums of the seconds that have ended (all, when `last`).
     fn take_summaries(&mut self, skel: &Skeleton<'_>, last: bool) {
         if let Some(s) = &mut self.summaries {
@@ -335,6 +342,9 @@ impl Consumer<'_> {
     /// Warnings about the training phases and the CUDA and NCCL probes.
     fn warnings(&self) -> Vec<String> {
         let mut w = self.phases.warnings();
+        if let Some(e) = self.summaries.as_ref().and_then(|s| s.error.as_ref()) {
+            w.push(format!("the threads' summary slots could not be read ({e}): sums of threads alive at the end of the recording may be missing"));
+        }
         w.extend(self.uprobes.iter().filter_map(LibProbes::warning));
         w
     }
@@ -439,6 +449,10 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         }
         let stopping = shared.stop.load(Ordering::Acquire);
         let round = Instant::now();
+        let sums_due = stopping || last_sums.elapsed() >= Duration::from_millis(200);
+        if sums_due {
+            state.borrow_mut().read_slots(skel);
+        }
         // Wakeups are batched in the kernel, so poll() may time out with
         // data waiting: always consume afterwards.
         let _ = rb.poll(Duration::from_millis(50));
@@ -472,7 +486,7 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
             c.count_gpu_calls(skel);
             last_counts = Instant::now();
         }
-        if stopping || last_sums.elapsed() >= Duration::from_millis(200) {
+        if sums_due {
             c.take_summaries(skel, stopping);
             last_sums = Instant::now();
         }

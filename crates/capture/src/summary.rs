@@ -1,10 +1,11 @@
 //! `record --detail summary`: the kernel sums reads, writes, syncs and
-//! closes per thread, file, operation and second (bpf's `io_sums`); once
-//! a second has ended, its sums become [`IoSummary`] records.
+//! closes per thread, file, operation and second (in each thread's slots
+//! on the fast routes, in bpf's `io_sums` on the compat one); once a second
+//! has ended, its sums become [`IoSummary`] records.
 
 use mltrace_log::{FrameEncoder, IoSummary, Record, SumOp, SUM_BUCKETS};
 
-use crate::bpf::{self, IoSum};
+use crate::bpf::{self, IoSum, SlotSum};
 use crate::decode::KernelDecoder;
 use crate::skel::types::op;
 use crate::skel::MltraceSkel;
@@ -19,12 +20,30 @@ pub struct Summaries {
     buf: Vec<IoSum>,
     /// Each sum's (start, end).
     spans: Vec<(u64, u64)>,
+    /// Slot sums of seconds that have not ended yet (whole seconds).
+    pending: Vec<IoSum>,
+    /// The threads' slots read by the iterator this round, before the
+    /// ring was drained (see [`Self::read_slots`]).
+    read: Vec<SlotSum>,
+    /// Fillings of slots taken from the iterator, by (thread, slot, seq):
+    /// their thread sends each of them later too, which is then dropped.
+    taken: rustc_hash::FxHashSet<(u32, u32, u32)>,
+    /// Why the slots could not be read, the first time.
+    pub error: Option<String>,
     /// Records written, and calls they sum.
     pub records: u64,
     pub calls: u64,
 }
 
 impl Summaries {
+    /// Reads the threads' slots; before the ring is drained, so that a slot
+    /// a thread sent as this read skipped it (being changed) is drained after.
+    pub fn read_slots(&mut self, skel: &MltraceSkel<'_>) {
+        if let Err(e) = bpf::slot_sums(skel, &mut self.read) {
+            self.error.get_or_insert_with(|| e.to_string());
+        }
+    }
+
     /// Writes the sums of the seconds that ended (all of them when
     /// `last`: the recording is over) at `now`.
     pub fn round(
@@ -36,10 +55,34 @@ impl Summaries {
         enc: &mut FrameEncoder,
     ) {
         let before = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) / SEC };
+        let whole = |mut s: IoSum| {
+            s.key.sec = full_second(s.key.sec, now / SEC);
+            s
+        };
         self.buf.clear();
         bpf::take_io_sums(skel, |sec| full_second(sec, now / SEC) < before, last, &mut self.buf);
         for s in &mut self.buf {
             s.key.sec = full_second(s.key.sec, now / SEC);
+        }
+        // Read ones first: a slot read and then sent is taken once.
+        for r in self.read.drain(..) {
+            let s = whole(r.sum);
+            if s.key.sec < before && self.taken.insert((s.key.tid, r.slot, r.seq)) {
+                self.buf.push(s);
+            }
+        }
+        for r in dec.sums.drain(..) {
+            if !self.taken.remove(&(r.sum.key.tid, r.slot, r.seq)) {
+                self.pending.push(whole(r.sum));
+            }
+        }
+        let mut i = 0;
+        while i < self.pending.len() {
+            if self.pending[i].key.sec < before {
+                self.buf.push(self.pending.swap_remove(i));
+            } else {
+                i += 1;
+            }
         }
         // The second of an exec: the calls before it were the old
         // program's, those after the new one's.

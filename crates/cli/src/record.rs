@@ -356,7 +356,13 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let live = !a.quiet && std::io::stderr().is_terminal();
     let mut last_records = (std::time::Duration::ZERO, 0u64);
     let mut told_error = false;
+    // An attached recording says when it is live: what the processes do
+    // from then on is recorded (scripts wait for this line).
+    let mut tell_attached = opts.attach.is_some() && !a.quiet;
     opts.progress = Some(Box::new(move |p: &Progress| {
+        if std::mem::take(&mut tell_attached) {
+            eprintln!("{}mltrace: attached, recording", if live { "\r\x1b[2K" } else { "" });
+        }
         if let (Some(e), false) = (&p.write_error, told_error) {
             told_error = true;
             eprintln!(
