@@ -46,7 +46,7 @@ pub struct Args {
     sched: String,
     /// How much of the reads, writes, syncs and closes to record: full
     /// (every call, with its offset and latency) or summary (the kernel
-    /// sums them per process, file and second: calls, bytes and a latency
+    /// sums them per thread, file and second: calls, bytes and a latency
     /// histogram; only calls slower than --slow, and failed ones, are
     /// recorded one by one). Opens, block I/O, scheduling and the counters
     /// are recorded in full either way
