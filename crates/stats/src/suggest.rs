@@ -550,6 +550,43 @@ mod tests {
         assert!(metadata(&Evidence { meta: 0.05, reads: 0.04, ..e }).is_none());
     }
 
+    /// Every rule, threshold and figure is documented: docs/verdict.md
+    /// names each rule and constant, docs/stats-json.md each key.
+    #[test]
+    fn every_rule_and_figure_is_documented() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let verdict = std::fs::read_to_string(root.join("docs/verdict.md")).unwrap();
+        let json = std::fs::read_to_string(root.join("docs/stats-json.md")).unwrap();
+        let src = include_str!("suggest.rs");
+        for name in src.lines().filter_map(|l| l.strip_prefix("pub const ")?.split(':').next()) {
+            if name != "MAX_SUGGESTIONS" {
+                assert!(verdict.contains(&format!("`{name}`")), "docs/verdict.md does not name {name}");
+            }
+        }
+        let disk = Some(Disk { name: "vda".into(), busy: 1.0, read_per_s: 1.0 });
+        let e = Evidence {
+            cpu: 1.0,
+            cpu_idle: Some(1.0),
+            sleep: 1.0,
+            reads: 1.0,
+            meta: 1.0,
+            read_ns: 1,
+            meta_ns: 2,
+            disk,
+            paths: vec![read("/d/a", 3, 1), read("/d/b", 1, 1)],
+            ..base()
+        };
+        for rule in RULES {
+            let s = rule(&e).unwrap();
+            assert!(verdict.contains(&format!("| `{}` |", s.rule)), "docs/verdict.md does not list {}", s.rule);
+            assert!(json.contains(&format!("`{}`", s.rule)), "docs/stats-json.md does not name {}", s.rule);
+            for key in s.to_json().as_object().unwrap().keys() {
+                assert!(json.contains(&format!("`{key}`")), "docs/stats-json.md does not name {key} of {}", s.rule);
+            }
+        }
+        assert!(json.contains("`suggestions`") && json.contains("`suggestions_note`"));
+    }
+
     /// Only when the trainer waits for data; at most three, most explaining first.
     #[test]
     fn ranked_kept_to_three_and_only_when_held_back() {
