@@ -215,15 +215,15 @@ pub fn more_workers(e: &Evidence) -> Option<Suggestion> {
     // As many more as the idle CPUs hold, each using what one uses now.
     let more = ((idle_cpus / e.cpu.max(0.01)).floor() as usize).max(1);
     let to = e.loaders + more;
-    let (what, knob) = if e.threads {
-        (format!("{} {}s", to, e.word), "a bigger pool, num_parallel_calls")
+    let (head, what, knob) = if e.threads {
+        (format!("more {}s", e.word), format!("{} {}s", to, e.word), "a bigger pool, num_parallel_calls")
     } else {
-        (format!("{to} workers"), "num_workers")
+        ("more workers".to_string(), format!("{to} workers"), "num_workers")
     };
     Some(Suggestion {
         rule: "more_workers",
         text: format!(
-            "more loaders: {} {} on CPU {} of {} time while {:.1} of {} CPUs sat idle ({}): {what} ({knob}) would use them",
+            "{head}: {} {} on CPU {} of {} time while {:.1} of {} CPUs sat idle ({}): {what} ({knob}) would use them",
             e.who(),
             e.was(),
             pct(e.cpu),
