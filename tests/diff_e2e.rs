@@ -207,6 +207,142 @@ fn a_warm_page_cache_against_a_cold_one() {
     assert!(text.contains("per epoch:") && text.contains("EPOCH 2"), "{text}");
 }
 
+/// A tmpfs mounted for a test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=512m", "tmpfs"]).arg(at).status();
+        match st {
+            Ok(s) if s.success() => Some(Tmpfs(at.to_path_buf())),
+            other => {
+                skip("a fast directory", &format!("mounting a tmpfs at {} failed: {other:?}", at.display()));
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// The same loader (suggest_loader.py: one worker reading random 4 KiB
+/// pages of eight 32 MiB files, a batch sized by this machine's storage
+/// to take about 30 ms from it, the trainer computing a third of that)
+/// reading the same files from a slow directory (on the disk, their pages
+/// dropped from the page cache) and then from a fast one (copies on a
+/// tmpfs): the diff gives the speed-up the workload measured, and its
+/// directories the slow one's read time gone and the fast one's new, each
+/// as long as the workload timed its reads there.
+#[test]
+fn a_slow_directory_against_a_fast_one() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = system_python() else { return };
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (slow, fast) = (dir.join("slow"), dir.join("fast"));
+    std::fs::create_dir_all(&slow).unwrap();
+    let names: Vec<String> = (0..8).map(|i| format!("part{i}.bin")).collect();
+    for n in &names {
+        sample_loader(&py, &["make", slow.join(n).to_str().unwrap(), "32"]);
+    }
+    let Some(_fast_fs) = Tmpfs::mount(&fast) else { return };
+    for n in &names {
+        std::fs::copy(slow.join(n), fast.join(n)).unwrap();
+    }
+    // One page from storage, timed here; a batch of them about 30 ms.
+    let probe = sample_loader(&py, &["calibrate", slow.join(&names[0]).to_str().unwrap(), "1"]);
+    let read_us: f64 = probe.lines().find_map(|l| l.strip_prefix("read_us ")).unwrap().parse().unwrap();
+    let steps = 60;
+    let samples = ((30_000.0 / read_us).round() as i64).clamp(10, 8 * 8192 / (2 * steps));
+    let compute_ms = format!("{:.2}", samples as f64 * read_us / 3000.0);
+    let paths = |d: &Path| names.iter().map(|n| d.join(n).display().to_string()).collect::<Vec<_>>().join(",");
+    let (slow_pages, fast_pages) = (paths(&slow), paths(&fast));
+    let (steps_s, samples_s) = (steps.to_string(), samples.to_string());
+    let args = |pages: &str| {
+        let a = ["--steps", &steps_s, "--pages", pages, "--samples", &samples_s, "--compute", &compute_ms];
+        let mut a: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        a.extend(["--how", "spin", "--marks"].map(String::from));
+        a
+    };
+    let run = |name: &str, pages: &str| {
+        let a = args(pages);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        record(dir, name, &py, "suggest_loader.py", &a, &[])
+    };
+    let Some((before, after, own)) = until_measured(
+        "a fast directory faster than a slow one",
+        |own| own.1 > 1.5 * own.0,
+        || {
+            for n in &names {
+                sample_loader(&py, &["drop", slow.join(n).to_str().unwrap()]);
+            }
+            let before = run("slow", &slow_pages);
+            let after = run("fast", &fast_pages);
+            let own = (own_steps_per_s(&before, steps), own_steps_per_s(&after, steps));
+            (before, after, own)
+        },
+    ) else {
+        return;
+    };
+
+    let (d, text) = diff(&before.log, &after.log, dir);
+    steps_as_measured(&d, own, "slow -> fast directory");
+    assert_eq!(d["same_command"], false, "the directory is in the command: {d}");
+    assert_eq!(d["noise"]["only_noise"], false, "{d}");
+    // The directories: the slow one read before only, the fast one after
+    // only, each for as long as the workload timed its reads there, and
+    // every byte it read.
+    let dirs = d["directories"].as_array().unwrap();
+    let entry = |p: &Path| {
+        let p = p.to_str().unwrap();
+        dirs.iter().find(|x| x["path"] == p).unwrap_or_else(|| panic!("{p} not in {dirs:?}"))
+    };
+    let (s, f_) = (entry(&slow), entry(&fast));
+    assert_eq!(dirs[0]["path"], slow.to_str().unwrap(), "the slow directory changed most: {dirs:?}");
+    let own_read = |r: &Recorded, d: &Path| r.kv[&format!("w0_dir_read_ns:{}", d.display())] as f64 / 1e9;
+    let (slow_s, fast_s) = (own_read(&before, &slow), own_read(&after, &fast));
+    eprintln!(
+        "directories: {} {:.3} s -> {}; {} {} -> {:.4} s; the workload timed {slow_s:.3} s and {fast_s:.4} s",
+        slow.display(),
+        f(&s["read_s"]["before"]),
+        s["read_s"]["after"],
+        fast.display(),
+        f_["read_s"]["before"],
+        f(&f_["read_s"]["after"])
+    );
+    assert_eq!((f(&s["read_s"]["after"]), f(&f_["read_s"]["before"])), (0.0, 0.0), "{s} {f_}");
+    // mltrace times each call inside it, the workload around it (the
+    // interpreter's call and the tracing's own cost, a few µs a read):
+    // within 15% below for reads from storage (90 µs here); reads from
+    // memory take a microsecond or two, as long as what is around them.
+    let got = f(&s["read_s"]["before"]);
+    assert!(
+        got >= 0.85 * slow_s && got <= 1.02 * slow_s,
+        "slow: {got:.3} s in reads, the workload timed {slow_s:.3} s"
+    );
+    let got = f(&f_["read_s"]["after"]);
+    assert!(got > 0.2 * fast_s && got <= fast_s, "fast: {got:.4} s in reads, the workload timed {fast_s:.4} s");
+    assert!(got < 0.2 * f(&s["read_s"]["before"]), "the fast directory's reads are quicker: {s} {f_}");
+    let bytes = before.kv["w0_read_bytes"];
+    assert_eq!((s["read_bytes"]["before"].as_i64(), f_["read_bytes"]["after"].as_i64()), (Some(bytes), Some(bytes)));
+    // Every sample from storage before, none after.
+    let storage = f(&s["from_storage_bytes"]["before"]);
+    assert!(storage >= 0.95 * bytes as f64, "{storage} of {bytes} read from storage: {s}");
+    assert_eq!(f(&f_["from_storage_bytes"]["after"]), 0.0, "{f_}");
+    let c = d["conclusion"].as_str().unwrap();
+    assert!(c.contains("steps/s ") && c.contains("(+"), "{c}");
+    assert!(text.contains("directories whose reads changed most"), "{text}");
+    assert!(text.contains(slow.to_str().unwrap()) && text.contains(fast.to_str().unwrap()), "{text}");
+}
+
 /// The same job recorded twice (the warm loader of the test above, the
 /// trainer sleeping 10 ms a step, for about 3 s): no measurable difference.
 #[test]

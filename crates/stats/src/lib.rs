@@ -21,6 +21,7 @@ mod render_maps;
 pub mod sched;
 pub mod step_waits;
 pub mod steps;
+pub mod suggest;
 mod summary;
 pub mod timeline;
 mod verdict;
@@ -161,6 +162,10 @@ pub struct ProcStats {
     has_cmdline: bool,
     /// Time in read-family calls on files (durations summed over threads).
     pub read_ns: u64,
+    /// Time in opens (failed ones too) and closes of data files
+    /// ([`is_data_path`]), and the opens: what a loader spends on metadata.
+    pub meta_ns: u64,
+    pub data_opens: u64,
     /// Latency of the read calls on data files ([`mltrace_model::procs::is_data_path`])
     /// by the threads that can be loaders: every thread of a forked
     /// process that runs its parent's program (a worker), the threads
@@ -190,6 +195,10 @@ pub struct ThreadRead {
     pub read_ns: u64,
     /// Bytes those calls brought into the page cache.
     pub from_storage: u64,
+    /// Time in opens and closes of data files, and the opens (see
+    /// [`ProcStats::meta_ns`]).
+    pub meta_ns: u64,
+    pub opens: u64,
 }
 
 /// [`ThreadRead`] by tid.
@@ -402,6 +411,8 @@ fn summarised(group: &str, name: &str) -> bool {
     match group {
         "CPU" => matches!(name, "usr" | "sys" | "iowait" | "idle"),
         "Memory" => matches!(name, "used" | "dirty" | "io pressure"),
+        // How busy each disk was, and how much it read: is it at its limit?
+        g if g.starts_with("Disk ") => matches!(name, "utilisation" | "read"),
         g if g.starts_with("GPU ") => {
             is_gpu_utilisation(name)
                 || matches!(
@@ -556,6 +567,9 @@ impl Stats {
         let Some(op) = r.op.io() else {
             self.calls.add_summary(r.op.name(), r, false);
             self.proc(r.pid).closes += r.calls;
+            if is_file(r.kind) && is_data_path(f.str(r.path)) {
+                self.meta(r.pid, r.tid, r.time, 0);
+            }
             return;
         };
         let path = f.str(r.path);
@@ -595,6 +609,18 @@ impl Stats {
                 fs.read_ns += r.time;
             }
         }
+    }
+
+    /// `ns` in an open or close of a data file by thread `tid` of `pid`
+    /// (`opens`: 1 for an open).
+    fn meta(&mut self, pid: u32, tid: u32, ns: u64, opens: u64) {
+        let p = self.proc(pid);
+        p.meta_ns += ns;
+        p.data_opens += opens;
+        self.thread_reads.add(tid, |t| {
+            t.meta_ns += ns;
+            t.opens += opens;
+        });
     }
 
     /// A CUDA call that waited for the GPU: for the other ranks, when an
@@ -815,6 +841,11 @@ impl Stats {
             Record::Open(r) => {
                 self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
                 self.calls.add("", r.op.name(), None, r.dur);
+                // A failed open (a loader looking for its sample) is
+                // metadata time too; a pipe's or a socket's is not.
+                if (r.ret < 0 || is_file(r.kind)) && is_data_path(f.str(r.abs_path)) {
+                    self.meta(r.pid, r.tid, r.dur, 1);
+                }
                 self.proc(r.pid).opens.add(if r.ret < 0 { r.ret } else { 0 }, r.dur);
                 // A result an import did not have still counts for the file
                 // when the importer saw it found (`file` skips kind Unknown).
@@ -848,7 +879,10 @@ impl Stats {
             }
             Record::Close(r) => {
                 self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
-                self.proc(r.pid).closes += 1
+                self.proc(r.pid).closes += 1;
+                if is_file(r.kind) && is_data_path(f.str(r.path)) {
+                    self.meta(r.pid, r.tid, r.dur, 0);
+                }
             }
             Record::Lost(r) => match self.lost.iter_mut().find(|(k, _)| *k == r.kind) {
                 Some((_, n)) => *n += r.count,
@@ -1504,6 +1538,7 @@ impl Stats {
         let ranks = self.ranks();
         let verdict = self.verdict_with(&ranks);
         let _ = writeln!(o, "verdict:  {}", verdict.text);
+        suggest::render(&verdict, &mut o);
         let _ = writeln!(o, "command:  {}", h.command.join(" "));
         if let Some(a) = &h.attach {
             let _ = writeln!(o, "attached: record {}", a.describe());

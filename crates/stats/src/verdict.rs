@@ -167,6 +167,13 @@ pub struct Workers {
     /// Share of the bytes their calls read that the page cache already held
     /// (null without the page-cache probe, or when they read nothing).
     pub cache_fraction: Option<f64>,
+    /// The times of the threads that load, summed: each worker's main
+    /// thread, or each loader thread. A worker's other threads (the
+    /// queue's feeder, asleep all run) would halve each of its shares.
+    pub loading: crate::sched::Times,
+    /// Time in their opens and closes of data files, and their opens.
+    pub meta_ns: u64,
+    pub opens: u64,
 }
 
 /// GPU idle time against the trainer's data waits, summed over GPUs.
@@ -227,6 +234,10 @@ pub struct Verdict {
     pub step_waits: Option<crate::step_waits::StepWaits>,
     /// The rank that waited for data clearly more than the median, as JSON.
     pub straggler: Value,
+    /// What to try next ([`crate::suggest`]): at most three, most
+    /// explaining first; and why there are none, when there are none.
+    pub suggestions: Vec<crate::suggest::Suggestion>,
+    pub suggestions_note: Option<String>,
 }
 
 fn ratio(part: f64, whole: f64) -> Option<f64> {
@@ -292,6 +303,8 @@ impl Verdict {
             "epochs": epochs,
             "step_waits": self.step_waits.as_ref().map_or(Value::Null, |s| s.to_json()),
             "straggler": self.straggler,
+            "suggestions": self.suggestions.iter().map(|s| s.to_json()).collect::<Vec<_>>(),
+            "suggestions_note": self.suggestions_note,
         })
     }
 }
@@ -350,26 +363,48 @@ impl Stats {
     /// processes, or its loader threads.
     fn workers_summary(&self, t: &ProcStats, workers: &[&ProcStats]) -> Workers {
         let threads = self.loaders_are_threads(t, workers);
-        // Each loader's times, read time and bytes from storage.
-        let each: Vec<(Option<&crate::sched::Times>, u64, u64)> = if threads {
+        // Each loader's times (all its threads', and its loading thread's),
+        // read time, bytes from storage, and opens and closes.
+        type Each<'a> = (Option<&'a crate::sched::Times>, Option<&'a crate::sched::Times>, u64, u64, u64, u64);
+        let each: Vec<Each> = if threads {
             let times = |tid| self.sched.thread_times.get(&tid).filter(|x| x.0 == t.pid).map(|x| &x.1);
             let reads = |tid| self.thread_reads.get(tid);
-            t.loader_threads.iter().map(|&tid| (times(tid), reads(tid).read_ns, reads(tid).from_storage)).collect()
+            t.loader_threads
+                .iter()
+                .map(|&tid| {
+                    let r = reads(tid);
+                    (times(tid), times(tid), r.read_ns, r.from_storage, r.meta_ns, r.opens)
+                })
+                .collect()
         } else {
-            workers.iter().map(|w| (self.sched.procs.get(&w.pid), w.read_ns, w.cache.during_reads)).collect()
+            workers
+                .iter()
+                .map(|w| {
+                    let main = self.sched.main_thread.get(&w.pid);
+                    (self.sched.procs.get(&w.pid), main, w.read_ns, w.cache.during_reads, w.meta_ns, w.data_opens)
+                })
+                .collect()
         };
-        let mut wt = crate::sched::Times::default();
-        let (mut read_ns, mut from_storage) = (0, 0);
-        for (times, ns, storage) in &each {
+        let add = |into: &mut crate::sched::Times, x: &crate::sched::Times| {
+            into.cpu += x.cpu;
+            into.runnable += x.runnable;
+            into.io_wait += x.io_wait;
+            into.sleep += x.sleep;
+            into.other += x.other;
+        };
+        let (mut wt, mut loading) = (crate::sched::Times::default(), crate::sched::Times::default());
+        let (mut read_ns, mut from_storage, mut meta_ns, mut opens) = (0, 0, 0, 0);
+        for (times, main, ns, storage, meta, o) in &each {
             if let Some(x) = times {
-                wt.cpu += x.cpu;
-                wt.runnable += x.runnable;
-                wt.io_wait += x.io_wait;
-                wt.sleep += x.sleep;
-                wt.other += x.other;
+                add(&mut wt, x);
+            }
+            if let Some(x) = main {
+                add(&mut loading, x);
             }
             read_ns += ns;
             from_storage += storage;
+            meta_ns += meta;
+            opens += o;
         }
         let wf = |n| wt.fraction(n).unwrap_or(0.0);
         // Their data reads' latency: the workers', or the trainer's threads'
@@ -401,6 +436,9 @@ impl Stats {
             } else {
                 None
             },
+            loading,
+            meta_ns,
+            opens,
         }
     }
 
@@ -533,6 +571,8 @@ impl Stats {
             epochs: Vec::new(),
             step_waits: None,
             straggler: Value::Null,
+            suggestions: Vec::new(),
+            suggestions_note: None,
         };
         if !self.has_sched() {
             return none(
@@ -631,6 +671,7 @@ impl Stats {
                 format!("; {n} other processes have workers too (data waits {} to {})", pct(lo), pct(hi))
             }
         };
+        let (suggestions, suggestions_note) = crate::suggest::suggest(self, &b, w.as_ref());
         let gpu = self.gpu_overlap();
         let gpu_text = match gpu {
             Some(GpuOverlap { idle_fraction: Some(i), idle_during_data_wait_fraction: Some(d) }) => format!(
@@ -654,6 +695,8 @@ impl Stats {
             epochs: self.epoch_verdicts(),
             step_waits: self.step_waits(t.pid, ranks),
             straggler: straggler.map_or(Value::Null, |s| self.straggler_json(&s)),
+            suggestions,
+            suggestions_note,
         }
     }
 }

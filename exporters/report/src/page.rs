@@ -592,6 +592,16 @@ fn verdict(r: &Report, o: &mut String) {
     }
     let v = r.stats.verdict();
     let _ = write!(o, "<section id=\"verdict\"><h2>Verdict</h2><p class=\"verdict\">{}</p>", esc(&v.text));
+    // What to try next, each with the figures it rests on.
+    if !v.suggestions.is_empty() {
+        o.push_str("<div id=\"next\"><h3>What to try next</h3><ol>");
+        for s in &v.suggestions {
+            let _ = write!(o, "<li data-rule=\"{}\">{}</li>", s.rule, esc(&s.text));
+        }
+        o.push_str("</ol></div>");
+    } else if let Some(n) = &v.suggestions_note {
+        let _ = write!(o, "<p class=\"note\" id=\"next\">What to try next: {}.</p>", esc(n));
+    }
     if let Some(b) = v.breakdown {
         // The split of the trainer's time, as one table row that adds up.
         let _ = write!(

@@ -1,0 +1,135 @@
+/* A loader of many small files that looks for each sample before opening
+ * it (PROBES names that do not exist, as a loader trying extensions
+ * does): its opens, not its reads, take its time in file calls. A
+ * trainer takes a batch from a forked worker through a pipe and computes.
+ *
+ *   meta_loader LIST STEPS PER_BATCH PROBES COMPUTE_US
+ *
+ * The worker, per batch: for PER_BATCH files of LIST (one path a line,
+ * in turn) opens PROBES missing names (PATH.missingN), then the file,
+ * reads it whole, closes it; then writes one byte on the pipe. The
+ * trainer, per step: reads a byte (its wait) and sleeps COMPUTE_US.
+ * Written in C so that its own clock around each call adds next to
+ * nothing to the call. It prints `key value` lines: `pid`, `total_ns`,
+ * `blocked_ns`; the worker's `w0_pid`, `w0_wall_ns`, `w0_opens` (failed
+ * ones too), `w0_meta_ns` (in opens and closes), `w0_read_ns` (in reads),
+ * `w0_reads`. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static char **paths;
+static int npaths;
+
+static void load_list(const char *list)
+{
+	FILE *f = fopen(list, "r");
+	char line[4096];
+	int cap = 1024;
+	paths = malloc(cap * sizeof *paths);
+	if (!f || !paths)
+		exit(2);
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!*line)
+			continue;
+		if (npaths == cap)
+			paths = realloc(paths, (cap *= 2) * sizeof *paths);
+		paths[npaths++] = strdup(line);
+	}
+	fclose(f);
+	if (!npaths)
+		exit(2);
+}
+
+static void worker(int steps, int per_batch, int probes, int out)
+{
+	long long start = now_ns(), meta = 0, rd = 0, opens = 0, reads = 0, last = start;
+	char buf[65536], name[4200];
+	int next = 0;
+	for (int s = 0; s < steps; s++) {
+		for (int k = 0; k < per_batch; k++, next = (next + 1) % npaths) {
+			const char *p = paths[next];
+			for (int j = 0; j < probes; j++) {
+				snprintf(name, sizeof name, "%s.missing%d", p, j);
+				long long a = now_ns();
+				int fd = open(name, O_RDONLY);
+				meta += now_ns() - a;
+				opens++;
+				if (fd >= 0)
+					close(fd);
+			}
+			long long a = now_ns();
+			int fd = open(p, O_RDONLY);
+			meta += now_ns() - a;
+			opens++;
+			if (fd < 0)
+				_exit(3);
+			for (;;) {
+				a = now_ns();
+				ssize_t n = read(fd, buf, sizeof buf);
+				rd += now_ns() - a;
+				reads++;
+				if (n <= 0)
+					break;
+			}
+			a = now_ns();
+			close(fd);
+			meta += now_ns() - a;
+		}
+		if (write(out, "b", 1) != 1)
+			_exit(4);
+		last = now_ns();
+	}
+	printf("w0_pid %d\nw0_wall_ns %lld\nw0_opens %lld\nw0_meta_ns %lld\nw0_read_ns %lld\nw0_reads %lld\n", getpid(),
+	       last - start, opens, meta, rd, reads);
+	fflush(stdout);
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 6) {
+		fprintf(stderr, "usage: %s LIST STEPS PER_BATCH PROBES COMPUTE_US\n", argv[0]);
+		return 2;
+	}
+	load_list(argv[1]);
+	int steps = atoi(argv[2]), per_batch = atoi(argv[3]), probes = atoi(argv[4]);
+	long compute_us = atol(argv[5]);
+	int p[2];
+	if (pipe(p))
+		return 2;
+	fflush(stdout);
+	long long start = now_ns(), blocked = 0;
+	pid_t w = fork();
+	if (w == 0) {
+		close(p[0]);
+		worker(steps, per_batch, probes, p[1]);
+	}
+	close(p[1]);
+	for (int s = 0; s < steps; s++) {
+		char c;
+		long long a = now_ns();
+		if (read(p[0], &c, 1) != 1)
+			return 3;
+		blocked += now_ns() - a;
+		struct timespec t = { compute_us / 1000000, (compute_us % 1000000) * 1000 };
+		nanosleep(&t, NULL);
+	}
+	long long total = now_ns() - start;
+	waitpid(w, NULL, 0);
+	printf("pid %d\ntotal_ns %lld\nblocked_ns %lld\n", getpid(), total, blocked);
+	return 0;
+}
