@@ -12,7 +12,6 @@ mod open;
 mod record;
 mod report;
 mod template;
-mod verdict;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

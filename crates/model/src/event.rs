@@ -33,20 +33,36 @@ pub fn flow_to_disk(b: &Block) -> u64 {
     flow_id([2, u64::from(b.dev) << 32 | u64::from(b.tid), b.sector, b.end_ts()])
 }
 
-/// Whether a record is a call drawn as one slice on its thread: the
-/// syscalls, and io_uring requests (submission to completion).
-pub fn is_call(r: &Record) -> bool {
-    // Every kind named: a new one does not compile until it says.
-    match r {
-        Record::Io(_)
-        | Record::Open(_)
-        | Record::Close(_)
-        | Record::Transfer(_)
-        | Record::IoUring(_)
-        | Record::Aio(_)
-        | Record::NetCall(_)
-        | Record::GpuCall(_)
-        | Record::Collective(_) => true,
+/// A record that is a call drawn as one slice on its thread: the
+/// syscalls, io_uring requests (submission to completion), CUDA and NCCL
+/// calls. The one list of them: [`call`] names every kind, so a new kind
+/// does not compile until it says whether it is a call, and the scene's
+/// match on this does not compile until it draws a new call.
+#[derive(Clone, Copy, Debug)]
+pub enum Call<'a> {
+    Io(&'a Io),
+    Open(&'a Open),
+    Close(&'a Close),
+    Transfer(&'a Transfer),
+    IoUring(&'a IoUring),
+    Aio(&'a Aio),
+    NetCall(&'a NetCall),
+    GpuCall(&'a GpuCall),
+    Collective(&'a Collective),
+}
+
+/// The call a record is, if it is one.
+pub fn call(r: &Record) -> Option<Call<'_>> {
+    Some(match r {
+        Record::Io(x) => Call::Io(x),
+        Record::Open(x) => Call::Open(x),
+        Record::Close(x) => Call::Close(x),
+        Record::Transfer(x) => Call::Transfer(x),
+        Record::IoUring(x) => Call::IoUring(x),
+        Record::Aio(x) => Call::Aio(x),
+        Record::NetCall(x) => Call::NetCall(x),
+        Record::GpuCall(x) => Call::GpuCall(x),
+        Record::Collective(x) => Call::Collective(x),
         Record::Fork(_)
         | Record::Exec(_)
         | Record::Comm(_)
@@ -65,8 +81,13 @@ pub fn is_call(r: &Record) -> bool {
         | Record::GpuCount(_)
         | Record::Env(_)
         | Record::IoSummary(_)
-        | Record::GpuEvent(_) => false,
-    }
+        | Record::GpuEvent(_) => return None,
+    })
+}
+
+/// Whether a record is a call (see [`Call`]).
+pub fn is_call(r: &Record) -> bool {
+    call(r).is_some()
 }
 
 /// Name keys: the top byte says which kind of name, so keys of different

@@ -16,7 +16,7 @@ use mltrace_log::*;
 use crate::args::{ArgKey, Args, FnArgs, NoArgs};
 use crate::disk_counters::{DiskCounters, Sample};
 use crate::encoder::*;
-use crate::event::{self, flow_from_syscall, flow_to_disk};
+use crate::event::{self, flow_from_syscall, flow_to_disk, Call};
 use crate::maps::Maps;
 use crate::proc_rates::{ProcRates, Rate, RateSample};
 use crate::procs::{ProcIdx, ProcTracker};
@@ -818,27 +818,18 @@ impl<'s> Scene<'s> {
                     self.process_instant(enc, i, r.ts, &status, &NoArgs)?;
                 }
             }
-            Record::Io(_)
-            | Record::Open(_)
-            | Record::Close(_)
-            | Record::Transfer(_)
-            | Record::IoUring(_)
-            | Record::Aio(_)
-            | Record::NetCall(_)
-            | Record::GpuCall(_)
-            | Record::Collective(_) => {
-                if let Some(i) = idx {
-                    match rec {
-                        Record::Io(r) => self.io(enc, f, i, r)?,
-                        Record::Open(r) => self.open(enc, f, i, r)?,
-                        Record::Close(r) => self.close(enc, f, i, r)?,
-                        Record::Transfer(r) => self.transfer(enc, f, i, r)?,
-                        Record::IoUring(r) => self.uring(enc, f, i, r)?,
-                        Record::Aio(r) => self.aio(enc, f, i, r)?,
-                        Record::NetCall(r) => self.net(enc, f, i, r)?,
-                        Record::GpuCall(r) => self.gpu_call(enc, i, r)?,
-                        Record::Collective(r) => self.collective(enc, i, r)?,
-                        _ => {}
+            ref r if event::is_call(r) => {
+                if let (Some(i), Some(call)) = (idx, event::call(r)) {
+                    match call {
+                        Call::Io(r) => self.io(enc, f, i, r)?,
+                        Call::Open(r) => self.open(enc, f, i, r)?,
+                        Call::Close(r) => self.close(enc, f, i, r)?,
+                        Call::Transfer(r) => self.transfer(enc, f, i, r)?,
+                        Call::IoUring(r) => self.uring(enc, f, i, r)?,
+                        Call::Aio(r) => self.aio(enc, f, i, r)?,
+                        Call::NetCall(r) => self.net(enc, f, i, r)?,
+                        Call::GpuCall(r) => self.gpu_call(enc, i, r)?,
+                        Call::Collective(r) => self.collective(enc, i, r)?,
                     }
                 }
             }

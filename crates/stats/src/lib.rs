@@ -18,6 +18,7 @@ pub mod peers;
 pub mod rank_waits;
 pub mod ranks;
 mod render_maps;
+pub mod run;
 pub mod sched;
 pub mod step_waits;
 pub mod steps;

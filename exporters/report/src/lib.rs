@@ -21,6 +21,7 @@ use mltrace_model::plan::{self, Plan, Split};
 use mltrace_model::window::{self, WindowRequest};
 use mltrace_model::Survey;
 use mltrace_stats::diff::{Diff, RunFigures};
+use mltrace_stats::run::Want;
 use mltrace_stats::Stats;
 
 pub use charts::ChartError;
@@ -70,9 +71,16 @@ impl Report {
         log: &Path,
         budget: u64,
     ) -> Result<Report, ReportError> {
-        let survey = Survey::of(reader)?;
+        let run = mltrace_stats::run::read(reader, Want::Stats, |_, _| {})?;
+        let (survey, stats) = (run.survey, run.stats.unwrap_or_else(|| unreachable!("asked for")));
+        // The files to chart are known once the survey is: a second pass.
         let mut heat = FileHeat::top(&survey, HEAT_FILES);
-        let stats = Stats::from_reader_with(reader, |f, rec| heat.add(f, rec))?;
+        let mut rec = mltrace_log::Record::Lost(Default::default());
+        while let Some(mut frame) = reader.next_frame()? {
+            while frame.next_into(&mut rec) {
+                heat.add(&frame, &rec);
+            }
+        }
         reader.rewind();
         let win = window::resolve(&survey, &WindowRequest::default())?;
         let trace = default_trace(log);

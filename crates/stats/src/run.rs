@@ -1,44 +1,88 @@
-//! The verdict for the trace: computed by the stats crate in the pass
-//! that takes the model's survey, handed to the model as annotations (the
-//! model decides how they are drawn).
+//! One read of a run for everything that shows it (the trace, the report,
+//! Parquet): the model's survey, with the run's verdict and each epoch's
+//! and rank's data waits drawn in it as annotations (the model decides
+//! how they are drawn), and the stats they came from, in one pass.
 
 use std::io::{Read, Seek};
 
-use mltrace_log::{LogError, LogReader};
+use mltrace_log::{Frame, LogError, LogReader, Record};
 use mltrace_model::annotate::{Annotation, RankSeries, WaitSlice};
 use mltrace_model::{ArgKey, Found, Survey, Surveying};
-use mltrace_stats::ranks::Rank;
-use mltrace_stats::Stats;
+
+use crate::ranks::Rank;
+use crate::Stats;
 
 /// Ranks given a verdict lane of their own (the rest are in `stats`).
 const MAX_RANK_LANES: usize = 64;
+
+/// What a caller needs of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// The survey alone (Parquet: it names processes, shows no verdict).
+    Survey,
+    /// The survey with the verdict drawn in it where the log has
+    /// scheduling records (the trace; the stats are computed, then dropped).
+    Verdict,
+    /// The survey, its verdict, and the stats (the report).
+    Stats,
+}
+
+/// A run as read once: the survey, and the stats when asked for.
+pub struct Run {
+    pub survey: Survey,
+    pub stats: Option<Stats>,
+}
 
 fn pct(f: f64) -> String {
     format!("{:.0}%", f * 100.0)
 }
 
-/// The survey of the run, with the run's verdict and each epoch's and
-/// the ranks' data waits drawn in it (nothing for a log without
-/// scheduling: there is no verdict to show). One pass: the survey rides
-/// along the verdict's. The reader is rewound.
-pub fn survey<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Survey, LogError> {
-    if !reader.header().probes.iter().any(|p| p.subsystem == "scheduling") {
-        return Survey::of(reader);
+/// The run as `want`ed: its survey; with [`Want::Verdict`] and
+/// [`Want::Stats`] the verdict drawn in it (nothing for a log without
+/// scheduling: there is no verdict to show); with [`Want::Stats`] the
+/// stats. `also` sees every record of the pass. One pass: the survey rides
+/// along the stats'. The reader is rewound.
+pub fn read<R: Read + Seek>(
+    reader: &mut LogReader<R>,
+    want: Want,
+    mut also: impl FnMut(&Frame<'_>, &Record),
+) -> Result<Run, LogError> {
+    let sched = reader.header().probes.iter().any(|p| p.subsystem == "scheduling");
+    if want == Want::Survey || (!sched && want == Want::Verdict) {
+        let mut pass = Surveying::new(reader)?;
+        let mut rec = Record::Lost(Default::default());
+        while let Some(mut frame) = reader.next_frame()? {
+            while frame.next_into(&mut rec) {
+                pass.add(&frame, &rec);
+                also(&frame, &rec);
+            }
+        }
+        return Ok(Run { survey: pass.finish(reader, None), stats: None });
     }
     let mut pass = Surveying::new(reader)?.alongside();
-    let stats = Stats::from_reader_with(reader, |f, rec| pass.add(f, rec));
+    let stats = Stats::from_reader_with(reader, |f, rec| {
+        pass.add(f, rec);
+        also(f, rec);
+    });
     if stats.is_err() {
         reader.rewind();
     }
     let stats = stats?;
     let found = Found { diagnostics: stats.diagnostics.clone(), checkpoints: stats.checkpoints.clone() };
     let mut survey = pass.finish(reader, Some(found));
-    let ranks = stats.ranks();
-    survey.ranks = rank_series(&stats, &ranks);
-    survey.lateness = lateness_series(&stats, &ranks);
-    survey.collective_waits = collective_waits(&stats);
-    survey.annotations = verdict(&stats, &ranks);
-    Ok(survey)
+    if sched {
+        let ranks = stats.ranks();
+        survey.ranks = rank_series(&stats, &ranks);
+        survey.lateness = lateness_series(&stats, &ranks);
+        survey.collective_waits = collective_waits(&stats);
+        survey.annotations = verdict(&stats, &ranks);
+    }
+    Ok(Run { survey, stats: (want == Want::Stats).then_some(stats) })
+}
+
+/// The survey with its verdict (see [`read`]).
+pub fn survey<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Survey, LogError> {
+    Ok(read(reader, Want::Verdict, |_, _| {})?.survey)
 }
 
 /// `rank 19 (node2, pid 4242)`.
