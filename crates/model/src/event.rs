@@ -35,9 +35,10 @@ pub fn flow_to_disk(b: &Block) -> u64 {
 
 /// A record that is a call drawn as one slice on its thread: the
 /// syscalls, io_uring requests (submission to completion), CUDA and NCCL
-/// calls. The one list of them: [`call`] names every kind, so a new kind
-/// does not compile until it says whether it is a call, and the scene's
-/// match on this does not compile until it draws a new call.
+/// calls. [`split`] is the one list of them: it names every kind, so a
+/// new kind does not compile until it says whether it is a call, and a
+/// match on [`Call`] or [`NotCall`] (the scene's) does not compile until
+/// it handles the new kind.
 #[derive(Clone, Copy, Debug)]
 pub enum Call<'a> {
     Io(&'a Io),
@@ -51,9 +52,33 @@ pub enum Call<'a> {
     Collective(&'a Collective),
 }
 
-/// The call a record is, if it is one.
-pub fn call(r: &Record) -> Option<Call<'_>> {
-    Some(match r {
+/// Every other record (see [`Call`]).
+#[derive(Clone, Copy, Debug)]
+pub enum NotCall<'a> {
+    Fork(&'a Fork),
+    Exec(&'a Exec),
+    Comm(&'a Comm),
+    Exit(&'a Exit),
+    Lost(&'a Lost),
+    Block(&'a Block),
+    Counter(&'a Counter),
+    Phase(&'a Phase),
+    Mark(&'a Mark),
+    IoAccounting(&'a IoAccounting),
+    PageCache(&'a PageCache),
+    Mapping(&'a Mapping),
+    MajorFault(&'a MajorFault),
+    SchedSwitch(&'a SchedSwitch),
+    SchedWake(&'a SchedWake),
+    GpuCount(&'a GpuCount),
+    Env(&'a Env),
+    IoSummary(&'a IoSummary),
+    GpuEvent(&'a GpuEvent),
+}
+
+/// A record as a call, or as one of the others.
+pub fn split(r: &Record) -> Result<Call<'_>, NotCall<'_>> {
+    Ok(match r {
         Record::Io(x) => Call::Io(x),
         Record::Open(x) => Call::Open(x),
         Record::Close(x) => Call::Close(x),
@@ -63,31 +88,31 @@ pub fn call(r: &Record) -> Option<Call<'_>> {
         Record::NetCall(x) => Call::NetCall(x),
         Record::GpuCall(x) => Call::GpuCall(x),
         Record::Collective(x) => Call::Collective(x),
-        Record::Fork(_)
-        | Record::Exec(_)
-        | Record::Comm(_)
-        | Record::Exit(_)
-        | Record::Lost(_)
-        | Record::Block(_)
-        | Record::Counter(_)
-        | Record::Phase(_)
-        | Record::Mark(_)
-        | Record::IoAccounting(_)
-        | Record::PageCache(_)
-        | Record::Mapping(_)
-        | Record::MajorFault(_)
-        | Record::SchedSwitch(_)
-        | Record::SchedWake(_)
-        | Record::GpuCount(_)
-        | Record::Env(_)
-        | Record::IoSummary(_)
-        | Record::GpuEvent(_) => return None,
+        Record::Fork(x) => return Err(NotCall::Fork(x)),
+        Record::Exec(x) => return Err(NotCall::Exec(x)),
+        Record::Comm(x) => return Err(NotCall::Comm(x)),
+        Record::Exit(x) => return Err(NotCall::Exit(x)),
+        Record::Lost(x) => return Err(NotCall::Lost(x)),
+        Record::Block(x) => return Err(NotCall::Block(x)),
+        Record::Counter(x) => return Err(NotCall::Counter(x)),
+        Record::Phase(x) => return Err(NotCall::Phase(x)),
+        Record::Mark(x) => return Err(NotCall::Mark(x)),
+        Record::IoAccounting(x) => return Err(NotCall::IoAccounting(x)),
+        Record::PageCache(x) => return Err(NotCall::PageCache(x)),
+        Record::Mapping(x) => return Err(NotCall::Mapping(x)),
+        Record::MajorFault(x) => return Err(NotCall::MajorFault(x)),
+        Record::SchedSwitch(x) => return Err(NotCall::SchedSwitch(x)),
+        Record::SchedWake(x) => return Err(NotCall::SchedWake(x)),
+        Record::GpuCount(x) => return Err(NotCall::GpuCount(x)),
+        Record::Env(x) => return Err(NotCall::Env(x)),
+        Record::IoSummary(x) => return Err(NotCall::IoSummary(x)),
+        Record::GpuEvent(x) => return Err(NotCall::GpuEvent(x)),
     })
 }
 
 /// Whether a record is a call (see [`Call`]).
 pub fn is_call(r: &Record) -> bool {
-    call(r).is_some()
+    split(r).is_ok()
 }
 
 /// Name keys: the top byte says which kind of name, so keys of different

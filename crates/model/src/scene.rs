@@ -16,7 +16,7 @@ use mltrace_log::*;
 use crate::args::{ArgKey, Args, FnArgs, NoArgs};
 use crate::disk_counters::{DiskCounters, Sample};
 use crate::encoder::*;
-use crate::event::{self, flow_from_syscall, flow_to_disk, Call};
+use crate::event::{self, flow_from_syscall, flow_to_disk, Call, NotCall};
 use crate::maps::Maps;
 use crate::proc_rates::{ProcRates, Rate, RateSample};
 use crate::procs::{ProcIdx, ProcTracker};
@@ -793,16 +793,16 @@ impl<'s> Scene<'s> {
             return Ok(());
         }
         self.stats.records += 1;
-        match *rec {
-            Record::Fork(r) if !r.thread => {
+        match event::split(rec) {
+            Err(NotCall::Fork(r)) if !r.thread => {
                 if let Some(i) = idx {
                     let args = FnArgs(|s: &mut dyn crate::ArgSink| s.uint(ArgKey::Parent, u64::from(r.parent_pid)));
                     self.process_instant(enc, i, r.ts, &format!("started (fork of {})", r.parent_pid), &args)?;
                 }
             }
             // A rank's variables name its process (the model's roles).
-            Record::Fork(_) | Record::Comm(_) | Record::Env(_) => {}
-            Record::Exec(r) => {
+            Err(NotCall::Fork(_) | NotCall::Comm(_) | NotCall::Env(_)) => {}
+            Err(NotCall::Exec(r)) => {
                 if let Some(idx) = idx {
                     let (argv, filename) = (f.str(r.argv), f.str(r.filename));
                     let args = FnArgs(|s: &mut dyn crate::ArgSink| {
@@ -812,14 +812,14 @@ impl<'s> Scene<'s> {
                     self.process_instant(enc, idx, r.ts, &labels::exec_instant(filename), &args)?;
                 }
             }
-            Record::Exit(r) => {
+            Err(NotCall::Exit(r)) => {
                 if let (Some(i), true) = (idx, r.process_exit) {
                     let status = labels::describe_status(r.status);
                     self.process_instant(enc, i, r.ts, &status, &NoArgs)?;
                 }
             }
-            ref r if event::is_call(r) => {
-                if let (Some(i), Some(call)) = (idx, event::call(r)) {
+            Ok(call) => {
+                if let Some(i) = idx {
                     match call {
                         Call::Io(r) => self.io(enc, f, i, r)?,
                         Call::Open(r) => self.open(enc, f, i, r)?,
@@ -833,32 +833,32 @@ impl<'s> Scene<'s> {
                     }
                 }
             }
-            Record::GpuCount(r) => {
+            Err(NotCall::GpuCount(r)) => {
                 if let Some(i) = idx {
-                    self.gpu_count(enc, i, &r)?;
+                    self.gpu_count(enc, i, r)?;
                 }
             }
-            Record::IoSummary(r) => {
+            Err(NotCall::IoSummary(r)) => {
                 if let Some(i) = idx {
-                    self.io_summary(enc, f, i, &r)?;
+                    self.io_summary(enc, f, i, r)?;
                 }
             }
-            Record::Lost(r) => self.lost(enc, &r)?,
-            Record::Block(r) => self.block(enc, f, idx, &r)?,
+            Err(NotCall::Lost(r)) => self.lost(enc, r)?,
+            Err(NotCall::Block(r)) => self.block(enc, f, idx, r)?,
             // Not a number (GPM's NaN in logs of older recorders): not drawn.
-            Record::Counter(r) if !r.value.is_finite() => {}
-            Record::Counter(r) => self.counter(enc, f, idx, &r)?,
+            Err(NotCall::Counter(r)) if !r.value.is_finite() => {}
+            Err(NotCall::Counter(r)) => self.counter(enc, f, idx, r)?,
             // Training phases are drawn from the survey when a file begins.
-            Record::Phase(_) => {}
-            Record::PageCache(r) => {
+            Err(NotCall::Phase(_)) => {}
+            Err(NotCall::PageCache(r)) => {
                 if let (Some(i), true) = (idx, r.during.is_storage_read()) {
                     self.rates.add(i, Rate::Storage, r.ts, r.bytes, &mut self.rate_samples);
                     self.emit_rates(enc)?;
                 }
             }
             // The kernel's own I/O counters: checked in `stats`, not drawn.
-            Record::IoAccounting(_) => {}
-            Record::SchedSwitch(r) => {
+            Err(NotCall::IoAccounting(_)) => {}
+            Err(NotCall::SchedSwitch(r)) => {
                 self.stats.sched_events += 1;
                 self.stats.saw(r.ts);
                 // `idx` is the traced side's, the outgoing one when both are.
@@ -876,7 +876,7 @@ impl<'s> Scene<'s> {
                         self.sched_thread(enc, i, r.next_tid)?;
                     }
                 }
-                self.join_cpu_chain(enc, f, &r)?;
+                self.join_cpu_chain(enc, f, r)?;
                 enc.sched_switch(&SwitchEvent {
                     ts: r.ts,
                     cpu: r.cpu,
@@ -890,7 +890,7 @@ impl<'s> Scene<'s> {
                     prev_call: r.prev_call.name(),
                 })?;
             }
-            Record::SchedWake(r) if r.op == WakeOp::Waking => {
+            Err(NotCall::SchedWake(r)) if r.op == WakeOp::Waking => {
                 self.stats.sched_events += 1;
                 self.stats.saw(r.ts);
                 if let Some(i) = idx {
@@ -920,19 +920,19 @@ impl<'s> Scene<'s> {
                 })?;
             }
             // Migrations show in the switches (a thread's CPU changes).
-            Record::SchedWake(_) => {}
-            Record::Mapping(r) => {
+            Err(NotCall::SchedWake(_)) => {}
+            Err(NotCall::Mapping(r)) => {
                 if let Some(i) = idx {
-                    self.mapping(enc, f, i, &r, &mapped)?;
+                    self.mapping(enc, f, i, r, &mapped)?;
                 }
             }
-            Record::MajorFault(r) => {
+            Err(NotCall::MajorFault(r)) => {
                 if let Some(i) = idx {
-                    self.major_fault(enc, i, &r)?;
+                    self.major_fault(enc, i, r)?;
                 }
             }
-            Record::GpuEvent(r) => self.gpu_event(enc, f, &r)?,
-            Record::Mark(r) => {
+            Err(NotCall::GpuEvent(r)) => self.gpu_event(enc, f, r)?,
+            Err(NotCall::Mark(r)) => {
                 // Run-wide (MLLOG) marks too; a process's own are on its track.
                 if let (Some(i), true) = (idx, local_pid(r.pid) != 0) {
                     let (name, value) = (f.str_lossy(r.name), f.str_lossy(r.value));
