@@ -191,7 +191,10 @@ fn a_warm_page_cache_against_a_cold_one() {
     // The dataset is the file and the directory whose reads changed most.
     assert_eq!(d["files"][0]["path"], file.to_str().unwrap(), "{}", d["files"]);
     assert_eq!(d["directories"][0]["path"], dir.to_str().unwrap(), "{}", d["directories"]);
-    assert_eq!(f(&d["files"][0]["from_storage_bytes"]["after"]), 0.0, "{}", d["files"][0]);
+    // Warmed, the page cache may still lose a few pages before the run
+    // (seen: 8 of 27,480): next to nothing from storage, as for the run.
+    let file_after = f(&d["files"][0]["from_storage_bytes"]["after"]);
+    assert!(file_after < 1e6 && file_after <= storage.1, "{}", d["files"][0]);
     // Input-bound from storage, not from the cache; both epochs compared.
     assert_eq!(d["kind"]["before"], "input-bound", "{}", d["before"]["verdict"]);
     assert_ne!(d["kind"]["after"], "input-bound", "{}", d["after"]["verdict"]);
