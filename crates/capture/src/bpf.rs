@@ -775,11 +775,7 @@ pub fn read_uring_ops(skel: &MltraceSkel<'_>) -> Vec<mltrace_log::UringOpCount> 
             let n: u64 =
                 per_cpu.iter().filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()))).sum();
             if n > 0 {
-                out.push(mltrace_log::UringOpCount {
-                    opcode: op,
-                    name: mltrace_log::names::uring_opcode(op),
-                    count: n,
-                });
+                out.push(mltrace_log::UringOpCount { opcode: op, name: mltrace_log::show::uring_opcode(op), count: n });
             }
         }
     }

@@ -1150,7 +1150,7 @@ fn untraced_text(h: &ev_hdr, e: &ev_untraced) -> String {
         (false, true) => format!("setuid exec of {path}"),
         (false, false) => format!("setgid exec of {path}"),
     };
-    let name = if by_call || path.is_empty() { cstr(&e.comm) } else { mltrace_log::names::basename(&path).to_string() };
+    let name = if by_call || path.is_empty() { cstr(&e.comm) } else { mltrace_log::show::basename(&path).to_string() };
     format!("{name} [{}] became {became} ({why}): not recorded from here", h.pid)
 }
 

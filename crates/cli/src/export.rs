@@ -6,9 +6,9 @@ use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use mltrace_model::export::{self, Output, Written};
 use mltrace_model::plan::{self, FileRole, PlannedFile, Split};
 use mltrace_model::window::{self, WindowRequest};
+use mltrace_model::write_plan::{self, Output, Written};
 use mltrace_model::Survey;
 
 #[derive(clap::Args)]
@@ -135,7 +135,7 @@ fn describe(run: &Survey, w: &Written) -> String {
             format!("part {index:>width$} of {count}")
         }
     };
-    format!("{role}: {} ({}; {})", w.file.path.display(), what, mltrace_log::names::size(w.bytes))
+    format!("{role}: {} ({}; {})", w.file.path.display(), what, mltrace_log::show::size(w.bytes))
 }
 
 /// Says so when a log is of an older format than this mltrace writes
@@ -432,7 +432,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         compress: if a.uncompressed { None } else { mltrace_perfetto::ExportOptions::default().compress },
     };
     let mut lost = 0;
-    let written = export::run(&mut reader, &survey, &win, &plan, &mut files, &mut |w| {
+    let written = write_plan::run(&mut reader, &survey, &win, &plan, &mut files, &mut |w| {
         lost = lost.max(w.stats.lost_events);
         eprintln!("mltrace: {}", describe(&survey, w));
     })?;

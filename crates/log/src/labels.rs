@@ -1,13 +1,13 @@
 //! What exports call things: process names, slice names, block request
 //! strings, group names. The Perfetto and Chrome exporters both use these,
-//! so their traces cannot drift apart; [`names`](crate::names) has the
+//! so their traces cannot drift apart; [`show`](crate::show) has the
 //! field formatting (sizes, errnos, flags) these are built from.
 
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::names;
 use crate::record::*;
+use crate::show;
 
 /// Longest process name shown (the UI truncates long group names).
 pub const NAME_MAX: usize = 48;
@@ -32,9 +32,9 @@ pub fn fork_name(parent: &str, parent_pid: u32) -> String {
 
 /// A process named by its exec: the command line, or the file's name.
 pub fn exec_name(argv: &[u8], filename: &[u8]) -> String {
-    let name = names::command_line(argv, NAME_MAX);
+    let name = show::command_line(argv, NAME_MAX);
     if name.is_empty() {
-        names::basename(&String::from_utf8_lossy(filename)).to_string()
+        show::basename(&String::from_utf8_lossy(filename)).to_string()
     } else {
         name
     }
@@ -42,7 +42,7 @@ pub fn exec_name(argv: &[u8], filename: &[u8]) -> String {
 
 /// The exec marker on a process's track: `exec python3`.
 pub fn exec_instant(filename: &[u8]) -> String {
-    format!("exec {}", names::basename(&String::from_utf8_lossy(filename)))
+    format!("exec {}", show::basename(&String::from_utf8_lossy(filename)))
 }
 
 fn signal_name(sig: i32) -> String {
@@ -123,8 +123,8 @@ pub const RESULT_UNKNOWN: &str = "unknown";
 /// `pread64 4 KiB`, `read EIO`, `read ?`: reads, writes and transfers.
 pub fn syscall(op: &str, ret: i64) -> String {
     match outcome(ret) {
-        Outcome::Ok(n) => format!("{op} {}", names::size(n)),
-        Outcome::Err(e) => format!("{op} {}", names::errno(e)),
+        Outcome::Ok(n) => format!("{op} {}", show::size(n)),
+        Outcome::Err(e) => format!("{op} {}", show::errno(e)),
         Outcome::Unknown => format!("{op} ?"),
     }
 }
@@ -132,8 +132,8 @@ pub fn syscall(op: &str, ret: i64) -> String {
 /// `io_uring read 64 KiB`, `io_uring readv ECANCELED`: an io_uring request.
 pub fn uring(op: UringOp, ret: i64) -> String {
     match outcome(ret) {
-        Outcome::Ok(n) => format!("io_uring {} {}", op.name(), names::size(n)),
-        Outcome::Err(e) => format!("io_uring {} {}", op.name(), names::errno(e)),
+        Outcome::Ok(n) => format!("io_uring {} {}", op.name(), show::size(n)),
+        Outcome::Err(e) => format!("io_uring {} {}", op.name(), show::errno(e)),
         Outcome::Unknown => format!("io_uring {} ?", op.name()),
     }
 }
@@ -158,7 +158,7 @@ pub fn aio(op: AioOp, ret: i64) -> String {
     let what = if op == AioOp::Submit { "iocb" } else { "event" };
     match outcome(ret) {
         Outcome::Ok(n) => format!("{} {n} {what}{}", op.name(), if n == 1 { "" } else { "s" }),
-        Outcome::Err(e) => format!("{} {}", op.name(), names::errno(e)),
+        Outcome::Err(e) => format!("{} {}", op.name(), show::errno(e)),
         Outcome::Unknown => format!("{} ?", op.name()),
     }
 }
@@ -166,9 +166,9 @@ pub fn aio(op: AioOp, ret: i64) -> String {
 /// `openat x.bin ENOENT`, `openat x.bin`.
 pub fn open(op: OpenOp, abs_path: &[u8], ret: i64) -> String {
     let base = String::from_utf8_lossy(abs_path);
-    let base = names::basename(&base);
+    let base = show::basename(&base);
     match outcome(ret) {
-        Outcome::Err(e) => format!("{} {} {}", op.name(), base, names::errno(e)),
+        Outcome::Err(e) => format!("{} {} {}", op.name(), base, show::errno(e)),
         _ => format!("{} {}", op.name(), base),
     }
 }
@@ -178,8 +178,8 @@ pub fn close(path: &[u8], ret: i64) -> String {
     // Imports may not know which file an fd was.
     let p = if path.is_empty() { "?".into() } else { String::from_utf8_lossy(path) };
     match outcome(ret) {
-        Outcome::Err(e) => format!("close {} {}", names::basename(&p), names::errno(e)),
-        _ => format!("close {}", names::basename(&p)),
+        Outcome::Err(e) => format!("close {} {}", show::basename(&p), show::errno(e)),
+        _ => format!("close {}", show::basename(&p)),
     }
 }
 
@@ -187,15 +187,15 @@ pub fn close(path: &[u8], ret: i64) -> String {
 pub fn mapping(op: MapOp, path: &[u8], ret: i64) -> String {
     let p = if path.is_empty() { "?".into() } else { String::from_utf8_lossy(path) };
     match outcome(ret) {
-        Outcome::Err(e) => format!("{} {} {}", op.name(), names::basename(&p), names::errno(e)),
-        _ => format!("{} {}", op.name(), names::basename(&p)),
+        Outcome::Err(e) => format!("{} {} {}", op.name(), show::basename(&p), show::errno(e)),
+        _ => format!("{} {}", op.name(), show::basename(&p)),
     }
 }
 
 /// `major fault train.arrow`.
 pub fn major_fault(path: &[u8]) -> String {
     let p = if path.is_empty() { "?".into() } else { String::from_utf8_lossy(path) };
-    format!("major fault {}", names::basename(&p))
+    format!("major fault {}", show::basename(&p))
 }
 
 /// `R 128 KiB`, `F`, `D 512 B error`.
@@ -204,7 +204,7 @@ pub fn block(op: BlockOp, bytes: u64, failed: bool) -> String {
     if bytes == 0 {
         format!("{}{e}", op.letter())
     } else {
-        format!("{} {}{e}", op.letter(), names::size(bytes))
+        format!("{} {}{e}", op.letter(), show::size(bytes))
     }
 }
 

@@ -3,7 +3,7 @@
 //! them from here, so a record reads the same everywhere.
 
 use mltrace_log::labels::{self, Outcome};
-use mltrace_log::names;
+use mltrace_log::show;
 use mltrace_log::*;
 
 use crate::args::{ArgKey as K, ArgSink, Args, OwnedArgs};
@@ -162,7 +162,7 @@ pub fn gpu_name(r: &GpuCall) -> String {
     let mut s = r.call.name().to_string();
     if r.call.is_copy() {
         s.push(' ');
-        s.push_str(&mltrace_log::names::size(r.bytes));
+        s.push_str(&mltrace_log::show::size(r.bytes));
     }
     if r.ret != 0 {
         s.push_str(" failed");
@@ -179,7 +179,7 @@ pub fn nccl_name(r: &Collective) -> String {
     let mut s = r.op.name().to_string();
     if !r.op.is_group() {
         s.push(' ');
-        s.push_str(&mltrace_log::names::size(r.bytes));
+        s.push_str(&mltrace_log::show::size(r.bytes));
     }
     if r.ret != 0 {
         s.push_str(" failed");
@@ -209,7 +209,7 @@ pub fn path_key(tag: u8, ret: i64, path: &[u8]) -> u64 {
 pub fn outcome_args<S: ArgSink>(s: &mut S, ret: i64) -> Option<u64> {
     match labels::outcome(ret) {
         Outcome::Ok(n) => return Some(n),
-        Outcome::Err(e) => s.str(K::Errno, names::errno(e).as_bytes()),
+        Outcome::Err(e) => s.str(K::Errno, show::errno(e).as_bytes()),
         Outcome::Unknown => s.str(K::Result, labels::RESULT_UNKNOWN.as_bytes()),
     }
     None
@@ -325,7 +325,7 @@ impl Args for OpenArgs<'_> {
         let r = self.r;
         s.str(K::Path, self.passed);
         s.str(K::AbsPath, self.abs);
-        s.str(K::Flags, names::open_flags(r.flags).as_bytes());
+        s.str(K::Flags, show::open_flags(r.flags).as_bytes());
         if r.flags & 0o100 != 0 || r.flags & 0o20200000 == 0o20200000 {
             s.str(K::Mode, format!("{:#o}", r.mode).as_bytes());
         }
@@ -487,8 +487,8 @@ impl Args for MapArgs<'_> {
         match r.op {
             MapOp::Mmap => {
                 s.int(K::Fd, i64::from(r.fd));
-                s.str(K::Prot, names::mmap_prot(r.prot).as_bytes());
-                s.str(K::Flags, names::mmap_flags(r.flags).as_bytes());
+                s.str(K::Prot, show::mmap_prot(r.prot).as_bytes());
+                s.str(K::Flags, show::mmap_flags(r.flags).as_bytes());
                 if let Some(at) = r.mapped_at() {
                     s.str(K::Address, hex(at).as_bytes());
                 }
@@ -496,7 +496,7 @@ impl Args for MapArgs<'_> {
             MapOp::Mremap => {
                 s.str(K::Address, hex(r.addr).as_bytes());
                 s.uint(K::NewLength, r.new_len);
-                s.str(K::Flags, names::mremap_flags(r.flags).as_bytes());
+                s.str(K::Flags, show::mremap_flags(r.flags).as_bytes());
                 if let Some(at) = r.mapped_at() {
                     s.str(K::NewAddress, hex(at).as_bytes());
                 }

@@ -14,7 +14,6 @@ pub mod checkpoints;
 pub mod disk_counters;
 pub mod encoder;
 pub mod event;
-pub mod export;
 pub mod grid;
 pub mod heat;
 pub mod maps;
@@ -25,6 +24,7 @@ pub mod procs;
 pub mod scene;
 pub mod survey;
 pub mod window;
+pub mod write_plan;
 
 pub use args::{ArgKey, ArgSink, Args, FnArgs, NoArgs};
 pub use encoder::{

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use rustc_hash::FxHashSet as HashSet;
 
 use mltrace_log::labels;
-use mltrace_log::names;
+use mltrace_log::show;
 use mltrace_log::*;
 
 /// A process incarnation, dense from 0 in order of first sight.
@@ -407,8 +407,8 @@ impl Procs {
             // A subshell's own forks (a pipeline's stages) are a shell's too.
             Record::Fork(r) if !r.thread => {
                 tracker.parents[i].and_then(|q| self.list.get(q as usize)).is_some_and(|q| match &q.exec {
-                    Some(e) => names::is_shell(&e.0),
-                    None => q.forked_by_shell || q.comm.as_deref().is_some_and(names::is_shell),
+                    Some(e) => show::is_shell(&e.0),
+                    None => q.forked_by_shell || q.comm.as_deref().is_some_and(show::is_shell),
                 })
             }
             _ => false,
@@ -549,7 +549,7 @@ impl Procs {
             if self.list[i].comm.is_none() {
                 let p = &self.list[i];
                 let comm = match &p.exec {
-                    Some((_, argv)) => argv.first().map(|a| names::basename(a).chars().take(15).collect()),
+                    Some((_, argv)) => argv.first().map(|a| show::basename(a).chars().take(15).collect()),
                     None => p.parent.and_then(|q| self.list.get(q as usize)).and_then(|q| q.comm.clone()),
                 };
                 self.list[i].comm = comm;
@@ -635,7 +635,7 @@ impl Procs {
         match p.role {
             Role::Worker { slot, generation } => {
                 let parent = p.parent.map(|q| &self.list[q as usize]);
-                let python = |c: &[String]| c.first().is_some_and(|a| names::basename(a).starts_with("python"));
+                let python = |c: &[String]| c.first().is_some_and(|a| show::basename(a).starts_with("python"));
                 let base = match parent {
                     Some(q) if python(&q.cmdline) || python(&p.cmdline) => "DataLoader worker".to_string(),
                     Some(q) => format!("{} worker", short_command(&q.cmdline, 16).split(' ').next().unwrap_or("")),
@@ -711,7 +711,7 @@ pub fn short_command(argv: &[String], max: usize) -> String {
     let mut words: Vec<&str> = Vec::new();
     let mut it = argv.iter().map(String::as_str).filter(|a| !a.is_empty());
     if let Some(prog) = it.next() {
-        words.push(names::basename(prog));
+        words.push(show::basename(prog));
     }
     while let Some(a) = it.next() {
         if a == "-m" || a == "-c" {
@@ -724,7 +724,7 @@ pub fn short_command(argv: &[String], max: usize) -> String {
             break;
         }
         if !a.starts_with('-') {
-            words.push(if a.contains('/') && !a.contains(char::is_whitespace) { names::basename(a) } else { a });
+            words.push(if a.contains('/') && !a.contains(char::is_whitespace) { show::basename(a) } else { a });
             break;
         }
     }

@@ -449,7 +449,7 @@ impl<'s> Scene<'s> {
                     (g, f)
                 }
             };
-            let size = format!("checkpoint {} ({:.0} MB/s)", mltrace_log::names::size(c.bytes), c.mb_per_s());
+            let size = format!("checkpoint {} ({:.0} MB/s)", mltrace_log::show::size(c.bytes), c.mb_per_s());
             let (start, end, whole) = crate::annotate::clip(c.start, c.end, (from, to));
             for (track, name) in [(group, size.as_str()), (files, c.path.as_str())] {
                 let s =

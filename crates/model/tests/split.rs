@@ -6,9 +6,9 @@ use std::io::{self, Cursor};
 use std::path::{Path, PathBuf};
 
 use mltrace_log::*;
-use mltrace_model::export::{self, Output, Written};
 use mltrace_model::plan::{self, FileRole, PlannedFile, Split};
 use mltrace_model::window::{self, WindowError, WindowRequest};
+use mltrace_model::write_plan::{self, Output, Written};
 use mltrace_model::*;
 use mltrace_testlog::synthetic::{self, Spec};
 
@@ -164,7 +164,7 @@ fn export_log(log: &[u8], req: &WindowRequest, split: Split, budget: u64) -> (Su
     let win = window::resolve(&run, req).unwrap();
     let plan = plan::plan(&run, &win, Path::new("out/run.perfetto-trace"), ".perfetto-trace", split, budget);
     let mut check = Check { files: Vec::new() };
-    let written = export::run(&mut r, &run, &win, &plan, &mut check, &mut |_| {}).unwrap();
+    let written = write_plan::run(&mut r, &run, &win, &plan, &mut check, &mut |_| {}).unwrap();
     let logs = check.files.iter().map(|f| f.1.clone()).collect();
     (run, written, logs)
 }

@@ -246,9 +246,9 @@ impl Stats {
                     let parent = self.current.get(&r.parent_pid).map(|&i| &self.processes[i]);
                     let parent = parent.map(|p| (p.name.clone(), p.has_cmdline));
                     // A shell's fork is a subshell, not a data loader.
-                    let by_shell = parent.as_ref().is_some_and(|p| names::is_shell(&p.0));
+                    let by_shell = parent.as_ref().is_some_and(|p| show::is_shell(&p.0));
                     let root = r.pid == self.header.root_pid;
-                    let cmd = names::command_name(&self.header.command, NAME_MAX);
+                    let cmd = show::command_name(&self.header.command, NAME_MAX);
                     let has_cmd = !self.header.command.is_empty();
                     // A new process unless its records came before its fork
                     // (one process, one row).
@@ -270,7 +270,7 @@ impl Stats {
                 }
             }
             Record::Exec(r) => {
-                let name = names::command_line(f.str(r.argv), NAME_MAX);
+                let name = show::command_line(f.str(r.argv), NAME_MAX);
                 let argv = f.str_lossy(r.argv);
                 let spawn = argv.contains("multiprocessing.spawn") || argv.contains("spawn_main");
                 self.sched.exec(r.pid, r.ts);

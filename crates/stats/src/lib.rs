@@ -46,7 +46,7 @@ pub use hist::Histogram;
 use kernel::{Check, KernelIo, TracedIo};
 use mapped::{FileMaps, ProcMaps};
 use mltrace_log::labels::{self, DiskIds, Outcome};
-use mltrace_log::names;
+use mltrace_log::show;
 use mltrace_log::*;
 use mltrace_model::maps::{MapClass, Maps};
 use mltrace_model::procs::is_data_path;

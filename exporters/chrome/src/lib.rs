@@ -44,7 +44,7 @@ pub fn export<R: Read + Seek, W: Write>(
     on_diag: &mut dyn FnMut(String),
 ) -> io::Result<(W, ExportStats)> {
     let mut one = One { out: Some(out), enc: None };
-    let w = mltrace_model::export::one_file(reader, &mut one, on_diag).map_err(io::Error::other)?;
+    let w = mltrace_model::write_plan::one_file(reader, &mut one, on_diag).map_err(io::Error::other)?;
     let st = &w.stats;
     let enc = one.enc.take().unwrap();
     let (events, counters) = (enc.events(), enc.counters);
@@ -73,7 +73,7 @@ struct One<W: Write> {
     enc: Option<ChromeEncoder<W>>,
 }
 
-impl<W: Write> mltrace_model::export::Output for One<W> {
+impl<W: Write> mltrace_model::write_plan::Output for One<W> {
     type E = ChromeEncoder<W>;
     fn create(&mut self, _: &PlannedFile) -> io::Result<ChromeEncoder<W>> {
         let out = self.out.take().ok_or_else(|| io::Error::other("one file only"))?;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::io::{Read, Seek};
 
 use mltrace_log::labels::{self, Outcome};
-use mltrace_log::names;
+use mltrace_log::show;
 use mltrace_log::*;
 use mltrace_model::procs::{ProcIdx, ProcTracker, Role};
 use mltrace_model::Survey;
@@ -160,7 +160,7 @@ struct Call<'a> {
 fn outcome(ret: i64) -> (Option<i64>, Option<String>) {
     match labels::outcome(ret) {
         Outcome::Ok(n) => (Some(i(n)), None),
-        Outcome::Err(e) => (None, Some(names::errno(e))),
+        Outcome::Err(e) => (None, Some(show::errno(e))),
         Outcome::Unknown => (None, None),
     }
 }

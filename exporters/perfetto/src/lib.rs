@@ -55,7 +55,7 @@ pub fn export_with<R: Read + Seek, W: Write>(
     on_diag: &mut dyn FnMut(String),
 ) -> io::Result<(W, ExportStats)> {
     let mut one = One { out: Some(out), opts, enc: None };
-    let w = mltrace_model::export::one_file(reader, &mut one, on_diag).map_err(io::Error::other)?;
+    let w = mltrace_model::write_plan::one_file(reader, &mut one, on_diag).map_err(io::Error::other)?;
     let enc = one.enc.take().unwrap();
     let (packets, bytes, raw_bytes) = enc.counts();
     let (out, _) = enc.into_inner()?;
@@ -84,7 +84,7 @@ struct One<W: Write> {
     enc: Option<PerfettoEncoder<W>>,
 }
 
-impl<W: Write> mltrace_model::export::Output for One<W> {
+impl<W: Write> mltrace_model::write_plan::Output for One<W> {
     type E = PerfettoEncoder<W>;
     fn create(&mut self, _: &PlannedFile) -> io::Result<PerfettoEncoder<W>> {
         let out = self.out.take().ok_or_else(|| io::Error::other("one file only"))?;

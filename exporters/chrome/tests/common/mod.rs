@@ -6,7 +6,7 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
 use mltrace_log::*;
-pub use mltrace_testlog::sample::*;
+pub use mltrace_testlog::sample_log::*;
 
 #[path = "../../../../tests/src/tools.rs"]
 mod tools;
