@@ -37,6 +37,7 @@ enum ev_kind {
 	EV_NCCL = 19,
 	EV_UNTRACED = 20,
 	EV_SUM = 21,
+	EV_SPAN = 22,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -410,6 +411,41 @@ struct ev_sched {
 	u8 _pad[4];
 	char comm[16];
 	char other_comm[16];
+};
+
+/* ev_span.h.flags; an enum so that the skeleton carries it to user space */
+enum span_bits {
+	SPAN_WOKEN = 1,   /* a wake-up ended the sleep: by the task waker_*, or an interrupt (by) */
+	SPAN_WAKER = 2,   /* the waker is a traced thread */
+	SPAN_RUNNING = 4, /* on a CPU from h.ts (else runnable) */
+};
+
+/*
+ * record --detail summary (task-storage routes): a traced thread's
+ * scheduling summed between its sleeps, instead of a record per switch and
+ * wake-up. From `from` to `sleep_from` it was on a CPU `cpu` ns, waiting
+ * for one `runnable` ns, stopped or otherwise `other` ns; then asleep
+ * (`slept`, in the call numbered `call`) until h.ts, when the span is sent.
+ * A thread that does not sleep sends one about every second, and one at
+ * its exit: `slept` is then SS_RUNNABLE and `sleep_from` is h.ts. Short
+ * sleeps the thread asked for (nanosleep, clock_nanosleep) that its timer
+ * ended are summed in `timed` instead of ending the span: they wait for
+ * nothing.
+ */
+struct ev_span {
+	struct ev_hdr h;
+	u64 from;
+	u64 sleep_from;
+	u64 cpu;
+	u64 runnable;
+	u64 other;
+	u64 timed;
+	u32 waker_pid;
+	u32 waker_tid;
+	s16 call;
+	u8 slept;   /* enum sched_state */
+	u8 by;      /* enum wake_by */
+	u32 _pad;
 };
 
 /* ev_net.h.flags; an enum so that the skeleton carries it to user space */

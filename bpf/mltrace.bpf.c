@@ -135,11 +135,36 @@ struct {
 	__type(value, u32);
 } cgroup_filter SEC(".maps");
 
+/* record --detail summary: a thread's scheduling being summed (ev_span). */
+enum span_st {
+	SP_NONE = 0,   /* not seen switching or woken yet */
+	SP_RUNNING,
+	SP_RUNNABLE,
+	SP_ASLEEP,     /* `sleep` says how, since `since` */
+	SP_OTHER,      /* stopped, idle kernel waits */
+	SP_GONE,       /* exited: its last span is sent */
+};
+
+struct sched_acc {
+	u64 from;      /* the span's start */
+	u64 since;     /* when the thread entered `st` */
+	u64 cpu;
+	u64 runnable;
+	u64 other;
+	u64 timed;     /* short timed sleeps (see ev_span) */
+	s16 call;      /* asleep: the call it sleeps in */
+	u8 st;         /* enum span_st */
+	u8 sleep;      /* asleep: SS_SLEEPING or SS_UNINTERRUPTIBLE */
+	u32 _pad;
+};
+
 /* A thread's state on the fast and per-call routes: its call in progress
- * first (state_of hands out a pointer to it), then its summary slots. */
+ * first (state_of hands out a pointer to it), then its summary slots and
+ * its scheduling sums. */
 struct tstate {
 	struct inflight io;
 	struct sum_slot sums[SUM_SLOTS];
+	struct sched_acc sa;
 };
 
 struct {
@@ -246,6 +271,7 @@ struct ev_pcache keep_pcache = {};
 struct ev_uring keep_uring = {};
 struct ev_aio keep_aio = {};
 struct ev_sched keep_sched = {};
+struct ev_span keep_span = {};
 struct ev_map keep_map = {};
 struct ev_fault keep_fault = {};
 struct ev_net keep_net = {};
@@ -266,6 +292,7 @@ enum sched_op keep_sched_op = 0;
 enum sched_state keep_sched_state = 0;
 enum sched_traced keep_sched_traced = 0;
 enum wake_by keep_wake_by = 0;
+enum span_bits keep_span_bits = 0;
 enum net_bits keep_net_bits = 0;
 enum gpu_api keep_gpu_api = 0;
 enum nccl_api keep_nccl_api = 0;
@@ -2208,6 +2235,8 @@ int sched_exit(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
+static __always_inline void span_exit(struct task_struct *t, struct inflight *st);
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(fast_sched_exit, struct task_struct *task)
 {
@@ -2218,6 +2247,7 @@ int BPF_PROG(fast_sched_exit, struct task_struct *task)
 		if (st->op != OP_NONE)
 			flush_pcache(st, ((u64)task->tgid << 32) | (u32)task->pid);
 		send_slots(st);
+		span_exit(task, st);
 		on_exit(task);
 		return 0;
 	}
@@ -3021,6 +3051,167 @@ static __always_inline void on_wake(struct task_struct *p, u8 op, s32 dest, u8 t
 }
 
 /*
+ * record --detail summary on the task-storage routes: each traced thread's
+ * time on a CPU, runnable and otherwise is summed in its state, and sent
+ * (ev_span) when a wake-up ends a sleep, with the sleep and its waker:
+ * what the verdict needs of a thread, without a record per switch. A
+ * thread that does not sleep sends its sums about every second.
+ */
+#define SPAN_FLUSH_NS 1000000000ULL
+/* A timed sleep its timer ended, shorter than this, is summed in the span
+ * (a loop paced by nanosleep sleeps thousands of times a second). */
+#define SPAN_TIMED_NS 10000000ULL
+#define NR_NANOSLEEP 35         /* x86_64, as sleeping_call reads them */
+#define NR_CLOCK_NANOSLEEP 230
+
+static __always_inline void span_close(struct sched_acc *a, u64 now)
+{
+	u64 ns = now - a->since;
+
+	if (a->st == SP_RUNNING)
+		a->cpu += ns;
+	else if (a->st == SP_RUNNABLE)
+		a->runnable += ns;
+	else if (a->st == SP_OTHER)
+		a->other += ns;
+	a->since = now;
+}
+
+static __always_inline void span_start(struct sched_acc *a, u64 now, u8 st)
+{
+	a->from = now;
+	a->since = now;
+	a->cpu = 0;
+	a->runnable = 0;
+	a->other = 0;
+	a->timed = 0;
+	a->st = st;
+}
+
+/* Sends thread `t`'s span, ended at `now` (by a sleep's end when `slept`
+ * is SS_SLEEPING or SS_UNINTERRUPTIBLE), and starts the next. */
+static __always_inline void span_send(struct task_struct *t, struct sched_acc *a, u64 now, u8 slept, u64 waker, u8 by,
+				      u16 flags)
+{
+	struct ev_span *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (e) {
+		fill_hdr(&e->h, EV_SPAN, 0, ((u64)t->tgid << 32) | (u32)t->pid, now);
+		e->h.flags = flags;
+		e->from = a->from;
+		e->sleep_from = slept == SS_RUNNABLE ? now : a->since;
+		e->cpu = a->cpu;
+		e->runnable = a->runnable;
+		e->other = a->other;
+		e->timed = a->timed;
+		e->waker_pid = waker >> 32;
+		e->waker_tid = (u32)waker;
+		e->call = slept == SS_RUNNABLE ? -1 : a->call;
+		e->slept = slept;
+		e->by = by;
+		e->_pad = 0;
+		bpf_ringbuf_submit(e, wake_flags());
+	} else {
+		count_lost(LOST_RING);
+	}
+	span_start(a, now, a->st);
+	a->since = now;
+}
+
+static __always_inline void span_switch(bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct tstate *ts = (struct tstate *)state_of(prev);
+	struct sched_acc *a;
+	u64 now = 0;
+	u8 s;
+
+	if (ts && ts->sa.st != SP_GONE) {
+		a = &ts->sa;
+		now = bpf_ktime_get_boot_ns();
+		s = switch_state(preempt, prev);
+		if (a->st == SP_NONE)
+			span_start(a, now, SP_RUNNING);
+		else
+			span_close(a, now);
+		if (s == SS_SLEEPING || s == SS_UNINTERRUPTIBLE) {
+			a->st = SP_ASLEEP;
+			a->sleep = s;
+			a->call = sleeping_call(prev);
+		} else if (s == SS_RUNNABLE) {
+			a->st = SP_RUNNABLE;
+			if (now - a->from >= SPAN_FLUSH_NS)
+				span_send(prev, a, now, SS_RUNNABLE, 0, 0, 0);
+		} else {
+			/* Dead: its last span went at its exit. */
+			a->st = s == SS_DEAD ? SP_GONE : SP_OTHER;
+		}
+	}
+	ts = (struct tstate *)state_of(next);
+	if (!ts || ts->sa.st == SP_GONE)
+		return;
+	a = &ts->sa;
+	if (!now)
+		now = bpf_ktime_get_boot_ns();
+	if (a->st == SP_NONE) {
+		span_start(a, now, SP_RUNNING);
+	} else if (a->st == SP_ASLEEP) {
+		/* Its wake-up was not seen: the sleep ends here, by no one known. */
+		a->st = SP_RUNNING;
+		span_send(next, a, now, a->sleep, 0, WB_UNKNOWN, SPAN_RUNNING);
+	} else {
+		span_close(a, now);
+		a->st = SP_RUNNING;
+		if (now - a->from >= SPAN_FLUSH_NS)
+			span_send(next, a, now, SS_RUNNABLE, 0, 0, SPAN_RUNNING);
+	}
+}
+
+static __always_inline void span_wake(struct task_struct *p, struct sched_acc *a)
+{
+	u64 now = bpf_ktime_get_boot_ns(), waker = 0;
+	u16 flags = SPAN_WOKEN;
+	u8 by;
+
+	if (a->st == SP_ASLEEP) {
+		by = wake_by();
+		if ((a->call == NR_NANOSLEEP || a->call == NR_CLOCK_NANOSLEEP) && by != WB_TASK && by != WB_UNKNOWN &&
+		    now - a->since < SPAN_TIMED_NS) {
+			a->timed += now - a->since;
+			a->since = now;
+			a->st = SP_RUNNABLE;
+			return;
+		}
+		if (by == WB_TASK || by == WB_UNKNOWN) {
+			waker = bpf_get_current_pid_tgid();
+			if (state_of(bpf_get_current_task_btf()))
+				flags |= SPAN_WAKER;
+		}
+		a->st = SP_RUNNABLE;
+		span_send(p, a, now, a->sleep, waker, by, flags);
+	} else if (a->st == SP_OTHER) {
+		span_close(a, now);
+		a->st = SP_RUNNABLE;
+	} else if (a->st == SP_NONE) {
+		span_start(a, now, SP_RUNNABLE);
+	}
+	/* Running or runnable: woken before it got off the CPU. */
+}
+
+/* An exiting thread's last span (it is running). */
+static __always_inline void span_exit(struct task_struct *t, struct inflight *st)
+{
+	struct sched_acc *a = &((struct tstate *)st)->sa;
+	u64 now;
+
+	if (!summary || a->st == SP_NONE || a->st == SP_GONE)
+		return;
+	now = bpf_ktime_get_boot_ns();
+	span_close(a, now);
+	span_send(t, a, now, SS_RUNNABLE, 0, 0, SPAN_RUNNING);
+	a->st = SP_GONE;
+}
+
+/*
  * When a traced thread hands its CPU to an untraced task (not the idle
  * task), the CPU's next switch to the idle task is recorded too, unless a
  * traced thread comes back first: otherwise a CPU's track shows that task
@@ -3070,7 +3261,13 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(fast_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	u8 traced = (state_of(prev) ? ST_SELF : 0) | (state_of(next) ? ST_OTHER : 0);
+	u8 traced;
+
+	if (summary) {
+		span_switch(preempt, prev, next);
+		return 0;
+	}
+	traced = (state_of(prev) ? ST_SELF : 0) | (state_of(next) ? ST_OTHER : 0);
 
 	switch_seen(preempt, prev, next, traced, next->pid == 0);
 	return 0;
@@ -3090,6 +3287,14 @@ int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(fast_sched_waking, struct task_struct *p)
 {
+	struct tstate *ts;
+
+	if (summary) {
+		ts = (struct tstate *)state_of(p);
+		if (ts)
+			span_wake(p, &ts->sa);
+		return 0;
+	}
 	if (state_of(p))
 		on_wake(p, SCHED_WAKING, 0, ST_SELF | (state_of(bpf_get_current_task_btf()) ? ST_OTHER : 0));
 	return 0;
@@ -3108,7 +3313,8 @@ int sched_migrate(struct bpf_raw_tracepoint_args *ctx)
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(fast_sched_migrate, struct task_struct *p, int dest_cpu)
 {
-	if (state_of(p))
+	/* Summary detail: where a thread runs is not summed. */
+	if (!summary && state_of(p))
 		on_wake(p, SCHED_MIGRATE, dest_cpu, ST_SELF);
 	return 0;
 }

@@ -142,6 +142,36 @@ fn gpu_waits_spinning_and_asleep_on_both_routes() {
     }
 }
 
+/// `record --detail summary` (scheduling summed between sleeps, reads and
+/// writes per second): the same breakdown as full detail, each share
+/// within 0.02 beyond what the trainer's own clock differs by between the
+/// two runs, and its checkpoint.
+#[test]
+fn summary_detail_keeps_the_breakdown() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = system_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = fake_cuda(tmp.path());
+    let full = run(tmp.path(), &py, Some(&lib), "0.2", "sleep", &[]);
+    let sum = run(tmp.path(), &py, Some(&lib), "0.2", "sleep", &["--detail", "summary"]);
+    check(&full, "full");
+    check(&sum, "summary");
+    assert_eq!(sum.json["detail"], "summary");
+    assert_eq!(sum.json["verdict"]["kind"], full.json["verdict"]["kind"]);
+    for (share, mine) in [("data_wait", "data"), ("gpu_wait", "gpu"), ("own_io", "io")] {
+        let of = |r: &Run| {
+            let m = &r.measured;
+            (
+                r.json["verdict"]["breakdown"][share].as_f64().unwrap(),
+                m[mine].as_f64().unwrap() / m["wall"].as_f64().unwrap(),
+            )
+        };
+        summary_agrees(share, of(&full), of(&sum), 0.02);
+    }
+}
+
 /// When one share dominates, the kind names it: a slow loader, a long
 /// compute, a big checkpoint.
 #[test]

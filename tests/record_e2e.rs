@@ -87,6 +87,7 @@ fn pid_of(r: &Record) -> u32 {
         // A CPU going idle after a traced thread handed it to another task.
         Record::SchedSwitch(_) => 0,
         Record::SchedWake(x) => x.pid,
+        Record::SchedSpan(x) => x.pid,
     }
 }
 

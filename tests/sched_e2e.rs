@@ -171,8 +171,15 @@ fn a_batch_handed_on_by_a_thread_of_the_trainer_is_a_data_wait() {
 /// `record -- sh -c SCRIPT` into `dir/name`: the log, the command's
 /// output and `stats --json` of the log.
 fn record_sh(dir: &Path, name: &str, script: &str) -> (PathBuf, String, serde_json::Value) {
+    record_sh_with(dir, name, script, &[])
+}
+
+/// `record_sh` with `extra` `record` options.
+fn record_sh_with(dir: &Path, name: &str, script: &str, extra: &[&str]) -> (PathBuf, String, serde_json::Value) {
     let log = dir.join(name);
-    let args = ["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap(), "--", "sh", "-c", script];
+    let mut args = vec!["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend(["--", "sh", "-c", script]);
     let out = mltrace(&args, dir);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
@@ -308,6 +315,104 @@ fn fake_nvml(dir: &Path) -> PathBuf {
     lib
 }
 
+/// The trainer's two epochs (16 batches, 100 ms to decode, 60 to
+/// compute), with the stand-in GPU busy while it computes; `extra`
+/// `record` options.
+fn two_epochs(dir: &Path, bin: &Path, data: &Path, nvml: &Path, extra: &[&str]) -> Run {
+    let busy = dir.join("busy");
+    let mut opts = vec!["--gpu", "required", "--nvml-library", nvml.to_str().unwrap(), "--sample-interval", "20ms"];
+    opts.extend_from_slice(extra);
+    let env = [
+        ("TRAINER_EPOCHS", "2"),
+        ("TRAINER_BUSY_FILE", busy.to_str().unwrap()),
+        ("FAKE_NVML_BUSY_FILE", busy.to_str().unwrap()),
+    ];
+    record_with(dir, bin, data, &opts, &["16", "1024", "100", "60"], &env)
+}
+
+/// `record --detail summary` sums each thread's scheduling between its
+/// sleeps instead of recording every switch: the verdict, per epoch, with
+/// the GPU's idle time, and the data wait of each of two ranks, within
+/// 0.02 of full detail's on the same workloads (beyond what the trainers'
+/// own clocks differ by between the runs), from far fewer records.
+#[test]
+fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
+    if !require_root() {
+        return;
+    }
+    let _shares = measuring();
+    let (dir, bin, data) = setup();
+    let lib = fake_nvml(dir.path());
+    let full = two_epochs(dir.path(), &bin, &data, &lib, &[]);
+    let sum = two_epochs(dir.path(), &bin, &data, &lib, &["--detail", "summary"]);
+    check_data_wait(&sum);
+    let (v, w) = (&full.json["verdict"], &sum.json["verdict"]);
+    assert_eq!(w["kind"], v["kind"], "{w}");
+    let wait = |r: &Run, v: &serde_json::Value| (v["data_wait_fraction"].as_f64().unwrap(), measured(r));
+    summary_agrees("data wait", wait(&full, v), wait(&sum, w), 0.02);
+    for k in 1..=2 {
+        let epoch = |r: &Run| {
+            let e = &r.json["verdict"]["epochs"][k - 1];
+            let want = r.kv[&format!("epoch{k}_blocked_ns")] as f64 / r.kv[&format!("epoch{k}_total_ns")] as f64;
+            assert_eq!(e["name"], format!("EPOCH {k}"), "{e}");
+            (e["data_wait_fraction"].as_f64().unwrap_or_else(|| panic!("{e}")), want)
+        };
+        summary_agrees(&format!("epoch {k} data wait"), epoch(&full), epoch(&sum), 0.02);
+        assert_eq!(sum.json["verdict"]["epochs"][k - 1]["kind"], full.json["verdict"]["epochs"][k - 1]["kind"]);
+    }
+    let idle =
+        |r: &Run, v: &serde_json::Value| (v["gpu_idle_during_data_wait_fraction"].as_f64().unwrap(), measured(r));
+    summary_agrees("GPU idle in data waits", idle(&full, v), idle(&sum, w), 0.02);
+    // The trainer's states: running (on a CPU or waiting for one: how the
+    // two split depends on what else the machine runs) and asleep.
+    let pid = |r: &Run| r.kv["pid"];
+    for (what, keys, awake) in [
+        ("running", ["cpu_fraction", "runnable_fraction"], true),
+        ("asleep", ["sleep_fraction", "io_wait_fraction"], false),
+    ] {
+        let of = |r: &Run| {
+            let p = r.json["processes"].as_array().unwrap().iter().find(|p| p["pid"] == pid(r)).unwrap();
+            let got: f64 = keys.iter().map(|k| p[k].as_f64().unwrap()).sum();
+            (got, if awake { 1.0 - measured(r) } else { measured(r) })
+        };
+        summary_agrees(&format!("trainer {what}"), of(&full), of(&sum), 0.02);
+    }
+    let (switches, spans) = sched_records(&sum.log);
+    let (full_switches, _) = sched_records(&full.log);
+    assert_eq!(switches, 0, "a summary has no switches");
+    assert!(spans > 0 && spans * 2 < full_switches, "{spans} spans against {full_switches} switches and wake-ups");
+
+    // Two ranks side by side: each its own data wait.
+    let other = dir.path().join("rank1.bin");
+    std::fs::copy(&data, &other).unwrap();
+    let script = format!(
+        "{b} {d0} 10 1024 20 15 & {b} {d1} 10 1024 20 15 & wait",
+        b = bin.display(),
+        d0 = data.display(),
+        d1 = other.display()
+    );
+    let ranks = |name: &str, extra: &[&str]| {
+        let (_, stdout, json) = record_sh_with(dir.path(), name, &script, extra);
+        let blocks: Vec<_> = stdout.split("pid ").skip(1).map(|b| key_values(&format!("pid {b}"))).collect();
+        assert_eq!(blocks.len(), 2, "{stdout}");
+        let mut waits: Vec<(f64, f64)> = blocks
+            .iter()
+            .map(|kv| {
+                let p = json["processes"].as_array().unwrap().iter().find(|p| p["pid"] == kv["pid"]).unwrap();
+                let want = kv["blocked_ns"] as f64 / kv["total_ns"] as f64;
+                (p["data_wait_fraction"].as_f64().unwrap_or_else(|| panic!("{p}")), want)
+            })
+            .collect();
+        // The ranks in the order of what they measured: the same places in both runs.
+        waits.sort_by(|a, b| a.1.total_cmp(&b.1));
+        waits
+    };
+    let (a, b) = (ranks("ranks-full.bin", &[]), ranks("ranks-sum.bin", &["--detail", "summary"]));
+    for (i, (x, y)) in a.into_iter().zip(b).enumerate() {
+        summary_agrees(&format!("rank {i} data wait"), x, y, 0.02);
+    }
+}
+
 /// Two epochs (the second with data ready sooner) and a stand-in GPU that
 /// is busy exactly while the trainer computes: the verdict per epoch
 /// against what the trainer measured in each, and the GPU's idle time
@@ -320,14 +425,7 @@ fn per_epoch_and_gpu_idle_against_what_the_trainer_measured() {
     let _shares = measuring();
     let (dir, bin, data) = setup();
     let lib = fake_nvml(dir.path());
-    let busy = dir.path().join("busy");
-    let opts = ["--gpu", "required", "--nvml-library", lib.to_str().unwrap(), "--sample-interval", "20ms"];
-    let env = [
-        ("TRAINER_EPOCHS", "2"),
-        ("TRAINER_BUSY_FILE", busy.to_str().unwrap()),
-        ("FAKE_NVML_BUSY_FILE", busy.to_str().unwrap()),
-    ];
-    let run = record_with(dir.path(), &bin, &data, &opts, &["16", "1024", "100", "60"], &env);
+    let run = two_epochs(dir.path(), &bin, &data, &lib, &[]);
     check_data_wait(&run);
     let v = &run.json["verdict"];
     let epochs = v["epochs"].as_array().unwrap_or_else(|| panic!("{v}"));

@@ -78,10 +78,26 @@ fn a_thread_pool_loader_waits_as_it_measured() {
     let Some(py) = system_python() else { return };
     let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    for (how, route) in [("sleep", &[][..]), ("spin", &[][..]), ("sleep", &["--syscall-probes", "compat"][..])] {
+    let mut runs = Vec::new();
+    for (how, route) in [
+        ("sleep", &[][..]),
+        ("spin", &[][..]),
+        ("sleep", &["--syscall-probes", "compat"][..]),
+        ("sleep", &["--detail", "summary"][..]),
+    ] {
         let run = record(dir.path(), &py, "pool", "40", how, route);
         check(&run, &format!("pool, {how}{route:?}"), "loader thread");
+        runs.push(run);
     }
+    // Summed scheduling (summary detail) finds the wait full detail finds.
+    summary_agrees("pool data wait", data_wait(&runs[0]), data_wait(&runs[3]), 0.02);
+}
+
+/// The verdict's data wait and what the trainer measured, in shares of its life.
+fn data_wait(run: &Run) -> (f64, f64) {
+    let pid = run.kv["pid"] as u32;
+    let life = exec_to_exit(&read_log(&run.log), pid) as f64;
+    (run.json["verdict"]["data_wait_fraction"].as_f64().unwrap(), run.kv["blocked_ns"] as f64 / life)
 }
 
 #[test]
@@ -95,6 +111,10 @@ fn a_tf_data_pipeline_waits_as_it_measured() {
     let dir = tempfile::tempdir().unwrap();
     let run = record(dir.path(), py.to_str().unwrap(), "tfdata", "24", "sleep", &[]);
     check(&run, "tf.data", "tf.data thread");
+    // Its batches handed on thread to thread, from summed scheduling too.
+    let sum = record(dir.path(), py.to_str().unwrap(), "tfdata", "24", "sleep", &["--detail", "summary"]);
+    check(&sum, "tf.data, summary detail", "tf.data thread");
+    summary_agrees("tf.data data wait", data_wait(&run), data_wait(&sum), 0.02);
 }
 
 /// In Perfetto: the loader threads' tracks are named as `stats` names them.

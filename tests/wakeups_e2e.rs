@@ -93,6 +93,38 @@ fn sleeping_trainer(route: &[&str]) {
     assert!(by_timer >= 95 && by_task <= 5, "{by_timer} ended by the timer, {by_task} by a task");
 }
 
+/// In summary detail (scheduling summed per thread between its sleeps),
+/// the same data wait; the compute sleeps its timer ended are summed in
+/// the spans (`timed`, under 10 ms) or end spans of their own (timer), and
+/// add up to at least the 100 x 10 ms it asked for.
+#[test]
+fn a_trainer_that_sleeps_to_compute_in_summary_detail() {
+    if !require_root() {
+        return;
+    }
+    let Some(py) = system_python() else { return };
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let run = record(dir.path(), &py, "sleep", &["--detail", "summary"]);
+    let recs = check(&run, "sleep, summary detail");
+    let pid = run.kv["pid"] as u32;
+    let (mut timed, mut by_timer) = (0u64, 0u64);
+    for r in &recs {
+        match r.rec {
+            Record::SchedSwitch(_) | Record::SchedWake(_) => panic!("a summary has no switches: {:?}", r.rec),
+            Record::SchedSpan(s) if s.tid == pid => {
+                timed += s.timed;
+                if s.call == SleepCall::Nanosleep && s.by.interrupt() {
+                    by_timer += s.ts - s.sleep_from;
+                }
+            }
+            _ => {}
+        }
+    }
+    let asleep = (timed + by_timer) as f64 / 1e9;
+    assert!((1.0..1.5).contains(&asleep), "the trainer's timed sleeps: {asleep:.3} s ({timed} ns summed)");
+}
+
 #[test]
 fn a_trainer_that_sleeps_to_compute_waits_as_it_measured() {
     if require_root() {

@@ -180,3 +180,29 @@ pub fn parquet_rows(log: &Path, dir: &Path, tables: &[&str]) -> Vec<usize> {
         })
         .collect()
 }
+
+/// A figure of a `--detail summary` recording within `tol` of full
+/// detail's for the same workload, run twice: beyond `tol`, only by as
+/// much as the workload's own measurements of its two runs differ.
+/// Each pair is (what the verdict says, what the workload measured).
+pub fn summary_agrees(what: &str, full: (f64, f64), summary: (f64, f64), tol: f64) {
+    let own = (full.1 - summary.1).abs();
+    let got = (full.0 - summary.0).abs();
+    assert!(
+        got <= tol + own,
+        "{what}: full detail {:.4}, summary {:.4} (the workload measured {:.4} and {:.4})",
+        full.0,
+        summary.0,
+        full.1,
+        summary.1
+    );
+    eprintln!("{what}: full {:.4} summary {:.4} (measured {:.4} / {:.4})", full.0, summary.0, full.1, summary.1);
+}
+
+/// How many records of `log` are scheduling ones: (switches and wake-ups, summed spans).
+pub fn sched_records(log: &Path) -> (usize, usize) {
+    let recs = read_log(log);
+    let switches = recs.iter().filter(|r| matches!(r.rec, Record::SchedSwitch(_) | Record::SchedWake(_))).count();
+    let spans = recs.iter().filter(|r| matches!(r.rec, Record::SchedSpan(_))).count();
+    (switches, spans)
+}

@@ -182,6 +182,9 @@ pub struct Plan {
     pub sched: bool,
     /// How a wake-up raised by an interrupt is told from one by a task.
     pub wake_context: WakeContext,
+    /// `record --detail summary`: on the task-storage routes, scheduling is
+    /// summed per thread between its sleeps.
+    pub summary: bool,
     /// mmap, munmap and mremap.
     pub mappings: bool,
     /// CUDA driver and NCCL calls: the programs are loaded (attached by
@@ -241,6 +244,7 @@ impl Plan {
             uring,
             sched,
             wake_context,
+            summary: cfg.summary_slow_ns.is_some(),
             mappings: cfg.mappings,
             cuda: cfg.cuda,
             uprobe_multi: cfg.cuda && crate::cuda::uprobe_multi_works(),
@@ -818,11 +822,19 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
         v.push(mltrace_log::Probe {
             subsystem: "scheduling".into(),
             mechanism: if plan.route != SyscallRoute::Compat { "tp_btf, per-task storage" } else { "raw_tp" }.into(),
-            detail: format!(
-                "sched_switch (traced thread on either side, with the call it sleeps in), sched_waking, \
-                 sched_migrate_task; {}",
-                plan.wake_context.describe()
-            ),
+            detail: if plan.summary && plan.route != SyscallRoute::Compat {
+                format!(
+                    "sched_switch and sched_waking, summed per traced thread between its sleeps (sched_span: \
+                     time on a CPU, runnable and otherwise, then the sleep, its call and its waker); {}",
+                    plan.wake_context.describe()
+                )
+            } else {
+                format!(
+                    "sched_switch (traced thread on either side, with the call it sleeps in), sched_waking, \
+                     sched_migrate_task; {}",
+                    plan.wake_context.describe()
+                )
+            },
         });
     }
     if plan.mappings {

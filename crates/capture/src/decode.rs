@@ -10,8 +10,8 @@ use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::inodes::InodeNames;
 use crate::skel::types::{
     self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_gpu, ev_hdr, ev_io,
-    ev_ioac, ev_kind, ev_map, ev_nccl, ev_net, ev_open, ev_pcache, ev_sched, ev_untraced, ev_uring, ev_xfer, op,
-    sum_slot,
+    ev_ioac, ev_kind, ev_map, ev_nccl, ev_net, ev_open, ev_pcache, ev_sched, ev_span, ev_untraced, ev_uring, ev_xfer,
+    op, sum_slot,
 };
 
 /// BPF flag bits, as events.h declares them (its enums reach the skeleton).
@@ -30,6 +30,9 @@ const URF_FILEPOS: u16 = types::uring_bits::URF_FILEPOS.0 as u16;
 const URF_NO_OFFSET: u16 = types::uring_bits::URF_NO_OFFSET.0 as u16;
 const URF_REQ_PARTIAL: u16 = types::uring_bits::URF_REQ_PARTIAL.0 as u16;
 const URF_BUF_SELECT: u16 = types::uring_bits::URF_BUF_SELECT.0 as u16;
+const SPAN_WOKEN: u16 = types::span_bits::SPAN_WOKEN.0 as u16;
+const SPAN_WAKER: u16 = types::span_bits::SPAN_WAKER.0 as u16;
+const SPAN_RUNNING: u16 = types::span_bits::SPAN_RUNNING.0 as u16;
 
 /// BPF's URF_* bits (events.h) to the log's [`uring`] bits.
 fn uring_flags(f: u16) -> u8 {
@@ -332,6 +335,30 @@ fn sched_record(e: &ev_sched, enc: &mut FrameEncoder) -> Option<Record> {
             by: WakeBy::from_u8(e.state),
         }),
         _ => return None,
+    })
+}
+
+/// A span of a thread's summed scheduling (summary detail).
+fn span_record(e: &ev_span) -> Record {
+    let h = &e.h;
+    const BITS: [(u16, u8); 3] = [(SPAN_WOKEN, span::WOKEN), (SPAN_WAKER, span::WAKER), (SPAN_RUNNING, span::RUNNING)];
+    let flags = BITS.iter().filter(|(from, _)| h.flags & from != 0).fold(0, |acc, (_, to)| acc | to);
+    Record::SchedSpan(SchedSpan {
+        ts: h.ts,
+        pid: h.pid,
+        tid: h.tid,
+        from: e.from,
+        sleep_from: e.sleep_from,
+        cpu: e.cpu,
+        runnable: e.runnable,
+        other: e.other,
+        timed: e.timed,
+        slept: SchedState::from_u8(e.slept),
+        call: crate::syscalls::sleep_call(e.call),
+        waker_tid: e.waker_tid,
+        waker_pid: e.waker_pid,
+        by: WakeBy::from_u8(e.by),
+        flags,
     })
 }
 
@@ -647,6 +674,7 @@ impl KernelDecoder {
             ev_kind::EV_URING => size_of::<ev_uring>(),
             ev_kind::EV_AIO => size_of::<ev_aio>(),
             ev_kind::EV_SCHED => size_of::<ev_sched>(),
+            ev_kind::EV_SPAN => size_of::<ev_span>(),
             ev_kind::EV_MAP => size_of::<ev_map>(),
             ev_kind::EV_FAULT => size_of::<ev_fault>(),
             ev_kind::EV_NET => size_of::<ev_net>(),
@@ -1055,6 +1083,10 @@ impl KernelDecoder {
                     flags: if h.flags & IOF_REQ_PARTIAL != 0 { aio::PARTIAL } else { 0 },
                     block_reqs: e.nblk,
                 }));
+            }
+            ev_kind::EV_SPAN => {
+                let e: ev_span = read(data);
+                enc.push(&span_record(&e));
             }
             ev_kind::EV_SCHED => {
                 let e: ev_sched = read(data);

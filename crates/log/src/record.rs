@@ -467,6 +467,17 @@ pub mod sched {
     pub const WAKER: u8 = 4;
 }
 
+/// Bits of [`SchedSpan::flags`].
+pub mod span {
+    /// A wake-up ended the sleep (else the thread was seen running again
+    /// without one: the sleep's end is known, not who ended it).
+    pub const WOKEN: u8 = 1;
+    /// The waker is a thread of a traced process.
+    pub const WAKER: u8 = 2;
+    /// On a CPU from `ts` (else runnable, or gone at its exit).
+    pub const RUNNING: u8 = 4;
+}
+
 code_enum!(
     /// What raised a [`SchedWake`]: the running task, or an interrupt that
     /// cut into it (which then woke nobody: the waker fields are 0).
@@ -1325,6 +1336,38 @@ records! {
         2 kind: GpuEventKind = plain,
         3 code: u64 = plain,
         4 pid: u32 = pid,
+    }
+
+    /// A traced thread's scheduling, summed (`record --detail summary`
+    /// records these instead of its [`SchedSwitch`]es and [`SchedWake`]s):
+    /// from `from` to `sleep_from` it was on a CPU `cpu` ns, waiting for
+    /// one `runnable` ns and stopped or otherwise `other` ns; then, when
+    /// `slept` is [`SchedState::Sleeping`] or
+    /// [`SchedState::Uninterruptible`], asleep in `call` until `ts`, when
+    /// `waker_tid` of `waker_pid` woke it, or an interrupt did (`by`; see
+    /// [`span`] for a sleep whose end was not seen). A thread that does not
+    /// sleep has one about every second, and one at its exit: `slept` is
+    /// then [`SchedState::Runnable`] (no sleep) and `sleep_from` is `ts`.
+    /// Short sleeps it asked for (nanosleep under 10 ms) that its own
+    /// timer ended are summed in `timed` (asleep, waiting for nothing)
+    /// between `from` and `sleep_from`, not spans of their own.
+    31 SchedSpan "sched_span" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        2 ts: u64 = ts,
+        3 from: u64 = since(ts),
+        4 sleep_from: u64 = since(ts),
+        5 cpu: u64 = plain,
+        6 runnable: u64 = plain,
+        7 other: u64 = plain,
+        8 slept: SchedState = plain,
+        9 call: SleepCall = plain,
+        10 waker_tid: u32 = tid,
+        11 waker_pid: u32 = pid_of(waker_tid),
+        12 by: WakeBy = plain,
+        /// [`span`] bits.
+        13 flags: u8 = plain,
+        14 timed: u64 = plain,
     }
 }
 

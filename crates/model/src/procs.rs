@@ -104,6 +104,7 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::IoSummary(x) => x.pid,
         Record::Env(x) => x.pid,
         Record::SchedWake(x) => x.pid,
+        Record::SchedSpan(x) => x.pid,
         // A switch belongs to its traced side (the outgoing one when both are).
         Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
         Record::SchedSwitch(x) if x.traced & sched::NEXT != 0 => x.next_pid,

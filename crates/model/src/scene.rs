@@ -926,6 +926,9 @@ impl<'s> Scene<'s> {
             }
             // Migrations show in the switches (a thread's CPU changes).
             Err(NotCall::SchedWake(_)) => {}
+            // Summed scheduling (summary detail) has no switch to draw: it
+            // is in the verdict and the stats.
+            Err(NotCall::SchedSpan(_)) => {}
             Err(NotCall::Mapping(r)) => {
                 if let Some(i) = idx {
                     self.mapping(enc, f, i, r, &mapped)?;

@@ -59,6 +59,19 @@ impl Stats {
         }
     }
 
+    /// What waker `waker_tid` of `waker_pid` is to thread `tid` of `pid`
+    /// it woke: one of the woken process's own workers (each rank's under
+    /// torchrun, the trainer's among them) or loader threads, or neither.
+    fn feeder(&self, pid: u32, tid: u32, waker_pid: u32, waker_tid: u32) -> sched::Feeder {
+        if self.loader_parent(waker_pid) == Some(pid) {
+            sched::Feeder::Worker
+        } else if waker_pid == pid && waker_tid != tid {
+            self.thread_feeder(pid, waker_tid)
+        } else {
+            sched::Feeder::No
+        }
+    }
+
     /// A step began in `pid` (0: the job's, not a process's).
     fn step_mark(&mut self, pid: u32, ts: u64) {
         let marks = self.step_marks.entry(pid).or_default();
@@ -496,15 +509,14 @@ impl Stats {
             }
             Record::SchedWake(r) => {
                 self.proc(r.pid);
-                // By one of the woken process's own workers (each rank's
-                // under torchrun, the trainer's among them) or loader threads.
-                let feeder = if self.loader_parent(r.waker_pid) == Some(r.pid) {
-                    sched::Feeder::Worker
-                } else if r.waker_pid == r.pid && r.waker_tid != r.tid {
-                    self.thread_feeder(r.pid, r.waker_tid)
-                } else {
-                    sched::Feeder::No
-                };
+                let feeder = self.feeder(r.pid, r.tid, r.waker_pid, r.waker_tid);
+                self.sched.add(rec, feeder);
+            }
+            Record::SchedSpan(r) => {
+                self.proc(r.pid);
+                let woken = r.flags & mltrace_log::span::WOKEN != 0;
+                let feeder =
+                    if woken { self.feeder(r.pid, r.tid, r.waker_pid, r.waker_tid) } else { sched::Feeder::No };
                 self.sched.add(rec, feeder);
             }
             Record::PageCache(c) => {

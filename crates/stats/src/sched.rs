@@ -395,37 +395,99 @@ impl SchedTimes {
             }
             Record::SchedWake(r) if r.op == WakeOp::Waking => {
                 self.records += 1;
-                // A thread of the sleeper's own process that a loader woke
-                // (or one it woke, up to MAX_HOPS) hands the batch on.
-                let relay = (r.waker_pid == r.pid && r.waker_tid != r.tid)
-                    .then(|| self.threads.get(&r.waker_tid).map_or(0, |w| w.fed))
-                    .filter(|&h| (1..=MAX_HOPS).contains(&h));
-                let handed_on = feeder == Feeder::No && relay.is_some();
-                match self.threads.get(&r.tid).map(|t| t.st) {
-                    // Woken before it got off the CPU: still running.
-                    Some(St::Running) | Some(St::Runnable) => {}
-                    _ => {
-                        let interrupt = r.by.interrupt();
-                        let feeder = if interrupt { Feeder::No } else { feeder };
-                        // The thread waiting for data (a main thread) is
-                        // never a relay: what it wakes is not fed.
-                        let fed = match (feeder, relay) {
-                            _ if interrupt || r.tid == r.pid || feeder == Feeder::Collective => 0,
-                            (Feeder::No, Some(h)) => h + 1,
-                            (Feeder::No, None) => 0,
-                            _ => 1,
-                        };
-                        let waker =
-                            Waker { interrupt, pid: r.waker_pid, feeder, handed_on: handed_on && !interrupt, fed };
-                        self.set(r.pid, r.tid, r.ts, Some(St::Runnable), SleepCall::None, Some(waker))
-                    }
-                }
+                self.wake(r.pid, r.tid, r.ts, (r.waker_pid, r.waker_tid, r.by), feeder, St::Runnable);
             }
             Record::SchedWake(_) => self.records += 1,
+            Record::SchedSpan(ref r) => self.span(r, feeder),
             Record::Exit(e) if self.threads.contains_key(&e.tid) => {
                 self.set(e.pid, e.tid, e.ts, None, SleepCall::None, None)
             }
             _ => {}
+        }
+    }
+
+    /// Thread `tid` of `pid` woken at `ts` by `waker` (pid, tid, what
+    /// raised it), then in state `then`.
+    fn wake(&mut self, pid: u32, tid: u32, ts: u64, waker: (u32, u32, WakeBy), feeder: Feeder, then: St) {
+        let (waker_pid, waker_tid, by) = waker;
+        // A thread of the sleeper's own process that a loader woke
+        // (or one it woke, up to MAX_HOPS) hands the batch on.
+        let relay = (waker_pid == pid && waker_tid != tid)
+            .then(|| self.threads.get(&waker_tid).map_or(0, |w| w.fed))
+            .filter(|&h| (1..=MAX_HOPS).contains(&h));
+        let handed_on = feeder == Feeder::No && relay.is_some();
+        match self.threads.get(&tid).map(|t| t.st) {
+            // Woken before it got off the CPU: still running.
+            Some(St::Running) | Some(St::Runnable) => {}
+            _ => {
+                let interrupt = by.interrupt();
+                let feeder = if interrupt { Feeder::No } else { feeder };
+                // The thread waiting for data (a main thread) is
+                // never a relay: what it wakes is not fed.
+                let fed = match (feeder, relay) {
+                    _ if interrupt || tid == pid || feeder == Feeder::Collective => 0,
+                    (Feeder::No, Some(h)) => h + 1,
+                    (Feeder::No, None) => 0,
+                    _ => 1,
+                };
+                let waker = Waker { interrupt, pid: waker_pid, feeder, handed_on: handed_on && !interrupt, fed };
+                self.set(pid, tid, ts, Some(then), SleepCall::None, Some(waker))
+            }
+        }
+    }
+
+    /// A span of summed scheduling (summary detail), taken as the
+    /// switches and the wake-ups would have been: its time runnable, on a
+    /// CPU, otherwise and in short timed sleeps laid end to end from its
+    /// start (their order within the span is not known, their sums are
+    /// exact), then its sleep and what ended it.
+    fn span(&mut self, r: &SchedSpan, feeder: Feeder) {
+        self.records += 1;
+        let sleep = match r.slept {
+            SchedState::Sleeping => Some(St::Sleeping),
+            SchedState::Uninterruptible => Some(St::IoWait),
+            _ => None,
+        };
+        let then = if r.flags & span::RUNNING != 0 { St::Running } else { St::Runnable };
+        // Each part begins where the last ended; the sleep at its own start.
+        let mut at = r.from;
+        let mut steps = [(0, St::Other, SleepCall::None); 5];
+        let mut n = 0;
+        let parts = [
+            (St::Runnable, r.runnable, SleepCall::None),
+            (St::Running, r.cpu, SleepCall::None),
+            (St::Other, r.other, SleepCall::None),
+            (St::Sleeping, r.timed, SleepCall::Nanosleep),
+        ];
+        for (st, ns, call) in parts {
+            if ns > 0 {
+                steps[n] = (at, st, call);
+                at = at.saturating_add(ns);
+                n += 1;
+            }
+        }
+        steps[n] = match sleep {
+            Some(st) => (r.sleep_from, st, r.call),
+            None => (r.ts, then, SleepCall::None),
+        };
+        // A timed sleep ends by its timer: a wait for nothing.
+        let timer = Waker { interrupt: true, pid: 0, feeder: Feeder::No, handed_on: false, fed: 0 };
+        for (i, &(ts, st, call)) in steps[..=n].iter().enumerate() {
+            // The thread already in it from there (the last span left it so).
+            if i == 0 && self.threads.get(&r.tid).is_some_and(|t| t.st == st && t.since == ts) {
+                continue;
+            }
+            let woke =
+                (i > 0 && steps[i - 1].2 == SleepCall::Nanosleep && steps[i - 1].1 == St::Sleeping).then_some(timer);
+            self.set(r.pid, r.tid, ts, Some(st), call, woke);
+        }
+        match sleep {
+            Some(_) if r.flags & span::WOKEN != 0 => {
+                self.wake(r.pid, r.tid, r.ts, (r.waker_pid, r.waker_tid, r.by), feeder, then)
+            }
+            // Seen running again without a wake-up: the sleep's end, by no one known.
+            Some(_) => self.set(r.pid, r.tid, r.ts, Some(then), SleepCall::None, None),
+            None => {}
         }
     }
 
