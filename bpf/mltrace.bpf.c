@@ -3212,6 +3212,54 @@ static __always_inline void span_exit(struct task_struct *t, struct inflight *st
 }
 
 /*
+ * User space's read of every thread's span in progress, at the end of the
+ * recording: what it summed since its last span, up to now (or up to the
+ * sleep it is in), so a thread that outlives an attached recording keeps
+ * its last second. Read, not sent: the thread goes on.
+ */
+SEC("iter/task")
+int open_spans(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct seq_file *seq = ctx->meta->seq;
+	struct ev_span e = {};
+	struct sched_acc a;
+	struct tstate *ts;
+	u64 now, ns;
+
+	if (!t)
+		return 0;
+	ts = bpf_task_storage_get(&tstore, t, 0, 0);
+	if (!ts)
+		return 0;
+	__builtin_memcpy(&a, &ts->sa, sizeof(a));
+	if (a.st == SP_NONE || a.st == SP_GONE)
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	if (a.st == SP_ASLEEP)
+		now = a.since;
+	ns = now > a.since ? now - a.since : 0;
+	if (a.st == SP_RUNNING)
+		a.cpu += ns;
+	else if (a.st == SP_RUNNABLE)
+		a.runnable += ns;
+	else if (a.st == SP_OTHER)
+		a.other += ns;
+	fill_hdr(&e.h, EV_SPAN, 0, ((u64)t->tgid << 32) | (u32)t->pid, now);
+	e.h.flags = a.st == SP_RUNNING ? SPAN_RUNNING : 0;
+	e.from = a.from;
+	e.sleep_from = now;
+	e.cpu = a.cpu;
+	e.runnable = a.runnable;
+	e.other = a.other;
+	e.timed = a.timed;
+	e.call = -1;
+	e.slept = SS_RUNNABLE;
+	bpf_seq_write(seq, &e, sizeof(e));
+	return 0;
+}
+
+/*
  * When a traced thread hands its CPU to an untraced task (not the idle
  * task), the CPU's next switch to the idle task is recorded too, unless a
  * traced thread comes back first: otherwise a CPU's track shows that task

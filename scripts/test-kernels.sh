@@ -130,6 +130,9 @@ checks_full=(
   "nccl_e2e nccl_calls_are_what_the_trainer_did"
   "summary_e2e many_files_summed_again_and_again_lose_nothing"
   "summary_e2e an_idle_threads_sums_come_in_their_seconds_turn_and_at_the_end"
+  "sched_e2e summary_detail_keeps_the_verdict_per_epoch_and_per_rank"
+  "wakeups_e2e a_trainer_that_sleeps_to_compute_in_summary_detail"
+  "summary_e2e an_attached_busy_threads_time_on_cpu_reaches_the_end"
 )
 # MLTRACE_KERNEL_ROUTES="per-call": only these routes (kernel-guest.sh).
 # MLTRACE_KERNEL_CHECKS="bin test;bin test": only these (a change to one

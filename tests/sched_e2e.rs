@@ -379,8 +379,13 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
     }
     let (switches, spans) = sched_records(&sum.log);
     let (full_switches, _) = sched_records(&full.log);
-    assert_eq!(switches, 0, "a summary has no switches");
-    assert!(spans > 0 && spans * 2 < full_switches, "{spans} spans against {full_switches} switches and wake-ups");
+    if std::env::var("MLTRACE_SYSCALL_PROBES").as_deref() == Ok("compat") {
+        // No task storage to sum in: every switch, as in full detail.
+        assert!(spans == 0 && switches > 0, "compat route: {spans} spans, {switches} switches");
+    } else {
+        assert_eq!(switches, 0, "a summary has no switches");
+        assert!(spans > 0 && spans * 2 < full_switches, "{spans} spans against {full_switches} switches and wake-ups");
+    }
 
     // Two ranks side by side: each its own data wait.
     let other = dir.path().join("rank1.bin");

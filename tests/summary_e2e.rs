@@ -368,3 +368,87 @@ fn an_idle_threads_sums_come_in_their_seconds_turn_and_at_the_end() {
         let _ = w.kill();
     }
 }
+
+/// CLOCK_BOOTTIME (the log's clock) and thread `tid`'s ns on a CPU so far
+/// (/proc/TID/schedstat).
+fn on_cpu_at(tid: u32) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?;
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    Some((ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64, text.split(' ').next()?.parse().ok()?))
+}
+
+/// What the samples say thread had run by `t` (linear between two).
+fn on_cpu_by(samples: &[(u64, u64)], t: u64) -> f64 {
+    let i = samples.partition_point(|s| s.0 <= t).clamp(1, samples.len() - 1);
+    let ((t0, c0), (t1, c1)) = (samples[i - 1], samples[i]);
+    c0 as f64 + (c1 as f64 - c0 as f64) * (t as f64 - t0 as f64) / (t1 as f64 - t0 as f64).max(1.0)
+}
+
+/// Summed scheduling of a thread that never sleeps reaches the end of an
+/// attached recording: the recorder reads each live thread's span in
+/// progress as it stops (a busy thread sends one only about every
+/// second). Its spans run to the log's end, and their time on a CPU is
+/// what the kernel counted for it (its schedstat, sampled every 10 ms)
+/// over the same time.
+#[test]
+fn an_attached_busy_threads_time_on_cpu_reaches_the_end() {
+    if !require_root() {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    let python = system_python().expect("python3");
+    for route in routes().into_iter().filter(|&r| r != "compat") {
+        let mut busy = spawn(
+            Command::new(&python).args(["-c", "print('ready', flush=True)\nwhile True: pass"]).stdout(Stdio::piped()),
+        );
+        let pid = busy.id();
+        let mut line = String::new();
+        BufReader::new(busy.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sampler = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    v.extend(on_cpu_at(pid));
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                v
+            })
+        };
+        let log = tmp.path().join(format!("busy-{route}.bin"));
+        let out = Command::new(mltrace_bin())
+            .args(["record", "-q", "--gpu", "off", "--detail", "summary", "--syscall-probes", route])
+            .args(["--duration", "3s", "-p", &pid.to_string(), "-o", log.to_str().unwrap()])
+            .output()
+            .unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let samples = sampler.join().unwrap();
+        let _ = busy.kill();
+        let _ = busy.wait();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let recs = read_log(&log);
+        let end = recs.iter().map(|r| r.rec.ts()).max().unwrap();
+        let spans: Vec<SchedSpan> = recs
+            .iter()
+            .filter_map(|r| match r.rec {
+                Record::SchedSpan(s) if s.tid == pid => Some(s),
+                _ => None,
+            })
+            .collect();
+        let (first, last) = (spans.first().unwrap().from, spans.last().unwrap().ts);
+        assert!(last + 50_000_000 >= end, "{route}: the last span ends {} ms before the log", (end - last) / 1_000_000);
+        let got = spans.iter().map(|s| s.cpu).sum::<u64>() as f64 / 1e9;
+        let want = (on_cpu_by(&samples, last) - on_cpu_by(&samples, first)) / 1e9;
+        eprintln!(
+            "{route}: {} spans over {:.3} s, on CPU {got:.3} s; the kernel counted {want:.3} s",
+            spans.len(),
+            (last - first) as f64 / 1e9
+        );
+        assert!(want > 1.5 && (got - want).abs() <= 0.05, "{route}: on CPU {got:.3} s, the kernel counted {want:.3} s");
+    }
+}

@@ -482,6 +482,7 @@ fn load_route<'obj>(
     }
     // The fast routes sum in each thread's state, read by this iterator.
     open.progs.sum_slots.set_autoload(fast && cfg.summary_slow_ns.is_some());
+    open.progs.open_spans.set_autoload(fast && cfg.summary_slow_ns.is_some() && plan.sched);
     // Preallocated too (about 11 MB): only with --detail summary on the
     // compat route.
     if cfg.summary_slow_ns.is_none() || fast {
@@ -737,6 +738,22 @@ pub fn slot_sums(skel: &MltraceSkel<'_>, out: &mut Vec<SlotSum>) -> Result<(), C
     it.read_to_end(&mut buf).map_err(|e| bpf_err("reading the summary slots")(libbpf_rs::Error::from(e)))?;
     out.extend(buf.chunks_exact(size_of::<types::sum_slot>()).filter_map(SlotSum::parse));
     Ok(())
+}
+
+/// Every thread's scheduling span in progress (bpf's `open_spans`:
+/// summary detail with scheduling), read at the end of the recording;
+/// empty where it is not loaded.
+pub fn open_spans(skel: &MltraceSkel<'_>) -> Result<Vec<types::ev_span>, CaptureError> {
+    use std::io::Read;
+    let Some(link) = skel.links.open_spans.as_ref() else { return Ok(Vec::new()) };
+    let mut it = libbpf_rs::Iter::new(link).map_err(bpf_err("reading the threads' scheduling sums"))?;
+    let mut buf = Vec::new();
+    it.read_to_end(&mut buf).map_err(|e| bpf_err("reading the threads' scheduling sums")(libbpf_rs::Error::from(e)))?;
+    Ok(buf
+        .chunks_exact(size_of::<types::ev_span>())
+        // SAFETY: a plain-data C struct of this size, from the kernel.
+        .map(|b| unsafe { std::ptr::read_unaligned(b.as_ptr().cast()) })
+        .collect())
 }
 
 /// The CUDA calls counted so far (see bpf's gpu_counts): (pid, call code, calls).

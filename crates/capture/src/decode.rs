@@ -339,7 +339,7 @@ fn sched_record(e: &ev_sched, enc: &mut FrameEncoder) -> Option<Record> {
 }
 
 /// A span of a thread's summed scheduling (summary detail).
-fn span_record(e: &ev_span) -> Record {
+pub(crate) fn span_record(e: &ev_span) -> Record {
     let h = &e.h;
     const BITS: [(u16, u8); 3] = [(SPAN_WOKEN, span::WOKEN), (SPAN_WAKER, span::WAKER), (SPAN_RUNNING, span::RUNNING)];
     let flags = BITS.iter().filter(|(from, _)| h.flags & from != 0).fold(0, |acc, (_, to)| acc | to);

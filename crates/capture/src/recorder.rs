@@ -493,6 +493,9 @@ fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -
         if stopping {
             // The readers have finished: phases still open end here.
             let c = &mut *c;
+            if let Some(s) = &mut c.summaries {
+                s.open_spans(skel, &mut c.enc);
+            }
             c.phases.finish(system::boottime_ns(), &mut c.enc);
             c.anon_summaries(skel);
             c.cut();

@@ -44,6 +44,17 @@ impl Summaries {
         }
     }
 
+    /// Writes every live thread's scheduling span in progress (the
+    /// recording is over: they would not be sent).
+    pub fn open_spans(&mut self, skel: &MltraceSkel<'_>, enc: &mut FrameEncoder) {
+        match bpf::open_spans(skel) {
+            Ok(spans) => spans.iter().for_each(|e| enc.push(&crate::decode::span_record(e))),
+            Err(e) => {
+                self.error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+
     /// Writes the sums of the seconds that ended (all of them when
     /// `last`: the recording is over) at `now`.
     pub fn round(
