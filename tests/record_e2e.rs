@@ -77,6 +77,7 @@ fn pid_of(r: &Record) -> u32 {
         Record::IoUring(x) => x.pid,
         Record::Aio(x) => x.pid,
         Record::NetCall(x) => x.pid,
+        Record::MetaCall(x) => x.pid,
         Record::GpuCall(x) => x.pid,
         Record::Collective(x) => x.pid,
         Record::GpuCount(x) => x.pid,

@@ -570,9 +570,12 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
             t.i64(i(l.ts))?.wall(cx.wall(l.ts))?.str(l.kind.name())?.i64(i(l.count))?;
             t.end_row()
         }
-        Record::GpuCall(_) | Record::Collective(_) | Record::GpuCount(_) | Record::Env(_) | Record::IoSummary(_) => {
-            kind_row(&mut tb.by_kind, cx, f, rec, idx)
-        }
+        Record::GpuCall(_)
+        | Record::Collective(_)
+        | Record::GpuCount(_)
+        | Record::Env(_)
+        | Record::IoSummary(_)
+        | Record::MetaCall(_) => kind_row(&mut tb.by_kind, cx, f, rec, idx),
         // In `processes`, from the survey.
         Record::Fork(_) | Record::Exec(_) | Record::Comm(_) | Record::Exit(_) => Ok(()),
     }
