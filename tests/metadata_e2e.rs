@@ -1,8 +1,9 @@
 //! Metadata calls: a walk over 20,000 small files (os.walk, os.stat of
-//! each) recorded while strace watches the same run. The trace's
-//! getdents64 and stat-family calls are strace's, call for call, and so
-//! are `stats --json`'s `metadata[]` per directory, the Parquet table and
-//! the slices in Perfetto.
+//! each) recorded while strace watches the same run, on every syscall
+//! route and in summary detail. The trace's getdents64 and stat-family
+//! calls are strace's, call for call, and so are `stats --json`'s
+//! `metadata[]` per directory, the Parquet table and the slices in
+//! Perfetto.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -156,14 +157,21 @@ fn a_walk_over_small_files_is_straces_calls_per_directory() {
     let root_s = root.to_str().unwrap().to_string();
     let script = repo().join("tests/workloads/walk_stat.py");
     let mut perfetto_done = false;
-    for route in routes() {
-        let log = tmp.path().join(format!("walk-{route}.bin"));
-        let text = tmp.path().join(format!("strace-{route}.txt"));
+    // Each route in full detail; the first in summary detail too, which
+    // records metadata calls one by one as well.
+    let first = routes()[0];
+    let runs = routes().into_iter().map(|r| (r, "full")).chain([(first, "summary")]);
+    for (route, detail) in runs {
+        let name = format!("{route}-{detail}");
+        let log = tmp.path().join(format!("walk-{name}.bin"));
+        let text = tmp.path().join(format!("strace-{name}.txt"));
         let args = [
             "record",
             "-q",
             "--gpu",
             "off",
+            "--detail",
+            detail,
             "--syscall-probes",
             route,
             "-o",
@@ -184,7 +192,7 @@ fn a_walk_over_small_files_is_straces_calls_per_directory() {
             &root_s,
         ];
         let r = recorded(&mltrace(&args, tmp.path()), log, tmp.path());
-        assert_eq!((r.kv["dirs"], r.kv["files"]), ((dirs() + 1) as i64, (dirs() * FILES_PER_DIR) as i64), "{route}");
+        assert_eq!((r.kv["dirs"], r.kv["files"]), ((dirs() + 1) as i64, (dirs() * FILES_PER_DIR) as i64), "{name}");
         let pid = r.kv["pid"] as u32;
 
         // strace's calls of the walker, by operation and by directory of
@@ -215,7 +223,7 @@ fn a_walk_over_small_files_is_straces_calls_per_directory() {
         // at least) a directory.
         assert!(want_ops.get("newfstatat").copied().unwrap_or(0) >= (dirs() * FILES_PER_DIR) as u64, "{want_ops:?}");
         assert!(want_ops.get("getdents64").copied().unwrap_or(0) >= 2 * (dirs() + 1) as u64, "{want_ops:?}");
-        assert_eq!(want_dirs.len(), dirs() + 1, "{route}: strace's directories");
+        assert_eq!(want_dirs.len(), dirs() + 1, "{name}: strace's directories");
 
         // The log: the walker's calls from its exec on (before it, it was
         // strace's child getting ready).
@@ -238,13 +246,13 @@ fn a_walk_over_small_files_is_straces_calls_per_directory() {
                 }
                 if m.pid == pid && m.ts >= exec {
                     inc(&mut got_ops, m.op.name().to_string());
-                    assert!(m.dur > 0, "{route}: {x:?}");
+                    assert!(m.dur > 0, "{name}: {x:?}");
                 }
             }
         }
-        assert_eq!(got_ops, want_ops, "{route}: the walker's metadata calls (mltrace, strace)");
+        assert_eq!(got_ops, want_ops, "{name}: the walker's metadata calls (mltrace, strace)");
         eprintln!(
-            "{route}: the walker's calls, as strace and the trace count them: {got_ops:?} ({} fstat on a fd left out)",
+            "{name}: the walker's calls, as strace and the trace count them: {got_ops:?} ({} fstat on a fd left out)",
             fstats.len()
         );
 
@@ -256,7 +264,7 @@ fn a_walk_over_small_files_is_straces_calls_per_directory() {
             .filter(|m| m["pid"] == pid && in_tree(m["directory"].as_str().unwrap()))
             .map(|m| (m["directory"].as_str().unwrap().to_string(), m["calls"].as_u64().unwrap()))
             .collect();
-        assert_eq!(got_dirs, want_dirs, "{route}: metadata[] calls per directory (stats, strace)");
+        assert_eq!(got_dirs, want_dirs, "{name}: metadata[] calls per directory (stats, strace)");
         let d0 = r.json["metadata"]
             .as_array()
             .unwrap()
@@ -268,16 +276,16 @@ fn a_walk_over_small_files_is_straces_calls_per_directory() {
         assert!(d0["slowest_ns"].as_u64().unwrap() > 0 && d0["time_ns"].as_u64() >= d0["slowest_ns"].as_u64());
 
         // Parquet: a row a call, the walker's as strace's.
-        let pq = tmp.path().join(format!("walk-{route}.parquet"));
-        assert_eq!(parquet_rows(&r.log, &pq, &["metadata_calls"]), vec![all], "{route}");
+        let pq = tmp.path().join(format!("walk-{name}.parquet"));
+        assert_eq!(parquet_rows(&r.log, &pq, &["metadata_calls"]), vec![all], "{name}");
         let mut pq_ops: BTreeMap<String, u64> = BTreeMap::new();
         let mut pq_stats = 0;
         for (op, path) in parquet_calls(&pq, pid) {
             pq_stats += u64::from(op == "newfstatat" && path.starts_with(&sub));
             inc(&mut pq_ops, op);
         }
-        assert_eq!(pq_ops, pid_ops, "{route}: the walker's rows (Parquet, log)");
-        assert_eq!(pq_stats, want_stats, "{route}: the tree's entries stat'ed (Parquet, strace)");
+        assert_eq!(pq_ops, pid_ops, "{name}: the walker's rows (Parquet, log)");
+        assert_eq!(pq_stats, want_stats, "{name}: the tree's entries stat'ed (Parquet, strace)");
 
         // Perfetto (once: the export does not depend on the route): the
         // stats of the tree's entries and the listings of its
@@ -290,10 +298,10 @@ fn a_walk_over_small_files_is_straces_calls_per_directory() {
         let trace = tmp.path().join("walk.perfetto-trace");
         let o = mltrace(&["export", r.log.to_str().unwrap(), "-o", trace.to_str().unwrap()], tmp.path());
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let of_walker = |name: &str| {
+        let of_walker = |slice: &str| {
             format!(
                 "select count(*) from slice s join args t on t.arg_set_id = s.arg_set_id \
-                 join args p on p.arg_set_id = s.arg_set_id where s.name like '{name}' and s.dur >= 0 \
+                 join args p on p.arg_set_id = s.arg_set_id where s.name like '{slice}' and s.dur >= 0 \
                  and t.key = 'debug.tid' and t.int_value = {pid} and p.key = 'debug.path' \
                  and p.string_value like '{sub}%'"
             )
