@@ -38,6 +38,7 @@ enum ev_kind {
 	EV_UNTRACED = 20,
 	EV_SUM = 21,
 	EV_SPAN = 22,
+	EV_META = 23,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -53,6 +54,13 @@ enum op {
 	OP_IO_SUBMIT, OP_IO_GETEVENTS, OP_IO_PGETEVENTS,
 	OP_MMAP, OP_MUNMAP, OP_MREMAP,
 	OP_SENDTO, OP_RECVFROM, OP_SENDMSG, OP_RECVMSG, OP_SENDMMSG, OP_RECVMMSG,
+	/* Metadata calls (ev_meta): getdents64 first, then those taking one
+	 * path, then rename and its kin (two). */
+	OP_GETDENTS64,
+	OP_STAT, OP_LSTAT, OP_NEWFSTATAT, OP_STATX,
+	OP_ACCESS, OP_FACCESSAT, OP_FACCESSAT2, OP_READLINK, OP_READLINKAT,
+	OP_UNLINK, OP_UNLINKAT, OP_MKDIR, OP_MKDIRAT, OP_RMDIR,
+	OP_RENAME, OP_RENAMEAT, OP_RENAMEAT2,
 	/* setuid() and its kin: not recorded, but a recorder that is not root
 	 * looks at the credentials they leave. */
 	OP_SETID,
@@ -473,6 +481,31 @@ struct ev_net {
 	u8 addr[16];    /* IPv4 in the first 4 bytes */
 	char path[NET_PATH];
 	u32 _pad;
+};
+
+/*
+ * A metadata call: getdents64 on a directory fd (base: its file), or a call
+ * on a path (the stat and access families, readlink, unlink, mkdir, rmdir;
+ * rename and its kin on two). A relative path comes with the key of the
+ * directory it is relative to (base, base2: the dirfd's file or the cwd,
+ * named once as ev_file), for user space to join. h.op: OP_GETDENTS64 ...
+ * OP_RENAMEAT2.
+ */
+struct ev_meta {
+	struct ev_hdr h;
+	u64 dur;
+	u64 base;
+	u64 base2;
+	s64 ret;
+	u32 flags;      /* the flags or mode argument (see mltrace_log::MetaCall) */
+	s32 dirfd;      /* AT_FDCWD for the calls without one; getdents64: the fd */
+	s32 dirfd2;
+	u32 nblk;
+	u16 path_len;
+	u16 path2_len;
+	u8 trunc;       /* str_bits TR_* */
+	u8 _pad[3];
+	char path[2 * PATHBUF];  /* the path, then (rename*) the new one */
 };
 
 /* A CUDA driver call of a traced thread, from a uprobe at its entry to a

@@ -125,6 +125,7 @@ checks_full=(
   "attach_e2e attaching_records_reads_of_files_opened_before_and_leaves_the_process_running"
   "attach_e2e a_process_that_becomes_another_user_is_let_go"
   "net_e2e a_download_is_the_bytes_received_from_its_peer"
+  "metadata_e2e a_walk_over_small_files_is_straces_calls_per_directory"
   "wakeups_e2e a_trainer_that_sleeps_to_compute_waits_as_it_measured"
   "cuda_e2e driver_calls_are_what_the_trainer_did"
   "nccl_e2e nccl_calls_are_what_the_trainer_did"

@@ -35,7 +35,7 @@ fn record() -> Option<Run> {
 }
 
 fn is_syscall(r: &Record) -> bool {
-    matches!(r, Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_))
+    matches!(r, Record::Io(_) | Record::Open(_) | Record::Close(_) | Record::Transfer(_) | Record::MetaCall(_))
 }
 
 /// Syscall slices in a trace (on their threads' tracks): those with a

@@ -77,6 +77,7 @@ fn pid_of(r: &Record) -> u32 {
         Record::IoUring(x) => x.pid,
         Record::Aio(x) => x.pid,
         Record::NetCall(x) => x.pid,
+        Record::MetaCall(x) => x.pid,
         Record::GpuCall(x) => x.pid,
         Record::Collective(x) => x.pid,
         Record::GpuCount(x) => x.pid,
@@ -381,7 +382,8 @@ fn check_known_io(run: Run, mechanism: &str) {
     let mut want_rows = Vec::new();
     for p in [pid, child] {
         let of = |f: &dyn Fn(&Record) -> bool| recs.iter().filter(|r| pid_of(&r.rec) == p && f(&r.rec)).count();
-        let opens = of(&|r| matches!(r, Record::Open(_) | Record::Close(_)));
+        // Lookups too (the dynamic loader's access of ld.so.preload).
+        let opens = of(&|r| matches!(r, Record::Open(_) | Record::Close(_) | Record::MetaCall(_)));
         let reads = of(&|r| matches!(r, Record::Io(x) if !x.op.is_write()) || matches!(r, Record::Transfer(_)));
         let writes = of(&|r| matches!(r, Record::Io(x) if x.op.is_write()));
         // mmap and munmap of data files (ld.so.cache) too.

@@ -148,7 +148,7 @@ pub fn call_names(mappings: bool, setid: bool) -> Vec<&'static str> {
         .map(|&(nr, o)| match o {
             crate::skel::types::op::OP_SETID => syscalls::setid_name(nr as u32),
             crate::skel::types::op::OP_SENDFILE => "sendfile64",
-            o => op_name(o.0),
+            o => syscalls::META.iter().find(|m| m.1 == o).and_then(|m| m.3).unwrap_or_else(|| op_name(o.0)),
         })
         .collect()
 }
@@ -918,7 +918,7 @@ fn op_name(o: u32) -> &'static str {
         op::OP_RECVMSG => "recvmsg",
         op::OP_SENDMMSG => "sendmmsg",
         op::OP_RECVMMSG => "recvmmsg",
-        _ => "?",
+        o => syscalls::meta_op(o.0).map_or("?", mltrace_log::MetaOp::name),
     }
 }
 

@@ -6,12 +6,14 @@ use std::mem::{offset_of, size_of, MaybeUninit};
 
 use mltrace_log::*;
 
+mod meta;
+
 use crate::files::{classify, join_normalize, FileFacts, FileTable};
 use crate::inodes::InodeNames;
 use crate::skel::types::{
     self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_gpu, ev_hdr, ev_io,
-    ev_ioac, ev_kind, ev_map, ev_nccl, ev_net, ev_open, ev_pcache, ev_sched, ev_span, ev_untraced, ev_uring, ev_xfer,
-    op, sum_slot,
+    ev_ioac, ev_kind, ev_map, ev_meta, ev_nccl, ev_net, ev_open, ev_pcache, ev_sched, ev_span, ev_untraced, ev_uring,
+    ev_xfer, op, sum_slot,
 };
 
 /// BPF flag bits, as events.h declares them (its enums reach the skeleton).
@@ -415,6 +417,7 @@ pub struct KernelDecoder {
     /// mltrace's own launch handshake, not the command's.
     pre_exec: Option<u32>,
     open_buf: Reused<ev_open>,
+    meta_buf: Reused<ev_meta>,
     file_buf: Reused<ev_file>,
     /// A network call's peer as text, before it is interned (reused).
     peer_buf: Vec<u8>,
@@ -682,6 +685,7 @@ impl KernelDecoder {
             ev_kind::EV_NCCL => size_of::<ev_nccl>(),
             ev_kind::EV_UNTRACED => size_of::<ev_untraced>(),
             ev_kind::EV_SUM => size_of::<sum_slot>(),
+            ev_kind::EV_META => offset_of!(ev_meta, path),
             _ => usize::MAX,
         };
         if data.len() < need {
@@ -702,7 +706,8 @@ impl KernelDecoder {
                     | ev_kind::EV_AIO
                     | ev_kind::EV_MAP
                     | ev_kind::EV_FAULT
-                    | ev_kind::EV_NET => return,
+                    | ev_kind::EV_NET
+                    | ev_kind::EV_META => return,
                     _ => {}
                 }
             }
@@ -798,6 +803,7 @@ impl KernelDecoder {
                     flags: net_flags(h.flags),
                 }));
             }
+            ev_kind::EV_META => self.meta(&h, data, enc),
             ev_kind::EV_GPU => {
                 let e: ev_gpu = read(data);
                 enc.push(&Record::GpuCall(GpuCall {

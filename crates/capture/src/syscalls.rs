@@ -1,7 +1,7 @@
 //! Which syscall numbers the BPF programs record, from this build's own
 //! architecture constants (the BPF side only sees the resulting table).
 
-use mltrace_log::SleepCall;
+use mltrace_log::{MetaOp, SleepCall};
 
 use crate::skel::types::op;
 
@@ -26,6 +26,44 @@ pub fn setid_name(nr: u32) -> &'static str {
     const NAMES: [&str; 8] =
         ["setuid", "setreuid", "setresuid", "setfsuid", "setgid", "setregid", "setresgid", "setfsgid"];
     SETID.iter().position(|&n| n == i64::from(nr)).map_or("a set*id call", |i| NAMES[i])
+}
+
+/// The metadata calls recorded on this arch: (number, operation, the
+/// log's name for it, its tracepoint's name where that differs).
+#[rustfmt::skip]
+pub const META: &[(i64, op, MetaOp, Option<&str>)] = &[
+    (libc::SYS_getdents64, op::OP_GETDENTS64, MetaOp::Getdents64, None),
+    (libc::SYS_newfstatat, op::OP_NEWFSTATAT, MetaOp::Newfstatat, None),
+    (libc::SYS_statx, op::OP_STATX, MetaOp::Statx, None),
+    (libc::SYS_faccessat, op::OP_FACCESSAT, MetaOp::Faccessat, None),
+    (libc::SYS_faccessat2, op::OP_FACCESSAT2, MetaOp::Faccessat2, None),
+    (libc::SYS_readlinkat, op::OP_READLINKAT, MetaOp::Readlinkat, None),
+    (libc::SYS_renameat, op::OP_RENAMEAT, MetaOp::Renameat, None),
+    (libc::SYS_renameat2, op::OP_RENAMEAT2, MetaOp::Renameat2, None),
+    (libc::SYS_unlinkat, op::OP_UNLINKAT, MetaOp::Unlinkat, None),
+    (libc::SYS_mkdirat, op::OP_MKDIRAT, MetaOp::Mkdirat, None),
+    // Newer architectures (aarch64, riscv) only have the *at calls.
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_stat, op::OP_STAT, MetaOp::Stat, Some("newstat")),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_lstat, op::OP_LSTAT, MetaOp::Lstat, Some("newlstat")),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_access, op::OP_ACCESS, MetaOp::Access, None),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_readlink, op::OP_READLINK, MetaOp::Readlink, None),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_rename, op::OP_RENAME, MetaOp::Rename, None),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_unlink, op::OP_UNLINK, MetaOp::Unlink, None),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_mkdir, op::OP_MKDIR, MetaOp::Mkdir, None),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_rmdir, op::OP_RMDIR, MetaOp::Rmdir, None),
+];
+
+/// The log's name for metadata operation `o` (BPF's op code).
+pub fn meta_op(o: u32) -> Option<MetaOp> {
+    META.iter().find(|m| m.1 .0 == o).map(|m| m.2)
 }
 
 /// (syscall number, operation) for every recorded syscall on this arch;
@@ -59,6 +97,7 @@ pub fn traced(mappings: bool, setid: bool) -> Vec<(i64, op)> {
         (libc::SYS_sendmmsg, op::OP_SENDMMSG),
         (libc::SYS_recvmmsg, op::OP_RECVMMSG),
     ];
+    v.extend(META.iter().map(|m| (m.0, m.1)));
     if setid {
         v.extend(SETID.iter().map(|&nr| (nr, op::OP_SETID)));
     }
@@ -143,5 +182,20 @@ mod tests {
         let setid = t.iter().filter(|&&o| o == crate::skel::types::op::OP_SETID.0 as u8).count();
         assert_eq!(setid, super::SETID.len());
         assert_eq!(super::setid_name(libc::SYS_setresgid as u32), "setresgid");
+    }
+
+    #[test]
+    fn metadata_ops_are_one_range_each_named_once() {
+        use crate::skel::types::op;
+        let mut codes: Vec<u32> = super::META.iter().map(|m| m.1 .0).collect();
+        codes.sort();
+        codes.dedup();
+        assert_eq!(codes.len(), super::META.len());
+        // The BPF side dispatches OP_GETDENTS64 ... OP_RENAMEAT2 as one range.
+        assert!(codes.iter().all(|&c| (op::OP_GETDENTS64.0..=op::OP_RENAMEAT2.0).contains(&c)));
+        let names: Vec<&str> = super::META.iter().map(|m| m.2.name()).collect();
+        assert!(names.iter().all(|n| *n != "other"), "{names:?}");
+        assert_eq!(super::meta_op(op::OP_NEWFSTATAT.0), Some(mltrace_log::MetaOp::Newfstatat));
+        assert_eq!(super::meta_op(op::OP_READ.0), None);
     }
 }

@@ -25,7 +25,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::record::*;
 use crate::varint::{get_u64, put_i64, put_u64, unzigzag};
 
-pub(crate) const MAX_KINDS: usize = 32;
+/// Kind codes a frame may have columns for; a record of a code at or
+/// above it is skipped as unknown.
+pub(crate) const MAX_KINDS: usize = 64;
 pub(crate) const MAX_FIELDS: usize = 32;
 
 const COL_KIND: u64 = 0;
@@ -662,7 +664,7 @@ mod tests {
             get_u64(&payload, &mut pos).unwrap();
         }
         assert_eq!(payload[pos], Lost::CODE);
-        for k in [23u8, 26, 63, 200] {
+        for k in [23u8, 26, 33, 63, 64, 200] {
             assert!(!known_kind(k));
             let mut p = payload.clone();
             p[pos] = k;

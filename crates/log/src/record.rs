@@ -632,6 +632,46 @@ pub mod net {
 }
 
 code_enum!(
+    /// The syscall behind a [`MetaCall`]: listing a directory, looking a
+    /// path up (the stat and access families, readlink), and changing a
+    /// directory's entries (what checkpoint rotation does).
+    MetaOp, fallback Other, {
+        Getdents64 = 0 => "getdents64",
+        Stat = 1 => "stat",
+        Lstat = 2 => "lstat",
+        Newfstatat = 3 => "newfstatat",
+        Statx = 4 => "statx",
+        Access = 5 => "access",
+        Faccessat = 6 => "faccessat",
+        Faccessat2 = 7 => "faccessat2",
+        Readlink = 8 => "readlink",
+        Readlinkat = 9 => "readlinkat",
+        Rename = 16 => "rename",
+        Renameat = 17 => "renameat",
+        Renameat2 = 18 => "renameat2",
+        Unlink = 19 => "unlink",
+        Unlinkat = 20 => "unlinkat",
+        Mkdir = 21 => "mkdir",
+        Mkdirat = 22 => "mkdirat",
+        Rmdir = 23 => "rmdir",
+        Other = 255 => "other",
+    }
+);
+
+impl MetaOp {
+    /// Whether it lists a directory (its path is the directory itself,
+    /// not an entry of one).
+    pub fn lists(self) -> bool {
+        self == MetaOp::Getdents64
+    }
+
+    /// Whether it changes a directory's entries (codes 16 and up).
+    pub fn changes(self) -> bool {
+        (16..255).contains(&(self as u8))
+    }
+}
+
+code_enum!(
     /// The CUDA driver call behind a [`GpuCall`]: the calls that make the
     /// host wait for the GPU (`_v2` and `_ptsz` entry points are the same call).
     GpuApi, fallback StreamSynchronize, {
@@ -1258,6 +1298,40 @@ records! {
         11 peer: i32 = plain,
         12 stream: u64 = plain,
         13 ret: i32 = plain,
+    }
+
+    /// A metadata call (see [`MetaOp`]). `path` is the path as passed
+    /// (rename: the old one), `abs_path` it made absolute: lexically
+    /// joined to the directory of `dirfd` (or the working directory) when
+    /// relative, symlinks not followed; for getdents64, `path` is empty
+    /// and `abs_path` the directory listed (the fd's). `new_path` and
+    /// `new_abs_path` are a rename's new name, else empty.
+    32 MetaCall "meta_call" {
+        0 tid: u32 = thread,
+        1 pid: u32 = pid_of(tid),
+        3 dur: u64 = dur,
+        2 ts: u64 = ts_end(dur),
+        4 op: MetaOp = plain,
+        /// The dirfd argument (`AT_FDCWD` = -100 for the working
+        /// directory, and for the calls without one); getdents64: its fd.
+        5 dirfd: i32 = plain,
+        6 path: StrId = str,
+        7 abs_path: StrId = path,
+        /// rename*: the new name's dirfd; else -100.
+        8 new_dirfd: i32 = plain,
+        9 new_path: StrId = str,
+        10 new_abs_path: StrId = str,
+        /// The call's flags or mode argument: newfstatat's, statx's,
+        /// unlinkat's and renameat2's flags; access's mode (`R_OK`...),
+        /// with faccessat2's `AT_*` flags (other bits); mkdir's mode.
+        11 flags: u32 = plain,
+        /// 0 or -errno; readlink*: the length read; getdents64: the bytes
+        /// of entries returned (0 at the end of the directory).
+        12 ret: i64 = plain,
+        /// [`trunc`] bits (of either path).
+        13 trunc: u8 = plain,
+        /// Block requests this call started (directory and inode reads).
+        14 block_reqs: u32 = plain,
     }
 
     /// `count` calls of `call` by process `pid`'s threads in the `dur` ns

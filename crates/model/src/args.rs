@@ -97,6 +97,9 @@ arg_keys! {
     NRanks => "ranks",
     NcclPeer => "peer rank",
     Count => "elements",
+    /// A rename's new name, as passed and made absolute.
+    NewPath => "new path",
+    NewAbsPath => "new absolute path",
     /// A run-wide slice cut to a file's window: how long it is whole.
     Whole => "whole slice",
 }

@@ -48,6 +48,7 @@ pub enum Call<'a> {
     IoUring(&'a IoUring),
     Aio(&'a Aio),
     NetCall(&'a NetCall),
+    MetaCall(&'a MetaCall),
     GpuCall(&'a GpuCall),
     Collective(&'a Collective),
 }
@@ -87,6 +88,7 @@ pub fn split(r: &Record) -> Result<Call<'_>, NotCall<'_>> {
         Record::IoUring(x) => Call::IoUring(x),
         Record::Aio(x) => Call::Aio(x),
         Record::NetCall(x) => Call::NetCall(x),
+        Record::MetaCall(x) => Call::MetaCall(x),
         Record::GpuCall(x) => Call::GpuCall(x),
         Record::Collective(x) => Call::Collective(x),
         Record::Fork(x) => return Err(NotCall::Fork(x)),
@@ -152,6 +154,30 @@ pub fn net_key(op: NetOp, ret: i64, bytes: u64) -> u64 {
 pub fn net_name(r: &NetCall) -> String {
     let v = if r.ret < 0 { r.ret } else { r.bytes as i64 };
     labels::syscall(r.op.name(), v)
+}
+
+/// A metadata call is named after its path (a listing after its
+/// directory and, having read, its bytes): the key hashes what the name
+/// is made of.
+pub fn meta_key(r: &MetaCall, abs: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let v = if r.ret < 0 || r.op.lists() { r.ret } else { 0 };
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_u8(r.op as u8);
+    h.write_i64(v);
+    h.write(abs);
+    (10 << 56) | (h.finish() & LOW)
+}
+
+/// `newfstatat 000123.jpg`, `unlink ckpt-3.pt ENOENT`, `getdents64 train 32 KiB`.
+pub fn meta_name(r: &MetaCall, abs: &[u8]) -> String {
+    let p = if abs.is_empty() { "?".into() } else { String::from_utf8_lossy(abs) };
+    let base = show::basename(&p);
+    match labels::outcome(r.ret) {
+        Outcome::Err(e) => format!("{} {base} {}", r.op.name(), show::errno(e)),
+        Outcome::Ok(n) if r.op.lists() => format!("{} {base} {}", r.op.name(), show::size(n)),
+        _ => format!("{} {base}", r.op.name()),
+    }
 }
 
 pub fn gpu_key(r: &GpuCall) -> u64 {
@@ -412,6 +438,41 @@ impl Args for NetArgs<'_> {
     }
 }
 
+/// A metadata call: the path as passed and made absolute (a rename's
+/// new name too), what it returned.
+pub struct MetaArgs<'a> {
+    pub r: &'a MetaCall,
+    pub path: &'a [u8],
+    pub abs: &'a [u8],
+    pub new_path: &'a [u8],
+    pub new_abs: &'a [u8],
+}
+
+impl Args for MetaArgs<'_> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        let r = self.r;
+        if r.op.lists() {
+            s.str(K::Path, self.abs);
+            s.int(K::Fd, i64::from(r.dirfd));
+        } else {
+            s.str(K::Path, self.path);
+            s.str(K::AbsPath, self.abs);
+            if r.dirfd != -100 {
+                s.int(K::Dirfd, i64::from(r.dirfd));
+            }
+        }
+        if !self.new_path.is_empty() {
+            s.str(K::NewPath, self.new_path);
+            s.str(K::NewAbsPath, self.new_abs);
+        }
+        if r.flags != 0 {
+            s.str(K::Flags, format!("{:#x}", r.flags).as_bytes());
+        }
+        returned(s, r.ret);
+        s.int(K::Tid, i64::from(r.tid));
+    }
+}
+
 /// A CUDA call that waited for the GPU: what it waited on.
 pub struct GpuArgs<'a> {
     pub r: &'a GpuCall,
@@ -603,6 +664,12 @@ pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut OwnedArgs) -> Option<Str
         Record::NetCall(r) => {
             NetArgs { r, path: f.str(r.path), peer: f.str(r.peer) }.write(args);
             net_name(r)
+        }
+        Record::MetaCall(r) => {
+            let abs = f.str(r.abs_path);
+            MetaArgs { r, path: f.str(r.path), abs, new_path: f.str(r.new_path), new_abs: f.str(r.new_abs_path) }
+                .write(args);
+            meta_name(r, abs)
         }
         Record::GpuCall(r) => {
             GpuArgs { r }.write(args);

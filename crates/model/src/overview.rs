@@ -247,6 +247,7 @@ impl OverviewAgg {
             Record::Io(r) => (r.ts, r.dur, r.ret, if r.op.is_write() { Lanes::Writes } else { Lanes::Reads }),
             Record::Open(r) => (r.ts, r.dur, r.ret, Lanes::Opens),
             Record::Close(r) => (r.ts, r.dur, r.ret, Lanes::Opens),
+            Record::MetaCall(r) => (r.ts, r.dur, r.ret, Lanes::Opens),
             Record::Transfer(r) => (r.ts, r.dur, r.ret, Lanes::Reads),
             Record::IoUring(r) => (r.ts, r.dur, r.ret, if r.op.is_write() { Lanes::Writes } else { Lanes::Reads }),
             Record::Aio(r) => (r.ts, r.dur, r.ret, Lanes::Reads),

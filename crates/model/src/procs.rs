@@ -98,6 +98,7 @@ pub fn owner(r: &Record) -> Option<u32> {
         Record::IoUring(x) => x.pid,
         Record::Aio(x) => x.pid,
         Record::NetCall(x) => x.pid,
+        Record::MetaCall(x) => x.pid,
         Record::GpuCall(x) => x.pid,
         Record::Collective(x) => x.pid,
         Record::GpuCount(x) => x.pid,
@@ -477,7 +478,7 @@ impl Procs {
                 p.syscalls += r.calls;
                 p.bytes += r.bytes;
             }
-            Record::Open(_) | Record::Close(_) => p.syscalls += 1,
+            Record::Open(_) | Record::Close(_) | Record::MetaCall(_) => p.syscalls += 1,
             Record::Transfer(r) => {
                 p.syscalls += 1;
                 p.bytes += u64::try_from(r.ret).unwrap_or(0);

@@ -833,6 +833,7 @@ impl<'s> Scene<'s> {
                         Call::IoUring(r) => self.uring(enc, f, i, r)?,
                         Call::Aio(r) => self.aio(enc, f, i, r)?,
                         Call::NetCall(r) => self.net(enc, f, i, r)?,
+                        Call::MetaCall(r) => self.meta(enc, f, i, r)?,
                         Call::GpuCall(r) => self.gpu_call(enc, i, r)?,
                         Call::Collective(r) => self.collective(enc, i, r)?,
                     }
@@ -1039,6 +1040,7 @@ fn syscall_blocks(rec: &Record) -> Option<(u32, u32)> {
         Record::Open(r) => Some((r.tid, r.block_reqs)),
         Record::Transfer(r) => Some((r.tid, r.block_reqs)),
         Record::Aio(r) => Some((r.tid, r.block_reqs)),
+        Record::MetaCall(r) => Some((r.tid, r.block_reqs)),
         _ => None,
     }
 }

@@ -171,8 +171,8 @@ impl Stats {
         }
     }
 
-    /// `ns` in an open or close of a data file by thread `tid` of `pid`
-    /// (`opens`: 1 for an open).
+    /// `ns` in an open, close or metadata call on a data file by thread
+    /// `tid` of `pid` (`opens`: 1 for an open).
     fn meta(&mut self, pid: u32, tid: u32, ns: u64, opens: u64) {
         let p = self.proc(pid);
         p.meta_ns += ns;
@@ -380,6 +380,17 @@ impl Stats {
                 self.calls.add("", r.op.name(), Some(r.requested), r.dur);
                 self.proc(r.pid).sockets.net(&r);
                 self.peers.add(&f.str_lossy(r.peer), &r);
+            }
+            Record::MetaCall(r) => {
+                // A lookup is the thread's own file I/O, as an open is; a
+                // loader's on its data, time spent on metadata.
+                self.own_io(r.pid, r.tid, r.ts, r.dur, FileKind::Regular);
+                self.calls.add("", r.op.name(), None, r.dur);
+                let abs = f.str(r.abs_path);
+                self.metadata.add(&r, abs);
+                if is_data_path(abs) {
+                    self.meta(r.pid, r.tid, r.dur, 0);
+                }
             }
             Record::Transfer(r) => {
                 self.own_io(r.pid, r.tid, r.ts, r.dur, FileKind::Regular);

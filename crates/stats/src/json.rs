@@ -380,6 +380,7 @@ impl Stats {
                 v
             }).collect::<Vec<_>>(),
             "peers": self.peers.to_json(),
+            "metadata": self.metadata.to_json(),
             "ranks": ranks.iter().map(|r| self.rank_json(r)).collect::<Vec<_>>(),
             "clock_check": self.clock_check_json(&ranks),
             "gpu_calls": self.gpu_calls.to_json(),

@@ -14,6 +14,7 @@ pub mod hosts;
 mod json;
 pub mod kernel;
 pub mod mapped;
+pub mod metadata;
 pub mod network;
 pub mod peers;
 pub mod rank_waits;
@@ -130,7 +131,7 @@ pub struct ProcStats {
     pub exec_ts: Option<u64>,
     /// Ns its threads spent in CUDA calls that waited for the GPU, and in
     /// calls on its files (reads, writes, fsyncs, opens and closes of
-    /// regular files and block devices).
+    /// regular files and block devices, metadata calls).
     pub gpu_wait_ns: u64,
     pub own_io_ns: u64,
     pub parent: u32,
@@ -167,8 +168,9 @@ pub struct ProcStats {
     has_cmdline: bool,
     /// Time in read-family calls on files (durations summed over threads).
     pub read_ns: u64,
-    /// Time in opens (failed ones too) and closes of data files
-    /// ([`is_data_path`]), and the opens: what a loader spends on metadata.
+    /// Time in opens (failed ones too), closes and metadata calls on data
+    /// files ([`is_data_path`]), and the opens: what a loader spends on
+    /// metadata.
     pub meta_ns: u64,
     pub data_opens: u64,
     /// Latency of the read calls on data files ([`mltrace_model::procs::is_data_path`])
@@ -200,7 +202,7 @@ pub struct ThreadRead {
     pub read_ns: u64,
     /// Bytes those calls brought into the page cache.
     pub from_storage: u64,
-    /// Time in opens and closes of data files, and the opens (see
+    /// Time in opens, closes and metadata calls on data files, and the opens (see
     /// [`ProcStats::meta_ns`]).
     pub meta_ns: u64,
     pub opens: u64,
@@ -380,6 +382,8 @@ pub struct Stats {
     pub network: Vec<network::NetStats>,
     /// Traffic per peer, from the send/recv calls.
     pub peers: peers::Peers,
+    /// Metadata calls (stat, getdents64, rename...) per process and directory.
+    pub metadata: metadata::Metadata,
     /// GPU events (throttling, XID, ECC) by GPU and kind: how many.
     pub gpu_events: Vec<(String, GpuEventKind, u64)>,
     /// Block requests started outside traced processes, by task name.

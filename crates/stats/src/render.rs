@@ -479,6 +479,10 @@ impl Stats {
         self.render_gpu_calls(&mut o);
         self.render_collectives(&mut o);
         self.render_peers(&mut o, top);
+        self.metadata.render(&mut o, top, |pid| match self.processes.iter().rfind(|p| p.pid == pid) {
+            Some(p) => format!("{} [{pid}]", p.label()),
+            None => format!("[{pid}]"),
+        });
         self.render_network(&mut o);
         self.render_hosts(&mut o);
         let files = self.top_files(top);

@@ -42,8 +42,9 @@ pub const PATH_SHARE_MIN: f64 = 0.5;
 /// ...and their reads took at least this share of their time.
 pub const READS_MATTER: f64 = 0.2;
 
-/// `metadata`: opens and closes took at least this share of the loaders'
-/// time in calls on their data files...
+/// `metadata`: opens, closes and metadata calls (stat, getdents64...)
+/// took at least this share of the loaders' time in calls on their data
+/// files...
 pub const META_SHARE_MIN: f64 = 0.5;
 /// ...and those calls at least this share of their time.
 pub const FILE_TIME_MATTER: f64 = 0.1;
@@ -105,8 +106,9 @@ pub struct Evidence {
     pub runnable: f64,
     pub sleep: f64,
     pub io_wait: f64,
-    /// Their time in read calls on files, and in opens and closes of data
-    /// files, as shares of their time; and the raw figures.
+    /// Their time in read calls on files, and in opens, closes and
+    /// metadata calls on data files, as shares of their time; and the raw
+    /// figures.
     pub reads: f64,
     pub meta: f64,
     pub read_ns: u64,
@@ -371,7 +373,8 @@ pub fn slow_path(e: &Evidence) -> Option<Suggestion> {
     })
 }
 
-/// Opens and closes taking most of the loaders' time in file calls.
+/// Opens, closes and metadata calls taking most of the loaders' time in
+/// file calls.
 pub fn metadata(e: &Evidence) -> Option<Suggestion> {
     let file_ns = e.read_ns + e.meta_ns;
     if file_ns == 0 || e.reads + e.meta < FILE_TIME_MATTER {
@@ -381,12 +384,13 @@ pub fn metadata(e: &Evidence) -> Option<Suggestion> {
     if share < META_SHARE_MIN {
         return None;
     }
-    let each = e.meta_ns.checked_div(e.opens).map_or_else(String::new, |ns| format!(", {} an open", duration(ns)));
+    let each = e.meta_ns.checked_div(e.opens).map_or_else(String::new, |ns| format!(", {} a file", duration(ns)));
     Some(Suggestion {
         rule: "metadata",
         text: format!(
-            "metadata: opens and closes took {} of {} time in calls on data files ({} in {} opens{each}, against {} in \
-             reads): many small files; pack them into shards (tar or WebDataset, TFRecord) read in large pieces",
+            "metadata: opens, closes and metadata calls (stat, getdents64...) took {} of {} time in calls on data \
+             files ({}, {} files opened{each}, against {} in reads): many small files; pack them into shards (tar or \
+             WebDataset, TFRecord) read in large pieces",
             pct(share),
             if e.loaders == 1 { "its loader's" } else { "its loaders'" },
             duration(e.meta_ns),
@@ -426,7 +430,7 @@ pub fn rules(e: &Evidence) -> (Vec<Suggestion>, Option<String>) {
         let idle = e.cpu_idle.map(|i| format!("; the CPUs were idle {}", pct(i))).unwrap_or_default();
         let why = format!(
             "no rule fits: while the trainer waited for data {}, {} {} on CPU {}, waiting for a CPU {}, asleep {}, in \
-             reads {}, in opens and closes {} of {} time{idle}",
+             reads {}, in opens, closes and metadata calls {} of {} time{idle}",
             pct(e.data_wait),
             e.who(),
             e.was(),
@@ -551,8 +555,14 @@ mod tests {
     fn metadata_needs_opens_to_dominate_file_time_that_matters() {
         let e = Evidence { meta: 0.3, reads: 0.1, meta_ns: 300_000_000, read_ns: 100_000_000, opens: 10_000, ..base() };
         let s = metadata(&e).unwrap();
-        assert!(s.text.contains("opens and closes took 75% of its loader's time in calls on data files"));
-        assert!(s.text.contains("(300.0 ms in 10000 opens, 30.0 µs an open, against 100.0 ms in reads)"), "{}", s.text);
+        assert!(s
+            .text
+            .contains("metadata calls (stat, getdents64...) took 75% of its loader's time in calls on data files"));
+        assert!(
+            s.text.contains("(300.0 ms, 10000 files opened, 30.0 µs a file, against 100.0 ms in reads)"),
+            "{}",
+            s.text
+        );
         let reads = Evidence { meta_ns: 100_000_000, read_ns: 101_000_000, ..e.clone() };
         assert!(metadata(&reads).is_none());
         assert!(metadata(&Evidence { meta: 0.05, reads: 0.04, ..e }).is_none());

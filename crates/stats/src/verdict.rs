@@ -171,7 +171,8 @@ pub struct Workers {
     /// thread, or each loader thread. A worker's other threads (the
     /// queue's feeder, asleep all run) would halve each of its shares.
     pub loading: crate::sched::Times,
-    /// Time in their opens and closes of data files, and their opens.
+    /// Time in their opens, closes and metadata calls on data files, and
+    /// their opens.
     pub meta_ns: u64,
     pub opens: u64,
 }

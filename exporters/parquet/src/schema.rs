@@ -361,6 +361,7 @@ pub const KIND_TABLES: &[(u8, &str)] = &[
     (mltrace_log::Env::CODE, "env"),
     (mltrace_log::IoSummary::CODE, "io_summaries"),
     (mltrace_log::SchedSpan::CODE, "sched_spans"),
+    (mltrace_log::MetaCall::CODE, "metadata_calls"),
 ];
 
 /// A kind's table: `ts`, `dur` (when it has one), `wall`, `epoch`, the

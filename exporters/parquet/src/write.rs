@@ -575,7 +575,8 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
         | Record::GpuCount(_)
         | Record::Env(_)
         | Record::IoSummary(_)
-        | Record::SchedSpan(_) => kind_row(&mut tb.by_kind, cx, f, rec, idx),
+        | Record::SchedSpan(_)
+        | Record::MetaCall(_) => kind_row(&mut tb.by_kind, cx, f, rec, idx),
         // In `processes`, from the survey.
         Record::Fork(_) | Record::Exec(_) | Record::Comm(_) | Record::Exit(_) => Ok(()),
     }

@@ -1,4 +1,5 @@
-//! The calls drawn as slices on their threads: syscalls, io_uring and libaio requests, CUDA and NCCL calls.
+//! The calls drawn as slices on their threads: syscalls (metadata calls
+//! too), io_uring and libaio requests, CUDA and NCCL calls.
 
 use super::*;
 
@@ -109,6 +110,26 @@ impl Scene<'_> {
         self.stats.syscalls += 1;
         let name = Name::Keyed(event::net_key(r.op, r.ret, r.bytes), &make);
         self.slice(enc, track, r.ts, r.dur, name, &event::NetArgs { r, path, peer })
+    }
+
+    /// A metadata call (stat, getdents64, rename...), on its thread's
+    /// track, with arrows to the block requests it started.
+    pub(super) fn meta<E: Encoder>(
+        &mut self,
+        enc: &mut E,
+        f: &Frame<'_>,
+        idx: ProcIdx,
+        r: &MetaCall,
+    ) -> io::Result<()> {
+        let track = self.thread_lane(enc, idx, r.tid, r.ts, r.ts.saturating_add(r.dur))?;
+        let abs = f.str(r.abs_path);
+        let make = move || event::meta_name(r, abs);
+        self.syscall_flows(r.tid, r.ts, r.block_reqs);
+        self.stats.syscalls += 1;
+        let name = Name::Keyed(event::meta_key(r, abs), &make);
+        let (path, new_path, new_abs) = (f.str(r.path), f.str(r.new_path), f.str(r.new_abs_path));
+        self.slice(enc, track, r.ts, r.dur, name, &event::MetaArgs { r, path, abs, new_path, new_abs })?;
+        self.syscall_written(enc, r.tid, r.ts, r.block_reqs, true)
     }
 
     pub(super) fn gpu_call<E: Encoder>(&mut self, enc: &mut E, idx: ProcIdx, r: &GpuCall) -> io::Result<()> {

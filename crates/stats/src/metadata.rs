@@ -1,0 +1,182 @@
+//! Metadata calls (stat, getdents64, rename...) per process and
+//! directory: how many, how long, the slowest. A job on many small files
+//! can spend minutes here before it reads a byte.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use mltrace_log::MetaCall;
+use serde_json::{json, Value};
+
+use crate::{duration, shorten, table, HashMap};
+
+/// Directories kept apart (over all processes); the calls on any other
+/// are summed per process under [`OTHER_DIRS`].
+const MAX_DIRS: usize = 1 << 16;
+pub const OTHER_DIRS: &str = "(other directories)";
+
+/// One process's calls on one directory's entries (or, for getdents64,
+/// on the directory itself).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DirMeta {
+    pub calls: u64,
+    pub failed: u64,
+    /// Time in them, ns.
+    pub ns: u64,
+    /// Calls by operation (`newfstatat`, `getdents64`...).
+    pub ops: BTreeMap<&'static str, u64>,
+    /// The slowest: (ns, operation, absolute path).
+    pub slowest: Option<(u64, &'static str, String)>,
+}
+
+/// By pid, then directory.
+#[derive(Default)]
+pub struct Metadata {
+    by_pid: HashMap<u32, HashMap<Box<[u8]>, DirMeta>>,
+    dirs: usize,
+}
+
+/// The directory a call is about: the one it lists, else the one holding
+/// the last name of its path (`/` for `/x`; the path itself when it has
+/// no `/`, as `?` for an unknown one).
+pub fn directory<'a>(r: &MetaCall, abs: &'a [u8]) -> &'a [u8] {
+    if r.op.lists() {
+        return abs;
+    }
+    match abs.iter().rposition(|&b| b == b'/') {
+        Some(0) => b"/",
+        Some(i) => &abs[..i],
+        None => abs,
+    }
+}
+
+impl Metadata {
+    /// A call whose (old) path made absolute is `abs`.
+    pub fn add(&mut self, r: &MetaCall, abs: &[u8]) {
+        let dir = directory(r, abs);
+        let full = self.dirs >= MAX_DIRS;
+        let dirs = self.by_pid.entry(r.pid).or_default();
+        let key: &[u8] = if full && !dirs.contains_key(dir) { OTHER_DIRS.as_bytes() } else { dir };
+        if !dirs.contains_key(key) {
+            dirs.insert(key.into(), DirMeta::default());
+            self.dirs += 1;
+        }
+        let Some(d) = dirs.get_mut(key) else { return };
+        d.calls += 1;
+        d.failed += u64::from(r.ret < 0);
+        d.ns += r.dur;
+        *d.ops.entry(r.op.name()).or_default() += 1;
+        if d.slowest.as_ref().is_none_or(|s| r.dur > s.0) {
+            d.slowest = Some((r.dur, r.op.name(), String::from_utf8_lossy(abs).into_owned()));
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.dirs == 0
+    }
+
+    /// (pid, directory, its calls), most time first.
+    pub fn sorted(&self) -> Vec<(u32, String, &DirMeta)> {
+        let mut v: Vec<(u32, String, &DirMeta)> = self
+            .by_pid
+            .iter()
+            .flat_map(|(&pid, dirs)| dirs.iter().map(move |(d, m)| (pid, String::from_utf8_lossy(d).into_owned(), m)))
+            .collect();
+        v.sort_by(|a, b| b.2.ns.cmp(&a.2.ns).then(b.2.calls.cmp(&a.2.calls)).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
+        v
+    }
+
+    pub fn to_json(&self) -> Value {
+        self.sorted()
+            .into_iter()
+            .map(|(pid, dir, m)| {
+                let (slow_ns, slow_op, slow_path) = match &m.slowest {
+                    Some((ns, op, p)) => (Value::from(*ns), Value::from(*op), Value::from(p.as_str())),
+                    None => (Value::Null, Value::Null, Value::Null),
+                };
+                json!({
+                    "pid": pid,
+                    "directory": dir,
+                    "calls": m.calls,
+                    "failed": m.failed,
+                    "time_ns": m.ns,
+                    "ops": m.ops,
+                    "slowest_ns": slow_ns,
+                    "slowest_op": slow_op,
+                    "slowest_path": slow_path,
+                })
+            })
+            .collect()
+    }
+
+    /// The table of `stats`: the `top` directories by time; `who` names a pid.
+    pub fn render(&self, o: &mut String, top: usize, who: impl Fn(u32) -> String) {
+        if self.is_empty() {
+            return;
+        }
+        let _ =
+            writeln!(o, "\nmetadata calls by process and directory (stat, getdents64, rename...), most time first:");
+        let mut rows = vec![["directory", "process", "calls", "failed", "time", "slowest"].map(String::from).to_vec()];
+        let all = self.sorted();
+        for (pid, dir, m) in all.iter().take(top) {
+            let slowest = m.slowest.as_ref().map_or(String::new(), |(ns, op, _)| format!("{} ({op})", duration(*ns)));
+            rows.push(vec![
+                shorten(dir, 60),
+                who(*pid),
+                m.calls.to_string(),
+                m.failed.to_string(),
+                duration(m.ns),
+                slowest,
+            ]);
+        }
+        o.push_str(&table(&rows));
+        if all.len() > top {
+            let _ = writeln!(o, "  ({} more)", all.len() - top);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mltrace_log::MetaOp;
+
+    fn call(pid: u32, op: MetaOp, dur: u64, ret: i64) -> MetaCall {
+        MetaCall { pid, tid: pid, op, dur, ret, ..Default::default() }
+    }
+
+    #[test]
+    fn calls_go_to_the_directory_of_their_path_a_listing_to_its_own() {
+        let mut m = Metadata::default();
+        m.add(&call(1, MetaOp::Newfstatat, 10, 0), b"/data/a/x.jpg");
+        m.add(&call(1, MetaOp::Newfstatat, 30, -2), b"/data/a/y.jpg");
+        m.add(&call(1, MetaOp::Getdents64, 5, 4096), b"/data/a");
+        m.add(&call(1, MetaOp::Unlink, 7, 0), b"/x");
+        m.add(&call(2, MetaOp::Statx, 1, 0), b"?");
+        let s = m.sorted();
+        let names: Vec<(u32, &str)> = s.iter().map(|(p, d, _)| (*p, d.as_str())).collect();
+        assert_eq!(names, [(1, "/data/a"), (1, "/"), (2, "?")]);
+        let a = s[0].2;
+        assert_eq!((a.calls, a.failed, a.ns), (3, 1, 45));
+        assert_eq!(a.ops.get("newfstatat"), Some(&2));
+        assert_eq!(a.ops.get("getdents64"), Some(&1));
+        assert_eq!(a.slowest, Some((30, "newfstatat", "/data/a/y.jpg".to_string())));
+        let j = m.to_json();
+        assert_eq!(j[0]["directory"], "/data/a");
+        assert_eq!(j[0]["ops"]["newfstatat"], 2);
+        assert_eq!(j[0]["slowest_path"], "/data/a/y.jpg");
+        let mut o = String::new();
+        m.render(&mut o, 2, |p| format!("p{p}"));
+        assert!(o.contains("/data/a") && o.contains("(1 more)"), "{o}");
+    }
+
+    #[test]
+    fn directories_past_the_limit_are_summed_per_process() {
+        let mut m = Metadata { dirs: MAX_DIRS, ..Default::default() };
+        m.add(&call(3, MetaOp::Stat, 2, 0), b"/a/x");
+        m.add(&call(3, MetaOp::Stat, 2, 0), b"/b/x");
+        let s = m.sorted();
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].1.as_str(), s[0].2.calls), (OTHER_DIRS, 2));
+    }
+}
