@@ -112,11 +112,19 @@ fn every_kind_round_trips_with_any_values() {
         let code = Record::CODES[i % Record::CODES.len()];
         let mut rec = Record::build(code, |_| rng.next()).unwrap();
         rec.map_strs(|s| StrId(s.0 % STRINGS));
-        // The one value `cause_ts` cannot hold: one ns after its own start.
-        if let Record::Block(b) = &mut rec {
-            if b.cause_ts == b.ts.wrapping_add(1) {
-                b.cause_ts = 0;
+        // The one value a `since(ts)` field cannot hold: one ns after `ts`.
+        let after = |t: &mut u64, ts: u64| {
+            if *t == ts.wrapping_add(1) {
+                *t = 0;
             }
+        };
+        match &mut rec {
+            Record::Block(b) => after(&mut b.cause_ts, b.ts),
+            Record::SchedSpan(s) => {
+                after(&mut s.from, s.ts);
+                after(&mut s.sleep_from, s.ts);
+            }
+            _ => {}
         }
         w.push_with(|e| {
             let ids: Vec<StrId> = (0..STRINGS).map(|k| e.intern(format!("s{k}").as_bytes())).collect();
