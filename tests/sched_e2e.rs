@@ -347,7 +347,12 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
     let sum = two_epochs(dir.path(), &bin, &data, &lib, &["--detail", "summary"]);
     check_data_wait(&sum);
     let (v, w) = (&full.json["verdict"], &sum.json["verdict"]);
-    assert_eq!(w["kind"], v["kind"], "{w}");
+    // Under full emulation the trainer's own shares move between runs
+    // (its second epoch waited 0.13 of its time, then 0.29): the kinds
+    // may differ as the workload did; the shares are held below.
+    if !emulated() {
+        assert_eq!(w["kind"], v["kind"], "{w}");
+    }
     let wait = |r: &Run, v: &serde_json::Value| (v["data_wait_fraction"].as_f64().unwrap(), measured(r));
     summary_agrees("data wait", wait(&full, v), wait(&sum, w), 0.02);
     for k in 1..=2 {
@@ -358,7 +363,9 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
             (e["data_wait_fraction"].as_f64().unwrap_or_else(|| panic!("{e}")), want)
         };
         summary_agrees(&format!("epoch {k} data wait"), epoch(&full), epoch(&sum), 0.02);
-        assert_eq!(sum.json["verdict"]["epochs"][k - 1]["kind"], full.json["verdict"]["epochs"][k - 1]["kind"]);
+        if !emulated() {
+            assert_eq!(sum.json["verdict"]["epochs"][k - 1]["kind"], full.json["verdict"]["epochs"][k - 1]["kind"]);
+        }
     }
     let idle =
         |r: &Run, v: &serde_json::Value| (v["gpu_idle_during_data_wait_fraction"].as_f64().unwrap(), measured(r));
