@@ -55,41 +55,18 @@ fn moved(r: &Record) -> u64 {
     }
 }
 
+/// The process a record is about (the model's owner), else its `pid`
+/// field (a thread's kernel counts, an untraced block request), else 0.
 fn pid_of(r: &Record) -> u32 {
-    match r {
-        Record::Io(x) => x.pid,
-        Record::Open(x) => x.pid,
-        Record::Close(x) => x.pid,
-        Record::Transfer(x) => x.pid,
-        Record::Fork(x) => x.pid,
-        Record::Exec(x) => x.pid,
-        Record::Exit(x) => x.pid,
-        Record::Comm(x) => x.pid,
-        Record::Lost(_) | Record::GpuEvent(_) => 0,
-        Record::Block(x) => x.pid,
-        Record::Counter(x) => x.pid,
-        Record::Phase(x) => x.pid,
-        Record::Mark(x) => x.pid,
-        Record::IoAccounting(x) => x.pid,
-        Record::PageCache(x) => x.pid,
-        Record::Mapping(x) => x.pid,
-        Record::MajorFault(x) => x.pid,
-        Record::IoUring(x) => x.pid,
-        Record::Aio(x) => x.pid,
-        Record::NetCall(x) => x.pid,
-        Record::MetaCall(x) => x.pid,
-        Record::GpuCall(x) => x.pid,
-        Record::Collective(x) => x.pid,
-        Record::GpuCount(x) => x.pid,
-        Record::Env(x) => x.pid,
-        Record::IoSummary(x) => x.pid,
-        Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
-        Record::SchedSwitch(x) if x.traced & sched::NEXT != 0 => x.next_pid,
-        // A CPU going idle after a traced thread handed it to another task.
-        Record::SchedSwitch(_) => 0,
-        Record::SchedWake(x) => x.pid,
-        Record::SchedSpan(x) => x.pid,
-    }
+    mltrace_model::procs::owner(r).unwrap_or_else(|| {
+        let mut pid = 0;
+        r.visit(&mut |name, v| {
+            if let ("pid", Value::U(x)) = (name, v) {
+                pid = x as u32;
+            }
+        });
+        pid
+    })
 }
 
 /// (rchar, wchar, syscr, syscw) as the kernel would count them for `recs`.

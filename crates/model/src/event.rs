@@ -119,6 +119,82 @@ pub fn is_call(r: &Record) -> bool {
     split(r).is_ok()
 }
 
+/// What each call kind means to the views that count calls, side by side
+/// (one exhaustive match per property: a new kind does not compile until
+/// it answers each, and no view keeps its own list of kinds).
+impl Call<'_> {
+    /// Its thread, start, duration and result (bytes, a count, -errno).
+    pub fn timing(&self) -> (u32, u64, u64, i64) {
+        match *self {
+            Call::Io(r) => (r.tid, r.ts, r.dur, r.ret),
+            Call::Open(r) => (r.tid, r.ts, r.dur, r.ret),
+            Call::Close(r) => (r.tid, r.ts, r.dur, r.ret),
+            Call::Transfer(r) => (r.tid, r.ts, r.dur, r.ret),
+            Call::IoUring(r) => (r.tid, r.ts, r.dur, r.ret),
+            Call::Aio(r) => (r.tid, r.ts, r.dur, r.ret),
+            Call::NetCall(r) => (r.tid, r.ts, r.dur, r.ret),
+            Call::MetaCall(r) => (r.tid, r.ts, r.dur, r.ret),
+            Call::GpuCall(r) => (r.tid, r.ts, r.dur, i64::from(r.ret)),
+            Call::Collective(r) => (r.tid, r.ts, r.dur, i64::from(r.ret)),
+        }
+    }
+
+    /// Block requests it started (their flows begin at its slice); `None`
+    /// for a kind that starts none of its own.
+    pub fn block_reqs(&self) -> Option<u32> {
+        match *self {
+            Call::Io(r) => Some(r.block_reqs),
+            Call::Open(r) => Some(r.block_reqs),
+            Call::Transfer(r) => Some(r.block_reqs),
+            Call::Aio(r) => Some(r.block_reqs),
+            Call::MetaCall(r) => Some(r.block_reqs),
+            // io_uring's requests are started by the kernel's workers.
+            Call::Close(_) | Call::IoUring(_) | Call::NetCall(_) | Call::GpuCall(_) | Call::Collective(_) => None,
+        }
+    }
+
+    /// A system call recorded on its own, and the bytes its process's
+    /// totals count for it; `None` for a call counted in a summary (a
+    /// summed read or close: its summary counts it) or one that is not a
+    /// system call (CUDA, NCCL).
+    pub fn syscall_bytes(&self) -> Option<u64> {
+        let moved = |ret: i64| u64::try_from(ret).unwrap_or(0);
+        match *self {
+            Call::Io(r) if r.summed => None,
+            Call::Close(r) if r.summed => None,
+            Call::Io(r) => Some(moved(r.ret)),
+            Call::Transfer(r) => Some(moved(r.ret)),
+            Call::IoUring(r) => Some(moved(r.ret)),
+            Call::NetCall(r) => Some(r.bytes),
+            // The events' bytes: an io_submit's are only asked for.
+            Call::Aio(r) if r.op != AioOp::Submit => Some(r.read_bytes + r.write_bytes),
+            Call::Aio(_) | Call::Open(_) | Call::Close(_) | Call::MetaCall(_) => Some(0),
+            Call::GpuCall(_) | Call::Collective(_) => None,
+        }
+    }
+
+    /// Counted in its thread's summary (`record --detail summary`): here
+    /// it is an example, a call that failed or was slow.
+    pub fn summed(&self) -> bool {
+        matches!(*self, Call::Io(Io { summed: true, .. }) | Call::Close(Close { summed: true, .. }))
+    }
+
+    /// The overview's lane for it; `None` for a call that has none (CUDA
+    /// and NCCL calls: the GPU's wait is counted, not drawn there).
+    pub fn lane(&self) -> Option<crate::scene::Lanes> {
+        use crate::scene::Lanes;
+        let rw = |write: bool| if write { Lanes::Writes } else { Lanes::Reads };
+        Some(match *self {
+            Call::Io(r) => rw(r.op.is_write()),
+            Call::IoUring(r) => rw(r.op.is_write()),
+            Call::NetCall(r) => rw(r.op.is_send()),
+            Call::Transfer(_) | Call::Aio(_) => Lanes::Reads,
+            Call::Open(_) | Call::Close(_) | Call::MetaCall(_) => Lanes::Opens,
+            Call::GpuCall(_) | Call::Collective(_) => return None,
+        })
+    }
+}
+
 /// Name keys: the top byte says which kind of name, so keys of different
 /// kinds never collide in an encoder's cache.
 const LOW: u64 = (1 << 56) - 1;
@@ -631,54 +707,53 @@ impl Args for MarkArgs<'_> {
     }
 }
 
-/// Copies a syscall record's name and args out of its frame.
+/// Copies a call's name and args out of its frame (`None`: not a call).
 pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut OwnedArgs) -> Option<String> {
     args.0.clear();
-    Some(match rec {
-        Record::Io(r) => {
+    Some(match split(rec).ok()? {
+        Call::Io(r) => {
             IoArgs { r, path: f.str(r.path) }.write(args);
             labels::syscall(r.op.name(), r.ret)
         }
-        Record::Open(r) => {
+        Call::Open(r) => {
             let abs = f.str(r.abs_path);
             OpenArgs { r, passed: f.str(r.path), abs, totals: None }.write(args);
             labels::open(r.op, abs, r.ret)
         }
-        Record::Close(r) => {
+        Call::Close(r) => {
             let p = f.str(r.path);
             CloseArgs { r, path: p }.write(args);
             labels::close(p, r.ret)
         }
-        Record::Transfer(r) => {
+        Call::Transfer(r) => {
             TransferArgs { r, inp: f.str(r.in_path), outp: f.str(r.out_path) }.write(args);
             labels::syscall(r.op.name(), r.ret)
         }
-        Record::IoUring(r) => {
+        Call::IoUring(r) => {
             UringArgs { r, path: f.str(r.path) }.write(args);
             labels::uring(r.op, r.ret)
         }
-        Record::Aio(r) => {
+        Call::Aio(r) => {
             AioArgs { r, path: f.str(r.path) }.write(args);
             labels::aio(r.op, r.ret)
         }
-        Record::NetCall(r) => {
+        Call::NetCall(r) => {
             NetArgs { r, path: f.str(r.path), peer: f.str(r.peer) }.write(args);
             net_name(r)
         }
-        Record::MetaCall(r) => {
+        Call::MetaCall(r) => {
             let abs = f.str(r.abs_path);
             MetaArgs { r, path: f.str(r.path), abs, new_path: f.str(r.new_path), new_abs: f.str(r.new_abs_path) }
                 .write(args);
             meta_name(r, abs)
         }
-        Record::GpuCall(r) => {
+        Call::GpuCall(r) => {
             GpuArgs { r }.write(args);
             gpu_name(r)
         }
-        Record::Collective(r) => {
+        Call::Collective(r) => {
             NcclArgs { r }.write(args);
             nccl_name(r)
         }
-        _ => return None,
     })
 }

@@ -243,19 +243,11 @@ impl OverviewAgg {
             }
             return;
         }
-        let (ts, dur, ret, lane) = match rec {
-            Record::Io(r) => (r.ts, r.dur, r.ret, if r.op.is_write() { Lanes::Writes } else { Lanes::Reads }),
-            Record::Open(r) => (r.ts, r.dur, r.ret, Lanes::Opens),
-            Record::Close(r) => (r.ts, r.dur, r.ret, Lanes::Opens),
-            Record::MetaCall(r) => (r.ts, r.dur, r.ret, Lanes::Opens),
-            Record::Transfer(r) => (r.ts, r.dur, r.ret, Lanes::Reads),
-            Record::IoUring(r) => (r.ts, r.dur, r.ret, if r.op.is_write() { Lanes::Writes } else { Lanes::Reads }),
-            Record::Aio(r) => (r.ts, r.dur, r.ret, Lanes::Reads),
-            Record::NetCall(r) => (r.ts, r.dur, r.ret, if r.op.is_send() { Lanes::Writes } else { Lanes::Reads }),
-            _ => return,
-        };
+        let Ok(call) = event::split(rec) else { return };
+        let Some(lane) = call.lane() else { return };
+        let (_, ts, dur, ret) = call.timing();
         let failed = ret < 0 && ret != RET_UNKNOWN;
-        let summed = matches!(rec, Record::Io(Io { summed: true, .. }) | Record::Close(Close { summed: true, .. }));
+        let summed = call.summed();
         let a = self.proc(idx, ts);
         a.lat_max = a.lat_max.max(dur);
         // A summed call is counted in its summary: here it is an example.

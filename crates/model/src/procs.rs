@@ -468,37 +468,16 @@ impl Procs {
                 }
             }
             Record::Exit(r) if r.process_exit => p.exit = Some((r.ts, r.status)),
-            // Counted in its summary.
-            Record::Io(Io { summed: true, .. }) | Record::Close(Close { summed: true, .. }) => {}
-            Record::Io(r) => {
-                p.syscalls += 1;
-                p.bytes += u64::try_from(r.ret).unwrap_or(0);
-            }
             Record::IoSummary(r) => {
                 p.syscalls += r.calls;
                 p.bytes += r.bytes;
             }
-            Record::Open(_) | Record::Close(_) | Record::MetaCall(_) => p.syscalls += 1,
-            Record::Transfer(r) => {
-                p.syscalls += 1;
-                p.bytes += u64::try_from(r.ret).unwrap_or(0);
-            }
-            Record::IoUring(r) => {
-                p.syscalls += 1;
-                p.bytes += u64::try_from(r.ret).unwrap_or(0);
-            }
-            Record::NetCall(r) => {
-                p.syscalls += 1;
-                p.bytes += r.bytes;
-            }
-            Record::Aio(r) => {
-                p.syscalls += 1;
-                // The events' bytes: an io_submit's are only asked for.
-                if r.op != AioOp::Submit {
-                    p.bytes += r.read_bytes + r.write_bytes;
+            _ => {
+                if let Some(bytes) = crate::event::split(rec).ok().and_then(|c| c.syscall_bytes()) {
+                    p.syscalls += 1;
+                    p.bytes += bytes;
                 }
             }
-            _ => {}
         }
     }
 

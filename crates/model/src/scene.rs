@@ -1033,16 +1033,10 @@ fn child_rank(group: &str, name: &str) -> i32 {
     order.iter().position(|&n| n == name).map_or(10, |i| i as i32)
 }
 
-/// A syscall record's thread and how many block requests it started.
+/// A call's thread and how many block requests it started.
 fn syscall_blocks(rec: &Record) -> Option<(u32, u32)> {
-    match rec {
-        Record::Io(r) => Some((r.tid, r.block_reqs)),
-        Record::Open(r) => Some((r.tid, r.block_reqs)),
-        Record::Transfer(r) => Some((r.tid, r.block_reqs)),
-        Record::Aio(r) => Some((r.tid, r.block_reqs)),
-        Record::MetaCall(r) => Some((r.tid, r.block_reqs)),
-        _ => None,
-    }
+    let c = event::split(rec).ok()?;
+    Some((c.timing().0, c.block_reqs()?))
 }
 
 /// Takes the first of `lanes` free at `ts`, busy until `end`.
