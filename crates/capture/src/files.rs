@@ -269,7 +269,12 @@ impl FileTable {
         if self.get(key).is_some_and(stale) {
             return self.replaced.get_mut(&(key, ino)).map(|e| e.id_in(enc));
         }
-        self.lookup(key, enc)
+        match self.lookup(key, enc) {
+            Some(found) => Some(found),
+            // Forgotten and released since its sum's calls.
+            None if ino != 0 => self.replaced.get_mut(&(key, ino)).map(|e| e.id_in(enc)),
+            None => None,
+        }
     }
 
     /// The path's id in `enc`'s current frame and the kind, interning at most
@@ -324,7 +329,15 @@ impl FileTable {
     /// No record naming a forgotten identity without the kernel side
     /// naming it again first can still be in the ring buffer.
     pub fn release_retired(&mut self) {
-        self.retired = Map::default();
+        // A summary's sum may name one still: a thread's slot holds its
+        // identity until the slot is sent or read, a second or so after
+        // its last call, past the ring's drain. Kept by identity and inode
+        // among the names replaced, as far as they reach.
+        for (key, e) in std::mem::take(&mut self.retired) {
+            if e.ino != 0 {
+                self.keep_replaced(key, e);
+            }
+        }
     }
 
     /// Identities held (live, old and retired).
@@ -437,6 +450,25 @@ mod tests {
         assert_eq!(t.lookup_ino(7, 12, &mut enc), None, "an inode it never named");
         // Without an inode to check, the newest name.
         assert_eq!(t.lookup_ino(7, 0, &mut enc), Some((a, FileKind::Regular)));
+    }
+
+    /// A sum read from a thread's slot a second after its calls may name
+    /// an identity the table forgot and released since: by its inode, the
+    /// name it had.
+    #[test]
+    fn a_sum_names_a_file_forgotten_since_its_calls() {
+        let mut t = FileTable::with_generation(2);
+        let mut enc = FrameEncoder::new();
+        t.insert_ino(1, FileKind::Pipe, b"pipe:[11]".to_vec(), 11);
+        for k in 2..=7 {
+            t.insert_ino(k, FileKind::Regular, format!("/f{k}").into_bytes(), 100 + k);
+        }
+        assert!(t.take_forgotten().contains(&1));
+        t.release_retired();
+        assert!(t.path(1).is_none(), "released");
+        let pipe = enc.intern(b"pipe:[11]");
+        assert_eq!(t.lookup_ino(1, 11, &mut enc), Some((pipe, FileKind::Pipe)));
+        assert_eq!(t.lookup_ino(1, 12, &mut enc), None, "an inode it never named");
     }
 
     #[test]
