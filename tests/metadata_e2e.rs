@@ -43,17 +43,6 @@ fn tree(dir: &Path) -> PathBuf {
     root
 }
 
-/// The syscall routes to record on: the one make test-kernels names
-/// (MLTRACE_SYSCALL_PROBES), else all three.
-fn routes() -> Vec<&'static str> {
-    match std::env::var("MLTRACE_SYSCALL_PROBES").ok().as_deref() {
-        Some("fast") => vec!["fast"],
-        Some("per-call") => vec!["per-call"],
-        Some("compat") => vec!["compat"],
-        _ => vec!["fast", "per-call", "compat"],
-    }
-}
-
 /// One call as strace printed it (`-f -y`): its process, name, the fd's
 /// path of its first argument (`3</a/b>`), its quoted strings, and
 /// whether it is fstat on a fd (AT_EMPTY_PATH with no path).

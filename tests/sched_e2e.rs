@@ -168,6 +168,19 @@ fn a_batch_handed_on_by_a_thread_of_the_trainer_is_a_data_wait() {
     assert!(by_relay >= 15, "the relay thread woke the main thread {by_relay} times");
 }
 
+/// A shell line starting two trainers side by side (two ranks, as
+/// torchrun starts them), each with its worker and its own copy of `data`.
+fn two_ranks(dir: &Path, bin: &Path, data: &Path) -> String {
+    let other = dir.join("rank1.bin");
+    std::fs::copy(data, &other).unwrap();
+    format!(
+        "{b} {d0} 10 1024 20 15 & {b} {d1} 10 1024 20 15 & wait",
+        b = bin.display(),
+        d0 = data.display(),
+        d1 = other.display()
+    )
+}
+
 /// `record -- sh -c SCRIPT` into `dir/name`: the log, the command's
 /// output and `stats --json` of the log.
 fn record_sh(dir: &Path, name: &str, script: &str) -> (PathBuf, String, serde_json::Value) {
@@ -217,14 +230,7 @@ fn each_rank_gets_its_own_data_wait() {
     }
     let _shares = measuring();
     let (dir, bin, data) = setup();
-    let other = dir.path().join("rank1.bin");
-    std::fs::copy(&data, &other).unwrap();
-    let script = format!(
-        "{b} {d0} 10 1024 20 15 & {b} {d1} 10 1024 20 15 & wait",
-        b = bin.display(),
-        d0 = data.display(),
-        d1 = other.display()
-    );
+    let script = two_ranks(dir.path(), &bin, &data);
     let (_, stdout, json) = record_sh(dir.path(), "ranks.bin", &script);
     // Each trainer prints its block at exit: pid, worker, total_ns, blocked_ns.
     let blocks: Vec<_> = stdout.split("pid ").skip(1).map(|b| key_values(&format!("pid {b}"))).collect();
@@ -395,14 +401,7 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
     }
 
     // Two ranks side by side: each its own data wait.
-    let other = dir.path().join("rank1.bin");
-    std::fs::copy(&data, &other).unwrap();
-    let script = format!(
-        "{b} {d0} 10 1024 20 15 & {b} {d1} 10 1024 20 15 & wait",
-        b = bin.display(),
-        d0 = data.display(),
-        d1 = other.display()
-    );
+    let script = two_ranks(dir.path(), &bin, &data);
     let ranks = |name: &str, extra: &[&str]| {
         let (_, stdout, json) = record_sh_with(dir.path(), name, &script, extra);
         let blocks: Vec<_> = stdout.split("pid ").skip(1).map(|b| key_values(&format!("pid {b}"))).collect();

@@ -249,17 +249,6 @@ fn many_files_summed_again_and_again_lose_nothing() {
     }
 }
 
-/// The syscall routes to record on: the one make test-kernels names
-/// (MLTRACE_SYSCALL_PROBES), else all three.
-fn routes() -> Vec<&'static str> {
-    match std::env::var("MLTRACE_SYSCALL_PROBES").ok().as_deref() {
-        Some("fast") => vec!["fast"],
-        Some("per-call") => vec!["per-call"],
-        Some("compat") => vec!["compat"],
-        _ => vec!["fast", "per-call", "compat"],
-    }
-}
-
 /// Each recorded file's read bytes by path (`stats --json`'s files).
 fn read_bytes_of(j: &Value, path: &Path) -> u64 {
     j["files"]

@@ -215,3 +215,14 @@ pub fn sched_records(log: &Path) -> (usize, usize) {
     let spans = recs.iter().filter(|r| matches!(r.rec, Record::SchedSpan(_))).count();
     (switches, spans)
 }
+
+/// The syscall routes to record on: the one make test-kernels names
+/// (MLTRACE_SYSCALL_PROBES), else all three.
+pub fn routes() -> Vec<&'static str> {
+    match std::env::var("MLTRACE_SYSCALL_PROBES").ok().as_deref() {
+        Some("fast") => vec!["fast"],
+        Some("per-call") => vec!["per-call"],
+        Some("compat") => vec!["compat"],
+        _ => vec!["fast", "per-call", "compat"],
+    }
+}
