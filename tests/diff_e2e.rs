@@ -410,7 +410,10 @@ fn a_slow_rank_made_as_fast_as_the_others() {
     assert!(text.contains("per rank (4 in both):"), "{text}");
     for r in ranks {
         let k = r["rank"].as_u64().unwrap();
-        let own = |run: &Recorded| steps as f64 / (run.kv[&format!("total_ns_{k}")] as f64 / 1e9);
+        let own = |run: &Recorded| {
+            let total = run.kv.get(&format!("total_ns_{k}"));
+            steps as f64 / (*total.unwrap_or_else(|| panic!("rank {k} printed no total: {:?}", run.kv)) as f64 / 1e9)
+        };
         let own = (own(&slow), own(&even));
         for (side, run, mine) in [("before", &slow, own.0), ("after", &even, own.1)] {
             assert_eq!(r["pid"][side], run.kv[&format!("pid_{k}")], "{r}");
