@@ -710,50 +710,125 @@ impl Args for MarkArgs<'_> {
 /// Copies a call's name and args out of its frame (`None`: not a call).
 pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut OwnedArgs) -> Option<String> {
     args.0.clear();
-    Some(match split(rec).ok()? {
-        Call::Io(r) => {
-            IoArgs { r, path: f.str(r.path) }.write(args);
-            labels::syscall(r.op.name(), r.ret)
+    let shown = split(rec).ok()?.shown(f, |_| None);
+    shown.write(args);
+    Some(shown.name())
+}
+
+/// A call as its slice shows it: its args, which hold what its name is
+/// made of. [`Call::shown`] is the one place a call kind says what its
+/// slice is called and what its args are; the detail scene and the
+/// overview's slowest calls both take them from here.
+pub enum Shown<'a> {
+    Io(IoArgs<'a>),
+    Open(OpenArgs<'a>),
+    Close(CloseArgs<'a>),
+    Transfer(TransferArgs<'a>),
+    IoUring(UringArgs<'a>),
+    Aio(AioArgs<'a>),
+    NetCall(NetArgs<'a>),
+    MetaCall(MetaArgs<'a>),
+    GpuCall(GpuArgs<'a>),
+    Collective(NcclArgs<'a>),
+}
+
+impl<'a> Call<'a> {
+    /// Its args, with its strings read out of `f`; `totals` gives the
+    /// run's reads of a file where the caller knows them (an open shows
+    /// them).
+    pub fn shown(self, f: &'a Frame<'_>, totals: impl FnOnce(&[u8]) -> Option<FileTotals>) -> Shown<'a> {
+        match self {
+            Call::Io(r) => Shown::Io(IoArgs { r, path: f.str(r.path) }),
+            Call::Open(r) => {
+                let abs = f.str(r.abs_path);
+                Shown::Open(OpenArgs { r, passed: f.str(r.path), abs, totals: totals(abs) })
+            }
+            Call::Close(r) => Shown::Close(CloseArgs { r, path: f.str(r.path) }),
+            Call::Transfer(r) => Shown::Transfer(TransferArgs { r, inp: f.str(r.in_path), outp: f.str(r.out_path) }),
+            Call::IoUring(r) => Shown::IoUring(UringArgs { r, path: f.str(r.path) }),
+            Call::Aio(r) => Shown::Aio(AioArgs { r, path: f.str(r.path) }),
+            Call::NetCall(r) => Shown::NetCall(NetArgs { r, path: f.str(r.path), peer: f.str(r.peer) }),
+            Call::MetaCall(r) => Shown::MetaCall(MetaArgs {
+                r,
+                path: f.str(r.path),
+                abs: f.str(r.abs_path),
+                new_path: f.str(r.new_path),
+                new_abs: f.str(r.new_abs_path),
+            }),
+            Call::GpuCall(r) => Shown::GpuCall(GpuArgs { r }),
+            Call::Collective(r) => Shown::Collective(NcclArgs { r }),
         }
-        Call::Open(r) => {
-            let abs = f.str(r.abs_path);
-            OpenArgs { r, passed: f.str(r.path), abs, totals: None }.write(args);
-            labels::open(r.op, abs, r.ret)
+    }
+
+    /// The bytes it brought into its process, for the process's read
+    /// rate; `None` for a call that read nothing (or whose bytes its
+    /// summary counts).
+    pub fn read_bytes(&self) -> Option<u64> {
+        let (ret, reads) = match *self {
+            Call::Io(r) => (r.ret, !r.op.is_write() && !r.summed),
+            Call::IoUring(r) => (r.ret, r.op.is_read()),
+            Call::Open(_)
+            | Call::Close(_)
+            | Call::Transfer(_)
+            | Call::Aio(_)
+            | Call::NetCall(_)
+            | Call::MetaCall(_)
+            | Call::GpuCall(_)
+            | Call::Collective(_) => return None,
+        };
+        (reads && ret > 0).then_some(ret as u64)
+    }
+}
+
+impl Shown<'_> {
+    /// Its name key: calls with one key have one name (an encoder names
+    /// each key once).
+    pub fn key(&self) -> u64 {
+        match self {
+            Shown::Io(a) => io_key(a.r.op, a.r.ret),
+            Shown::Open(a) => path_key(a.r.op as u8, a.r.ret, a.abs),
+            Shown::Close(a) => path_key(u8::MAX, a.r.ret, a.path),
+            Shown::Transfer(a) => transfer_key(a.r.op, a.r.ret),
+            Shown::IoUring(a) => uring_key(a.r.op, a.r.ret),
+            Shown::Aio(a) => aio_key(a.r.op, a.r.ret),
+            Shown::NetCall(a) => net_key(a.r.op, a.r.ret, a.r.bytes),
+            Shown::MetaCall(a) => meta_key(a.r, a.abs),
+            Shown::GpuCall(a) => gpu_key(a.r),
+            Shown::Collective(a) => nccl_key(a.r),
         }
-        Call::Close(r) => {
-            let p = f.str(r.path);
-            CloseArgs { r, path: p }.write(args);
-            labels::close(p, r.ret)
+    }
+
+    /// What its slice is called.
+    pub fn name(&self) -> String {
+        match self {
+            Shown::Io(a) => labels::syscall(a.r.op.name(), a.r.ret),
+            Shown::Open(a) => labels::open(a.r.op, a.abs, a.r.ret),
+            Shown::Close(a) => labels::close(a.path, a.r.ret),
+            Shown::Transfer(a) => labels::syscall(a.r.op.name(), a.r.ret),
+            Shown::IoUring(a) => labels::uring(a.r.op, a.r.ret),
+            Shown::Aio(a) => labels::aio(a.r.op, a.r.ret),
+            Shown::NetCall(a) => net_name(a.r),
+            Shown::MetaCall(a) => meta_name(a.r, a.abs),
+            Shown::GpuCall(a) => gpu_name(a.r),
+            Shown::Collective(a) => nccl_name(a.r),
         }
-        Call::Transfer(r) => {
-            TransferArgs { r, inp: f.str(r.in_path), outp: f.str(r.out_path) }.write(args);
-            labels::syscall(r.op.name(), r.ret)
+    }
+}
+
+impl Args for Shown<'_> {
+    #[inline]
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        match self {
+            Shown::Io(a) => a.write(s),
+            Shown::Open(a) => a.write(s),
+            Shown::Close(a) => a.write(s),
+            Shown::Transfer(a) => a.write(s),
+            Shown::IoUring(a) => a.write(s),
+            Shown::Aio(a) => a.write(s),
+            Shown::NetCall(a) => a.write(s),
+            Shown::MetaCall(a) => a.write(s),
+            Shown::GpuCall(a) => a.write(s),
+            Shown::Collective(a) => a.write(s),
         }
-        Call::IoUring(r) => {
-            UringArgs { r, path: f.str(r.path) }.write(args);
-            labels::uring(r.op, r.ret)
-        }
-        Call::Aio(r) => {
-            AioArgs { r, path: f.str(r.path) }.write(args);
-            labels::aio(r.op, r.ret)
-        }
-        Call::NetCall(r) => {
-            NetArgs { r, path: f.str(r.path), peer: f.str(r.peer) }.write(args);
-            net_name(r)
-        }
-        Call::MetaCall(r) => {
-            let abs = f.str(r.abs_path);
-            MetaArgs { r, path: f.str(r.path), abs, new_path: f.str(r.new_path), new_abs: f.str(r.new_abs_path) }
-                .write(args);
-            meta_name(r, abs)
-        }
-        Call::GpuCall(r) => {
-            GpuArgs { r }.write(args);
-            gpu_name(r)
-        }
-        Call::Collective(r) => {
-            NcclArgs { r }.write(args);
-            nccl_name(r)
-        }
-    })
+    }
 }

@@ -825,18 +825,7 @@ impl<'s> Scene<'s> {
             }
             Ok(call) => {
                 if let Some(i) = idx {
-                    match call {
-                        Call::Io(r) => self.io(enc, f, i, r)?,
-                        Call::Open(r) => self.open(enc, f, i, r)?,
-                        Call::Close(r) => self.close(enc, f, i, r)?,
-                        Call::Transfer(r) => self.transfer(enc, f, i, r)?,
-                        Call::IoUring(r) => self.uring(enc, f, i, r)?,
-                        Call::Aio(r) => self.aio(enc, f, i, r)?,
-                        Call::NetCall(r) => self.net(enc, f, i, r)?,
-                        Call::MetaCall(r) => self.meta(enc, f, i, r)?,
-                        Call::GpuCall(r) => self.gpu_call(enc, i, r)?,
-                        Call::Collective(r) => self.collective(enc, i, r)?,
-                    }
+                    self.call(enc, f, i, call)?;
                 }
             }
             Err(NotCall::GpuCount(r)) => {
