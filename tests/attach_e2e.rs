@@ -634,7 +634,7 @@ fn a_process_that_becomes_another_user_is_let_go() {
             let later: Vec<&Rec> = recs
                 .iter()
                 .filter(|r| !matches!(r.rec, Record::Mark(_) | Record::Exit(_) | Record::IoAccounting(_)))
-                .filter(|r| mltrace_model::procs::owner(&r.rec) == Some(*pid) && r.rec.ts() > stop.unwrap())
+                .filter(|r| r.rec.owner() == Some(*pid) && r.rec.ts() > stop.unwrap())
                 .collect();
             assert!(
                 later.is_empty(),

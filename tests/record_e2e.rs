@@ -58,7 +58,7 @@ fn moved(r: &Record) -> u64 {
 /// The process a record is about (the model's owner), else its `pid`
 /// field (a thread's kernel counts, an untraced block request), else 0.
 fn pid_of(r: &Record) -> u32 {
-    mltrace_model::procs::owner(r).unwrap_or_else(|| {
+    r.owner().unwrap_or_else(|| {
         let mut pid = 0;
         r.visit(&mut |name, v| {
             if let ("pid", Value::U(x)) = (name, v) {

@@ -261,20 +261,15 @@ fn stale_parts(out: &Path, ext: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Every syscall record is a row: of `syscalls`, of `net_calls` for
-/// sends and receives, of a call kind's own table (`gpu_calls`,
-/// `collectives`).
+/// Every syscall record is a row: of the table its kind's declaration
+/// names (`syscalls`, `net_calls`, `gpu_calls`...).
 fn check_calls(log_name: &str, records: u64, tables: &[mltrace_parquet::TableStats]) -> anyhow::Result<()> {
-    let kind_table = |n: &str| {
-        mltrace_parquet::schema::KIND_TABLES.iter().any(|&(code, name)| {
+    let calls_in = |n: &str| {
+        mltrace_log::Record::TABLES.iter().any(|&(code, name)| {
             name == n && mltrace_log::Record::build(code, |_| 0).is_some_and(|r| mltrace_model::event::is_call(&r))
         })
     };
-    let rows: u64 = tables
-        .iter()
-        .filter(|t| matches!(t.name, "syscalls" | "net_calls") || kind_table(t.name))
-        .map(|t| t.rows)
-        .sum();
+    let rows: u64 = tables.iter().filter(|t| calls_in(t.name)).map(|t| t.rows).sum();
     if rows != records {
         anyhow::bail!(
             "internal error: {log_name}: {records} syscall records in the log but {rows} rows written; please report this"

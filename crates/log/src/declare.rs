@@ -1,12 +1,14 @@
 //! The one declaration of every record kind.
 //!
-//! [`records!`] takes, per kind, its code in the log, its name, and its
-//! fields, each with its column and its encoding. From that it makes the
-//! struct, its [`Record`](crate::Record) arm, the encoder's and decoder's
-//! columns, `merge`'s remapping of pids, strings and times, and a field
-//! visitor for generic consumers (`dump`, tables). What a kind *means*
-//! (what a slice is called, how stats count it) is not here: that lives in
-//! the model and stats crates.
+//! [`records!`] takes, per kind, its code in the log, its name, the
+//! Parquet table its rows go to (`table "..."`), whose record it is when
+//! that is not its `pid` field's (`owner(r => ...)`), and its fields, each
+//! with its column and its encoding. From that it makes the struct, its
+//! [`Record`](crate::Record) arm, the encoder's and decoder's columns,
+//! `merge`'s remapping of pids, strings and times, the owner, and a field
+//! visitor for generic consumers (`dump`, Parquet tables). What a slice
+//! is called and how stats count a kind are in the model and stats
+//! crates.
 //!
 //! A field is `COLUMN name: Type = ENCODING`. Columns are this kind's
 //! own, 0 to 31, and never renumbered (a reader treats a missing column as
@@ -385,10 +387,35 @@ macro_rules! visit_value {
 }
 
 /// Declares the record kinds: see the module docs.
+/// A kind's owner: its own rule, or its `pid` field (its thread's pid, or
+/// the process it is about).
+macro_rules! owner_of {
+    ($s:expr, [$o:ident => $e:expr], $(($f:ident, $enc:ident)),+) => {{
+        let $o = $s;
+        $e
+    }};
+    ($s:expr, [], $(($f:ident, $enc:ident)),+) => {{
+        let r = $s;
+        None $( .or(owner_field!(r, $f, $enc)) )+
+    }};
+}
+
+macro_rules! owner_field {
+    ($r:ident, pid, pid_of) => {
+        Some($r.pid)
+    };
+    ($r:ident, pid, pid) => {
+        Some($r.pid)
+    };
+    ($r:ident, $f:ident, $enc:ident) => {
+        None
+    };
+}
+
 macro_rules! records {
     ($(
         $(#[$m:meta])*
-        $code:literal $kind:ident $name:literal {
+        $code:literal $kind:ident $name:literal table $table:literal $( owner($or:ident => $oe:expr) )? {
             $(
                 $(#[$fm:meta])*
                 $c:literal $f:ident : $t:ty = $enc:ident $( ( $($arg:tt)* ) )?
@@ -407,6 +434,9 @@ macro_rules! records {
                 pub const CODE: u8 = $code;
                 /// The kind's name (`dump` prints it).
                 pub const NAME: &'static str = $name;
+                /// The Parquet table its rows go to: one made from these
+                /// fields unless the exporter writes that table by hand.
+                pub const TABLE: &'static str = $table;
                 /// The fields, in declaration order.
                 pub const FIELDS: &'static [&'static str] = &[$(stringify!($f)),+];
                 /// Each field's column, in declaration order.
@@ -430,6 +460,14 @@ macro_rules! records {
                     $( after_field!(r, $enc $( ( $($arg)* ) )?); )+
                     *out = Record::$kind($kind { $($f),+ });
                     Ok(())
+                }
+
+                /// The process the record is about: its `pid` field, unless
+                /// the kind says otherwise (`owner(r => ...)`); `None` for
+                /// the machine's or the run's own records.
+                #[allow(unused_variables)]
+                pub fn owner(&self) -> Option<u32> {
+                    owner_of!(self, [$( $or => $oe )?], $( ($f, $enc) ),+)
                 }
 
                 /// Calls `v` on every field, with its name.
@@ -495,6 +533,8 @@ macro_rules! records {
         impl Record {
             /// Every kind's code, in declaration order.
             pub const CODES: &'static [u8] = KNOWN_KINDS;
+            /// Every kind's code and Parquet table, in declaration order.
+            pub const TABLES: &'static [(u8, &'static str)] = &[$(($code, $table)),+];
 
             /// A record of kind `code` from its fields' column values (see
             /// the kinds' `build`); `None` for a code no kind has.
@@ -517,6 +557,16 @@ macro_rules! records {
             /// The kind's fields and their columns, in declaration order.
             pub fn fields(&self) -> (&'static [&'static str], &'static [u8]) {
                 match self { $( Record::$kind(_) => ($kind::FIELDS, $kind::COLUMNS), )+ }
+            }
+
+            /// The process the record is about (see the kinds' `owner`).
+            pub fn owner(&self) -> Option<u32> {
+                match self { $( Record::$kind(r) => r.owner(), )+ }
+            }
+
+            /// The kind's Parquet table (see the kinds' `TABLE`).
+            pub fn table(&self) -> &'static str {
+                match self { $( Record::$kind(_) => $kind::TABLE, )+ }
             }
 
             /// The kind's code in the log.

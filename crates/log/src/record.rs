@@ -825,7 +825,7 @@ pub mod fault {
 
 records! {
     /// A new process (`thread == false`) or thread, created by `parent_tid`.
-    1 Fork "fork" {
+    1 Fork "fork" table "processes" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         2 ts: u64 = ts,
@@ -836,7 +836,7 @@ records! {
 
     /// A successful execve/execveat: `filename` is the executed path, `argv` the
     /// NUL-separated argument list.
-    2 Exec "exec" {
+    2 Exec "exec" table "processes" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         2 ts: u64 = ts,
@@ -846,7 +846,7 @@ records! {
     }
 
     /// A thread's name (comm) as of `ts`: set at exec and by prctl(PR_SET_NAME).
-    3 Comm "comm" {
+    3 Comm "comm" table "processes" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         2 ts: u64 = ts,
@@ -855,7 +855,7 @@ records! {
 
     /// A thread ended; `process_exit` when it was the last one of its process.
     /// `status` is in wait(2) form (exit code << 8, or the signal number).
-    4 Exit "exit" {
+    4 Exit "exit" table "processes" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         2 ts: u64 = ts,
@@ -864,7 +864,7 @@ records! {
     }
 
     /// open/openat/openat2/creat.
-    5 Open "open" {
+    5 Open "open" table "syscalls" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -889,7 +889,7 @@ records! {
     }
 
     /// A read or write family syscall on one fd.
-    6 Io "io" {
+    6 Io "io" table "syscalls" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -912,7 +912,7 @@ records! {
     }
 
     /// close(2).
-    7 Close "close" {
+    7 Close "close" table "syscalls" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -927,7 +927,7 @@ records! {
     }
 
     /// sendfile / copy_file_range: bytes read from `in_fd` and written to `out_fd`.
-    8 Transfer "transfer" {
+    8 Transfer "transfer" table "syscalls" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -944,7 +944,7 @@ records! {
     }
 
     /// `count` events of some kind were lost in the interval ending at `ts`.
-    9 Lost "lost" {
+    9 Lost "lost" table "lost" {
         0 ts: u64 = ts,
         1 kind: LostKind = plain,
         2 count: u64 = plain,
@@ -959,7 +959,9 @@ records! {
     /// syscall, `cause_ts` is that syscall's `ts` (same `tid`) and `cause_idx`
     /// which of its requests this is (0-based, below the syscall's
     /// `block_reqs`); `cause_ts` is 0 otherwise.
-    10 Block "block" {
+    10 Block "block" table "block"
+    // A request no traced process issued is the machine's.
+    owner(r => (r.flags & blk::TRACED != 0).then_some(r.pid)) {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         2 ts: u64 = ts,
@@ -984,7 +986,9 @@ records! {
     /// `pid`): `group` says where it belongs (`CPU`, `CPU 3`, `Memory`,
     /// `Disk vda`, `GPU 0 (NVIDIA H100)`), `name` what it measures (`iowait`,
     /// `SM`), `pid` the process it is about (0 for machine-wide counters).
-    11 Counter "counter" {
+    11 Counter "counter" table "counters"
+    // pid 0 of any host: the machine's counters.
+    owner(r => (crate::hosts::local_pid(r.pid) != 0).then_some(r.pid)) {
         0 ts: u64 = ts,
         1 group: StrId = str,
         2 name: StrId = str,
@@ -996,7 +1000,9 @@ records! {
     /// A training phase (`INIT`, `EPOCH 3`...), from MLPerf logging's
     /// `*_start`/`*_stop` pairs. `rank` is the rank that logged it, or -1 when
     /// the ranks agreed or were not given.
-    12 Phase "phase" {
+    12 Phase "phase" table "phases"
+    // The run's: a phase is every rank's, whichever logged it.
+    owner(r => None) {
         1 dur: u64 = dur,
         0 ts: u64 = ts_end(dur),
         2 kind: PhaseKind = plain,
@@ -1008,7 +1014,9 @@ records! {
 
     /// A point event with a value (MLLOG keys such as `eval_accuracy`):
     /// `value` is the JSON text of the value.
-    13 Mark "mark" {
+    13 Mark "mark" table "marks"
+    // pid 0 of any host: the run's marks.
+    owner(r => (crate::hosts::local_pid(r.pid) != 0).then_some(r.pid)) {
         0 ts: u64 = ts,
         1 name: StrId = str,
         2 value: StrId = str,
@@ -1020,7 +1028,9 @@ records! {
     /// what `/proc/PID/task/TID/io` shows): the thread's own, since it was
     /// created, never its reaped children's. A process's count is the sum over
     /// its threads of (count at exit or end - count at its last exec, or 0).
-    14 IoAccounting "io_accounting" {
+    14 IoAccounting "io_accounting" table "io_accounting"
+    // A thread's kernel counts go with every view of the log.
+    owner(r => None) {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         2 ts: u64 = ts,
@@ -1048,7 +1058,7 @@ records! {
     /// whether by a read, a fault on a mapping or readahead. Inside a call,
     /// a run of consecutive insertions into one file is one record (`ts`
     /// its first); outside calls, one insertion (a folio).
-    15 PageCache "page_cache" {
+    15 PageCache "page_cache" table "page_cache" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         2 ts: u64 = ts,
@@ -1069,7 +1079,7 @@ records! {
     /// except those with `MAP_FIXED`, which replace what was mapped there.
     /// munmap and mremap say only addresses: which file they touched is for a
     /// reader's mapping table to say.
-    16 Mapping "mapping" {
+    16 Mapping "mapping" table "mappings" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1105,7 +1115,7 @@ records! {
     /// A major page fault of a traced thread: it stalled while the page was
     /// read from storage (or swap). Without [`fault::FILE`], `ts` is when the
     /// fault ended and `dur` is 0; `addr` is for a reader's mapping table.
-    17 MajorFault "major_fault" {
+    17 MajorFault "major_fault" table "faults" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1126,7 +1136,7 @@ records! {
     /// submitting thread: `pid`/`tid`, `ts`) to its completion `dur` later.
     /// The kernel does these without read/write syscalls, and does not count
     /// them in the process's syscr/rchar (see [`IoAccounting`]).
-    18 IoUring "io_uring" {
+    18 IoUring "io_uring" table "syscalls" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1160,7 +1170,7 @@ records! {
     /// `fd`/`path`/`cmd` are the first event's iocb's, when the program still
     /// had it. `ret` is the call's: iocbs submitted or events returned, or
     /// -errno. At most 16 iocbs or events are read ([`aio::PARTIAL`]).
-    19 Aio "aio" {
+    19 Aio "aio" table "syscalls" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1191,7 +1201,16 @@ records! {
     /// A context switch on `cpu` in which at least one side is a traced thread
     /// (`traced` says which). The untraced side is named as the kernel saw it:
     /// another task that ran on the same CPU (or the idle task, pid 0).
-    20 SchedSwitch "sched_switch" {
+    20 SchedSwitch "sched_switch" table "sched"
+    // Its traced side's (the outgoing one when both are); a switch
+    // between untraced tasks is no process's.
+    owner(r => if r.traced & sched::PREV != 0 {
+        Some(r.prev_pid)
+    } else if r.traced & sched::NEXT != 0 {
+        Some(r.next_pid)
+    } else {
+        None
+    }) {
         0 prev_tid: u32 = thread,
         1 prev_pid: u32 = pid_of(prev_tid),
         2 ts: u64 = ts,
@@ -1217,7 +1236,7 @@ records! {
     /// fields are then 0), to run on `target_cpu`; or moved from `cpu`
     /// to `target_cpu` ([`WakeOp::Migrate`], the waker fields are the task that
     /// moved it).
-    21 SchedWake "sched_wake" {
+    21 SchedWake "sched_wake" table "wakeups" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         2 ts: u64 = ts,
@@ -1239,7 +1258,7 @@ records! {
     /// then the messages), and the peer as text: `127.0.0.1:8080`,
     /// `[::1]:8080`, a unix socket's path, or empty when unknown. Plain
     /// read and write on a socket are [`Io`] records of kind socket.
-    22 NetCall "net_call" {
+    22 NetCall "net_call" table "net_calls" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1263,7 +1282,7 @@ records! {
     /// asleep. `stream` is the stream waited on (0: the default stream,
     /// or the call has none), for `cuEventSynchronize` the event; `bytes`
     /// a copy's size; `ret` the CUresult (0 = success).
-    24 GpuCall "gpu_call" {
+    24 GpuCall "gpu_call" table "gpu_calls" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1283,7 +1302,7 @@ records! {
     /// was seen (else -1 and 0); `peer` is ncclSend/ncclRecv's peer, or
     /// the root of a Broadcast or Reduce (-1 otherwise); `ret` the
     /// ncclResult_t (0 = success).
-    25 Collective "collective" {
+    25 Collective "collective" table "collectives" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1306,7 +1325,7 @@ records! {
     /// relative, symlinks not followed; for getdents64, `path` is empty
     /// and `abs_path` the directory listed (the fd's). `new_path` and
     /// `new_abs_path` are a rename's new name, else empty.
-    32 MetaCall "meta_call" {
+    32 MetaCall "meta_call" table "metadata_calls" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1337,7 +1356,7 @@ records! {
     /// `count` calls of `call` by process `pid`'s threads in the `dur` ns
     /// ending at `ts + dur`, counted in the kernel and handed over about
     /// once a second (a period with none after one with some says 0).
-    28 GpuCount "gpu_count" {
+    28 GpuCount "gpu_count" table "gpu_counts" {
         0 pid: u32 = pid,
         2 dur: u64 = dur,
         1 ts: u64 = ts_end(dur),
@@ -1350,7 +1369,7 @@ records! {
     /// `SLURM_PROCID`...) and of how many. The recorder reads
     /// /proc/PID/environ when it sees the exec (or, for a process running
     /// before the recording, at the start: `ts` then is that time).
-    29 Env "env" {
+    29 Env "env" table "env" {
         0 pid: u32 = pid,
         1 ts: u64 = ts,
         2 name: StrId = str,
@@ -1365,7 +1384,7 @@ records! {
     /// under 1,024 ns, `hN` from 2^(N+9) to 2^(N+10) ns (`h10` about
     /// 0.5-1 ms), `h20` 2^29 ns (0.54 s) and over. The calls that failed
     /// or were slow are also recorded one by one, marked `summed`.
-    30 IoSummary "io_summary" {
+    30 IoSummary "io_summary" table "io_summaries" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1404,7 +1423,9 @@ records! {
     /// error, ECC errors): `group` is the GPU's counter group
     /// (`GPU 0 (NVIDIA H100)`), so it shows on that GPU's track. `pid` is 0,
     /// as for machine-wide counters (a merged log's host number rides in it).
-    27 GpuEvent "gpu_event" {
+    27 GpuEvent "gpu_event" table "gpu_events"
+    // The run's: a GPU's event, whichever process it names.
+    owner(r => None) {
         0 ts: u64 = ts,
         1 group: StrId = str,
         2 kind: GpuEventKind = plain,
@@ -1425,7 +1446,7 @@ records! {
     /// Short sleeps it asked for (nanosleep under 10 ms) that its own
     /// timer ended are summed in `timed` (asleep, waiting for nothing)
     /// between `from` and `sleep_from`, not spans of their own.
-    31 SchedSpan "sched_span" {
+    31 SchedSpan "sched_span" table "sched_spans" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         2 ts: u64 = ts,
@@ -1508,5 +1529,47 @@ mod end_tests {
         assert_eq!(r.end_ts(), u64::MAX);
         let b = Block { ts: u64::MAX - 1, queue: 5, device: 5, ..Default::default() };
         assert_eq!(Record::Block(b).end_ts(), u64::MAX);
+    }
+}
+
+#[cfg(test)]
+mod owner_tests {
+    use super::*;
+
+    fn build(kind: &str, value: impl Fn(&str) -> u64) -> Record {
+        let code =
+            Record::TABLES.iter().map(|&(c, _)| c).find(|&c| Record::build(c, |_| 0).unwrap().kind_name() == kind);
+        Record::build(code.unwrap_or_else(|| panic!("no kind {kind}")), value).unwrap()
+    }
+
+    /// A record is its thread's process's; the exceptions each say whose
+    /// they are.
+    #[test]
+    fn each_kind_names_its_owner() {
+        let ids = |n: &str| match n {
+            "pid" | "tid" => 7,
+            "prev_pid" | "prev_tid" => 5,
+            "next_pid" | "next_tid" => 6,
+            _ => 0,
+        };
+        for &(code, _) in Record::TABLES {
+            let r = Record::build(code, ids).unwrap();
+            let want = match r.kind_name() {
+                // No traced side, not a traced process's request, the run's.
+                "sched_switch" | "block" | "lost" | "phase" | "gpu_event" | "io_accounting" => None,
+                _ => Some(7),
+            };
+            assert_eq!(r.owner(), want, "{}", r.kind_name());
+        }
+        let with =
+            |kind: &str, field: &'static str, v: u64| build(kind, move |n| if n == field { v } else { ids(n) }).owner();
+        assert_eq!(with("sched_switch", "traced", u64::from(sched::PREV | sched::NEXT)), Some(5));
+        assert_eq!(with("sched_switch", "traced", u64::from(sched::NEXT)), Some(6));
+        assert_eq!(with("block", "flags", u64::from(blk::TRACED)), Some(7));
+        for kind in ["counter", "mark"] {
+            assert_eq!(with(kind, "pid", 0), None, "the machine's {kind}");
+            assert_eq!(with(kind, "pid", 1 << 22), None, "host 1's machine {kind}");
+            assert_eq!(with(kind, "pid", (1 << 22) + 7), Some((1 << 22) + 7));
+        }
     }
 }

@@ -61,7 +61,7 @@ impl ProcTracker {
                 self.current.insert(e.pid, (i, true));
                 Some(i)
             }
-            r => owner(r).map(|pid| self.of(pid)),
+            r => r.owner().map(|pid| self.of(pid)),
         }
     }
 
@@ -76,50 +76,6 @@ impl ProcTracker {
     pub fn count(&self) -> usize {
         self.pids.len()
     }
-}
-
-/// The process a record is about; `None` for the machine's own records
-/// (its counters and marks carry pid 0, a process's syscalls may too when
-/// an import did not know the pid). Every kind is named: a new one does
-/// not compile until it says whose it is.
-pub fn owner(r: &Record) -> Option<u32> {
-    Some(match r {
-        Record::Fork(x) => x.pid,
-        Record::Exec(x) => x.pid,
-        Record::Comm(x) => x.pid,
-        Record::Exit(x) => x.pid,
-        Record::Open(x) => x.pid,
-        Record::Io(x) => x.pid,
-        Record::Close(x) => x.pid,
-        Record::Transfer(x) => x.pid,
-        Record::PageCache(x) => x.pid,
-        Record::Mapping(x) => x.pid,
-        Record::MajorFault(x) => x.pid,
-        Record::IoUring(x) => x.pid,
-        Record::Aio(x) => x.pid,
-        Record::NetCall(x) => x.pid,
-        Record::MetaCall(x) => x.pid,
-        Record::GpuCall(x) => x.pid,
-        Record::Collective(x) => x.pid,
-        Record::GpuCount(x) => x.pid,
-        Record::IoSummary(x) => x.pid,
-        Record::Env(x) => x.pid,
-        Record::SchedWake(x) => x.pid,
-        Record::SchedSpan(x) => x.pid,
-        // A switch belongs to its traced side (the outgoing one when both are).
-        Record::SchedSwitch(x) if x.traced & sched::PREV != 0 => x.prev_pid,
-        Record::SchedSwitch(x) if x.traced & sched::NEXT != 0 => x.next_pid,
-        Record::Block(x) if x.flags & blk::TRACED != 0 => x.pid,
-        // pid 0 of any host: the machine's, or the run's.
-        Record::Counter(x) if local_pid(x.pid) != 0 => x.pid,
-        Record::Mark(x) if local_pid(x.pid) != 0 => x.pid,
-        // Switches between untraced tasks, requests no traced process
-        // issued, the machine's counters and the run's marks.
-        Record::SchedSwitch(_) | Record::Block(_) | Record::Counter(_) | Record::Mark(_) => return None,
-        // The run's: its phases, losses and GPU events; a thread's kernel
-        // counts go with every view of the log (as before this list).
-        Record::Phase(_) | Record::Lost(_) | Record::GpuEvent(_) | Record::IoAccounting(_) => return None,
-    })
 }
 
 /// Everything known about one incarnation once the log has been read.

@@ -766,7 +766,7 @@ impl<'s> Scene<'s> {
                 (r.traced & sched::PREV != 0 && self.filter.keeps_pid(r.prev_pid))
                     || (r.traced & sched::NEXT != 0 && self.filter.keeps_pid(r.next_pid))
             }
-            _ => crate::procs::owner(rec).is_none_or(|p| self.filter.keeps_pid(p)),
+            _ => rec.owner().is_none_or(|p| self.filter.keeps_pid(p)),
         };
         if let Record::Counter(c) = rec {
             self.remember(f, c);

@@ -352,19 +352,7 @@ pub fn checkpoints() -> Vec<Col> {
     ]
 }
 
-/// The tables made from a kind's declaration alone (see [`of_kind`]): a
-/// new kind gets its table by a line here.
-pub const KIND_TABLES: &[(u8, &str)] = &[
-    (mltrace_log::GpuCall::CODE, "gpu_calls"),
-    (mltrace_log::Collective::CODE, "collectives"),
-    (mltrace_log::GpuCount::CODE, "gpu_counts"),
-    (mltrace_log::Env::CODE, "env"),
-    (mltrace_log::IoSummary::CODE, "io_summaries"),
-    (mltrace_log::SchedSpan::CODE, "sched_spans"),
-    (mltrace_log::MetaCall::CODE, "metadata_calls"),
-];
-
-/// A kind's table: `ts`, `dur` (when it has one), `wall`, `epoch`, the
+/// A table made from a kind's declaration: `ts`, `dur` (when it has one), `wall`, `epoch`, the
 /// process columns (when it has a pid), then each other field under its
 /// declared name: integers and times as int64, codes and strings as text.
 pub fn of_kind(code: u8) -> Vec<Col> {

@@ -13,75 +13,63 @@ use crate::schema;
 use crate::table::{i, Table};
 use crate::{Error, Layout, Options, TableStats};
 
-/// The tables, in the order they are listed.
-struct Tables {
-    syscalls: Table,
-    block: Table,
-    counters: Table,
-    processes: Table,
-    phases: Table,
-    page_cache: Table,
-    mappings: Table,
-    faults: Table,
-    net_calls: Table,
-    sched: Table,
-    wakeups: Table,
-    marks: Table,
-    gpu_events: Table,
-    io_accounting: Table,
-    lost: Table,
-    checkpoints: Table,
-    /// [`schema::KIND_TABLES`], in that order.
-    by_kind: Vec<Table>,
+/// The tables written by hand, each a field named as its table and its
+/// schema's function; after them, the tables made from kinds'
+/// declarations (a kind whose declared table is none of these).
+macro_rules! tables {
+    ($($t:ident),+ $(,)?) => {
+        /// The tables, in the order they are listed.
+        struct Tables {
+            $($t: Table,)+
+            /// [`declared`]'s, in that order.
+            by_kind: Vec<Table>,
+        }
+
+        /// Whether the exporter writes table `name` by hand.
+        fn hand_written(name: &str) -> bool {
+            [$(stringify!($t)),+].contains(&name)
+        }
+
+        impl Tables {
+            fn create(at: &Layout, n: usize) -> Result<Tables, Error> {
+                Ok(Tables {
+                    $($t: Table::create(at, stringify!($t), &schema::$t(), n)?,)+
+                    by_kind: declared()
+                        .map(|(code, name)| Table::create(at, name, &schema::of_kind(code), n))
+                        .collect::<Result<_, _>>()?,
+                })
+            }
+
+            fn close(self) -> Result<Vec<TableStats>, Error> {
+                [$(self.$t),+].into_iter().chain(self.by_kind).map(Table::close).collect()
+            }
+        }
+    };
 }
 
-impl Tables {
-    fn create(at: &Layout, n: usize) -> Result<Tables, Error> {
-        Ok(Tables {
-            syscalls: Table::create(at, "syscalls", &schema::syscalls(), n)?,
-            block: Table::create(at, "block", &schema::block(), n)?,
-            counters: Table::create(at, "counters", &schema::counters(), n)?,
-            processes: Table::create(at, "processes", &schema::processes(), n)?,
-            phases: Table::create(at, "phases", &schema::phases(), n)?,
-            page_cache: Table::create(at, "page_cache", &schema::page_cache(), n)?,
-            mappings: Table::create(at, "mappings", &schema::mappings(), n)?,
-            faults: Table::create(at, "faults", &schema::faults(), n)?,
-            net_calls: Table::create(at, "net_calls", &schema::net_calls(), n)?,
-            sched: Table::create(at, "sched", &schema::sched(), n)?,
-            wakeups: Table::create(at, "wakeups", &schema::wakeups(), n)?,
-            marks: Table::create(at, "marks", &schema::marks(), n)?,
-            gpu_events: Table::create(at, "gpu_events", &schema::gpu_events(), n)?,
-            io_accounting: Table::create(at, "io_accounting", &schema::io_accounting(), n)?,
-            lost: Table::create(at, "lost", &schema::lost(), n)?,
-            checkpoints: Table::create(at, "checkpoints", &schema::checkpoints(), n)?,
-            by_kind: schema::KIND_TABLES
-                .iter()
-                .map(|&(code, name)| Table::create(at, name, &schema::of_kind(code), n))
-                .collect::<Result<_, _>>()?,
-        })
-    }
+tables!(
+    syscalls,
+    block,
+    counters,
+    processes,
+    phases,
+    page_cache,
+    mappings,
+    faults,
+    net_calls,
+    sched,
+    wakeups,
+    marks,
+    gpu_events,
+    io_accounting,
+    lost,
+    checkpoints,
+);
 
-    fn close(self) -> Result<Vec<TableStats>, Error> {
-        let all = [
-            self.syscalls,
-            self.block,
-            self.counters,
-            self.processes,
-            self.phases,
-            self.page_cache,
-            self.mappings,
-            self.faults,
-            self.net_calls,
-            self.sched,
-            self.wakeups,
-            self.marks,
-            self.gpu_events,
-            self.io_accounting,
-            self.lost,
-            self.checkpoints,
-        ];
-        all.into_iter().chain(self.by_kind).map(Table::close).collect()
-    }
+/// The kinds whose table is made from their declaration (see
+/// [`schema::of_kind`]): (code, table), in declaration order.
+fn declared() -> impl Iterator<Item = (u8, &'static str)> {
+    Record::TABLES.iter().copied().filter(|&(_, t)| !hand_written(t))
 }
 
 fn role_name(r: Role) -> &'static str {
@@ -570,15 +558,11 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
             t.i64(i(l.ts))?.wall(cx.wall(l.ts))?.str(l.kind.name())?.i64(i(l.count))?;
             t.end_row()
         }
-        Record::GpuCall(_)
-        | Record::Collective(_)
-        | Record::GpuCount(_)
-        | Record::Env(_)
-        | Record::IoSummary(_)
-        | Record::SchedSpan(_)
-        | Record::MetaCall(_) => kind_row(&mut tb.by_kind, cx, f, rec, idx),
         // In `processes`, from the survey.
         Record::Fork(_) | Record::Exec(_) | Record::Comm(_) | Record::Exit(_) => Ok(()),
+        // Every other kind: a row of the table its declaration names,
+        // made from its fields.
+        _ => kind_row(&mut tb.by_kind, cx, f, rec, idx),
     }
 }
 
@@ -590,7 +574,7 @@ fn kind_row(
     rec: &Record,
     idx: Option<ProcIdx>,
 ) -> Result<(), Error> {
-    let Some(k) = schema::KIND_TABLES.iter().position(|&(code, _)| code == rec.code()) else { return Ok(()) };
+    let Some(k) = declared().position(|(code, _)| code == rec.code()) else { return Ok(()) };
     let t = &mut tables[k];
     let (mut dur, mut pid, mut tid) = (None, None, None);
     rec.visit(&mut |name, v| match (name, v) {
@@ -706,7 +690,7 @@ pub fn export<R: Read + Seek>(
             let idx = match (tracker.observe(&rec), &rec) {
                 (None, Record::IoAccounting(a)) => last.get(&a.pid).copied(),
                 (Some(i), r) => {
-                    if let Some(pid) = mltrace_model::procs::owner(r) {
+                    if let Some(pid) = r.owner() {
                         last.insert(pid, i);
                     }
                     Some(i)

@@ -125,3 +125,44 @@ fn imported_log() {
         .count();
     assert!(numbered > 0);
 }
+
+/// One record of each kind goes to the table its declaration names (a
+/// new kind's table is made from its fields unless the exporter writes
+/// that table by hand), and to no other; the process kinds are the
+/// survey's, in `processes`.
+#[test]
+fn each_kind_is_a_row_of_the_table_its_declaration_names() {
+    use mltrace_log::{Exec, Record, RecordWriter};
+    for &(code, table) in Record::TABLES {
+        let rec = Record::build(code, |name| match name {
+            "ts" => synthetic::T0 + 1_000,
+            "pid" | "tid" => u64::from(synthetic::ROOT),
+            "dur" => 10,
+            _ => 0,
+        })
+        .unwrap();
+        let mut buf = Vec::new();
+        let mut w = RecordWriter::new(&mut buf, &synthetic::header()).unwrap();
+        let exec = |e: &mut mltrace_log::FrameEncoder| {
+            let (filename, argv) = (e.intern(b"/usr/bin/python3"), e.intern(b"python3"));
+            Record::Exec(Exec {
+                ts: synthetic::T0,
+                pid: synthetic::ROOT,
+                tid: synthetic::ROOT,
+                filename,
+                argv,
+                trunc: 0,
+            })
+        };
+        w.push_with(exec).unwrap();
+        w.push(&rec).unwrap();
+        w.finish(&Default::default()).unwrap();
+        let mut reader = LogReader::new(Path::new("one"), Cursor::new(buf)).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, tables) = export_log(&mut reader, tmp.path(), &Options { row_group: 1000 }).unwrap();
+        let with_rows: Vec<(&str, u64)> =
+            tables.iter().filter(|t| t.rows > 0 && t.name != "processes").map(|t| (t.name, t.rows)).collect();
+        let want: Vec<(&str, u64)> = if table == "processes" { vec![] } else { vec![(table, 1)] };
+        assert_eq!(with_rows, want, "{} (code {code})", rec.kind_name());
+    }
+}
