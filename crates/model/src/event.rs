@@ -195,35 +195,39 @@ impl Call<'_> {
     }
 }
 
-/// Name keys: the top byte says which kind of name, so keys of different
-/// kinds never collide in an encoder's cache.
+/// Name keys: the top byte is the record kind's code (never reused), so
+/// keys of different kinds never collide in an encoder's cache.
 const LOW: u64 = (1 << 56) - 1;
 
+const fn kind_tag(code: u8) -> u64 {
+    (code as u64) << 56
+}
+
 pub fn io_key(op: IoOp, ret: i64) -> u64 {
-    (1 << 56) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
+    kind_tag(Io::CODE) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
 }
 
 pub fn transfer_key(op: TransferOp, ret: i64) -> u64 {
-    (2 << 56) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
+    kind_tag(Transfer::CODE) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
 }
 
 pub fn block_key(op: BlockOp, bytes: u64, failed: bool) -> u64 {
-    (3 << 56) | ((op as u64) << 48) | (u64::from(failed) << 47) | (bytes & ((1 << 47) - 1))
+    kind_tag(Block::CODE) | ((op as u64) << 48) | (u64::from(failed) << 47) | (bytes & ((1 << 47) - 1))
 }
 
 pub fn uring_key(op: UringOp, ret: i64) -> u64 {
-    (5 << 56) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
+    kind_tag(IoUring::CODE) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
 }
 
 pub fn aio_key(op: AioOp, ret: i64) -> u64 {
-    (6 << 56) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
+    kind_tag(Aio::CODE) | ((op as u64) << 48) | (ret as u64 & ((1 << 48) - 1))
 }
 
 /// A network call is named by its bytes (messages for the mmsg calls are
 /// in its args).
 pub fn net_key(op: NetOp, ret: i64, bytes: u64) -> u64 {
     let v = if ret < 0 { ret as u64 } else { bytes };
-    (7 << 56) | ((op as u64) << 48) | (v & ((1 << 48) - 1))
+    kind_tag(NetCall::CODE) | ((op as u64) << 48) | (v & ((1 << 48) - 1))
 }
 
 /// `recvfrom 64 KiB`, `sendto ECONNRESET`: what a network call is called.
@@ -242,7 +246,7 @@ pub fn meta_key(r: &MetaCall, abs: &[u8]) -> u64 {
     h.write_u8(r.op as u8);
     h.write_i64(v);
     h.write(abs);
-    (10 << 56) | (h.finish() & LOW)
+    kind_tag(MetaCall::CODE) | (h.finish() & LOW)
 }
 
 /// `newfstatat 000123.jpg`, `unlink ckpt-3.pt ENOENT`, `getdents64 train 32 KiB`.
@@ -258,7 +262,7 @@ pub fn meta_name(r: &MetaCall, abs: &[u8]) -> String {
 
 pub fn gpu_key(r: &GpuCall) -> u64 {
     let v = if r.call.is_copy() { r.bytes } else { 0 };
-    (8 << 56) | ((r.call as u64) << 48) | (u64::from(r.ret != 0) << 47) | (v & ((1 << 47) - 1))
+    kind_tag(GpuCall::CODE) | ((r.call as u64) << 48) | (u64::from(r.ret != 0) << 47) | (v & ((1 << 47) - 1))
 }
 
 /// `cuStreamSynchronize`, `cuMemcpyDtoH 64 MiB`, `cuCtxSynchronize failed`.
@@ -275,7 +279,7 @@ pub fn gpu_name(r: &GpuCall) -> String {
 }
 
 pub fn nccl_key(r: &Collective) -> u64 {
-    (9 << 56) | ((r.op as u64) << 48) | (u64::from(r.ret != 0) << 47) | (r.bytes & ((1 << 47) - 1))
+    kind_tag(Collective::CODE) | ((r.op as u64) << 48) | (u64::from(r.ret != 0) << 47) | (r.bytes & ((1 << 47) - 1))
 }
 
 /// `ncclAllReduce 64 MiB`, `ncclGroupEnd`, `ncclSend 1 MiB failed`.
@@ -291,9 +295,10 @@ pub fn nccl_name(r: &Collective) -> String {
     s
 }
 
-/// Opens and closes are named after their file: the key hashes what the
-/// name is made of, so the name is formatted only on a cache miss.
-pub fn path_key(tag: u8, ret: i64, path: &[u8]) -> u64 {
+/// Opens, closes, mappings and faults are named after their file: the
+/// key hashes what the name is made of (the kind's code, its op), so the
+/// name is formatted only on a cache miss.
+pub fn path_key(code: u8, op: u8, ret: i64, path: &[u8]) -> u64 {
     use std::hash::Hasher;
     let outcome = match labels::outcome(ret) {
         Outcome::Ok(_) => 0,
@@ -301,10 +306,10 @@ pub fn path_key(tag: u8, ret: i64, path: &[u8]) -> u64 {
         Outcome::Unknown => -1,
     };
     let mut h = rustc_hash::FxHasher::default();
-    h.write_u8(tag);
+    h.write_u8(op);
     h.write_i64(outcome);
     h.write(path);
-    (4 << 56) | (h.finish() & LOW)
+    kind_tag(code) | (h.finish() & LOW)
 }
 
 /// A syscall's result: adds `errno`, or that it is unknown, and returns
@@ -601,10 +606,6 @@ impl Args for NcclArgs<'_> {
     }
 }
 
-/// Name-key tags of mappings and faults (opens use their op, closes 255).
-pub const MAP_TAG: u8 = 0x40;
-pub const FAULT_TAG: u8 = 0x50;
-
 fn hex(v: u64) -> String {
     format!("{v:#x}")
 }
@@ -786,8 +787,8 @@ impl Shown<'_> {
     pub fn key(&self) -> u64 {
         match self {
             Shown::Io(a) => io_key(a.r.op, a.r.ret),
-            Shown::Open(a) => path_key(a.r.op as u8, a.r.ret, a.abs),
-            Shown::Close(a) => path_key(u8::MAX, a.r.ret, a.path),
+            Shown::Open(a) => path_key(Open::CODE, a.r.op as u8, a.r.ret, a.abs),
+            Shown::Close(a) => path_key(Close::CODE, 0, a.r.ret, a.path),
             Shown::Transfer(a) => transfer_key(a.r.op, a.r.ret),
             Shown::IoUring(a) => uring_key(a.r.op, a.r.ret),
             Shown::Aio(a) => aio_key(a.r.op, a.r.ret),

@@ -36,7 +36,7 @@ impl Scene<'_> {
         let (op, ret) = (m.op, m.ret);
         let make = move || labels::mapping(op, path, ret);
         self.stats.mappings += 1;
-        let name = Name::Keyed(event::path_key(event::MAP_TAG + op as u8, ret, path), &make);
+        let name = Name::Keyed(event::path_key(Mapping::CODE, op as u8, ret, path), &make);
         self.slice(enc, track, m.ts, m.dur, name, &MapArgs { r: m, path, offset: a.offset })
     }
 
@@ -51,7 +51,7 @@ impl Scene<'_> {
         let path: &[u8] = &file.path;
         let make = move || labels::major_fault(path);
         self.stats.major_faults += 1;
-        let name = Name::Keyed(event::path_key(event::FAULT_TAG, 0, path), &make);
+        let name = Name::Keyed(event::path_key(MajorFault::CODE, 0, 0, path), &make);
         self.slice(enc, track, ts, dur, name, &FaultArgs { r, path, offset })
     }
 }
