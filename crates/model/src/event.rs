@@ -761,13 +761,13 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// The bytes it brought into its process, for the process's read
-    /// rate; `None` for a call that read nothing (or whose bytes its
-    /// summary counts).
-    pub fn read_bytes(&self) -> Option<u64> {
-        let (ret, reads) = match *self {
-            Call::Io(r) => (r.ret, !r.op.is_write() && !r.summed),
-            Call::IoUring(r) => (r.ret, r.op.is_read()),
+    /// The file (or socket) it read from and the bytes it brought into
+    /// its process: the process's read rate, a file's reads; `None` for a
+    /// call that read nothing (or whose bytes its summary counts).
+    pub fn data_read(&self) -> Option<(StrId, u64)> {
+        let (path, ret, reads) = match *self {
+            Call::Io(r) => (r.path, r.ret, !r.op.is_write() && !r.summed),
+            Call::IoUring(r) => (r.path, r.ret, r.op.is_read()),
             Call::Open(_)
             | Call::Close(_)
             | Call::Transfer(_)
@@ -777,7 +777,29 @@ impl<'a> Call<'a> {
             | Call::GpuCall(_)
             | Call::Collective(_) => return None,
         };
-        (reads && ret > 0).then_some(ret as u64)
+        (reads && ret > 0).then_some((path, ret as u64))
+    }
+
+    /// The bytes it read and wrote through a file descriptor (a transfer
+    /// both), for the overview's totals; zero for a summed call (its
+    /// summary counts them), an aio call (its result is a count of events
+    /// that may be reads or writes), and calls that move no file bytes.
+    pub fn moved(&self) -> (u64, u64) {
+        let n = |ret: i64| if self.summed() { 0 } else { u64::try_from(ret).unwrap_or(0) };
+        match *self {
+            Call::Io(r) if r.op.is_write() => (0, n(r.ret)),
+            Call::Io(r) => (n(r.ret), 0),
+            Call::Transfer(r) => (n(r.ret), n(r.ret)),
+            Call::IoUring(r) if r.op.is_write() => (0, n(r.ret)),
+            Call::IoUring(r) => (n(r.ret), 0),
+            Call::Aio(_)
+            | Call::Open(_)
+            | Call::Close(_)
+            | Call::NetCall(_)
+            | Call::MetaCall(_)
+            | Call::GpuCall(_)
+            | Call::Collective(_) => (0, 0),
+        }
     }
 }
 

@@ -258,20 +258,11 @@ impl OverviewAgg {
                 a.errors += 1;
             }
         }
-        let moved = if summed { 0 } else { u64::try_from(ret).unwrap_or(0) };
-        match rec {
-            Record::Io(r) if r.op.is_write() => a.write_bytes += moved,
-            Record::Io(_) => a.read_bytes += moved,
-            Record::Transfer(_) => {
-                a.read_bytes += moved;
-                a.write_bytes += moved;
-            }
-            Record::IoUring(r) if r.op.is_write() => a.write_bytes += moved,
-            Record::IoUring(_) => a.read_bytes += moved,
-            // An aio call returns a count; its events may be reads or writes.
-            Record::Aio(_) => {}
-            Record::Open(_) => a.opens += 1,
-            _ => {}
+        let (read, written) = call.moved();
+        a.read_bytes += read;
+        a.write_bytes += written;
+        if matches!(call, event::Call::Open(_)) {
+            a.opens += 1;
         }
         let slowest = dur >= SLOW_NS && a.slowest.as_ref().is_none_or(|s| dur > s.dur);
         let first_failure = failed && a.failed.is_none();

@@ -292,12 +292,7 @@ impl Survey {
         }
         match *rec {
             ref r if crate::event::is_call(r) => {
-                let read = match rec {
-                    Record::Io(r) if r.summed => None,
-                    Record::Io(r) if !r.op.is_write() && r.ret > 0 => Some((r.path, r.ret as u64)),
-                    Record::IoUring(r) if r.op.is_read() && r.ret > 0 => Some((r.path, r.ret as u64)),
-                    _ => None,
-                };
+                let read = crate::event::split(rec).ok().and_then(|c| c.data_read());
                 if let Some((path, n)) = read.map(|(p, n)| (f.str(p), n)) {
                     if !path.is_empty() {
                         self.files.entry(path_key(path)).or_default().read += n;

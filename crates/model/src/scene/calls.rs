@@ -32,7 +32,7 @@ impl Scene<'_> {
         self.stats.syscalls += 1;
         let make = || shown.name();
         self.slice(enc, track, ts, dur, Name::Keyed(shown.key(), &make), &shown)?;
-        if let Some(bytes) = call.read_bytes() {
+        if let Some((_, bytes)) = call.data_read() {
             self.rates.add(idx, Rate::Read, end, bytes, &mut self.rate_samples);
             self.emit_rates(enc)?;
         }
