@@ -1,5 +1,5 @@
 //! CUDA driver calls and NCCL calls seen from the host: uprobes on
-//! `libcuda.so` and `libnccl.so` (the programs are in bpf/mltrace.bpf.c,
+//! `libcuda.so` and `libnccl.so` (the programs are in bpf/mltrace/gpu.bpf.h,
 //! one entry program per call and a return program per library).
 //!
 //! At the start of a recording the probes go on every copy of

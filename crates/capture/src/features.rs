@@ -192,7 +192,7 @@ impl UringRoute {
 /// How the programs tell a wake-up raised by an interrupt (a timer, a
 /// device) from one raised by a task: where this CPU's preempt_count and
 /// hrtimer_bases are, as distances from its runqueue (the BPF side's
-/// anchor, see mltrace.bpf.c's wake_by).
+/// anchor, see wake_by in bpf/mltrace/sched.bpf.h).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WakeContext {
     Known {

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Part of mltrace.bpf.c (after files.bpf.h). The file I/O calls' handlers,
+ * run at syscall entry (enter) and exit (on_io, on_close, on_xfer, on_open,
+ * called from leave in syscalls.bpf.h): reads, writes, syncs, closes,
+ * sendfile and copy_file_range, and opens.
+ */
+
+static __always_inline u64 iov_sum(const struct iovec *iov, u64 cnt, u16 *flags)
+{
+	u64 sum = 0;
+
+	if (cnt > MAX_IOV) {
+		*flags |= IOF_REQ_PARTIAL;
+		cnt = MAX_IOV;
+	}
+	for (int i = 0; i < MAX_IOV; i++) {
+		struct iovec v;
+
+		if (i >= cnt)
+			break;
+		if (bpf_probe_read_user(&v, sizeof(v), &iov[i])) {
+			*flags |= IOF_REQ_PARTIAL;
+			break;
+		}
+		sum += v.iov_len;
+	}
+	return sum;
+}
+
+/* Syscall entry for a traced thread: note the time (and for close, the file). */
+static __always_inline void enter(struct inflight *v, u8 op, struct pt_regs *regs, u64 id, bool fast)
+{
+	v->ts = bpf_ktime_get_boot_ns();
+	v->op = op;
+	v->nblk = 0;
+	if (op == OP_CLOSE)
+		/* The fd is gone at exit: identify its file now. */
+		v->file = file_key(FD_FILE((int)ARG(1)), id, fast ? v : NULL);
+}
+
+static __always_inline void on_io(struct inflight *v, struct inflight *st, struct task_struct *t,
+				  struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
+{
+	int fd = ARG(1);
+	struct file *f = fast ? fd_file_fast(t, fd) : fd_file(fd);
+	u64 key = file_key(f, id, st);
+	struct ev_io *e;
+	u16 flags = 0;
+	u64 pos;
+
+	/* --path: the bulk of the events, dropped before the ring. */
+	if (want_path_on && bpf_map_lookup_elem(&path_excluded, &key))
+		return;
+	if (summary) {
+		u64 ino = 0, dev_op = SUM_DEV_OP(0, now, v->op), sum_file = key;
+
+		if (f) {
+			ino = file_ino(f, fast);
+			dev_op |= (u64)file_dev(f, fast) << 32;
+			/* A regular file is its inode: every open of it, one sum. */
+			if ((file_mode(f, fast) & S_IFMT) == S_IFREG)
+				sum_file = 0;
+		}
+		if (SUM_CALL(v, sum_file, ino, dev_op, ret, now - v->ts)) {
+			if (ret >= 0 && now - v->ts < summary_slow_ns)
+				return;
+			flags |= IOF_SUMMED;
+		}
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	switch (v->op) {
+	case OP_READ:
+	case OP_WRITE:
+	case OP_PREAD64:
+	case OP_PWRITE64:
+		e->requested = ARG(3);
+		break;
+	case OP_FSYNC:
+	case OP_FDATASYNC:
+		e->requested = 0;
+		flags |= IOF_NO_OFFSET;
+		break;
+	case OP_SYNC_FILE_RANGE:
+		/* sync_file_range(fd, offset, nbytes, flags) */
+		e->requested = ARG(3);
+		break;
+	default:
+		e->requested = iov_sum((const struct iovec *)ARG(2), ARG(3), &flags);
+	}
+	pos = -1;
+	switch (v->op) {
+	case OP_FSYNC:
+	case OP_FDATASYNC:
+		pos = 0;
+		break;
+	case OP_SYNC_FILE_RANGE:
+		pos = ARG(2);
+		break;
+	case OP_PREAD64:
+	case OP_PWRITE64:
+	case OP_PREADV:
+	case OP_PWRITEV:
+	case OP_PREADV2:
+	case OP_PWRITEV2:
+		pos = ARG(4);
+	}
+	if (pos == (u64)-1) {
+		/* read/write and the v2 calls with offset -1 use and advance f_pos. */
+		flags |= IOF_FILEPOS;
+		pos = f ? file_pos(f, fast) : 0;
+		if (ret > 0)
+			pos -= ret;
+	}
+	fill_hdr(&e->h, EV_IO, v->op, id, v->ts);
+	e->h.flags = flags;
+	e->dur = now - v->ts;
+	e->file = key;
+	e->offset = pos;
+	e->ret = ret;
+	e->fd = fd;
+	e->nblk = v->nblk;
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
+{
+	struct ev_close *e;
+	u16 flags = 0;
+
+	/* Summed without its file: the file is gone, and its struct file
+	 * is the next open's. */
+	if (summary && SUM_CALL(v, 0, 0, SUM_DEV_OP(0, now, v->op), ret, now - v->ts)) {
+		if (ret >= 0 && now - v->ts < summary_slow_ns)
+			return;
+		flags = IOF_SUMMED;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return;
+	}
+	fill_hdr(&e->h, EV_CLOSE, v->op, id, v->ts);
+	e->h.flags = flags;
+	e->dur = now - v->ts;
+	e->file = v->file;
+	e->ret = ret;
+	e->fd = ARG(1);
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+static __noinline int on_xfer(struct inflight *v, s64 ret, u64 now, u64 id)
+{
+	u32 zero = 0;
+	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
+	int in_fd, out_fd;
+	u64 req;
+	struct ev_xfer *e;
+
+	if (!hp)
+		return 0;
+	if (v->op == OP_SENDFILE) {
+		/* sendfile(out_fd, in_fd, *offset, count) */
+		out_fd = hp->args[0];
+		in_fd = hp->args[1];
+		req = hp->args[3];
+	} else {
+		/* copy_file_range(fd_in, *off_in, fd_out, *off_out, len, flags) */
+		in_fd = hp->args[0];
+		out_fd = hp->args[2];
+		req = hp->args[4];
+	}
+	u64 in_key = file_key(fd_file(in_fd), id, NULL);
+	u64 out_key = file_key(fd_file(out_fd), id, NULL);
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_XFER, v->op, id, v->ts);
+	e->dur = now - v->ts;
+	e->in_file = in_key;
+	e->out_file = out_key;
+	e->requested = req;
+	e->ret = ret;
+	e->in_fd = in_fd;
+	e->out_fd = out_fd;
+	e->nblk = v->nblk;
+	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
+}
+
+static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
+{
+	u32 zero = 0;
+	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
+	struct ev_open *e;
+	const char *upath;
+	int dirfd = AT_FDCWD;
+	u64 flags = 0;
+	u32 mode = 0, len = 0, alen = 0;
+	long n;
+	u8 trunc = 0;
+	u8 op = v->op;
+	u64 start = v->ts;
+
+	if (!hp)
+		return 0;
+	e = &hp->open;
+	switch (op) {
+	case OP_OPEN:
+		upath = (const char *)hp->args[0];
+		flags = hp->args[1];
+		mode = hp->args[2];
+		break;
+	case OP_OPENAT2: {
+		struct open_how how = {};
+
+		dirfd = hp->args[0];
+		upath = (const char *)hp->args[1];
+		bpf_probe_read_user(&how, sizeof(how), (void *)hp->args[2]);
+		flags = how.flags;
+		mode = how.mode;
+		break;
+	}
+	case OP_CREAT:
+		upath = (const char *)hp->args[0];
+		mode = hp->args[1];
+		flags = 01 | 0100 | 01000; /* O_WRONLY|O_CREAT|O_TRUNC */
+		break;
+	default:
+		dirfd = hp->args[0];
+		upath = (const char *)hp->args[1];
+		flags = hp->args[2];
+		mode = hp->args[3];
+	}
+	n = bpf_probe_read_user_str(e->path, PATHBUF, upath);
+	if (n <= 0) {
+		trunc |= TR_UNREADABLE;
+		count_lost(LOST_STR);
+	} else {
+		len = n - 1;
+	}
+	e->file = 0;
+	e->base = 0;
+	e->named = 0;
+	if (ret >= 0) {
+		/* Named here, unless a file closed before left this identity
+		 * (a slot reused for the same inode: a file reopened in a loop). */
+		struct file *f = fd_file(ret);
+		u64 key = (u64)f;
+		u64 ino = 0, *seen, *epoch = bpf_map_lookup_elem(&files_epoch, &zero);
+
+		e->file = key;
+		if (f)
+			ino = load_word((void *)load_word(f, bpf_core_field_offset(struct file, f_inode)),
+					bpf_core_field_offset(struct inode, i_ino));
+		/* The thread's last file (fast route), else files_seen. */
+		if (f && epoch && v->last_epoch == *epoch &&
+		    ((v->last_file == key && v->last_ino == ino) || (v->prev_file == key && v->prev_ino == ino)))
+			seen = &ino;
+		else
+			seen = bpf_map_lookup_elem(&files_seen, &key);
+		if (!(seen && f && *seen == ino)) {
+			/* --path judges the kernel's own path: walk then. */
+			e->named = name_in_open(key, len, !want_path_on && passed_names_it(e->path, len));
+			alen = e->named ? e->abs_len : 0;
+		}
+	} else if (len == 0 || e->path[0] != '/') {
+		/* Failed relative open: name the directory it was relative to. */
+		e->base = dirfd == AT_FDCWD ? cwd_key(id) : file_key(fd_file(dirfd), id, NULL);
+	}
+	fill_hdr(&e->h, EV_OPEN, op, id, start);
+	e->dur = now - start;
+	e->ret = ret;
+	e->flags = flags;
+	e->mode = mode;
+	e->dirfd = dirfd;
+	e->path_len = len;
+	e->trunc = trunc;
+	e->nblk = v->nblk;
+	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)) + (alen & (PATHBUF - 1)),
+			       wake_flags())) {
+		count_lost(LOST_RING);
+		return 0;
+	}
+	return e->named;
+}
