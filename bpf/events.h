@@ -2,7 +2,7 @@
 /*
  * Records the BPF programs put in the ring buffer. User space gets these
  * layouts from the generated skeleton (see the `keep_*` globals in
- * mltrace.bpf.c), so the two sides cannot drift apart.
+ * bpf/mltrace/maps.bpf.h), so the two sides cannot drift apart.
  *
  * Hot records (io, close, xfer) are fixed-size and reserved directly in the
  * ring; records with strings are built in a per-CPU buffer and copied with
