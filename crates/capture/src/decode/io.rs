@@ -1,0 +1,117 @@
+//! Read, write and sync calls, closes and transfers (ev_io, ev_close,
+//! ev_xfer).
+
+use mltrace_log::*;
+
+use super::{read, KernelDecoder};
+use crate::skel::types::{self, ev_close, ev_hdr, ev_io, ev_xfer, op};
+
+/// BPF's IOF_* bits (events.h).
+const IOF_FILEPOS: u16 = types::io_bits::IOF_FILEPOS.0 as u16;
+pub(super) const IOF_REQ_PARTIAL: u16 = types::io_bits::IOF_REQ_PARTIAL.0 as u16;
+const IOF_NO_OFFSET: u16 = types::io_bits::IOF_NO_OFFSET.0 as u16;
+const IOF_SUMMED: u16 = types::io_bits::IOF_SUMMED.0 as u16;
+
+/// Where a call's or request's offset came from: none, its own argument,
+/// or the file position (which only a seekable file has).
+pub(super) fn offset_src(no_offset: bool, filepos: bool, kind: FileKind) -> OffsetSrc {
+    if no_offset {
+        OffsetSrc::None
+    } else if !filepos {
+        OffsetSrc::Explicit
+    } else if matches!(kind, FileKind::Regular | FileKind::BlockDev) {
+        OffsetSrc::FilePos
+    } else {
+        OffsetSrc::None
+    }
+}
+
+pub(crate) fn io_op(o: u8) -> IoOp {
+    match op(o.into()) {
+        op::OP_PREAD64 => IoOp::Pread64,
+        op::OP_READV => IoOp::Readv,
+        op::OP_PREADV => IoOp::Preadv,
+        op::OP_PREADV2 => IoOp::Preadv2,
+        op::OP_WRITE => IoOp::Write,
+        op::OP_PWRITE64 => IoOp::Pwrite64,
+        op::OP_WRITEV => IoOp::Writev,
+        op::OP_PWRITEV => IoOp::Pwritev,
+        op::OP_PWRITEV2 => IoOp::Pwritev2,
+        op::OP_FSYNC => IoOp::Fsync,
+        op::OP_FDATASYNC => IoOp::Fdatasync,
+        op::OP_SYNC_FILE_RANGE => IoOp::SyncFileRange,
+        _ => IoOp::Read,
+    }
+}
+
+impl KernelDecoder {
+    /// A read, write or sync call.
+    pub(super) fn io(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
+        let e: ev_io = read(data);
+        if !self.keeps(e.file) {
+            return;
+        }
+        let (path, kind) = self.file(e.file, enc);
+        let offset_src = offset_src(h.flags & IOF_NO_OFFSET != 0, h.flags & IOF_FILEPOS != 0, kind);
+        enc.push(&Record::Io(Io {
+            ts: h.ts,
+            dur: e.dur,
+            pid: h.pid,
+            tid: h.tid,
+            op: io_op(h.op),
+            fd: e.fd,
+            path,
+            kind,
+            offset: if offset_src == OffsetSrc::None { 0 } else { e.offset },
+            offset_src,
+            requested: e.requested,
+            ret: e.ret,
+            block_reqs: e.nblk,
+            summed: h.flags & IOF_SUMMED != 0,
+        }));
+    }
+
+    /// A close.
+    pub(super) fn close(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
+        let e: ev_close = read(data);
+        if !self.keeps(e.file) {
+            return;
+        }
+        let (path, kind) = self.file(e.file, enc);
+        enc.push(&Record::Close(Close {
+            ts: h.ts,
+            dur: e.dur,
+            pid: h.pid,
+            tid: h.tid,
+            fd: e.fd,
+            path,
+            kind,
+            ret: e.ret,
+            summed: h.flags & IOF_SUMMED != 0,
+        }));
+    }
+
+    /// A sendfile or copy_file_range: kept when either file is.
+    pub(super) fn xfer(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
+        let e: ev_xfer = read(data);
+        if self.path_filter.is_some() && !self.keeps(e.in_file) && !self.keeps(e.out_file) {
+            return;
+        }
+        let (in_path, _) = self.file(e.in_file, enc);
+        let (out_path, _) = self.file(e.out_file, enc);
+        enc.push(&Record::Transfer(Transfer {
+            ts: h.ts,
+            dur: e.dur,
+            pid: h.pid,
+            tid: h.tid,
+            op: if op(h.op.into()) == op::OP_SENDFILE { TransferOp::Sendfile } else { TransferOp::CopyFileRange },
+            in_fd: e.in_fd,
+            in_path,
+            out_fd: e.out_fd,
+            out_path,
+            requested: e.requested,
+            ret: e.ret,
+            block_reqs: e.nblk,
+        }));
+    }
+}

@@ -1,0 +1,147 @@
+//! Opens, and what each file identity is (ev_open, ev_file).
+
+use std::mem::offset_of;
+
+use mltrace_log::*;
+
+use super::{is_normal, tail, KernelDecoder, F_DISCONNECTED, F_PASSED, TR_ABS, TR_UNREADABLE};
+use crate::files::{classify, join_normalize, FileFacts};
+use crate::skel::types::{ev_file, ev_hdr, ev_open, op};
+
+fn open_op(o: u8) -> OpenOp {
+    match op(o.into()) {
+        op::OP_OPEN => OpenOp::Open,
+        op::OP_OPENAT2 => OpenOp::Openat2,
+        op::OP_CREAT => OpenOp::Creat,
+        _ => OpenOp::Openat,
+    }
+}
+
+impl KernelDecoder {
+    /// Remembers what file identity `key` is (from an ev_file, or an open
+    /// that names its file).
+    fn name(&mut self, key: u64, facts: &FileFacts<'_>, flags: u8, dev: u32) {
+        if flags & F_PASSED == 0 && self.files.passed_name(key, facts.ino) {
+            return;
+        }
+        let (kind, mut path) = classify(facts);
+        if flags & TR_ABS != 0 {
+            // Only the end of the path fit: say so in the name itself.
+            path.splice(0..0, b"...".iter().copied());
+        } else if kind == FileKind::Regular {
+            self.inodes.named(dev, facts.ino, &path);
+        }
+        if flags & F_PASSED != 0 {
+            self.files.insert_passed(key, kind, path, facts.ino);
+        } else {
+            self.files.insert_ino(key, kind, path, facts.ino);
+        }
+    }
+
+    /// What a file identity is: its path and facts.
+    pub(super) fn file_named(&mut self, data: &[u8]) {
+        let e = self.file_buf.read(data);
+        let raw = tail(data, offset_of!(ev_file, path), e.path_len as usize);
+        let facts = FileFacts {
+            mode: e.mode,
+            magic: e.magic,
+            rdev: e.rdev,
+            ino: e.ino,
+            path: raw,
+            disconnected: e.flags & F_DISCONNECTED != 0,
+        };
+        self.name(e.key, &facts, e.flags, e.dev);
+        self.file_buf.give_back(e);
+    }
+
+    /// An open; a file it opened is named by it.
+    pub(super) fn open(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
+        let e = self.open_buf.read(data);
+        let passed = tail(data, offset_of!(ev_open, path), e.path_len as usize);
+        if e.named != 0 {
+            let at = offset_of!(ev_open, path) + e.path_len as usize;
+            // An absolute passed path names the file itself (the
+            // kernel side did not walk the dentries).
+            let normalized;
+            let path = if e.fflags & F_PASSED != 0 && is_normal(passed) {
+                passed
+            } else if e.fflags & F_PASSED != 0 {
+                normalized = join_normalize(b"/", passed);
+                &normalized[..]
+            } else {
+                tail(data, at, e.abs_len as usize)
+            };
+            let facts = FileFacts {
+                mode: e.fmode,
+                magic: e.magic,
+                rdev: e.rdev,
+                ino: e.ino,
+                path,
+                disconnected: e.fflags & F_DISCONNECTED != 0,
+            };
+            self.name(e.file, &facts, e.fflags, e.dev);
+        }
+        let mut trunc = 0u8;
+        if e.trunc & TR_UNREADABLE != 0 {
+            trunc |= mltrace_log::trunc::UNREADABLE;
+        }
+        // Most often the file is named by the very path passed: one id.
+        let mut same_as_passed = false;
+        let (abs, kind) = if e.ret >= 0 {
+            match self.files.lookup(e.file, enc) {
+                Some((id, kind)) => {
+                    let name = self.files.path(e.file);
+                    if name.is_some_and(|p| p.starts_with(b"...")) {
+                        trunc |= mltrace_log::trunc::ABS;
+                    }
+                    same_as_passed = name == Some(passed);
+                    (id, kind)
+                }
+                None => {
+                    self.stats.unknown_file += 1;
+                    (enc.intern(&join_normalize(b"/", passed)), FileKind::Unknown)
+                }
+            }
+        } else {
+            let base: &[u8] = if passed.first() == Some(&b'/') {
+                b"/"
+            } else {
+                match self.files.path(e.base) {
+                    Some(p) => p,
+                    None => {
+                        self.stats.unknown_file += 1;
+                        b"?"
+                    }
+                }
+            };
+            let joined = join_normalize(base, passed);
+            if !self.keeps_path(Some(&joined)) {
+                self.open_buf.give_back(e);
+                return;
+            }
+            (enc.intern(&joined), FileKind::Unknown)
+        };
+        if e.ret >= 0 && !self.keeps(e.file) {
+            self.open_buf.give_back(e);
+            return;
+        }
+        let path = if same_as_passed { abs } else { enc.intern(passed) };
+        enc.push(&Record::Open(Open {
+            ts: h.ts,
+            dur: e.dur,
+            pid: h.pid,
+            tid: h.tid,
+            op: open_op(h.op),
+            dirfd: e.dirfd,
+            path,
+            abs_path: abs,
+            flags: e.flags as u32,
+            mode: e.mode,
+            ret: e.ret,
+            kind,
+            trunc,
+            block_reqs: e.nblk,
+        }));
+        self.open_buf.give_back(e);
+    }
+}

@@ -1,0 +1,305 @@
+//! The consumer thread: drains the ring buffer, decodes and encodes
+//! frames, and adds what the other threads send (samples, phases, counts).
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use libbpf_rs::RingBufferBuilder;
+use mltrace_log::*;
+use mltrace_sample::gpu::GpuEventSample;
+use mltrace_sample::SampleSink;
+
+use super::Shared;
+use crate::attach::AttachOptions;
+use crate::bpf::{self, Skeleton, LOST_SLOTS};
+use crate::cuda::{self, LibProbes};
+use crate::decode::{DecodeStats, KernelDecoder};
+use crate::error::CaptureError;
+use crate::mllog::{MllogMsg, PhaseRecorder};
+use crate::system;
+
+pub(super) struct Consumer<'s> {
+    pub(super) enc: FrameEncoder,
+    pub(super) dec: KernelDecoder,
+    pub(super) frames: Sender<EncodedFrame>,
+    pub(super) free: Receiver<EncodedFrame>,
+    pub(super) frame_records: usize,
+    pub(super) last_cut: Instant,
+    pub(super) lost_seen: [u64; 8],
+    pub(super) shared: &'s Shared,
+    pub(super) samples: Receiver<SampleSink>,
+    pub(super) gpu_events: Receiver<Vec<GpuEventSample>>,
+    pub(super) mllog: Receiver<MllogMsg>,
+    /// The last counts of the threads still alive when the command ended.
+    pub(super) accounting: Receiver<Vec<IoAccounting>>,
+    pub(super) phases: PhaseRecorder,
+    /// The CUDA and NCCL probes, one per library (none when off):
+    /// libraries traced processes map are attached as their mappings are
+    /// decoded.
+    pub(super) uprobes: Vec<LibProbes>,
+    /// The CUDA calls only counted (with the CUDA probes).
+    pub(super) gpu_counts: Option<cuda::GpuCounts>,
+    /// `--detail summary`: the calls summed in the kernel.
+    pub(super) summaries: Option<crate::summary::Summaries>,
+}
+
+/// The decoder of a recording that starts `pid` (or attaches); CUDA and
+/// NCCL libraries are watched for when their probes are on.
+pub(super) fn decoder(
+    attaching: Option<&AttachOptions>,
+    pid: u32,
+    file_generation: usize,
+    watch: bool,
+) -> KernelDecoder {
+    let mut d = match attaching {
+        None => KernelDecoder::with_file_generation(pid, file_generation),
+        Some(a) => KernelDecoder::attached(file_generation, a.path.as_ref().map(|p| p.as_bytes().to_vec())),
+    };
+    // SAFETY: getuid has no preconditions.
+    d.hide_others_block_io(unsafe { libc::getuid() } != 0);
+    d.watch_libraries(watch);
+    d
+}
+
+impl Consumer<'_> {
+    /// Counter samples from the sampler threads, interned into this frame.
+    fn drain_samples(&mut self) {
+        while let Ok(batch) = self.samples.try_recv() {
+            for s in batch {
+                let group = self.enc.intern(s.group.as_bytes());
+                let name = self.enc.intern(s.name.as_bytes());
+                self.enc.push(&Record::Counter(Counter {
+                    ts: s.ts,
+                    group,
+                    name,
+                    unit: s.unit,
+                    pid: s.pid,
+                    value: s.value,
+                }));
+            }
+        }
+        while let Ok(batch) = self.gpu_events.try_recv() {
+            for e in batch {
+                let group = self.enc.intern(e.group.as_bytes());
+                self.enc.push(&Record::GpuEvent(GpuEvent { ts: e.ts, group, kind: e.kind, code: e.code, pid: 0 }));
+            }
+        }
+    }
+
+    fn drain_accounting(&mut self) {
+        while let Ok(batch) = self.accounting.try_recv() {
+            for a in batch {
+                self.enc.push(&Record::IoAccounting(a));
+            }
+        }
+    }
+
+    /// Attaches the CUDA and NCCL probes to the `libcuda.so*` and
+    /// `libnccl.so*` files traced processes mapped since the last round
+    /// (calls they make before this are missed).
+    fn attach_libraries(&mut self, skel: &Skeleton<'_>) {
+        if self.uprobes.is_empty() {
+            return;
+        }
+        for p in self.dec.take_libraries() {
+            use std::os::unix::ffi::OsStrExt;
+            if let Some(probes) = self.uprobes.iter_mut().find(|u| u.lib.matches(&p)) {
+                probes.attach(skel, std::path::Path::new(std::ffi::OsStr::from_bytes(&p)));
+            }
+        }
+    }
+
+    /// The CUDA calls counted since the last round.
+    fn count_gpu_calls(&mut self, skel: &Skeleton<'_>) {
+        if let Some(c) = &mut self.gpu_counts {
+            c.round(skel, system::boottime_ns(), &mut self.enc);
+        }
+    }
+
+    /// The threads' summary slots, read before the ring is drained.
+    fn read_slots(&mut self, skel: &Skeleton<'_>) {
+        if let Some(s) = &mut self.summaries {
+            s.read_slots(skel);
+        }
+    }
+
+    /// The sums of the seconds that have ended (all, when `last`).
+    fn take_summaries(&mut self, skel: &Skeleton<'_>, last: bool) {
+        if let Some(s) = &mut self.summaries {
+            s.round(skel, system::boottime_ns(), last, &mut self.dec, &mut self.enc);
+        }
+    }
+
+    /// Warnings about the training phases and the CUDA and NCCL probes.
+    fn warnings(&self) -> Vec<String> {
+        let mut w = self.phases.warnings();
+        if let Some(e) = self.summaries.as_ref().and_then(|s| s.error.as_ref()) {
+            w.push(format!("the threads' summary slots could not be read ({e}): sums of threads alive at the end of the recording may be missing"));
+        }
+        w.extend(self.uprobes.iter().filter_map(LibProbes::warning));
+        w
+    }
+
+    fn drain_mllog(&mut self) {
+        while let Ok(m) = self.mllog.try_recv() {
+            self.phases.take(m, &mut self.enc);
+        }
+    }
+
+    #[inline]
+    fn on_event(&mut self, data: &[u8]) {
+        self.dec.decode(data, &mut self.enc);
+        if self.enc.len() >= self.frame_records {
+            self.cut();
+        }
+    }
+
+    fn cut(&mut self) {
+        self.last_cut = Instant::now();
+        if self.enc.is_empty() {
+            return;
+        }
+        let mut f = self.free.try_recv().unwrap_or_default();
+        self.enc.finish_into(&mut f);
+        self.shared.records.fetch_add(u64::from(f.records), Ordering::Relaxed);
+        // The writer only goes away after we do.
+        let _ = self.frames.send(f);
+    }
+
+    /// The anonymous mmaps of processes still alive (the kernel side sends
+    /// the others' at their exit).
+    fn anon_summaries(&mut self, skel: &Skeleton<'_>) {
+        let ts = system::boottime_ns();
+        for (pid, calls, bytes) in bpf::anon_counts(skel) {
+            let path = self.enc.intern(b"");
+            self.enc.push(&Record::Mapping(Mapping {
+                ts,
+                pid,
+                tid: pid,
+                op: MapOp::Anonymous,
+                fd: -1,
+                path,
+                len: bytes,
+                ret: calls as i64,
+                ..Default::default()
+            }));
+        }
+    }
+
+    /// Turns new drops (kernel counters and our own) into Lost records.
+    fn account_losses(&mut self, skel: &Skeleton<'_>) {
+        let kernel = bpf::read_lost(skel);
+        let DecodeStats { malformed, unknown_file, .. } = self.dec.stats;
+        let mut now = [0u64; 8];
+        now[..LOST_SLOTS.min(8)].copy_from_slice(&kernel[..LOST_SLOTS.min(8)]);
+        now[LostKind::Malformed as usize] += malformed;
+        now[LostKind::UnknownFile as usize] += unknown_file;
+        let ts = system::boottime_ns();
+        for (k, (&n, seen)) in now.iter().zip(self.lost_seen.iter_mut()).enumerate() {
+            if n > *seen {
+                self.enc.push(&Record::Lost(Lost { ts, kind: LostKind::from_u8(k as u8), count: n - *seen }));
+                self.shared.lost.fetch_add(n - *seen, Ordering::Relaxed);
+                *seen = n;
+            }
+        }
+    }
+}
+
+/// Lost counts by kind, warnings about the training phases, and the file
+/// table's (held, forgotten) with the events `--path` left out.
+/// Losses, warnings, and (file names held, forgotten, left out by --path; processes untraced).
+type ConsumerResult = Result<([u64; 8], Vec<String>, (usize, u64, u64, Vec<String>)), CaptureError>;
+
+pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> ConsumerResult {
+    let state = RefCell::new(consumer);
+    let mut builder = RingBufferBuilder::new();
+    builder
+        .add(&skel.maps.events, |data| {
+            state.borrow_mut().on_event(data);
+            0
+        })
+        .map_err(|source| CaptureError::Bpf { stage: "opening the ring buffer".into(), source })?;
+    let rb = builder.build().map_err(|source| CaptureError::Bpf { stage: "opening the ring buffer".into(), source })?;
+    let shared = state.borrow().shared;
+    let mut last_losses = Instant::now();
+    let mut last_counts = Instant::now();
+    let mut last_sums = Instant::now();
+    // Files the decoder forgot: when the kernel side was told, and how often.
+    let mut forgot_at: Option<Instant> = None;
+    let mut epoch = 0u64;
+    let mut kernel_untold = false;
+    loop {
+        // Nothing more can be written: stop capturing, let the command run.
+        if shared.write_error.lock().unwrap().is_some() {
+            let c = state.borrow();
+            return Ok((
+                c.lost_seen,
+                c.warnings(),
+                (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered, c.dec.untraced.clone()),
+            ));
+        }
+        let stopping = shared.stop.load(Ordering::Acquire);
+        let round = Instant::now();
+        let sums_due = stopping || last_sums.elapsed() >= Duration::from_millis(200);
+        if sums_due {
+            state.borrow_mut().read_slots(skel);
+        }
+        // Wakeups are batched in the kernel, so poll() may time out with
+        // data waiting: always consume afterwards.
+        let _ = rb.poll(Duration::from_millis(50));
+        let _ = rb.consume();
+        let mut c = state.borrow_mut();
+        c.drain_samples();
+        c.drain_mllog();
+        c.drain_accounting();
+        c.attach_libraries(skel);
+        // This round drained everything queued since it began: records sent
+        // before the kernel side forgot (plus a margin for programs running
+        // at that moment) have all been decoded.
+        if forgot_at.is_some_and(|t| round >= t + Duration::from_millis(10)) && !kernel_untold {
+            c.dec.files_mut().release_retired();
+            forgot_at = None;
+        }
+        let forget = c.dec.files_mut().take_forgotten();
+        if !forget.is_empty() {
+            epoch += 1;
+            match bpf::forget_files(skel, &forget, epoch) {
+                Ok(()) => forgot_at = Some(Instant::now()),
+                // The kernel side may still trust them: keep them all.
+                Err(_) => kernel_untold = true,
+            }
+        }
+        if stopping || last_losses.elapsed() >= Duration::from_millis(100) {
+            c.account_losses(skel);
+            last_losses = Instant::now();
+        }
+        if stopping || last_counts.elapsed() >= Duration::from_secs(1) {
+            c.count_gpu_calls(skel);
+            last_counts = Instant::now();
+        }
+        if sums_due {
+            c.take_summaries(skel, stopping);
+            last_sums = Instant::now();
+        }
+        if stopping {
+            // The readers have finished: phases still open end here.
+            let c = &mut *c;
+            if let Some(s) = &mut c.summaries {
+                s.open_spans(skel, &mut c.enc);
+            }
+            c.phases.finish(system::boottime_ns(), &mut c.enc);
+            c.anon_summaries(skel);
+            c.cut();
+            return Ok((
+                c.lost_seen,
+                c.warnings(),
+                (c.dec.files().len(), c.dec.files().forgotten, c.dec.stats.filtered, c.dec.untraced.clone()),
+            ));
+        }
+        if c.last_cut.elapsed() >= flush {
+            c.cut();
+        }
+    }
+}
