@@ -269,96 +269,195 @@ impl KernelDecoder {
             return;
         }
         let h: ev_hdr = read(data);
-        let need = match ev_kind(h.kind.into()) {
-            ev_kind::EV_IO => size_of::<ev_io>(),
-            ev_kind::EV_CLOSE => size_of::<ev_close>(),
-            ev_kind::EV_XFER => size_of::<ev_xfer>(),
-            ev_kind::EV_FORK => size_of::<ev_fork>(),
-            ev_kind::EV_EXIT => size_of::<ev_exit>(),
-            ev_kind::EV_COMM => size_of::<ev_comm>(),
-            ev_kind::EV_FILE => offset_of!(ev_file, path),
-            ev_kind::EV_OPEN => offset_of!(ev_open, path),
-            ev_kind::EV_EXEC => offset_of!(ev_exec, data),
-            ev_kind::EV_BLOCK => size_of::<ev_block>(),
-            ev_kind::EV_PCACHE => size_of::<ev_pcache>(),
-            ev_kind::EV_URING => size_of::<ev_uring>(),
-            ev_kind::EV_AIO => size_of::<ev_aio>(),
-            ev_kind::EV_SCHED => size_of::<ev_sched>(),
-            ev_kind::EV_SPAN => size_of::<ev_span>(),
-            ev_kind::EV_MAP => size_of::<ev_map>(),
-            ev_kind::EV_FAULT => size_of::<ev_fault>(),
-            ev_kind::EV_NET => size_of::<ev_net>(),
-            ev_kind::EV_GPU => size_of::<ev_gpu>(),
-            ev_kind::EV_NCCL => size_of::<ev_nccl>(),
-            ev_kind::EV_UNTRACED => size_of::<ev_untraced>(),
-            ev_kind::EV_SUM => size_of::<sum_slot>(),
-            ev_kind::EV_META => offset_of!(ev_meta, path),
-            _ => usize::MAX,
+        let Some(ev) = EVENT_OF.get(h.kind as usize).and_then(|&i| EVENTS.get(usize::from(i).wrapping_sub(1))) else {
+            self.stats.malformed += 1;
+            return;
         };
-        if data.len() < need {
+        if data.len() < ev.min {
             self.stats.malformed += 1;
             return;
         }
-        let kind = ev_kind(h.kind.into());
         if let Some(root) = self.pre_exec {
             if h.pid == root {
-                match kind {
-                    ev_kind::EV_EXEC => self.pre_exec = None,
-                    ev_kind::EV_IO
-                    | ev_kind::EV_OPEN
-                    | ev_kind::EV_CLOSE
-                    | ev_kind::EV_XFER
-                    | ev_kind::EV_PCACHE
-                    | ev_kind::EV_URING
-                    | ev_kind::EV_AIO
-                    | ev_kind::EV_MAP
-                    | ev_kind::EV_FAULT
-                    | ev_kind::EV_NET
-                    | ev_kind::EV_META => return,
-                    _ => {}
+                if ev.kind == ev_kind::EV_EXEC {
+                    self.pre_exec = None;
+                } else if ev.commands_io {
+                    return;
                 }
             }
         }
         self.stats.records += 1;
-        match kind {
-            ev_kind::EV_SUM => self.sums.extend(crate::bpf::SlotSum::parse(data)),
-            ev_kind::EV_IO => self.io(&h, data, enc),
-            ev_kind::EV_CLOSE => self.close(&h, data, enc),
-            ev_kind::EV_XFER => self.xfer(&h, data, enc),
-            ev_kind::EV_NET => self.net(&h, data, enc),
-            ev_kind::EV_META => self.meta(&h, data, enc),
-            ev_kind::EV_GPU => self.gpu(&h, data, enc),
-            ev_kind::EV_UNTRACED => self.untraced(&h, data, enc),
-            ev_kind::EV_NCCL => self.nccl(&h, data, enc),
-            ev_kind::EV_FILE => self.file_named(data),
-            ev_kind::EV_OPEN => self.open(&h, data, enc),
-            ev_kind::EV_FORK => self.fork(&h, data, enc),
-            ev_kind::EV_EXEC => self.exec(&h, data, enc),
-            ev_kind::EV_EXIT => self.exit(&h, data, enc),
-            ev_kind::EV_COMM => self.comm(&h, data, enc),
-            ev_kind::EV_PCACHE => self.pcache(&h, data, enc),
-            ev_kind::EV_URING => self.uring(&h, data, enc),
-            ev_kind::EV_AIO => self.aio(&h, data, enc),
-            ev_kind::EV_SPAN => {
-                let e: ev_span = read(data);
-                enc.push(&span_record(&e));
-            }
-            ev_kind::EV_SCHED => self.sched(data, enc),
-            ev_kind::EV_MAP => self.map(&h, data, enc),
-            ev_kind::EV_FAULT => self.major_fault(&h, data, enc),
-            ev_kind::EV_BLOCK => self.block(data, enc),
-            _ => {
-                self.stats.records -= 1;
-                self.stats.malformed += 1;
-            }
-        }
+        (ev.decode)(self, &h, data, enc);
     }
 }
+
+/// How the decoder reads one kind of event the programs send.
+struct Event {
+    kind: ev_kind,
+    /// The bytes it needs at least (a record with a path is shorter than
+    /// its struct: the path is sent at its real length).
+    min: usize,
+    /// The command's own I/O: dropped until the command's exec (before
+    /// it, the process is still mltrace's launcher).
+    commands_io: bool,
+    decode: fn(&mut KernelDecoder, &ev_hdr, &[u8], &mut FrameEncoder),
+}
+
+/// Every event kind of events.h, each once: a kind not here is counted
+/// as malformed.
+const EVENTS: &[Event] = &[
+    Event { kind: ev_kind::EV_IO, min: size_of::<ev_io>(), commands_io: true, decode: |d, h, b, e| d.io(h, b, e) },
+    Event {
+        kind: ev_kind::EV_CLOSE,
+        min: size_of::<ev_close>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.close(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_XFER,
+        min: size_of::<ev_xfer>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.xfer(h, b, e),
+    },
+    Event { kind: ev_kind::EV_NET, min: size_of::<ev_net>(), commands_io: true, decode: |d, h, b, e| d.net(h, b, e) },
+    Event {
+        kind: ev_kind::EV_META,
+        min: offset_of!(ev_meta, path),
+        commands_io: true,
+        decode: |d, h, b, e| d.meta(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_OPEN,
+        min: offset_of!(ev_open, path),
+        commands_io: true,
+        decode: |d, h, b, e| d.open(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_PCACHE,
+        min: size_of::<ev_pcache>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.pcache(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_URING,
+        min: size_of::<ev_uring>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.uring(h, b, e),
+    },
+    Event { kind: ev_kind::EV_AIO, min: size_of::<ev_aio>(), commands_io: true, decode: |d, h, b, e| d.aio(h, b, e) },
+    Event { kind: ev_kind::EV_MAP, min: size_of::<ev_map>(), commands_io: true, decode: |d, h, b, e| d.map(h, b, e) },
+    Event {
+        kind: ev_kind::EV_FAULT,
+        min: size_of::<ev_fault>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.major_fault(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_SUM,
+        min: size_of::<sum_slot>(),
+        commands_io: false,
+        decode: |d, _, b, _| d.sums.extend(crate::bpf::SlotSum::parse(b)),
+    },
+    Event { kind: ev_kind::EV_GPU, min: size_of::<ev_gpu>(), commands_io: false, decode: |d, h, b, e| d.gpu(h, b, e) },
+    Event {
+        kind: ev_kind::EV_NCCL,
+        min: size_of::<ev_nccl>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.nccl(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_UNTRACED,
+        min: size_of::<ev_untraced>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.untraced(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_FILE,
+        min: offset_of!(ev_file, path),
+        commands_io: false,
+        decode: |d, _, b, _| d.file_named(b),
+    },
+    Event {
+        kind: ev_kind::EV_FORK,
+        min: size_of::<ev_fork>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.fork(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_EXEC,
+        min: offset_of!(ev_exec, data),
+        commands_io: false,
+        decode: |d, h, b, e| d.exec(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_EXIT,
+        min: size_of::<ev_exit>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.exit(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_COMM,
+        min: size_of::<ev_comm>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.comm(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_SPAN,
+        min: size_of::<ev_span>(),
+        commands_io: false,
+        decode: |_, _, b, e| e.push(&span_record(&read::<ev_span>(b))),
+    },
+    Event {
+        kind: ev_kind::EV_SCHED,
+        min: size_of::<ev_sched>(),
+        commands_io: false,
+        decode: |d, _, b, e| d.sched(b, e),
+    },
+    Event {
+        kind: ev_kind::EV_BLOCK,
+        min: size_of::<ev_block>(),
+        commands_io: false,
+        decode: |d, _, b, e| d.block(b, e),
+    },
+];
+
+/// [`EVENTS`]' index + 1 by event kind (0: none): the decoder looks a
+/// record's kind up once.
+const EVENT_OF: [u8; 64] = {
+    let mut t = [0u8; 64];
+    let mut i = 0;
+    while i < EVENTS.len() {
+        let k = EVENTS[i].kind.0 as usize;
+        assert!(k < t.len() && t[k] == 0, "an event kind below 64, listed once");
+        t[k] = i as u8 + 1;
+        i += 1;
+    }
+    t
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::files::join_normalize;
+
+    /// Every kind events.h declares is read: a new kind the decoder does
+    /// not list would be counted as malformed.
+    #[test]
+    fn each_event_kind_of_events_h_is_decoded() {
+        let h = include_str!("../../../bpf/events.h");
+        let body = h.split("enum ev_kind {").nth(1).unwrap().split("};").next().unwrap();
+        let kinds: Vec<(&str, usize)> = body
+            .lines()
+            .filter_map(|l| l.trim().trim_end_matches(',').split_once(" = "))
+            .map(|(name, v)| (name, v.parse().unwrap()))
+            .collect();
+        assert!(kinds.len() >= 23, "{kinds:?}");
+        for (name, v) in kinds {
+            let i = EVENT_OF[v];
+            assert!(i > 0, "{name} ({v}) has no row in EVENTS");
+            assert_eq!(EVENTS[usize::from(i) - 1].kind.0 as usize, v, "{name}");
+        }
+    }
 
     #[test]
     fn a_normal_path_is_what_normalising_it_gives() {
