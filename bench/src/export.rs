@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use super::{cc, log_counts, median, rss_of, verdict};
 
 /// Section 4: export of a 10M-event log, each mode in turn.
-pub fn export_bench(dir: &Path, mltrace: &Path, reps: usize) -> Result<String> {
+pub fn export_bench(dir: &Path, mltrace: &Path, baseline: Option<&Path>, reps: usize) -> Result<String> {
     use std::fmt::Write as _;
     let mut table = String::new();
     let _ = writeln!(table, "\n== 4. Export of a 10M-event log (no phases: parts are time windows) ==");
@@ -74,6 +74,9 @@ pub fn export_bench(dir: &Path, mltrace: &Path, reps: usize) -> Result<String> {
     );
     let _ = writeln!(table, "  (median of {} runs each, in turn)", reps.max(1));
     table.push_str(&recorded_export(dir, mltrace, reps)?);
+    if let Some(b) = baseline {
+        table.push_str(&against_baseline(dir, mltrace, b, reps)?);
+    }
     Ok(table)
 }
 
@@ -134,6 +137,50 @@ fn recorded_export(dir: &Path, mltrace: &Path, reps: usize) -> Result<String> {
         t[1] / pass,
         verdict(t[1] <= pass)
     ))
+}
+
+/// Section 4 with BENCH_BASELINE: each reader of the recorded log (and
+/// the 10M-event one's overview + parts) by this build and by the
+/// baseline build, in turn, `reps` rounds: whether a change made reading
+/// slower. (A baseline older than the log skips record kinds it does not
+/// know, so it reads a little less.)
+fn against_baseline(dir: &Path, mltrace: &Path, baseline: &Path, reps: usize) -> Result<String> {
+    let (rec, big) = (dir.join("export-rec.bin"), dir.join("export-10m.bin"));
+    let (trace, parquet) = (dir.join("export-cmp.perfetto-trace"), dir.join("export-cmp.parquet"));
+    let runs: [(&str, &Path, Vec<&std::ffi::OsStr>); 5] = [
+        ("stats", &rec, vec!["stats".as_ref()]),
+        ("overview", &rec, vec!["export".as_ref(), "--overview".as_ref(), "-o".as_ref(), trace.as_os_str()]),
+        // The budget that makes parts of a log this size (as above).
+        (
+            "overview + parts",
+            &rec,
+            vec!["export".as_ref(), "--budget".as_ref(), "1000000".as_ref(), "-o".as_ref(), trace.as_os_str()],
+        ),
+        ("parquet", &rec, vec!["export".as_ref(), "--parquet".as_ref(), "-o".as_ref(), parquet.as_os_str()]),
+        ("10M overview + parts", &big, vec!["export".as_ref(), "-o".as_ref(), trace.as_os_str()]),
+    ];
+    // [run][build]: this build's times, the baseline's.
+    let mut times = vec![[Vec::new(), Vec::new()]; runs.len()];
+    for _ in 0..reps.max(1) {
+        for (i, (what, log, args)) in runs.iter().enumerate() {
+            for (b, bin) in [mltrace, baseline].into_iter().enumerate() {
+                let t0 = Instant::now();
+                let st = Command::new(bin).args(args).arg(log).stdout(Stdio::null()).stderr(Stdio::null()).status()?;
+                if !st.success() {
+                    bail!("{} {what} on {}", bin.display(), log.display());
+                }
+                times[i][b].push(t0.elapsed().as_nanos() as u64);
+            }
+        }
+    }
+    let mut out = String::from("  this build against the baseline (BENCH_BASELINE), medians, in turn:");
+    for ((what, _, _), [this, base]) in runs.iter().zip(&mut times) {
+        let (t, b) = (median(this) as f64 / 1e9, median(base) as f64 / 1e9);
+        out.push_str(&format!(" {what} {t:.2} s vs {b:.2} s ({:+.1}%);", 100.0 * (t / b - 1.0)));
+    }
+    out.pop();
+    out.push('\n');
+    Ok(out)
 }
 
 /// The export benchmark's input (`mltrace_testlog::synthetic::flat`).

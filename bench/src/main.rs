@@ -563,7 +563,7 @@ fn main() -> Result<()> {
             table.clear();
         }
         if run_w("export") {
-            table.push_str(&export::export_bench(&dir, &mltrace, reps)?);
+            table.push_str(&export::export_bench(&dir, &mltrace, bench.baseline.as_deref(), reps)?);
         }
         if run_w("files") {
             table.push_str(&many_files::many_files_bench(&dir, &mltrace)?);
@@ -593,7 +593,7 @@ fn main() -> Result<()> {
     table.push_str(&rate::sustained_rate(&bench, &dir, &cached));
 
     // 4. Export of a 10M-event log.
-    table.push_str(&export::export_bench(&dir, &mltrace, reps)?);
+    table.push_str(&export::export_bench(&dir, &mltrace, bench.baseline.as_deref(), reps)?);
     table.push_str(&many_files::many_files_bench(&dir, &mltrace)?);
 
     // 5. Start-up: from launching mltrace until the command execs.

@@ -124,6 +124,7 @@ pub fn is_call(r: &Record) -> bool {
 /// it answers each, and no view keeps its own list of kinds).
 impl Call<'_> {
     /// Its thread, start, duration and result (bytes, a count, -errno).
+    #[inline]
     pub fn timing(&self) -> (u32, u64, u64, i64) {
         match *self {
             Call::Io(r) => (r.tid, r.ts, r.dur, r.ret),
@@ -141,6 +142,7 @@ impl Call<'_> {
 
     /// Block requests it started (their flows begin at its slice); `None`
     /// for a kind that starts none of its own.
+    #[inline]
     pub fn block_reqs(&self) -> Option<u32> {
         match *self {
             Call::Io(r) => Some(r.block_reqs),
@@ -737,6 +739,7 @@ impl<'a> Call<'a> {
     /// Its args, with its strings read out of `f`; `totals` gives the
     /// run's reads of a file where the caller knows them (an open shows
     /// them).
+    #[inline]
     pub fn shown(self, f: &'a Frame<'_>, totals: impl FnOnce(&[u8]) -> Option<FileTotals>) -> Shown<'a> {
         match self {
             Call::Io(r) => Shown::Io(IoArgs { r, path: f.str(r.path) }),
@@ -764,6 +767,7 @@ impl<'a> Call<'a> {
     /// The file (or socket) it read from and the bytes it brought into
     /// its process: the process's read rate, a file's reads; `None` for a
     /// call that read nothing (or whose bytes its summary counts).
+    #[inline]
     pub fn data_read(&self) -> Option<(StrId, u64)> {
         let (path, ret, reads) = match *self {
             Call::Io(r) => (r.path, r.ret, !r.op.is_write() && !r.summed),
@@ -806,6 +810,7 @@ impl<'a> Call<'a> {
 impl Shown<'_> {
     /// Its name key: calls with one key have one name (an encoder names
     /// each key once).
+    #[inline]
     pub fn key(&self) -> u64 {
         match self {
             Shown::Io(a) => io_key(a.r.op, a.r.ret),
@@ -822,6 +827,7 @@ impl Shown<'_> {
     }
 
     /// What its slice is called.
+    #[inline]
     pub fn name(&self) -> String {
         match self {
             Shown::Io(a) => labels::syscall(a.r.op.name(), a.r.ret),
