@@ -33,85 +33,89 @@ pub fn flow_to_disk(b: &Block) -> u64 {
     flow_id([2, u64::from(b.dev) << 32 | u64::from(b.tid), b.sector, b.end_ts()])
 }
 
-/// A record that is a call drawn as one slice on its thread: the
-/// syscalls, io_uring requests (submission to completion), CUDA and NCCL
-/// calls. [`split`] is the one list of them: it names every kind, so a
-/// new kind does not compile until it says whether it is a call, and a
-/// match on [`Call`] or [`NotCall`] (the scene's) does not compile until
-/// it handles the new kind.
-#[derive(Clone, Copy, Debug)]
-pub enum Call<'a> {
-    Io(&'a Io),
-    Open(&'a Open),
-    Close(&'a Close),
-    Transfer(&'a Transfer),
-    IoUring(&'a IoUring),
-    Aio(&'a Aio),
-    NetCall(&'a NetCall),
-    MetaCall(&'a MetaCall),
-    GpuCall(&'a GpuCall),
-    Collective(&'a Collective),
+/// Which kinds are calls, each kind named once: makes [`Call`] (and each
+/// call kind's [`Shown`], its args), [`NotCall`] and [`split`].
+macro_rules! kinds {
+    (calls { $($c:ident => $args:ident),+ $(,)? } others { $($o:ident),+ $(,)? }) => {
+        /// A record that is a call drawn as one slice on its thread: the
+        /// syscalls, io_uring requests (submission to completion), CUDA
+        /// and NCCL calls. [`split`] names every kind, so a new kind does
+        /// not compile until it says whether it is a call, and a match on
+        /// [`Call`] or [`NotCall`] (the scene's) does not compile until it
+        /// handles the new kind.
+        #[derive(Clone, Copy, Debug)]
+        pub enum Call<'a> {
+            $($c(&'a $c),)+
+        }
+
+        /// Every other record (see [`Call`]).
+        #[derive(Clone, Copy, Debug)]
+        pub enum NotCall<'a> {
+            $($o(&'a $o),)+
+        }
+
+        /// A record as a call, or as one of the others.
+        pub fn split(r: &Record) -> Result<Call<'_>, NotCall<'_>> {
+            Ok(match r {
+                $(Record::$c(x) => Call::$c(x),)+
+                $(Record::$o(x) => return Err(NotCall::$o(x)),)+
+            })
+        }
+
+        /// A call as its slice shows it: its args, which hold what its
+        /// name is made of. [`Call::shown`] is the one place a call kind
+        /// says what its slice is called and what its args are; the detail
+        /// scene and the overview's slowest calls both take them from here.
+        pub enum Shown<'a> {
+            $($c($args<'a>),)+
+        }
+
+        impl Args for Shown<'_> {
+            #[inline]
+            fn write<S: ArgSink>(&self, s: &mut S) {
+                match self {
+                    $(Shown::$c(a) => a.write(s),)+
+                }
+            }
+        }
+    };
 }
 
-/// Every other record (see [`Call`]).
-#[derive(Clone, Copy, Debug)]
-pub enum NotCall<'a> {
-    Fork(&'a Fork),
-    Exec(&'a Exec),
-    Comm(&'a Comm),
-    Exit(&'a Exit),
-    Lost(&'a Lost),
-    Block(&'a Block),
-    Counter(&'a Counter),
-    Phase(&'a Phase),
-    Mark(&'a Mark),
-    IoAccounting(&'a IoAccounting),
-    PageCache(&'a PageCache),
-    Mapping(&'a Mapping),
-    MajorFault(&'a MajorFault),
-    SchedSwitch(&'a SchedSwitch),
-    SchedWake(&'a SchedWake),
-    SchedSpan(&'a SchedSpan),
-    GpuCount(&'a GpuCount),
-    Env(&'a Env),
-    IoSummary(&'a IoSummary),
-    GpuEvent(&'a GpuEvent),
-}
-
-/// A record as a call, or as one of the others.
-pub fn split(r: &Record) -> Result<Call<'_>, NotCall<'_>> {
-    Ok(match r {
-        Record::Io(x) => Call::Io(x),
-        Record::Open(x) => Call::Open(x),
-        Record::Close(x) => Call::Close(x),
-        Record::Transfer(x) => Call::Transfer(x),
-        Record::IoUring(x) => Call::IoUring(x),
-        Record::Aio(x) => Call::Aio(x),
-        Record::NetCall(x) => Call::NetCall(x),
-        Record::MetaCall(x) => Call::MetaCall(x),
-        Record::GpuCall(x) => Call::GpuCall(x),
-        Record::Collective(x) => Call::Collective(x),
-        Record::Fork(x) => return Err(NotCall::Fork(x)),
-        Record::Exec(x) => return Err(NotCall::Exec(x)),
-        Record::Comm(x) => return Err(NotCall::Comm(x)),
-        Record::Exit(x) => return Err(NotCall::Exit(x)),
-        Record::Lost(x) => return Err(NotCall::Lost(x)),
-        Record::Block(x) => return Err(NotCall::Block(x)),
-        Record::Counter(x) => return Err(NotCall::Counter(x)),
-        Record::Phase(x) => return Err(NotCall::Phase(x)),
-        Record::Mark(x) => return Err(NotCall::Mark(x)),
-        Record::IoAccounting(x) => return Err(NotCall::IoAccounting(x)),
-        Record::PageCache(x) => return Err(NotCall::PageCache(x)),
-        Record::Mapping(x) => return Err(NotCall::Mapping(x)),
-        Record::MajorFault(x) => return Err(NotCall::MajorFault(x)),
-        Record::SchedSwitch(x) => return Err(NotCall::SchedSwitch(x)),
-        Record::SchedWake(x) => return Err(NotCall::SchedWake(x)),
-        Record::SchedSpan(x) => return Err(NotCall::SchedSpan(x)),
-        Record::GpuCount(x) => return Err(NotCall::GpuCount(x)),
-        Record::Env(x) => return Err(NotCall::Env(x)),
-        Record::IoSummary(x) => return Err(NotCall::IoSummary(x)),
-        Record::GpuEvent(x) => return Err(NotCall::GpuEvent(x)),
-    })
+kinds! {
+    calls {
+        Io => IoArgs,
+        Open => OpenArgs,
+        Close => CloseArgs,
+        Transfer => TransferArgs,
+        IoUring => UringArgs,
+        Aio => AioArgs,
+        NetCall => NetArgs,
+        MetaCall => MetaArgs,
+        GpuCall => GpuArgs,
+        Collective => NcclArgs,
+    }
+    others {
+        Fork,
+        Exec,
+        Comm,
+        Exit,
+        Lost,
+        Block,
+        Counter,
+        Phase,
+        Mark,
+        IoAccounting,
+        PageCache,
+        Mapping,
+        MajorFault,
+        SchedSwitch,
+        SchedWake,
+        SchedSpan,
+        GpuCount,
+        Env,
+        IoSummary,
+        GpuEvent,
+    }
 }
 
 /// Whether a record is a call (see [`Call`]).
@@ -718,23 +722,6 @@ pub fn own_call(f: &Frame<'_>, rec: &Record, args: &mut OwnedArgs) -> Option<Str
     Some(shown.name())
 }
 
-/// A call as its slice shows it: its args, which hold what its name is
-/// made of. [`Call::shown`] is the one place a call kind says what its
-/// slice is called and what its args are; the detail scene and the
-/// overview's slowest calls both take them from here.
-pub enum Shown<'a> {
-    Io(IoArgs<'a>),
-    Open(OpenArgs<'a>),
-    Close(CloseArgs<'a>),
-    Transfer(TransferArgs<'a>),
-    IoUring(UringArgs<'a>),
-    Aio(AioArgs<'a>),
-    NetCall(NetArgs<'a>),
-    MetaCall(MetaArgs<'a>),
-    GpuCall(GpuArgs<'a>),
-    Collective(NcclArgs<'a>),
-}
-
 impl<'a> Call<'a> {
     /// Its args, with its strings read out of `f`; `totals` gives the
     /// run's reads of a file where the caller knows them (an open shows
@@ -840,24 +827,6 @@ impl Shown<'_> {
             Shown::MetaCall(a) => meta_name(a.r, a.abs),
             Shown::GpuCall(a) => gpu_name(a.r),
             Shown::Collective(a) => nccl_name(a.r),
-        }
-    }
-}
-
-impl Args for Shown<'_> {
-    #[inline]
-    fn write<S: ArgSink>(&self, s: &mut S) {
-        match self {
-            Shown::Io(a) => a.write(s),
-            Shown::Open(a) => a.write(s),
-            Shown::Close(a) => a.write(s),
-            Shown::Transfer(a) => a.write(s),
-            Shown::IoUring(a) => a.write(s),
-            Shown::Aio(a) => a.write(s),
-            Shown::NetCall(a) => a.write(s),
-            Shown::MetaCall(a) => a.write(s),
-            Shown::GpuCall(a) => a.write(s),
-            Shown::Collective(a) => a.write(s),
         }
     }
 }

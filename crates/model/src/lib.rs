@@ -6,7 +6,7 @@
 //! tracks, lanes, slices, counters and flows. Writers (Perfetto protobuf,
 //! Chrome JSON) implement [`Encoder`] and only encode. [`plan`] decides
 //! whether a log fits one file or becomes an overview plus parts, and
-//! [`export`] runs it all.
+//! [`write_plan`] runs it all.
 
 pub mod annotate;
 pub mod args;
