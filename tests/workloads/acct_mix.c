@@ -53,12 +53,36 @@ static void *worker(void *arg) {
 	return NULL;
 }
 
+static volatile pid_t stuck_tid[2];
+
 /* Blocks in read() until the process exits around it. */
 static void *stuck(void *arg) {
 	char c;
-	(void)arg;
+	stuck_tid[(long)arg] = (pid_t)syscall(SYS_gettid);
 	syscall(SYS_read, blocker[0], &c, 1);
 	return NULL;
+}
+
+/*
+ * Waits (up to 10 s) until thread `i` of `stuck` sleeps inside read(): on
+ * a busy machine it may not have got there by the time the process exits.
+ * Its /proc syscall file starts with read's number once it blocks.
+ */
+static void wait_in_read(int i) {
+	char p[64], b[64], want[16];
+	int w = snprintf(want, sizeof want, "%d ", SYS_read);
+	for (int tries = 0; tries < 10000; tries++) {
+		if (stuck_tid[i] != 0) {
+			snprintf(p, sizeof p, "/proc/self/task/%d/syscall", (int)stuck_tid[i]);
+			int fd = open(p, O_RDONLY);
+			ssize_t n = fd < 0 ? -1 : read(fd, b, sizeof b - 1);
+			if (fd >= 0)
+				close(fd);
+			if (n >= w && memcmp(b, want, (size_t)w) == 0)
+				return;
+		}
+		usleep(1000);
+	}
 }
 
 static void failures(void) {
@@ -123,7 +147,7 @@ int main(int argc, char **argv) {
 	for (long i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, worker, (void *)i);
 	for (int i = 0; i < 2; i++)
-		pthread_create(&s[i], NULL, stuck, NULL);
+		pthread_create(&s[i], NULL, stuck, (void *)(long)i);
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	failures();
@@ -161,5 +185,7 @@ int main(int argc, char **argv) {
 	printf("pid %d\nchild_pid %d\nchild_status %d\n", getpid(), child, st);
 	fflush(stdout);
 	/* exit_group with the two `stuck` threads inside read(). */
+	wait_in_read(0);
+	wait_in_read(1);
 	return 0;
 }
