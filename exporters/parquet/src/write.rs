@@ -72,6 +72,16 @@ fn declared() -> impl Iterator<Item = (u8, &'static str)> {
     Record::TABLES.iter().copied().filter(|&(_, t)| !hand_written(t))
 }
 
+/// Each kind's place among [`declared`]'s tables + 1 (0: none), by code,
+/// so a row finds its table without a search.
+static DECLARED_AT: std::sync::LazyLock<[u8; 256]> = std::sync::LazyLock::new(|| {
+    let mut at = [0u8; 256];
+    for (k, (code, _)) in declared().enumerate() {
+        at[usize::from(code)] = k as u8 + 1;
+    }
+    at
+});
+
 fn role_name(r: Role) -> &'static str {
     match r {
         Role::Main => "main",
@@ -574,7 +584,9 @@ fn kind_row(
     rec: &Record,
     idx: Option<ProcIdx>,
 ) -> Result<(), Error> {
-    let Some(k) = declared().position(|(code, _)| code == rec.code()) else { return Ok(()) };
+    let Some(k) = DECLARED_AT.get(usize::from(rec.code())).and_then(|&k| usize::from(k).checked_sub(1)) else {
+        return Ok(());
+    };
     let t = &mut tables[k];
     let (mut dur, mut pid, mut tid) = (None, None, None);
     rec.visit(&mut |name, v| match (name, v) {
