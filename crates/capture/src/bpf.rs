@@ -143,14 +143,7 @@ pub fn calls_possible(kernel: &KernelBtf, calls: &[&str], tracefs_ok: bool) -> R
 /// The names of the recorded calls, as their tracepoints name them (the
 /// kernel's definitions: 64-bit `sendfile` is defined as `sendfile64`).
 pub fn call_names(mappings: bool, setid: bool) -> Vec<&'static str> {
-    syscalls::traced(mappings, setid)
-        .iter()
-        .map(|&(nr, o)| match o {
-            crate::skel::types::op::OP_SETID => syscalls::setid_name(nr as u32),
-            crate::skel::types::op::OP_SENDFILE => "sendfile64",
-            o => syscalls::META.iter().find(|m| m.1 == o).and_then(|m| m.3).unwrap_or_else(|| op_name(o.0)),
-        })
-        .collect()
+    syscalls::traced(mappings, setid).iter().map(|&(nr, o)| syscalls::tracepoint_name(nr, o)).collect()
 }
 
 /// Whether this kernel can have the fast route: task storage for tracing
@@ -805,7 +798,7 @@ pub fn read_uring_ops(skel: &MltraceSkel<'_>) -> Vec<mltrace_log::UringOpCount> 
 
 /// What is attached, for the log header and `mltrace doctor`.
 pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
-    let names: Vec<&str> = syscalls::traced(plan.mappings, false).iter().map(|(_, o)| op_name(o.0)).collect();
+    let names: Vec<&str> = syscalls::traced(plan.mappings, false).iter().map(|(_, o)| syscalls::op_name(o.0)).collect();
     let mut v = vec![
         mltrace_log::Probe {
             subsystem: "syscalls".into(),
@@ -881,45 +874,6 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
         });
     }
     v
-}
-
-fn op_name(o: u32) -> &'static str {
-    use crate::skel::types::op;
-    match op(o) {
-        op::OP_READ => "read",
-        op::OP_PREAD64 => "pread64",
-        op::OP_READV => "readv",
-        op::OP_PREADV => "preadv",
-        op::OP_PREADV2 => "preadv2",
-        op::OP_WRITE => "write",
-        op::OP_PWRITE64 => "pwrite64",
-        op::OP_WRITEV => "writev",
-        op::OP_PWRITEV => "pwritev",
-        op::OP_PWRITEV2 => "pwritev2",
-        op::OP_OPEN => "open",
-        op::OP_OPENAT => "openat",
-        op::OP_OPENAT2 => "openat2",
-        op::OP_CREAT => "creat",
-        op::OP_CLOSE => "close",
-        op::OP_SENDFILE => "sendfile",
-        op::OP_COPY_FILE_RANGE => "copy_file_range",
-        op::OP_FSYNC => "fsync",
-        op::OP_FDATASYNC => "fdatasync",
-        op::OP_SYNC_FILE_RANGE => "sync_file_range",
-        op::OP_IO_SUBMIT => "io_submit",
-        op::OP_IO_GETEVENTS => "io_getevents",
-        op::OP_IO_PGETEVENTS => "io_pgetevents",
-        op::OP_MMAP => "mmap",
-        op::OP_MUNMAP => "munmap",
-        op::OP_MREMAP => "mremap",
-        op::OP_SENDTO => "sendto",
-        op::OP_RECVFROM => "recvfrom",
-        op::OP_SENDMSG => "sendmsg",
-        op::OP_RECVMSG => "recvmsg",
-        op::OP_SENDMMSG => "sendmmsg",
-        op::OP_RECVMMSG => "recvmmsg",
-        o => syscalls::meta_op(o.0).map_or("?", mltrace_log::MetaOp::name),
-    }
 }
 
 /// With `MLTRACE_BPF_STATS=FILE`: each of this recorder's programs that

@@ -66,53 +66,86 @@ pub fn meta_op(o: u32) -> Option<MetaOp> {
     META.iter().find(|m| m.1 .0 == o).map(|m| m.2)
 }
 
+/// A recorded call: (number, operation, its name, its tracepoint's name
+/// where that differs).
+type Call = (i64, op, &'static str, Option<&'static str>);
+
+/// The I/O, sync, libaio and socket calls recorded on this arch.
+#[rustfmt::skip]
+const CALLS: &[Call] = &[
+    (libc::SYS_read, op::OP_READ, "read", None),
+    (libc::SYS_pread64, op::OP_PREAD64, "pread64", None),
+    (libc::SYS_readv, op::OP_READV, "readv", None),
+    (libc::SYS_preadv, op::OP_PREADV, "preadv", None),
+    (libc::SYS_preadv2, op::OP_PREADV2, "preadv2", None),
+    (libc::SYS_write, op::OP_WRITE, "write", None),
+    (libc::SYS_pwrite64, op::OP_PWRITE64, "pwrite64", None),
+    (libc::SYS_writev, op::OP_WRITEV, "writev", None),
+    (libc::SYS_pwritev, op::OP_PWRITEV, "pwritev", None),
+    (libc::SYS_pwritev2, op::OP_PWRITEV2, "pwritev2", None),
+    (libc::SYS_openat, op::OP_OPENAT, "openat", None),
+    (libc::SYS_openat2, op::OP_OPENAT2, "openat2", None),
+    (libc::SYS_close, op::OP_CLOSE, "close", None),
+    // 64-bit sendfile's tracepoint is defined as sendfile64.
+    (libc::SYS_sendfile, op::OP_SENDFILE, "sendfile", Some("sendfile64")),
+    (libc::SYS_copy_file_range, op::OP_COPY_FILE_RANGE, "copy_file_range", None),
+    (libc::SYS_fsync, op::OP_FSYNC, "fsync", None),
+    (libc::SYS_fdatasync, op::OP_FDATASYNC, "fdatasync", None),
+    (libc::SYS_sync_file_range, op::OP_SYNC_FILE_RANGE, "sync_file_range", None),
+    (libc::SYS_io_submit, op::OP_IO_SUBMIT, "io_submit", None),
+    (libc::SYS_io_getevents, op::OP_IO_GETEVENTS, "io_getevents", None),
+    (libc::SYS_sendto, op::OP_SENDTO, "sendto", None),
+    (libc::SYS_recvfrom, op::OP_RECVFROM, "recvfrom", None),
+    (libc::SYS_sendmsg, op::OP_SENDMSG, "sendmsg", None),
+    (libc::SYS_recvmsg, op::OP_RECVMSG, "recvmsg", None),
+    (libc::SYS_sendmmsg, op::OP_SENDMMSG, "sendmmsg", None),
+    (libc::SYS_recvmmsg, op::OP_RECVMMSG, "recvmmsg", None),
+    // Newer architectures (aarch64, riscv) only have openat.
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_open, op::OP_OPEN, "open", None),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_creat, op::OP_CREAT, "creat", None),
+    // Not in the libc crate for x86_64 (asm/unistd_64.h: 333).
+    #[cfg(target_arch = "x86_64")]
+    (333, op::OP_IO_PGETEVENTS, "io_pgetevents", None),
+];
+
+/// The mapping calls, recorded when mappings are.
+const MAPPINGS: &[Call] = &[
+    (libc::SYS_mmap, op::OP_MMAP, "mmap", None),
+    (libc::SYS_munmap, op::OP_MUNMAP, "munmap", None),
+    (libc::SYS_mremap, op::OP_MREMAP, "mremap", None),
+];
+
+/// The name of recorded operation `o` (BPF's op code); `?` for one this
+/// build does not record.
+pub fn op_name(o: u32) -> &'static str {
+    match CALLS.iter().chain(MAPPINGS).find(|c| c.1 .0 == o) {
+        Some(c) => c.2,
+        None => meta_op(o).map_or("?", MetaOp::name),
+    }
+}
+
+/// The name of recorded call `nr` with operation `o` as its tracepoints
+/// name it (`syscalls:sys_enter_NAME`).
+pub fn tracepoint_name(nr: i64, o: op) -> &'static str {
+    if o == op::OP_SETID {
+        return setid_name(nr as u32);
+    }
+    let tp = CALLS.iter().chain(MAPPINGS).find(|c| c.1 == o).and_then(|c| c.3);
+    tp.or_else(|| META.iter().find(|m| m.1 == o).and_then(|m| m.3)).unwrap_or_else(|| op_name(o.0))
+}
+
 /// (syscall number, operation) for every recorded syscall on this arch;
 /// `mappings`: with mmap, munmap and mremap; `setid`: with [`SETID`].
 pub fn traced(mappings: bool, setid: bool) -> Vec<(i64, op)> {
-    let mut v: Vec<(i64, op)> = vec![
-        (libc::SYS_read, op::OP_READ),
-        (libc::SYS_pread64, op::OP_PREAD64),
-        (libc::SYS_readv, op::OP_READV),
-        (libc::SYS_preadv, op::OP_PREADV),
-        (libc::SYS_preadv2, op::OP_PREADV2),
-        (libc::SYS_write, op::OP_WRITE),
-        (libc::SYS_pwrite64, op::OP_PWRITE64),
-        (libc::SYS_writev, op::OP_WRITEV),
-        (libc::SYS_pwritev, op::OP_PWRITEV),
-        (libc::SYS_pwritev2, op::OP_PWRITEV2),
-        (libc::SYS_openat, op::OP_OPENAT),
-        (libc::SYS_openat2, op::OP_OPENAT2),
-        (libc::SYS_close, op::OP_CLOSE),
-        (libc::SYS_sendfile, op::OP_SENDFILE),
-        (libc::SYS_copy_file_range, op::OP_COPY_FILE_RANGE),
-        (libc::SYS_fsync, op::OP_FSYNC),
-        (libc::SYS_fdatasync, op::OP_FDATASYNC),
-        (libc::SYS_sync_file_range, op::OP_SYNC_FILE_RANGE),
-        (libc::SYS_io_submit, op::OP_IO_SUBMIT),
-        (libc::SYS_io_getevents, op::OP_IO_GETEVENTS),
-        (libc::SYS_sendto, op::OP_SENDTO),
-        (libc::SYS_recvfrom, op::OP_RECVFROM),
-        (libc::SYS_sendmsg, op::OP_SENDMSG),
-        (libc::SYS_recvmsg, op::OP_RECVMSG),
-        (libc::SYS_sendmmsg, op::OP_SENDMMSG),
-        (libc::SYS_recvmmsg, op::OP_RECVMMSG),
-    ];
+    let mut v: Vec<(i64, op)> = CALLS.iter().map(|c| (c.0, c.1)).collect();
     v.extend(META.iter().map(|m| (m.0, m.1)));
     if setid {
         v.extend(SETID.iter().map(|&nr| (nr, op::OP_SETID)));
     }
     if mappings {
-        v.push((libc::SYS_mmap, op::OP_MMAP));
-        v.push((libc::SYS_munmap, op::OP_MUNMAP));
-        v.push((libc::SYS_mremap, op::OP_MREMAP));
-    }
-    // Newer architectures (aarch64, riscv) only have openat.
-    #[cfg(target_arch = "x86_64")]
-    {
-        v.push((libc::SYS_open, op::OP_OPEN));
-        v.push((libc::SYS_creat, op::OP_CREAT));
-        // Not in the libc crate for x86_64 (asm/unistd_64.h: 333).
-        v.push((333, op::OP_IO_PGETEVENTS));
+        v.extend(MAPPINGS.iter().map(|c| (c.0, c.1)));
     }
     v
 }
@@ -182,6 +215,20 @@ mod tests {
         let setid = t.iter().filter(|&&o| o == crate::skel::types::op::OP_SETID.0 as u8).count();
         assert_eq!(setid, super::SETID.len());
         assert_eq!(super::setid_name(libc::SYS_setresgid as u32), "setresgid");
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")] // elsewhere the old calls have no number
+    fn each_op_of_events_h_is_named_once() {
+        use crate::skel::types::op;
+        let mut names: Vec<&str> = (1..op::OP__COUNT.0).filter(|&o| o != op::OP_SETID.0).map(super::op_name).collect();
+        assert!(!names.contains(&"?"), "an op with no row: {names:?}");
+        names.sort();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "an op named twice");
+        assert_eq!(super::tracepoint_name(libc::SYS_sendfile, op::OP_SENDFILE), "sendfile64");
+        assert_eq!(super::tracepoint_name(libc::SYS_setgid, op::OP_SETID), "setgid");
     }
 
     #[test]
