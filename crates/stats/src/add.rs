@@ -379,7 +379,7 @@ impl Stats {
             Record::NetCall(r) => {
                 self.calls.add("", r.op.name(), Some(r.requested), r.dur);
                 self.proc(r.pid).sockets.net(&r);
-                self.peers.add(&f.str_lossy(r.peer), &r);
+                self.tables.peers.add(&f.str_lossy(r.peer), &r);
             }
             Record::MetaCall(r) => {
                 // A lookup is the thread's own file I/O, as an open is; a
@@ -387,7 +387,7 @@ impl Stats {
                 self.own_io(r.pid, r.tid, r.ts, r.dur, FileKind::Regular);
                 self.calls.add("", r.op.name(), None, r.dur);
                 let abs = f.str(r.abs_path);
-                self.metadata.add(&r, abs);
+                self.tables.metadata.add(&r, abs);
                 if is_data_path(abs) {
                     self.meta(r.pid, r.tid, r.dur, 0);
                 }

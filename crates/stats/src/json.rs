@@ -351,7 +351,7 @@ impl Stats {
         warnings.extend(self.kernel_warnings());
         warnings.extend(self.split_warnings());
         let ranks = self.ranks();
-        let rest = json!({
+        let mut rest = json!({
             "command": self.header.command,
             "attach": self.header.attach.as_ref().map(|a| json!({
                 "pids": a.pids,
@@ -379,8 +379,6 @@ impl Stats {
                 v["host"] = self.header.hosts.get(n.host).map_or(Value::Null, |h| h.name.clone().into());
                 v
             }).collect::<Vec<_>>(),
-            "peers": self.peers.to_json(),
-            "metadata": self.metadata.to_json(),
             "ranks": ranks.iter().map(|r| self.rank_json(r)).collect::<Vec<_>>(),
             "clock_check": self.clock_check_json(&ranks),
             "gpu_calls": self.gpu_calls.to_json(),
@@ -411,6 +409,9 @@ impl Stats {
             }),
             "verdict": self.verdict_with(&ranks).to_json(),
         });
+        if let Value::Object(m) = &mut rest {
+            self.tables.json(m);
+        }
         Whole { rest, files: self.files() }
     }
 }

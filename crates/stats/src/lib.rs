@@ -13,6 +13,7 @@ mod hist;
 pub mod hosts;
 mod json;
 pub mod kernel;
+pub mod kind_tables;
 pub mod mapped;
 pub mod metadata;
 pub mod network;
@@ -33,6 +34,13 @@ mod verdict;
 pub use render::{bytes, duration};
 pub(crate) use render::{q, shorten, table};
 pub use verdict::{epoch_reads_line, Verdict};
+
+kind_tables::kind_tables! {
+    /// Traffic per peer, from the send/recv calls.
+    peers: peers::Peers,
+    /// Metadata calls (stat, getdents64, rename...) per process and directory.
+    metadata: metadata::Metadata,
+}
 
 // Fx, not SipHash: the tables are keyed by pids and paths, looked up
 // several times a record (SipHash took a third of `stats` on 42M records).
@@ -380,10 +388,8 @@ pub struct Stats {
     pub utilisation: Vec<(CounterKey, Summary)>,
     /// Each network interface's and RDMA port's traffic, from its counters.
     pub network: Vec<network::NetStats>,
-    /// Traffic per peer, from the send/recv calls.
-    pub peers: peers::Peers,
-    /// Metadata calls (stat, getdents64, rename...) per process and directory.
-    pub metadata: metadata::Metadata,
+    /// The kinds' own tables.
+    pub tables: Tables,
     /// GPU events (throttling, XID, ECC) by GPU and kind: how many.
     pub gpu_events: Vec<(String, GpuEventKind, u64)>,
     /// Block requests started outside traced processes, by task name.

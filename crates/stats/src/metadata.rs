@@ -85,8 +85,12 @@ impl Metadata {
         v.sort_by(|a, b| b.2.ns.cmp(&a.2.ns).then(b.2.calls.cmp(&a.2.calls)).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
         v
     }
+}
 
-    pub fn to_json(&self) -> Value {
+impl crate::kind_tables::KindTable for Metadata {
+    const KEY: &'static str = "metadata";
+
+    fn to_json(&self) -> Value {
         self.sorted()
             .into_iter()
             .map(|(pid, dir, m)| {
@@ -109,8 +113,8 @@ impl Metadata {
             .collect()
     }
 
-    /// The table of `stats`: the `top` directories by time; `who` names a pid.
-    pub fn render(&self, o: &mut String, top: usize, who: impl Fn(u32) -> String) {
+    /// The `top` directories by time.
+    fn render(&self, o: &mut String, top: usize, who: &dyn Fn(u32) -> String) {
         if self.is_empty() {
             return;
         }
@@ -139,6 +143,7 @@ impl Metadata {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind_tables::KindTable;
     use mltrace_log::MetaOp;
 
     fn call(pid: u32, op: MetaOp, dur: u64, ret: i64) -> MetaCall {
@@ -166,7 +171,7 @@ mod tests {
         assert_eq!(j[0]["ops"]["newfstatat"], 2);
         assert_eq!(j[0]["slowest_path"], "/data/a/y.jpg");
         let mut o = String::new();
-        m.render(&mut o, 2, |p| format!("p{p}"));
+        m.render(&mut o, 2, &|p| format!("p{p}"));
         assert!(o.contains("/data/a") && o.contains("(1 more)"), "{o}");
     }
 

@@ -6,6 +6,9 @@ use std::collections::HashMap;
 use mltrace_log::{FileKind, Io, NetCall};
 use serde_json::{json, Value};
 
+use crate::{bytes, table};
+use std::fmt::Write as _;
+
 /// One process's bytes on sockets: through the send/recv calls and plain
 /// read/write on a socket fd.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -90,12 +93,33 @@ impl Peers {
         v.sort_by(|a, b| (b.1.send_bytes + b.1.recv_bytes).cmp(&(a.1.send_bytes + a.1.recv_bytes)).then(a.0.cmp(b.0)));
         v
     }
+}
 
-    pub fn to_json(&self) -> Value {
+impl crate::kind_tables::KindTable for Peers {
+    const KEY: &'static str = "peers";
+
+    fn to_json(&self) -> Value {
         self.sorted()
             .into_iter()
             .map(|(a, p)| json!({"address": a, "send_bytes": p.send_bytes, "recv_bytes": p.recv_bytes, "calls": p.calls}))
             .collect::<Vec<_>>()
             .into()
+    }
+
+    /// The `top` peers by bytes moved.
+    fn render(&self, o: &mut String, top: usize, _who: &dyn Fn(u32) -> String) {
+        let peers = self.sorted();
+        if peers.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "\nsockets, the traced processes' peers (send and receive calls):");
+        let mut rows = vec![["peer", "received", "sent", "calls"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+        for (a, p) in peers.iter().take(top) {
+            rows.push(vec![a.to_string(), bytes(p.recv_bytes), bytes(p.send_bytes), p.calls.to_string()]);
+        }
+        o.push_str(&table(&rows));
+        if peers.len() > top {
+            let _ = writeln!(o, "  ({} more)", peers.len() - top);
+        }
     }
 }

@@ -56,23 +56,6 @@ impl Stats {
     }
 
     /// Traffic per interface and RDMA port (idle ones counted, not listed).
-    /// The traced processes' peers, from their send and receive calls.
-    fn render_peers(&self, o: &mut String, top: usize) {
-        let peers = self.peers.sorted();
-        if peers.is_empty() {
-            return;
-        }
-        let _ = writeln!(o, "\nsockets, the traced processes' peers (send and receive calls):");
-        let mut rows = vec![["peer", "received", "sent", "calls"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
-        for (a, p) in peers.iter().take(top) {
-            rows.push(vec![a.to_string(), bytes(p.recv_bytes), bytes(p.send_bytes), p.calls.to_string()]);
-        }
-        o.push_str(&table(&rows));
-        if peers.len() > top {
-            let _ = writeln!(o, "  ({} more)", peers.len() - top);
-        }
-    }
-
     fn render_network(&self, o: &mut String) {
         let busy: Vec<_> = self.network.iter().filter(|n| !n.idle()).collect();
         if self.network.is_empty() {
@@ -478,11 +461,11 @@ impl Stats {
         self.render_ranks(&ranks, &mut o);
         self.render_gpu_calls(&mut o);
         self.render_collectives(&mut o);
-        self.render_peers(&mut o, top);
-        self.metadata.render(&mut o, top, |pid| match self.processes.iter().rfind(|p| p.pid == pid) {
+        let who = |pid| match self.processes.iter().rfind(|p| p.pid == pid) {
             Some(p) => format!("{} [{pid}]", p.label()),
             None => format!("[{pid}]"),
-        });
+        };
+        self.tables.render(&mut o, top, &who);
         self.render_network(&mut o);
         self.render_hosts(&mut o);
         let files = self.top_files(top);
