@@ -189,7 +189,7 @@ impl Stats {
     /// stream sync: the context, an event, a blocking copy).
     fn gpu_call(&mut self, r: &GpuCall) {
         self.proc(r.pid).gpu_wait_ns += r.dur;
-        self.gpu_calls.call(r);
+        self.tables.gpu_calls.call(r);
         let mut kind = sched::CallKind::Gpu;
         if let Some(streams) = self.nccl_outstanding.get_mut(&r.pid) {
             let before = streams.len();
@@ -210,7 +210,7 @@ impl Stats {
 
     /// An NCCL call: a rank arriving at a collective.
     fn nccl_call(&mut self, r: &Collective) {
-        self.collectives.add(r);
+        self.tables.collectives.add(r);
         if r.op.is_group() {
             return;
         }
@@ -375,7 +375,7 @@ impl Stats {
             }
             Record::GpuCall(r) => self.gpu_call(&r),
             Record::Collective(r) => self.nccl_call(&r),
-            Record::GpuCount(r) => self.gpu_calls.count(&r),
+            Record::GpuCount(r) => self.tables.gpu_calls.count(&r),
             Record::NetCall(r) => {
                 self.calls.add("", r.op.name(), Some(r.requested), r.dur);
                 self.proc(r.pid).sockets.net(&r);

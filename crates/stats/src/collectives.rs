@@ -7,6 +7,10 @@ use std::collections::{BTreeMap, HashMap};
 use mltrace_log::Collective;
 use serde_json::{json, Value};
 
+use crate::kind_tables::KindTable;
+use crate::{bytes, duration, table};
+use std::fmt::Write as _;
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OpTotals {
     pub calls: u64,
@@ -34,8 +38,12 @@ impl Collectives {
             (t.rank, t.nranks) = (r.rank, r.nranks);
         }
     }
+}
 
-    pub fn to_json(&self) -> Value {
+impl KindTable for Collectives {
+    const KEY: &'static str = "collectives";
+
+    fn to_json(&self) -> Value {
         self.0
             .iter()
             .map(|(&(pid, op), t)| {
@@ -50,6 +58,20 @@ impl Collectives {
                 })
             })
             .collect()
+    }
+
+    /// Per rank and operation.
+    fn render(&self, o: &mut String, _top: usize, _who: &dyn Fn(u32) -> String) {
+        if self.0.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "\nNCCL calls (enqueued; their wait shows in the CUDA calls that synchronise):");
+        let mut rows = vec![["pid", "rank", "op", "calls", "bytes", "in calls"].map(String::from).to_vec()];
+        for (&(pid, op), t) in &self.0 {
+            let rank = if t.rank >= 0 { format!("{} of {}", t.rank, t.nranks) } else { "-".into() };
+            rows.push(vec![pid.to_string(), rank, op.to_string(), t.calls.to_string(), bytes(t.bytes), duration(t.ns)]);
+        }
+        o.push_str(&table(&rows));
     }
 }
 

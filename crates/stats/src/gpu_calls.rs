@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 use mltrace_log::{GpuCall, GpuCount};
 use serde_json::{json, Value};
 
+use crate::kind_tables::KindTable;
+use crate::{duration, table};
+use std::fmt::Write as _;
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallTotals {
     pub calls: u64,
@@ -30,11 +34,29 @@ impl GpuCalls {
             self.0.entry((r.pid, r.call.name())).or_default().calls += r.count;
         }
     }
+}
 
-    pub fn to_json(&self) -> Value {
+impl KindTable for GpuCalls {
+    const KEY: &'static str = "gpu_calls";
+
+    fn to_json(&self) -> Value {
         self.0
             .iter()
             .map(|(&(pid, call), t)| json!({ "pid": pid, "call": call, "calls": t.calls, "call_ns": t.ns }))
             .collect()
+    }
+
+    /// Per process and call.
+    fn render(&self, o: &mut String, _top: usize, _who: &dyn Fn(u32) -> String) {
+        if self.0.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "\nCUDA driver calls (queries and launches only counted):");
+        let mut rows = vec![["pid", "call", "calls", "in calls"].map(String::from).to_vec()];
+        for (&(pid, call), t) in &self.0 {
+            let ns = t.ns.map_or_else(|| "-".into(), duration);
+            rows.push(vec![pid.to_string(), call.to_string(), t.calls.to_string(), ns]);
+        }
+        o.push_str(&table(&rows));
     }
 }

@@ -381,8 +381,6 @@ impl Stats {
             }).collect::<Vec<_>>(),
             "ranks": ranks.iter().map(|r| self.rank_json(r)).collect::<Vec<_>>(),
             "clock_check": self.clock_check_json(&ranks),
-            "gpu_calls": self.gpu_calls.to_json(),
-            "collectives": self.collectives.to_json(),
             "checkpoints": self.checkpoints.iter().map(|c| {
                 let t0 = self.first_ts.unwrap_or(c.start);
                 json!({

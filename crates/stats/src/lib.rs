@@ -36,6 +36,10 @@ pub(crate) use render::{q, shorten, table};
 pub use verdict::{epoch_reads_line, Verdict};
 
 kind_tables::kind_tables! {
+    /// CUDA driver calls per process and call.
+    gpu_calls: gpu_calls::GpuCalls,
+    /// NCCL calls per process and operation.
+    collectives: collectives::Collectives,
     /// Traffic per peer, from the send/recv calls.
     peers: peers::Peers,
     /// Metadata calls (stat, getdents64, rename...) per process and directory.
@@ -346,8 +350,6 @@ pub struct Stats {
     checkpoint_detector: mltrace_model::checkpoints::Detector,
     /// By start, once the log is read.
     pub checkpoints: Vec<mltrace_model::checkpoints::Checkpoint>,
-    /// NCCL calls per process and operation.
-    pub collectives: collectives::Collectives,
     /// By pid: the streams its NCCL collectives were enqueued on since the
     /// last sync call that waited for them.
     nccl_outstanding: HashMap<u32, Vec<u64>>,
@@ -358,8 +360,6 @@ pub struct Stats {
     /// Processes the recorder let go as they became another user or group
     /// (not root): (pid, when, what it said).
     pub untraced: Vec<(u32, u64, String)>,
-    /// CUDA driver calls per process and call.
-    pub gpu_calls: gpu_calls::GpuCalls,
     pub trailer: Option<Trailer>,
     /// The log's format version (major, minor).
     pub format: (u16, u16),

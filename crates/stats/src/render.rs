@@ -3,34 +3,6 @@
 use super::*;
 
 impl Stats {
-    /// CUDA driver calls per process.
-    fn render_gpu_calls(&self, o: &mut String) {
-        if self.gpu_calls.0.is_empty() {
-            return;
-        }
-        let _ = writeln!(o, "\nCUDA driver calls (queries and launches only counted):");
-        let mut rows = vec![["pid", "call", "calls", "in calls"].map(String::from).to_vec()];
-        for (&(pid, call), t) in &self.gpu_calls.0 {
-            let ns = t.ns.map_or_else(|| "-".into(), duration);
-            rows.push(vec![pid.to_string(), call.to_string(), t.calls.to_string(), ns]);
-        }
-        o.push_str(&table(&rows));
-    }
-
-    /// NCCL calls per rank and operation.
-    fn render_collectives(&self, o: &mut String) {
-        if self.collectives.0.is_empty() {
-            return;
-        }
-        let _ = writeln!(o, "\nNCCL calls (enqueued; their wait shows in the CUDA calls that synchronise):");
-        let mut rows = vec![["pid", "rank", "op", "calls", "bytes", "in calls"].map(String::from).to_vec()];
-        for (&(pid, op), t) in &self.collectives.0 {
-            let rank = if t.rank >= 0 { format!("{} of {}", t.rank, t.nranks) } else { "-".into() };
-            rows.push(vec![pid.to_string(), rank, op.to_string(), t.calls.to_string(), bytes(t.bytes), duration(t.ns)]);
-        }
-        o.push_str(&table(&rows));
-    }
-
     /// Checkpoints: big files (or directories of shards) written in one burst.
     fn render_checkpoints(&self, o: &mut String, top: usize) {
         if self.checkpoints.is_empty() {
@@ -459,8 +431,6 @@ impl Stats {
         }
         self.render_checkpoints(&mut o, top);
         self.render_ranks(&ranks, &mut o);
-        self.render_gpu_calls(&mut o);
-        self.render_collectives(&mut o);
         let who = |pid| match self.processes.iter().rfind(|p| p.pid == pid) {
             Some(p) => format!("{} [{pid}]", p.label()),
             None => format!("[{pid}]"),
