@@ -419,8 +419,12 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
         waits
     };
     let (a, b) = (ranks("ranks-full.bin", &[]), ranks("ranks-sum.bin", &["--detail", "summary"]));
+    // Under full emulation (test-kernels' 6.1 and 6.12 guests) two ranks on
+    // the guest's CPUs read 0.03-0.07 below their own clocks in either
+    // detail, by as much again from run to run: 0.02 is the host's bound.
+    let tol = if emulated() { 0.05 } else { 0.02 };
     for (i, (x, y)) in a.into_iter().zip(b).enumerate() {
-        summary_agrees(&format!("rank {i} data wait"), x, y, 0.02);
+        summary_agrees(&format!("rank {i} data wait"), x, y, tol);
     }
 }
 
