@@ -175,7 +175,11 @@ fn a_summary_is_drawn_tabled_and_reported() {
     let html = tmp.path().join("r.html");
     let o = mltrace(&["report", sum.log.to_str().unwrap(), "-o", html.to_str().unwrap()], tmp.path());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(std::fs::read_to_string(&html).unwrap().contains("summed per thread, file and second"));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("summed per thread, file and second"));
+    // The files' heat counts the sums as the survey does (it once counted
+    // only reads recorded one by one, and drew no file here).
+    assert!(page.contains("Bytes read: time x file"), "no file heat map in the report");
     // The trace: each process's rates as counters, whose bytes add up to
     // what it read; Perfetto's importer takes it without a complaint.
     let Some(tp) = perfetto_tp() else { return };

@@ -6,7 +6,7 @@ use mltrace_log::{Frame, Record};
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::grid::Grid;
-use crate::survey::{path_key, Survey};
+use crate::survey::{file_read, path_key, Survey};
 
 /// One chosen file: its path (once seen) and bytes read per interval.
 pub struct FileRow {
@@ -35,14 +35,10 @@ impl FileHeat {
         FileHeat { grid, rows: rows.collect(), index }
     }
 
-    /// A record of the second pass: reads of a chosen file count, by when
-    /// they ended (as the survey counts them).
+    /// A record of the second pass: reads of a chosen file count, as the
+    /// survey counts them ([`file_read`]).
     pub fn add(&mut self, f: &Frame<'_>, rec: &Record) {
-        let (path, n, ts) = match rec {
-            Record::Io(r) if !r.op.is_write() && r.ret > 0 => (r.path, r.ret as u64, r.ts),
-            Record::IoUring(r) if r.op.is_read() && r.ret > 0 => (r.path, r.ret as u64, r.ts),
-            _ => return,
-        };
+        let Some((path, n, ts)) = file_read(rec) else { return };
         let path = f.str(path);
         if path.is_empty() {
             return;

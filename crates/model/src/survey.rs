@@ -149,23 +149,52 @@ pub fn epoch_label(i: usize, phase: &str) -> String {
     format!("epoch {n}")
 }
 
+/// The file (or socket) a record read from, the bytes and when, for the
+/// per-file reads (the survey's totals, the report's heat): a call's
+/// read, at its start, or a summary's reads, at its middle.
+pub fn file_read(rec: &Record) -> Option<(StrId, u64, u64)> {
+    match rec {
+        Record::IoSummary(r) => (r.op.io().is_some_and(|o| !o.is_write()) && r.bytes > 0).then_some((
+            r.path,
+            r.bytes,
+            r.ts.saturating_add(r.dur / 2),
+        )),
+        _ => {
+            let c = crate::event::split(rec).ok()?;
+            c.data_read().map(|(path, n)| (path, n, c.timing().1))
+        }
+    }
+}
+
 /// Output events one record makes in the detail view (a slice per
 /// syscall; two per traced block request, plus its in-flight changes...).
 fn weight_of(rec: &Record) -> u64 {
-    match rec {
-        r if crate::event::is_call(r) => 1,
-        // At most one slice each (only data mappings are drawn).
-        Record::Mapping(_) | Record::MajorFault(_) => 1,
-        Record::Block(b) if b.flags & blk::TRACED != 0 => 4,
-        Record::Block(_) => 3,
-        Record::Exec(_) | Record::Mark(_) | Record::Counter(_) => 1,
-        Record::Exit(e) if e.process_exit => 1,
-        Record::Lost(_) => 2,
-        // Each an ftrace event the UI turns into thread states and CPU
-        // slices: they count towards a part's budget like any other.
-        Record::SchedSwitch(_) => 1,
-        Record::SchedWake(w) if w.op == WakeOp::Waking => 1,
-        _ => 0,
+    use crate::event::NotCall;
+    match crate::event::split(rec) {
+        Ok(_) => 1,
+        Err(n) => match n {
+            NotCall::Fork(r) => u64::from(!r.thread),
+            NotCall::Exit(e) => u64::from(e.process_exit),
+            NotCall::Exec(_) | NotCall::Mark(_) | NotCall::Counter(_) => 1,
+            // At most one slice each (only data mappings are drawn).
+            NotCall::Mapping(_) | NotCall::MajorFault(_) => 1,
+            NotCall::Block(b) if b.flags & blk::TRACED != 0 => 4,
+            NotCall::Block(_) => 3,
+            NotCall::Lost(_) => 2,
+            NotCall::IoSummary(_) | NotCall::GpuCount(_) | NotCall::GpuEvent(_) => 1,
+            // Each an ftrace event the UI turns into thread states and CPU
+            // slices: they count towards a part's budget like any other.
+            NotCall::SchedSwitch(_) => 1,
+            NotCall::SchedWake(w) => u64::from(w.op == WakeOp::Waking),
+            // Drawn from the survey, or not drawn (a page cache fill adds to
+            // a rate counter the budget does not count).
+            NotCall::Comm(_)
+            | NotCall::Env(_)
+            | NotCall::Phase(_)
+            | NotCall::PageCache(_)
+            | NotCall::IoAccounting(_)
+            | NotCall::SchedSpan(_) => 0,
+        },
     }
 }
 
@@ -279,6 +308,14 @@ impl Survey {
         Ok(pass.finish(reader, None))
     }
 
+    fn file_read(&mut self, f: &Frame<'_>, rec: &Record) {
+        let Some((path, n, _)) = file_read(rec) else { return };
+        let path = f.str(path);
+        if !path.is_empty() {
+            self.files.entry(path_key(path)).or_default().read += n;
+        }
+    }
+
     fn take(&mut self, f: &Frame<'_>, rec: &Record, idx: Option<ProcIdx>, tracker: &ProcTracker) {
         let ts = rec.ts();
         self.records += 1;
@@ -292,24 +329,14 @@ impl Survey {
         }
         match *rec {
             ref r if crate::event::is_call(r) => {
-                let read = crate::event::split(rec).ok().and_then(|c| c.data_read());
-                if let Some((path, n)) = read.map(|(p, n)| (f.str(p), n)) {
-                    if !path.is_empty() {
-                        self.files.entry(path_key(path)).or_default().read += n;
-                    }
-                }
+                self.file_read(f, rec);
                 self.syscalls += 1;
                 if let Some(i) = idx {
                     self.overview.syscall(f, rec, i);
                 }
             }
             Record::IoSummary(r) => {
-                if r.op.io().is_some_and(|o| !o.is_write()) && r.bytes > 0 {
-                    let path = f.str(r.path);
-                    if !path.is_empty() {
-                        self.files.entry(path_key(path)).or_default().read += r.bytes;
-                    }
-                }
+                self.file_read(f, rec);
                 if let Some(i) = idx {
                     self.overview.summary(&r, i);
                 }
