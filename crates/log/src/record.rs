@@ -115,6 +115,22 @@ impl SumOp {
     }
 }
 
+#[cfg(test)]
+mod sum_op_tests {
+    use super::*;
+
+    /// SumOp repeats IoOp's list (the log's codes are its contract): each
+    /// I/O call sums as itself, so a call added to one list only fails here.
+    #[test]
+    fn each_io_op_is_summed_as_itself() {
+        for &o in IoOp::ALL {
+            let s = SumOp::from_io(o);
+            assert_eq!((s.io(), s.name()), (Some(o), o.name()), "{o:?}");
+        }
+        assert_eq!(SumOp::ALL.len(), IoOp::ALL.len() + 1, "SumOp has a call IoOp lacks");
+    }
+}
+
 code_enum!(
     /// The syscall behind a [`Transfer`] (data moved between two fds in the kernel).
     TransferOp, fallback Sendfile, {

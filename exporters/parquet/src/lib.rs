@@ -47,6 +47,10 @@ pub enum Error {
     /// A row did not fill its table's columns in order (a bug).
     #[error("internal error: table {0}, column {1} out of order; please report this")]
     Schema(&'static str, usize),
+    /// A kind's declaration names a table written by hand that has no
+    /// arm for it (a bug: its records would be lost).
+    #[error("internal error: {0} records name table {1}, which has no row for them; please report this")]
+    NoRow(&'static str, &'static str),
     /// A dataset's log that holds several hosts: its pids would be the
     /// merged log's, and one partition would hold them all.
     #[error(

@@ -585,7 +585,7 @@ fn kind_row(
     idx: Option<ProcIdx>,
 ) -> Result<(), Error> {
     let Some(k) = DECLARED_AT.get(usize::from(rec.code())).and_then(|&k| usize::from(k).checked_sub(1)) else {
-        return Ok(());
+        return Err(Error::NoRow(rec.kind_name(), rec.table()));
     };
     let t = &mut tables[k];
     let (mut dur, mut pid, mut tid) = (None, None, None);
