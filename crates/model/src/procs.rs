@@ -303,16 +303,30 @@ pub fn is_data_path(path: &[u8]) -> bool {
     !(code || system || path.is_empty())
 }
 
+/// What a record may have brought in, before its path is looked at.
+enum Read {
+    /// From a file of this kind: data when the path is a data file's.
+    File(StrId, FileKind, u64),
+    /// Through io_uring: data when the path is a data file's.
+    Uring(StrId, u64),
+    /// Received from the network.
+    Received(u64),
+}
+
 /// The thread and bytes of a record that brought the job's data into a
 /// thread other than `p`'s main one and not yet one of its loaders: a
-/// read of a data file, or a receive from the network. (The cheap tests
-/// first: most reads are a main thread's or a known loader's.)
+/// read of a data file, or a receive from the network. Each kind's arm
+/// gives its thread and what it read; its path is tested last, as most
+/// reads are a main thread's or a known loader's.
 fn data_in(f: &Frame<'_>, rec: &Record, p: &ProcInfo) -> Option<(u32, u64)> {
-    let tid = match *rec {
-        Record::Io(r) if !r.summed => r.tid,
-        Record::IoSummary(r) => r.tid,
-        Record::IoUring(r) => r.tid,
-        Record::NetCall(r) => r.tid,
+    let n = |ret: i64| u64::try_from(ret).ok();
+    let (tid, read) = match *rec {
+        Record::Io(r) if !r.summed && !r.op.is_write() => (r.tid, Read::File(r.path, r.kind, n(r.ret)?)),
+        Record::IoSummary(r) if r.op.io().is_some_and(|o| !o.is_write()) => {
+            (r.tid, Read::File(r.path, r.kind, r.bytes))
+        }
+        Record::IoUring(r) if r.op.is_read() => (r.tid, Read::Uring(r.path, n(r.ret)?)),
+        Record::NetCall(r) if !r.op.is_send() && r.ret >= 0 => (r.tid, Read::Received(r.bytes)),
         _ => return None,
     };
     if tid == p.pid || p.loaders.contains(&tid) || p.collective.contains(&tid) {
@@ -321,22 +335,15 @@ fn data_in(f: &Frame<'_>, rec: &Record, p: &ProcInfo) -> Option<(u32, u64)> {
     if !p.collective_sockets.is_empty() && on_socket(f, rec).is_some_and(|(_, ino)| p.is_collective_socket(ino)) {
         return None;
     }
-    let (tid, n) = match *rec {
-        Record::Io(r) if !r.op.is_write() => match r.kind {
-            FileKind::Regular | FileKind::BlockDev if is_data_path(f.str(r.path)) => (r.tid, r.ret),
-            FileKind::Socket => (r.tid, r.ret),
-            _ => return None,
-        },
-        Record::IoSummary(r) if r.op.io().is_some_and(|o| !o.is_write()) => match r.kind {
-            FileKind::Regular | FileKind::BlockDev if is_data_path(f.str(r.path)) => return Some((r.tid, r.bytes)),
-            FileKind::Socket => return Some((r.tid, r.bytes)),
-            _ => return None,
-        },
-        Record::IoUring(r) if r.op.is_read() && is_data_path(f.str(r.path)) => (r.tid, r.ret),
-        Record::NetCall(r) if !r.op.is_send() && r.ret >= 0 => return Some((r.tid, r.bytes)),
-        _ => return None,
+    let bytes = match read {
+        Read::File(path, FileKind::Regular | FileKind::BlockDev, b) if is_data_path(f.str(path)) => b,
+        Read::File(_, FileKind::Socket, b) => b,
+        Read::File(..) => return None,
+        Read::Uring(path, b) if is_data_path(f.str(path)) => b,
+        Read::Uring(..) => return None,
+        Read::Received(b) => b,
     };
-    u64::try_from(n).ok().map(|n| (tid, n))
+    Some((tid, bytes))
 }
 
 /// All incarnations.
