@@ -26,7 +26,7 @@ fn uring_flags(f: u16) -> u8 {
     MAP.iter().filter(|(from, _)| f & from != 0).fold(0, |acc, (_, to)| acc | to)
 }
 
-fn aio_op(o: u8) -> AioOp {
+pub(super) fn aio_op(o: u8) -> AioOp {
     match op(o.into()) {
         op::OP_IO_GETEVENTS => AioOp::Getevents,
         op::OP_IO_PGETEVENTS => AioOp::Pgetevents,

@@ -26,6 +26,14 @@ pub(super) fn offset_src(no_offset: bool, filepos: bool, kind: FileKind) -> Offs
     }
 }
 
+pub(super) fn transfer_op(o: u8) -> TransferOp {
+    if op(o.into()) == op::OP_SENDFILE {
+        TransferOp::Sendfile
+    } else {
+        TransferOp::CopyFileRange
+    }
+}
+
 pub(crate) fn io_op(o: u8) -> IoOp {
     match op(o.into()) {
         op::OP_PREAD64 => IoOp::Pread64,
@@ -104,7 +112,7 @@ impl KernelDecoder {
             dur: e.dur,
             pid: h.pid,
             tid: h.tid,
-            op: if op(h.op.into()) == op::OP_SENDFILE { TransferOp::Sendfile } else { TransferOp::CopyFileRange },
+            op: transfer_op(h.op),
             in_fd: e.in_fd,
             in_path,
             out_fd: e.out_fd,
@@ -113,5 +121,30 @@ impl KernelDecoder {
             ret: e.ret,
             block_reqs: e.nblk,
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::skel::types::op;
+    use crate::syscalls::op_name;
+
+    /// Each op code of a family `leave()` (syscalls.bpf.h) dispatches by
+    /// range decodes to the log's operation of its name: an op whose arm
+    /// is missing would take the family's fallback (a read, an openat...).
+    #[test]
+    fn each_op_decodes_to_the_log_operation_of_its_name() {
+        let family = |from: op, to: op, name: &dyn Fn(u8) -> &'static str| {
+            for o in from.0..=to.0 {
+                assert_eq!(name(o as u8), op_name(o), "op code {o}");
+            }
+        };
+        family(op::OP_READ, op::OP_PWRITEV2, &|o| super::io_op(o).name());
+        family(op::OP_FSYNC, op::OP_SYNC_FILE_RANGE, &|o| super::io_op(o).name());
+        family(op::OP_SENDFILE, op::OP_COPY_FILE_RANGE, &|o| super::transfer_op(o).name());
+        family(op::OP_OPEN, op::OP_CREAT, &|o| super::super::open::open_op(o).name());
+        family(op::OP_IO_SUBMIT, op::OP_IO_PGETEVENTS, &|o| super::super::aio::aio_op(o).name());
+        family(op::OP_MMAP, op::OP_MREMAP, &|o| super::super::mem::map_op(o).name());
+        family(op::OP_SENDTO, op::OP_RECVMMSG, &|o| super::super::net::net_op(o).name());
     }
 }

@@ -23,7 +23,7 @@ fn cache_during(o: u8) -> CacheDuring {
     }
 }
 
-fn map_op(o: u8) -> MapOp {
+pub(super) fn map_op(o: u8) -> MapOp {
     match op(o.into()) {
         op::OP_MUNMAP => MapOp::Munmap,
         op::OP_MREMAP => MapOp::Mremap,

@@ -22,7 +22,7 @@ fn net_flags(f: u16) -> u8 {
     out
 }
 
-fn net_op(o: u8) -> NetOp {
+pub(super) fn net_op(o: u8) -> NetOp {
     match op(o.into()) {
         op::OP_SENDTO => NetOp::Sendto,
         op::OP_SENDMSG => NetOp::Sendmsg,

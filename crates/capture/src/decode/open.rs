@@ -8,7 +8,7 @@ use super::{is_normal, tail, KernelDecoder, F_DISCONNECTED, F_PASSED, TR_ABS, TR
 use crate::files::{classify, join_normalize, FileFacts};
 use crate::skel::types::{ev_file, ev_hdr, ev_open, op};
 
-fn open_op(o: u8) -> OpenOp {
+pub(super) fn open_op(o: u8) -> OpenOp {
     match op(o.into()) {
         op::OP_OPEN => OpenOp::Open,
         op::OP_OPENAT2 => OpenOp::Openat2,
