@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use crate::ranks::StepRate;
-use crate::verdict::Breakdown;
+use crate::verdict::{Breakdown, Share};
 use crate::{bytes, duration, CacheFill, Stats};
 
 /// Two recordings of the same job differ by less than these (measured:
@@ -41,28 +41,12 @@ pub const NOISE_HIT: f64 = 0.05;
 /// Files and directories listed by default.
 pub const TOP: usize = 10;
 
-/// The seven shares, as `verdict.breakdown` names them, with how the text
-/// says each.
-pub const SHARES: [(&str, &str); 7] = [
-    ("data_wait", "data wait"),
-    ("collective_wait", "waiting for other ranks"),
-    ("gpu_wait", "GPU wait"),
-    ("own_io", "own file I/O"),
-    ("on_cpu", "on CPU"),
-    ("runnable", "waiting for a CPU"),
-    ("other", "otherwise asleep"),
-];
+/// The seven shares (see [`Breakdown::SHARES`]).
+pub const SHARES: [Share; 7] = Breakdown::SHARES;
 
+/// Share `key` of `b` (a key of [`SHARES`]).
 fn share(b: &Breakdown, key: &str) -> f64 {
-    match key {
-        "data_wait" => b.data_wait,
-        "collective_wait" => b.collective_wait,
-        "gpu_wait" => b.gpu_wait,
-        "own_io" => b.own_io,
-        "on_cpu" => b.on_cpu,
-        "runnable" => b.runnable,
-        _ => b.other,
-    }
+    b.share(key).unwrap_or(f64::NAN)
 }
 
 /// What the trainer's loaders did, in one run.
@@ -584,7 +568,7 @@ impl Diff {
                 out.push(Judged { key, pair, apart, bound });
             }
         };
-        for (key, _) in SHARES {
+        for key in SHARES.map(|s| s.key) {
             let p = self.share(key);
             judge(format!("breakdown.{key}"), p, p.delta().map(f64::abs), share_bound);
         }
@@ -675,7 +659,7 @@ impl Diff {
                 time.iter().filter(|j| j.key.starts_with("breakdown.")).max_by(|a, b| a.apart.total_cmp(&b.apart));
             let mut parts = Vec::new();
             if let Some(j) = worst_share {
-                let name = SHARES.iter().find(|s| j.key.ends_with(s.0)).map_or("", |s| s.1);
+                let name = SHARES.iter().find(|s| j.key.ends_with(s.key)).map_or("", |s| s.name);
                 parts.push(format!(
                     "every share of the trainer's time within {} (most apart: {name} {})",
                     bound(j.bound),
@@ -704,7 +688,7 @@ impl Diff {
         let mut shares: Vec<&Judged> = time.iter().filter(|j| j.key.starts_with("breakdown.") && j.beyond()).collect();
         shares.sort_by(|a, b| stall(b).cmp(&stall(a)).then(b.apart.total_cmp(&a.apart)));
         for (i, j) in shares.iter().take(2).enumerate() {
-            let name = SHARES.iter().find(|s| j.key.ends_with(s.0)).map_or("", |s| s.1);
+            let name = SHARES.iter().find(|s| j.key.ends_with(s.key)).map_or("", |s| s.name);
             let whose = if i == 0 { " of the trainer's time" } else { "" };
             parts.push(format!("{name} {}{whose}", arrow(&j.pair, pct)));
         }
@@ -739,7 +723,7 @@ impl Diff {
     /// The comparison as one JSON document (docs/diff.md).
     pub fn to_json(&self) -> Value {
         let breakdown = |f: &dyn Fn(&str) -> Pair| -> Value {
-            SHARES.iter().map(|(k, _)| (k.to_string(), f(k).json())).collect::<serde_json::Map<_, _>>().into()
+            SHARES.iter().map(|s| (s.key.to_string(), f(s.key).json())).collect::<serde_json::Map<_, _>>().into()
         };
         let judged = |j: &[Judged]| -> Vec<Value> {
             j.iter().map(|j| json!({"key": j.key, "apart": j.apart, "bound": j.bound, "beyond": j.beyond()})).collect()
@@ -894,8 +878,8 @@ impl Diff {
         };
         rows.push(row(&steps_label, self.steps_per_s(), &rate, &relative));
         rows.push(vec!["verdict".into(), b.kind.into(), a.kind.into(), String::new()]);
-        for (key, name) in SHARES {
-            rows.push(row(&format!("  {name}"), self.share(key), &pct, &points));
+        for s in SHARES {
+            rows.push(row(&format!("  {}", s.name), self.share(s.key), &pct, &points));
         }
         if b.loaders.is_some() || a.loaders.is_some() {
             let who = |r: &RunFigures| {

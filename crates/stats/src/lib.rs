@@ -33,7 +33,7 @@ mod verdict;
 
 pub use render::{bytes, duration};
 pub(crate) use render::{q, shorten, table};
-pub use verdict::{epoch_reads_line, Verdict};
+pub use verdict::{epoch_reads_line, Share, Verdict};
 
 kind_tables::kind_tables! {
     /// CUDA driver calls per process and call.

@@ -36,7 +36,38 @@ pub struct Breakdown {
     pub other: f64,
 }
 
+/// One share of a [`Breakdown`]: its key in `verdict.breakdown`, what a
+/// table calls it, how the verdict's sentence says it, and its value.
+pub struct Share {
+    pub key: &'static str,
+    pub name: &'static str,
+    pub phrase: &'static str,
+    pub of: fn(&Breakdown) -> f64,
+}
+
 impl Breakdown {
+    /// The seven shares, in the order they are listed (each named once:
+    /// the JSON, the sentence, `diff` and the report's bars read these).
+    pub const SHARES: [Share; 7] = [
+        Share { key: "data_wait", name: "data wait", phrase: "waiting for data", of: |b| b.data_wait },
+        Share {
+            key: "collective_wait",
+            name: "waiting for other ranks",
+            phrase: "waiting for other ranks",
+            of: |b| b.collective_wait,
+        },
+        Share { key: "gpu_wait", name: "GPU wait", phrase: "waiting for the GPU", of: |b| b.gpu_wait },
+        Share { key: "own_io", name: "own file I/O", phrase: "in its own file I/O", of: |b| b.own_io },
+        Share { key: "on_cpu", name: "on CPU", phrase: "on CPU", of: |b| b.on_cpu },
+        Share { key: "runnable", name: "waiting for a CPU", phrase: "waiting for a CPU", of: |b| b.runnable },
+        Share { key: "other", name: "otherwise asleep", phrase: "otherwise asleep", of: |b| b.other },
+    ];
+
+    /// Share `key` (one of [`Breakdown::SHARES`]).
+    pub fn share(&self, key: &str) -> Option<f64> {
+        Self::SHARES.iter().find(|s| s.key == key).map(|s| (s.of)(self))
+    }
+
     /// From ns: the total, and each part but `other` (the rest).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn of(
@@ -104,29 +135,13 @@ impl Breakdown {
     }
 
     pub fn to_json(self) -> Value {
-        json!({
-            "data_wait": self.data_wait,
-            "collective_wait": self.collective_wait,
-            "gpu_wait": self.gpu_wait,
-            "own_io": self.own_io,
-            "on_cpu": self.on_cpu,
-            "runnable": self.runnable,
-            "other": self.other,
-        })
+        Value::Object(Self::SHARES.iter().map(|s| (s.key.to_string(), Value::from((s.of)(&self)))).collect())
     }
 
     /// `on CPU 40%, waiting for data 31%, ...`: the parts over 0.5%,
     /// largest first, but `skip` (the one the sentence leads with).
     fn text(&self, skip: &str) -> String {
-        let mut parts = [
-            (self.data_wait, "waiting for data"),
-            (self.collective_wait, "waiting for other ranks"),
-            (self.gpu_wait, "waiting for the GPU"),
-            (self.own_io, "in its own file I/O"),
-            (self.on_cpu, "on CPU"),
-            (self.runnable, "waiting for a CPU"),
-            (self.other, "otherwise asleep"),
-        ];
+        let mut parts = Self::SHARES.map(|s| ((s.of)(self), s.phrase));
         parts.sort_by(|a, b| b.0.total_cmp(&a.0));
         let shown: Vec<String> = parts
             .iter()

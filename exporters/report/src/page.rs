@@ -371,7 +371,8 @@ pub fn render_pair(before: &Report, after: &Report, diff: &Diff) -> Result<Strin
 }
 
 /// Colours of the seven shares in the comparison's bars.
-const SHARE_COLOURS: [&str; 7] = ["#d62728", "#9467bd", "#2ca02c", "#8c564b", "#1f77b4", "#ff7f0e", "#c7c7c7"];
+const SHARE_COLOURS: [&str; mltrace_stats::diff::SHARES.len()] =
+    ["#d62728", "#9467bd", "#2ca02c", "#8c564b", "#1f77b4", "#ff7f0e", "#c7c7c7"];
 
 /// The comparison of two runs (`mltrace diff`'s figures): its line, the
 /// trainer's time as two bars, and its tables.
@@ -452,7 +453,7 @@ fn share_bars(d: &Diff, o: &mut String) {
         let y = 2.0 + i as f64 * (bar + gap);
         let side = |p: mltrace_stats::diff::Pair| if i == 0 { p.before } else { p.after };
         let shares: Vec<(&str, f64)> =
-            mltrace_stats::diff::SHARES.iter().map(|(k, _)| (*k, side(d.share(k)).unwrap_or(0.0))).collect();
+            mltrace_stats::diff::SHARES.iter().map(|s| (s.key, side(d.share(s.key)).unwrap_or(0.0))).collect();
         let data: Vec<String> = shares.iter().map(|(k, v)| format!("{k}:{v:.4}")).collect();
         let _ = write!(
             o,
@@ -491,8 +492,8 @@ fn share_bars(d: &Diff, o: &mut String) {
         o.push_str("</g>");
     }
     o.push_str("</svg><div class=\"legend\">");
-    for ((_, name), colour) in mltrace_stats::diff::SHARES.iter().zip(SHARE_COLOURS) {
-        let _ = write!(o, "<span><i style=\"background:{colour}\"></i>{}</span>", esc(name));
+    for (s, colour) in mltrace_stats::diff::SHARES.iter().zip(SHARE_COLOURS) {
+        let _ = write!(o, "<span><i style=\"background:{colour}\"></i>{}</span>", esc(s.name));
     }
     o.push_str("</div></figure>");
 }
