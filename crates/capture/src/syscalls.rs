@@ -10,22 +10,20 @@ pub const TABLE_LEN: usize = 512;
 
 /// The calls that change a thread's user or group ids: not recorded, but
 /// a recorder that is not root looks at the credentials they leave.
-pub const SETID: [i64; 8] = [
-    libc::SYS_setuid,
-    libc::SYS_setreuid,
-    libc::SYS_setresuid,
-    libc::SYS_setfsuid,
-    libc::SYS_setgid,
-    libc::SYS_setregid,
-    libc::SYS_setresgid,
-    libc::SYS_setfsgid,
+pub const SETID: [(i64, &str); 8] = [
+    (libc::SYS_setuid, "setuid"),
+    (libc::SYS_setreuid, "setreuid"),
+    (libc::SYS_setresuid, "setresuid"),
+    (libc::SYS_setfsuid, "setfsuid"),
+    (libc::SYS_setgid, "setgid"),
+    (libc::SYS_setregid, "setregid"),
+    (libc::SYS_setresgid, "setresgid"),
+    (libc::SYS_setfsgid, "setfsgid"),
 ];
 
 /// The name of syscall `nr` among [`SETID`].
 pub fn setid_name(nr: u32) -> &'static str {
-    const NAMES: [&str; 8] =
-        ["setuid", "setreuid", "setresuid", "setfsuid", "setgid", "setregid", "setresgid", "setfsgid"];
-    SETID.iter().position(|&n| n == i64::from(nr)).map_or("a set*id call", |i| NAMES[i])
+    SETID.iter().find(|s| s.0 == i64::from(nr)).map_or("a set*id call", |s| s.1)
 }
 
 /// The metadata calls recorded on this arch: (number, operation, the
@@ -142,7 +140,7 @@ pub fn traced(mappings: bool, setid: bool) -> Vec<(i64, op)> {
     let mut v: Vec<(i64, op)> = CALLS.iter().map(|c| (c.0, c.1)).collect();
     v.extend(META.iter().map(|m| (m.0, m.1)));
     if setid {
-        v.extend(SETID.iter().map(|&nr| (nr, op::OP_SETID)));
+        v.extend(SETID.iter().map(|s| (s.0, op::OP_SETID)));
     }
     if mappings {
         v.extend(MAPPINGS.iter().map(|c| (c.0, c.1)));
