@@ -801,12 +801,12 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
     let names: Vec<&str> = syscalls::traced(plan.mappings, false).iter().map(|(_, o)| syscalls::op_name(o.0)).collect();
     let mut v = vec![
         mltrace_log::Probe {
-            subsystem: "syscalls".into(),
+            subsystem: mltrace_log::subsystem::SYSCALLS.into(),
             mechanism: plan.route.describe().into(),
             detail: format!("sys_enter + sys_exit: {}", names.join(", ")),
         },
         mltrace_log::Probe {
-            subsystem: "processes".into(),
+            subsystem: mltrace_log::subsystem::PROCESSES.into(),
             mechanism: plan.route.describe().into(),
             detail: "sched_process_fork, sched_process_exec, sched_process_exit (with the thread's I/O accounting), \
                      sched_process_free, task_rename"
@@ -815,7 +815,7 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
     ];
     if let Some(route) = plan.page_cache {
         v.push(mltrace_log::Probe {
-            subsystem: "page cache".into(),
+            subsystem: mltrace_log::subsystem::PAGE_CACHE.into(),
             mechanism: if plan.route != SyscallRoute::Compat { "tracepoint, per-task storage" } else { "tracepoint" }
                 .into(),
             detail: route.describe().into(),
@@ -823,14 +823,14 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
     }
     if let Ok(route) = plan.uring {
         v.push(mltrace_log::Probe {
-            subsystem: "io_uring".into(),
+            subsystem: mltrace_log::subsystem::IO_URING.into(),
             mechanism: "tracepoint".into(),
             detail: route.describe().into(),
         });
     }
     if plan.sched {
         v.push(mltrace_log::Probe {
-            subsystem: "scheduling".into(),
+            subsystem: mltrace_log::subsystem::SCHEDULING.into(),
             mechanism: if plan.route != SyscallRoute::Compat { "tp_btf, per-task storage" } else { "raw_tp" }.into(),
             detail: if plan.summary && plan.route != SyscallRoute::Compat {
                 format!(
@@ -854,21 +854,21 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
             ""
         };
         v.push(mltrace_log::Probe {
-            subsystem: "mappings".into(),
+            subsystem: mltrace_log::subsystem::MAPPINGS.into(),
             mechanism: plan.route.describe().into(),
             detail: format!("mmap, munmap, mremap; anonymous mmaps counted per process{skipped}"),
         });
     }
     if let Some(route) = plan.faults {
         v.push(mltrace_log::Probe {
-            subsystem: "major faults".into(),
+            subsystem: mltrace_log::subsystem::MAJOR_FAULTS.into(),
             mechanism: "perf_event + BPF".into(),
             detail: route.describe().into(),
         });
     }
     if let Some(route) = plan.block {
         v.push(mltrace_log::Probe {
-            subsystem: "block".into(),
+            subsystem: mltrace_log::subsystem::BLOCK.into(),
             mechanism: if plan.route != SyscallRoute::Compat { "tp_btf + raw_tp" } else { "raw_tp" }.into(),
             detail: route.describe().into(),
         });

@@ -151,7 +151,7 @@ const NCCL_DIRS: [&str; 4] =
     ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/cuda/lib64", "/usr/local/nccl/lib"];
 
 pub static CUDA: Library = Library {
-    subsystem: "cuda",
+    subsystem: mltrace_log::subsystem::CUDA,
     title: "CUDA",
     soname: "libcuda.so.1",
     prefix: "libcuda.so",
@@ -163,7 +163,7 @@ pub static CUDA: Library = Library {
 };
 
 pub static NCCL: Library = Library {
-    subsystem: "nccl",
+    subsystem: mltrace_log::subsystem::NCCL,
     title: "NCCL",
     soname: "libnccl.so.2",
     prefix: "libnccl.so",

@@ -537,7 +537,7 @@ impl Plan {
                 .iter()
                 .filter(|f| f.skip.is_none())
                 .map(|f| Probe {
-                    subsystem: "import".into(),
+                    subsystem: mltrace_log::subsystem::IMPORT.into(),
                     mechanism: f.format.name().into(),
                     detail: f.path.display().to_string(),
                 })

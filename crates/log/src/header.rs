@@ -4,6 +4,26 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The names of [`Probe::subsystem`]: what a recorder writes and what
+/// readers look for (part of the log's contract: a name spelt two ways
+/// would turn a reader's feature off silently).
+pub mod subsystem {
+    pub const SYSCALLS: &str = "syscalls";
+    pub const PROCESSES: &str = "processes";
+    pub const PAGE_CACHE: &str = "page cache";
+    pub const IO_URING: &str = "io_uring";
+    pub const SCHEDULING: &str = "scheduling";
+    pub const MAPPINGS: &str = "mappings";
+    pub const MAJOR_FAULTS: &str = "major faults";
+    pub const BLOCK: &str = "block";
+    pub const COUNTERS: &str = "counters";
+    pub const GPU: &str = "gpu";
+    pub const PHASES: &str = "phases";
+    pub const CUDA: &str = "cuda";
+    pub const NCCL: &str = "nccl";
+    pub const IMPORT: &str = "import";
+}
+
 /// Simultaneous readings of the clocks, taken by the recorder.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -92,6 +112,12 @@ pub struct Header {
 }
 
 impl Header {
+    /// Whether the recorder attached `subsystem`'s probes (a name of
+    /// [`subsystem`]).
+    pub fn has_probe(&self, subsystem: &str) -> bool {
+        self.probes.iter().any(|p| p.subsystem == subsystem)
+    }
+
     /// Whether calls were summed (this log's host, or any host of a merged log).
     pub fn is_summary(&self) -> bool {
         self.summary_slow_ns.is_some() || self.hosts.iter().any(|h| h.header.summary_slow_ns.is_some())

@@ -28,7 +28,9 @@ mod writer;
 
 pub use declare::{FieldValue, Value};
 pub use error::LogError;
-pub use header::{Attach, ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount};
+pub use header::{
+    subsystem, Attach, ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount,
+};
 pub use hosts::{global_pid, host_of, local_pid, HostInfo};
 pub use reader::{describe_ts, CutFrame, Diagnostic, Frame, FrameSpan, LogReader};
 pub use record::*;

@@ -359,7 +359,7 @@ impl<'s> Scene<'s> {
             tracker: ProcTracker::default(),
             disk_ids: DiskIds::default(),
             disks: Vec::new(),
-            diskstats_sampled: run.header.probes.iter().any(|p| p.subsystem == "counters"),
+            diskstats_sampled: run.header.has_probe(mltrace_log::subsystem::COUNTERS),
             core_iowait: HashMap::default(),
             cpu_iowait: (0, 0.0),
             samples: Vec::new(),

@@ -623,21 +623,17 @@ impl Stats {
 
     /// Whether the log has page-cache insertions (its probe was attached).
     pub fn has_page_cache(&self) -> bool {
-        self.has_probe("page cache")
+        self.header.has_probe(subsystem::PAGE_CACHE)
     }
 
     /// Whether the log has mmap, munmap and mremap records.
     pub fn has_mappings(&self) -> bool {
-        self.has_probe("mappings")
+        self.header.has_probe(subsystem::MAPPINGS)
     }
 
     /// Whether the log has major faults (their probe was attached).
     pub fn has_major_faults(&self) -> bool {
-        self.has_probe("major faults")
-    }
-
-    fn has_probe(&self, subsystem: &str) -> bool {
-        self.header.probes.iter().any(|p| p.subsystem == subsystem)
+        self.header.has_probe(subsystem::MAJOR_FAULTS)
     }
 
     /// Files by bytes brought from storage, largest first (those with any).

@@ -47,7 +47,7 @@ pub fn read<R: Read + Seek>(
     want: Want,
     mut also: impl FnMut(&Frame<'_>, &Record),
 ) -> Result<Run, LogError> {
-    let sched = reader.header().probes.iter().any(|p| p.subsystem == "scheduling");
+    let sched = reader.header().has_probe(mltrace_log::subsystem::SCHEDULING);
     if want == Want::Survey || (!sched && want == Want::Verdict) {
         let mut pass = Surveying::new(reader)?;
         let mut rec = Record::Lost(Default::default());

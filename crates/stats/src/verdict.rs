@@ -333,7 +333,7 @@ impl Stats {
     /// Whether the log holds scheduling: recorded with it on (a recording
     /// that had none to record still says so), or has its records.
     pub fn has_sched(&self) -> bool {
-        self.sched.records > 0 || self.header.probes.iter().any(|p| p.subsystem == "scheduling")
+        self.sched.records > 0 || self.header.has_probe(mltrace_log::subsystem::SCHEDULING)
     }
 
     /// The trainer: the command `record` ran (its first incarnation).
@@ -1139,7 +1139,7 @@ mod tests {
                 ..Default::default()
             })
         });
-        let probes = vec![Probe { subsystem: "page cache".into(), ..Default::default() }];
+        let probes = vec![Probe { subsystem: subsystem::PAGE_CACHE.into(), ..Default::default() }];
         let s = stats_with(
             vec![
                 plain(fork(0, 11, 10)),

@@ -13,7 +13,11 @@ pub const IMPORTED_COMM: &str = "dl_worker";
 
 pub fn header(diskstats_sampled: bool) -> Header {
     let probes = if diskstats_sampled {
-        vec![Probe { subsystem: "counters".into(), mechanism: "procfs".into(), detail: "/proc/diskstats".into() }]
+        vec![Probe {
+            subsystem: mltrace_log::subsystem::COUNTERS.into(),
+            mechanism: "procfs".into(),
+            detail: "/proc/diskstats".into(),
+        }]
     } else {
         vec![]
     };

@@ -33,7 +33,11 @@ pub fn header() -> Header {
         command: vec!["python3".into(), "train.py".into()],
         root_pid: ROOT,
         start: ClockAnchor { boottime_ns: T0, realtime_ns: REALTIME0, monotonic_ns: T0 },
-        probes: vec![Probe { subsystem: "counters".into(), mechanism: "procfs".into(), detail: String::new() }],
+        probes: vec![Probe {
+            subsystem: mltrace_log::subsystem::COUNTERS.into(),
+            mechanism: "procfs".into(),
+            detail: String::new(),
+        }],
         ..Default::default()
     }
 }

@@ -588,7 +588,7 @@ fn pct(f: Option<f64>) -> String {
 }
 
 fn verdict(r: &Report, o: &mut String) {
-    if !r.stats.header.probes.iter().any(|p| p.subsystem == "scheduling") {
+    if !r.stats.header.has_probe(mltrace_log::subsystem::SCHEDULING) {
         return;
     }
     let v = r.stats.verdict();
@@ -675,7 +675,7 @@ const TOP_RANKS_TABLE: usize = 32;
 /// A job's ranks side by side: data wait per rank as bars (the straggler
 /// in another colour), and a table of the ones that waited most.
 fn ranks(r: &Report, o: &mut String) -> Result<(), ChartError> {
-    if !r.stats.header.probes.iter().any(|p| p.subsystem == "scheduling") {
+    if !r.stats.header.has_probe(mltrace_log::subsystem::SCHEDULING) {
         return Ok(());
     }
     let ranks = r.stats.ranks();

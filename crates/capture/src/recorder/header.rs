@@ -44,7 +44,7 @@ pub(super) fn header(
             let mut p = bpf::probes(plan);
             if let Some(iv) = opts.sample_interval {
                 p.push(Probe {
-                    subsystem: "counters".into(),
+                    subsystem: mltrace_log::subsystem::COUNTERS.into(),
                     mechanism: "/proc".into(),
                     detail: format!(
                         "every {} ms: /proc/stat, /proc/meminfo, /proc/pressure, /proc/diskstats, /proc/net/dev, /sys/class/infiniband, /proc/PID/stat+statm",
@@ -54,7 +54,7 @@ pub(super) fn header(
             }
             if opts.gpu.is_some() {
                 p.push(Probe {
-                    subsystem: "gpu".into(),
+                    subsystem: mltrace_log::subsystem::GPU.into(),
                     mechanism: "NVML".into(),
                     detail: opts.gpu_devices.join("; "),
                 });

@@ -36,7 +36,7 @@ pub(super) fn readers(
         (Some(a), Some(b)) => Some(format!("{a}; {b}")),
         (a, b) => a.or(b),
     }
-    .map(|detail| Probe { subsystem: "phases".into(), mechanism: "MLLOG".into(), detail });
+    .map(|detail| Probe { subsystem: mltrace_log::subsystem::PHASES.into(), mechanism: "MLLOG".into(), detail });
     let mut copiers = relay.map(|r| r.into_copiers(clock)).unwrap_or_default();
     let relaying = !copiers.is_empty();
     copiers.extend(channel.map(|c| c.into_copier(clock)));
