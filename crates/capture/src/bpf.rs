@@ -17,6 +17,22 @@ pub use crate::skel::MltraceSkel as Skeleton;
 /// Number of drop-counter slots (LOST__COUNT).
 pub const LOST_SLOTS: usize = lost::LOST__COUNT.0 as usize;
 
+// The kernel's drop counters are LostKind's codes, and the counts user space
+// keeps (kernel and its own kinds in one array, see recorder::consumer) have
+// a slot for every LostKind. decode's tests check that each LOST_* of
+// events.h is the LostKind of its name and none is one of user space's own.
+const _: () = {
+    use mltrace_log::LostKind;
+    assert!(lost::LOST_RING.0 == LostKind::RingFull as u32);
+    assert!(lost::LOST_MAP.0 == LostKind::MapFull as u32);
+    assert!(lost::LOST_STR.0 == LostKind::StringRead as u32);
+    let mut i = 0;
+    while i < LostKind::ALL.len() {
+        assert!((LostKind::ALL[i] as usize) < LOST_SLOTS, "a LostKind has no slot below LOST__COUNT");
+        i += 1;
+    }
+};
+
 #[derive(Clone, Debug)]
 pub struct BpfConfig {
     /// Ring buffer size in bytes (rounded up to a power of two, at least a page).

@@ -440,22 +440,107 @@ mod tests {
     use super::*;
     use crate::files::join_normalize;
 
+    const EVENTS_H: &str = include_str!("../../../bpf/events.h");
+
+    /// The members of C's `enum name { ... }` in `src` with their values
+    /// (one without a value is the previous one's plus one, as in C).
+    fn c_enum(src: &str, name: &str) -> Vec<(String, u64)> {
+        let at = src.find(&format!("enum {name} {{")).unwrap_or_else(|| panic!("no enum {name}"));
+        let mut body = src[at..].split_once('{').unwrap().1.split_once("};").unwrap().0.to_string();
+        while let Some(i) = body.find("/*") {
+            let j = i + body[i..].find("*/").unwrap() + 2;
+            body.replace_range(i..j, "");
+        }
+        let mut next = 0;
+        let members = body.split(',').map(str::trim).filter(|m| !m.is_empty());
+        members
+            .map(|m| {
+                let (n, v) = match m.split_once('=') {
+                    Some((n, v)) => {
+                        let v = v.trim();
+                        let v = v.strip_prefix("0x").map_or_else(|| v.parse(), |h| u64::from_str_radix(h, 16));
+                        (n.trim(), v.unwrap_or_else(|e| panic!("enum {name}: {m}: {e}")))
+                    }
+                    None => (m, next),
+                };
+                next = v + 1;
+                (n.to_string(), v)
+            })
+            .collect()
+    }
+
     /// Every kind events.h declares is read: a new kind the decoder does
     /// not list would be counted as malformed.
     #[test]
     fn each_event_kind_of_events_h_is_decoded() {
-        let h = include_str!("../../../bpf/events.h");
-        let body = h.split("enum ev_kind {").nth(1).unwrap().split("};").next().unwrap();
-        let kinds: Vec<(&str, usize)> = body
-            .lines()
-            .filter_map(|l| l.trim().trim_end_matches(',').split_once(" = "))
-            .map(|(name, v)| (name, v.parse().unwrap()))
-            .collect();
+        let kinds = c_enum(EVENTS_H, "ev_kind");
         assert!(kinds.len() >= 23, "{kinds:?}");
         for (name, v) in kinds {
-            let i = EVENT_OF[v];
+            let i = EVENT_OF[v as usize];
             assert!(i > 0, "{name} ({v}) has no row in EVENTS");
-            assert_eq!(EVENTS[usize::from(i) - 1].kind.0 as usize, v, "{name}");
+            assert_eq!(EVENTS[usize::from(i) - 1].kind.0 as u64, v, "{name}");
+        }
+    }
+
+    /// C's `enum c_name`, whose values decode reads with `from_u8`, against
+    /// the log's enum: each member (but a `__COUNT`) decodes to the variant
+    /// of its own number, which its name abbreviates (GPU_CTX_SYNC,
+    /// CtxSynchronize) and which is not one of `rust_only`, the variants
+    /// user space makes itself; every other variant has a member.
+    fn same_codes<E: Copy + PartialEq + std::fmt::Debug>(
+        c_name: &str,
+        all: &[E],
+        code: impl Fn(E) -> u8,
+        from_u8: impl Fn(u8) -> E,
+        rust_only: &[E],
+    ) {
+        let c: Vec<_> = c_enum(EVENTS_H, c_name).into_iter().filter(|(n, _)| !n.contains("__")).collect();
+        assert!(!c.is_empty(), "enum {c_name}");
+        let rust = std::any::type_name::<E>().rsplit("::").next().unwrap();
+        for (name, v) in &c {
+            let n = u8::try_from(*v).unwrap_or_else(|_| panic!("events.h's {name} = {v} is over the log's 255"));
+            let e = from_u8(n);
+            let ok = code(e) == n && !rust_only.contains(&e);
+            assert!(ok, "events.h's {name} = {v} has no {rust} of its number (decodes as {rust}::{e:?})");
+            let short = name.split_once('_').unwrap().1.replace('_', "").to_lowercase();
+            let long = format!("{e:?}").to_lowercase();
+            assert!(long.starts_with(&short), "events.h's {name} = {v} decodes as {rust}::{e:?}, not of its name");
+        }
+        for &e in all.iter().filter(|e| !rust_only.contains(e)) {
+            let v = u64::from(code(e));
+            assert!(c.iter().any(|m| m.1 == v), "{rust}::{e:?} ({v}) has no member in events.h's enum {c_name}");
+        }
+    }
+
+    /// The codes events.h and the log keep each by hand agree.
+    #[test]
+    fn the_codes_of_events_h_are_the_logs() {
+        same_codes("gpu_api", GpuApi::ALL, |e| e as u8, GpuApi::from_u8, &[]);
+        same_codes("gpu_counted", GpuCounted::ALL, |e| e as u8, GpuCounted::from_u8, &[]);
+        same_codes("nccl_api", NcclOp::ALL, |e| e as u8, NcclOp::from_u8, &[]);
+        same_codes("sched_state", SchedState::ALL, |e| e as u8, SchedState::from_u8, &[]);
+        same_codes("wake_by", WakeBy::ALL, |e| e as u8, WakeBy::from_u8, &[]);
+        let mine = [LostKind::Other, LostKind::Malformed, LostKind::UnknownFile];
+        same_codes("lost", LostKind::ALL, |e| e as u8, LostKind::from_u8, &mine);
+    }
+
+    /// Each io_uring opcode the kernel side records (uring_submit's switch)
+    /// is a UringOp of its number and name, a read or a write.
+    #[test]
+    fn each_recorded_uring_opcode_is_a_uring_op() {
+        let src = include_str!("../../../bpf/mltrace/uring.bpf.h");
+        let switch = src.split_once("switch (opcode) {").unwrap().1.split_once("default:").unwrap().0;
+        let cases: Vec<&str> =
+            switch.lines().filter_map(|l| l.trim().strip_prefix("case ")?.strip_suffix(':')).collect();
+        assert!(cases.len() >= 6, "{cases:?}");
+        for case in cases {
+            let def = format!("#define {case} ");
+            let v = src.lines().find_map(|l| l.strip_prefix(&def)).unwrap_or_else(|| panic!("no {def}"));
+            let v: u8 = v.trim().parse().unwrap();
+            let op = UringOp::from_u8(v);
+            assert!(op != UringOp::Other && op as u8 == v, "{case} ({v}) is no UringOp (decodes as {op:?})");
+            assert_eq!(op.name(), case.trim_start_matches("IORING_OP_").to_lowercase(), "{case}");
+            assert!(op.is_read() != op.is_write(), "{case} is not either a read or a write");
         }
     }
 

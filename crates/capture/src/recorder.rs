@@ -281,7 +281,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         free: free_rx,
         frame_records: opts.frame_records,
         last_cut: Instant::now(),
-        lost_seen: [0; 8],
+        lost_seen: [0; bpf::LOST_SLOTS],
         shared: &shared,
         samples: samples_rx,
         gpu_events: gpu_events_rx,

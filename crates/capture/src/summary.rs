@@ -7,10 +7,15 @@ use mltrace_log::{FrameEncoder, IoSummary, Record, SumOp, SUM_BUCKETS};
 
 use crate::bpf::{self, IoSum, SlotSum};
 use crate::decode::KernelDecoder;
-use crate::skel::types::op;
+use crate::skel::types::{self, op};
 use crate::skel::MltraceSkel;
 
 const SEC: u64 = 1_000_000_000;
+
+// The kernel's latency histogram (events.h's SUM_BUCKETS) has as many slots
+// as the log's: a type error otherwise.
+const _: fn(&types::io_sum) -> &[u32; SUM_BUCKETS] = |s| &s.hist;
+
 /// A second's sums are taken this long after it ended: calls that ended
 /// in it have been added by then (a program runs for microseconds).
 const SETTLE_NS: u64 = 100_000_000;
@@ -137,9 +142,7 @@ impl Summaries {
                 time: s.sum.ns,
                 ..Default::default()
             };
-            let mut h = [0u32; SUM_BUCKETS];
-            h.copy_from_slice(&s.sum.hist[..SUM_BUCKETS]);
-            r.set_hist(&h);
+            r.set_hist(&s.sum.hist);
             self.records += 1;
             self.calls += s.sum.calls;
             enc.push(&Record::IoSummary(r));

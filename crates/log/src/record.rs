@@ -387,12 +387,19 @@ code_enum!(
 );
 
 impl UringOp {
+    // Exhaustive: a new opcode must say whether it reads or writes.
     pub fn is_write(self) -> bool {
-        matches!(self, UringOp::Writev | UringOp::WriteFixed | UringOp::Write)
+        match self {
+            UringOp::Writev | UringOp::WriteFixed | UringOp::Write => true,
+            UringOp::Readv | UringOp::ReadFixed | UringOp::Read | UringOp::Other => false,
+        }
     }
 
     pub fn is_read(self) -> bool {
-        matches!(self, UringOp::Readv | UringOp::ReadFixed | UringOp::Read)
+        match self {
+            UringOp::Readv | UringOp::ReadFixed | UringOp::Read => true,
+            UringOp::Writev | UringOp::WriteFixed | UringOp::Write | UringOp::Other => false,
+        }
     }
 }
 

@@ -27,7 +27,7 @@ pub(super) struct Consumer<'s> {
     pub(super) free: Receiver<EncodedFrame>,
     pub(super) frame_records: usize,
     pub(super) last_cut: Instant,
-    pub(super) lost_seen: [u64; 8],
+    pub(super) lost_seen: [u64; LOST_SLOTS],
     pub(super) shared: &'s Shared,
     pub(super) samples: Receiver<SampleSink>,
     pub(super) gpu_events: Receiver<Vec<GpuEventSample>>,
@@ -190,10 +190,9 @@ impl Consumer<'_> {
 
     /// Turns new drops (kernel counters and our own) into Lost records.
     fn account_losses(&mut self, skel: &Skeleton<'_>) {
-        let kernel = bpf::read_lost(skel);
         let DecodeStats { malformed, unknown_file, .. } = self.dec.stats;
-        let mut now = [0u64; 8];
-        now[..LOST_SLOTS.min(8)].copy_from_slice(&kernel[..LOST_SLOTS.min(8)]);
+        // Indexed by LostKind; every kind has a slot (asserted in bpf.rs).
+        let mut now = bpf::read_lost(skel);
         now[LostKind::Malformed as usize] += malformed;
         now[LostKind::UnknownFile as usize] += unknown_file;
         let ts = system::boottime_ns();
@@ -210,7 +209,7 @@ impl Consumer<'_> {
 /// Lost counts by kind, warnings about the training phases, and the file
 /// table's (held, forgotten) with the events `--path` left out.
 /// Losses, warnings, and (file names held, forgotten, left out by --path; processes untraced).
-type ConsumerResult = Result<([u64; 8], Vec<String>, (usize, u64, u64, Vec<String>)), CaptureError>;
+type ConsumerResult = Result<([u64; LOST_SLOTS], Vec<String>, (usize, u64, u64, Vec<String>)), CaptureError>;
 
 pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> ConsumerResult {
     let state = RefCell::new(consumer);
