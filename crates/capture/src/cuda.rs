@@ -234,7 +234,21 @@ fn program<'a>(
         | Entry::GroupStart
         | Entry::GroupEnd => &p.nccl_return,
         Entry::StreamQuery | Entry::EventQuery | Entry::Launch | Entry::GraphLaunch => return (entry, None),
-        _ => &p.cu_return,
+        Entry::StreamSync
+        | Entry::CtxSync
+        | Entry::EventSync
+        | Entry::Memcpy
+        | Entry::DtoH
+        | Entry::DtoHV1
+        | Entry::HtoD
+        | Entry::HtoDV1
+        | Entry::DtoD
+        | Entry::DtoDV1
+        | Entry::Peer
+        | Entry::Copy2D
+        | Entry::Copy2DV1
+        | Entry::Copy3D
+        | Entry::Copy3DV1 => &p.cu_return,
     };
     (entry, Some(ret))
 }
