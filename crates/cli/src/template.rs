@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-/// Where a launcher puts the rank, in the order they are looked at.
+/// Where a launcher puts the rank, in the order they are looked at: the
+/// variables of `env::RANK`, the launcher's own first (one recorder per
+/// node runs beside `torchrun`, not under it: `SLURM_PROCID` numbers it).
 pub const RANK_VARS: [&str; 4] = ["SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"];
 
 /// What the placeholders stand for.
@@ -73,6 +75,15 @@ fn safe(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The same variables the log takes a process's rank from, in another order.
+    #[test]
+    fn rank_vars_are_the_logs() {
+        let (mut a, mut b) = (RANK_VARS, mltrace_log::env::RANK);
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+    }
 
     fn v(rank: Option<&str>) -> Values {
         Values { host: "node/7".into(), rank: rank.map(String::from), pid: 42, time: "20261123T034000Z".into() }
