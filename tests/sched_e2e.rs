@@ -61,6 +61,13 @@ fn measured(run: &Run) -> f64 {
     run.kv["blocked_ns"] as f64 / run.kv["total_ns"] as f64
 }
 
+/// Of its run, the share of its time blocked that the kernel counts as on
+/// a CPU or queued for one (a trainer run with TRAINER_SCHEDSTAT=1).
+fn queued(kv: &std::collections::HashMap<String, i64>, prefix: &str) -> f64 {
+    let q = kv.get(&format!("{prefix}queued_ns")).unwrap_or_else(|| panic!("no {prefix}queued_ns: {kv:?}"));
+    *q as f64 / kv[&format!("{prefix}total_ns")] as f64
+}
+
 /// The trainer's life in the log, exec to exit: what the verdict's shares
 /// are shares of.
 fn life_ns(run: &Run, pid: u32) -> f64 {
@@ -330,6 +337,7 @@ fn two_epochs(dir: &Path, bin: &Path, data: &Path, nvml: &Path, extra: &[&str]) 
     opts.extend_from_slice(extra);
     let env = [
         ("TRAINER_EPOCHS", "2"),
+        ("TRAINER_SCHEDSTAT", "1"),
         ("TRAINER_BUSY_FILE", busy.to_str().unwrap()),
         ("FAKE_NVML_BUSY_FILE", busy.to_str().unwrap()),
     ];
@@ -340,7 +348,8 @@ fn two_epochs(dir: &Path, bin: &Path, data: &Path, nvml: &Path, extra: &[&str]) 
 /// sleeps instead of recording every switch: the verdict, per epoch, with
 /// the GPU's idle time, and the data wait of each of two ranks, within
 /// 0.02 of full detail's on the same workloads (beyond what the trainers'
-/// own clocks differ by between the runs), from far fewer records.
+/// own clocks differ by between the runs, and what the kernel counts as
+/// their time queued for a CPU after their waits), from far fewer records.
 #[test]
 fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
     if !require_root() {
@@ -360,7 +369,8 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
         assert_eq!(w["kind"], v["kind"], "{w}");
     }
     let wait = |r: &Run, v: &serde_json::Value| (v["data_wait_fraction"].as_f64().unwrap(), measured(r));
-    summary_agrees("data wait", wait(&full, v), wait(&sum, w), 0.02);
+    let q = queued(&full.kv, "").max(queued(&sum.kv, ""));
+    summary_agrees_queued("data wait", wait(&full, v), wait(&sum, w), 0.02, q);
     for k in 1..=2 {
         let epoch = |r: &Run| {
             let e = &r.json["verdict"]["epochs"][k - 1];
@@ -368,14 +378,15 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
             assert_eq!(e["name"], format!("EPOCH {k}"), "{e}");
             (e["data_wait_fraction"].as_f64().unwrap_or_else(|| panic!("{e}")), want)
         };
-        summary_agrees(&format!("epoch {k} data wait"), epoch(&full), epoch(&sum), 0.02);
+        let eq = queued(&full.kv, &format!("epoch{k}_")).max(queued(&sum.kv, &format!("epoch{k}_")));
+        summary_agrees_queued(&format!("epoch {k} data wait"), epoch(&full), epoch(&sum), 0.02, eq);
         if !emulated() {
             assert_eq!(sum.json["verdict"]["epochs"][k - 1]["kind"], full.json["verdict"]["epochs"][k - 1]["kind"]);
         }
     }
     let idle =
         |r: &Run, v: &serde_json::Value| (v["gpu_idle_during_data_wait_fraction"].as_f64().unwrap(), measured(r));
-    summary_agrees("GPU idle in data waits", idle(&full, v), idle(&sum, w), 0.02);
+    summary_agrees_queued("GPU idle in data waits", idle(&full, v), idle(&sum, w), 0.02, q);
     // The trainer's states: running (on a CPU or waiting for one: how the
     // two split depends on what else the machine runs) and asleep.
     let pid = |r: &Run| r.kv["pid"];
@@ -388,7 +399,7 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
             let got: f64 = keys.iter().map(|k| p[k].as_f64().unwrap()).sum();
             (got, if awake { 1.0 - measured(r) } else { measured(r) })
         };
-        summary_agrees(&format!("trainer {what}"), of(&full), of(&sum), 0.02);
+        summary_agrees_queued(&format!("trainer {what}"), of(&full), of(&sum), 0.02, q);
     }
     let (switches, spans) = sched_records(&sum.log);
     let (full_switches, _) = sched_records(&full.log);
@@ -401,17 +412,17 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
     }
 
     // Two ranks side by side: each its own data wait.
-    let script = two_ranks(dir.path(), &bin, &data);
+    let script = format!("export TRAINER_SCHEDSTAT=1; {}", two_ranks(dir.path(), &bin, &data));
     let ranks = |name: &str, extra: &[&str]| {
         let (_, stdout, json) = record_sh_with(dir.path(), name, &script, extra);
         let blocks: Vec<_> = stdout.split("pid ").skip(1).map(|b| key_values(&format!("pid {b}"))).collect();
         assert_eq!(blocks.len(), 2, "{stdout}");
-        let mut waits: Vec<(f64, f64)> = blocks
+        let mut waits: Vec<(f64, f64, f64)> = blocks
             .iter()
             .map(|kv| {
                 let p = json["processes"].as_array().unwrap().iter().find(|p| p["pid"] == kv["pid"]).unwrap();
                 let want = kv["blocked_ns"] as f64 / kv["total_ns"] as f64;
-                (p["data_wait_fraction"].as_f64().unwrap_or_else(|| panic!("{p}")), want)
+                (p["data_wait_fraction"].as_f64().unwrap_or_else(|| panic!("{p}")), want, queued(kv, ""))
             })
             .collect();
         // The ranks in the order of what they measured: the same places in both runs.
@@ -424,7 +435,7 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
     // detail, by as much again from run to run: 0.02 is the host's bound.
     let tol = if emulated() { 0.05 } else { 0.02 };
     for (i, (x, y)) in a.into_iter().zip(b).enumerate() {
-        summary_agrees(&format!("rank {i} data wait"), x, y, tol);
+        summary_agrees_queued(&format!("rank {i} data wait"), (x.0, x.1), (y.0, y.1), tol, x.2.max(y.2));
     }
 }
 

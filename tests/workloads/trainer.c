@@ -18,7 +18,11 @@
  * utilisation: its compute stands in for GPU kernels. With
  * TRAINER_RELAY=1 a thread of the trainer takes each batch from the
  * worker and hands it on through a pipe of its own, as PyTorch's
- * pin-memory thread does: the main thread is woken by that thread. */
+ * pin-memory thread does: the main thread is woken by that thread. With
+ * TRAINER_SCHEDSTAT=1 it also prints, of its time blocked, what the
+ * kernel counts as on a CPU or queued for one (queued_ns): a wait ends
+ * at the wake-up, and on a busy machine the trainer may queue for a CPU
+ * for milliseconds after it, which its own clock counts as blocked. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -72,6 +76,29 @@ static void worker(const char *path, int batches, size_t chunk, int decode_ms, i
 			_exit(5);
 	}
 	_exit(0);
+}
+
+/* This thread's ns on a CPU (its CPU clock) and queued for one (the
+ * run delay in /proc/thread-self/schedstat), or 0 without TRAINER_SCHEDSTAT. */
+static int sched_fd = -1;
+
+static long long awake_ns(void)
+{
+	char b[96];
+	long long on_cpu, queued;
+	struct timespec t;
+	if (sched_fd < 0)
+		return 0;
+	ssize_t n = pread(sched_fd, b, sizeof b - 1, 0);
+	if (n <= 0)
+		_exit(8);
+	b[n] = 0;
+	if (sscanf(b, "%lld %lld", &on_cpu, &queued) != 2)
+		_exit(8);
+	/* The CPU clock is current to the call; schedstat's own CPU time
+	 * only to the last tick or switch. */
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec + queued;
 }
 
 static int busy_fd = -1;
@@ -131,10 +158,14 @@ int main(int argc, char **argv)
 	size_t chunk = (size_t)atoi(argv[3]) << 10;
 	int req[2], data[2];
 	static char batch[4096];
-	long long start = now_ns(), blocked = 0;
+	long long start = now_ns(), blocked = 0, queued = 0;
 	const char *ep = getenv("TRAINER_EPOCHS"), *bf = getenv("TRAINER_BUSY_FILE");
 	int epochs = ep ? atoi(ep) : 0;
-	long long e_start = 0, e_blocked = 0;
+	long long e_start = 0, e_blocked = 0, e_queued = 0;
+	if (getenv("TRAINER_SCHEDSTAT") && (sched_fd = open("/proc/thread-self/schedstat", O_RDONLY)) < 0) {
+		perror("/proc/thread-self/schedstat");
+		return 1;
+	}
 	if (bf) {
 		busy_fd = open(bf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		gpu_state(0, start);
@@ -169,10 +200,11 @@ int main(int argc, char **argv)
 			mllog("epoch_start", e);
 			e_start = now_ns();
 			e_blocked = 0;
+			e_queued = 0;
 		}
 		if (write(req[1], epochs > 0 && e == epochs ? "f" : "b", 1) != 1)
 			return 1;
-		long long t0 = now_ns();
+		long long a0 = awake_ns(), t0 = now_ns();
 		size_t got = 0;
 		while (got < sizeof(batch)) {
 			ssize_t n = read(from, batch + got, sizeof(batch) - got);
@@ -180,9 +212,11 @@ int main(int argc, char **argv)
 				return 1;
 			got += n;
 		}
-		long long t1 = now_ns();
+		long long t1 = now_ns(), a1 = awake_ns();
 		blocked += t1 - t0;
 		e_blocked += t1 - t0;
+		queued += a1 - a0;
+		e_queued += a1 - a0;
 		gpu_state(1, t1);
 		busy(compute_ms * 1000000LL);
 		long long t2 = now_ns();
@@ -190,6 +224,8 @@ int main(int argc, char **argv)
 		gpu_state(0, t2);
 		if (epochs > 0 && (b % per == per - 1 || b == batches - 1)) {
 			printf("epoch%d_total_ns %lld\nepoch%d_blocked_ns %lld\n", e, now_ns() - e_start, e, e_blocked);
+			if (sched_fd >= 0)
+				printf("epoch%d_queued_ns %lld\n", e, e_queued);
 			mllog("epoch_stop", e);
 		}
 	}
@@ -197,5 +233,7 @@ int main(int argc, char **argv)
 	waitpid(w, &st, 0);
 	long long total = now_ns() - start;
 	printf("pid %d\nworker %d\ntotal_ns %lld\nblocked_ns %lld\n", getpid(), w, total, blocked);
+	if (sched_fd >= 0)
+		printf("queued_ns %lld\n", queued);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
