@@ -45,8 +45,8 @@ pub const TOP: usize = 10;
 pub const SHARES: [Share; 7] = Breakdown::SHARES;
 
 /// Share `key` of `b` (a key of [`SHARES`]).
-fn share(b: &Breakdown, key: &str) -> f64 {
-    b.share(key).unwrap_or(f64::NAN)
+fn share(b: &Breakdown, s: &Share) -> f64 {
+    (s.of)(b)
 }
 
 /// What the trainer's loaders did, in one run.
@@ -494,8 +494,8 @@ impl Diff {
     }
 
     /// Share `key` of the trainer's time (see [`SHARES`]).
-    pub fn share(&self, key: &str) -> Pair {
-        let of = |r: &RunFigures| r.breakdown.map(|b| share(&b, key));
+    pub fn share(&self, s: &Share) -> Pair {
+        let of = |r: &RunFigures| r.breakdown.map(|b| share(&b, s));
         Pair::of(of(&self.before), of(&self.after))
     }
 
@@ -568,9 +568,9 @@ impl Diff {
                 out.push(Judged { key, pair, apart, bound });
             }
         };
-        for key in SHARES.map(|s| s.key) {
-            let p = self.share(key);
-            judge(format!("breakdown.{key}"), p, p.delta().map(f64::abs), share_bound);
+        for s in &SHARES {
+            let p = self.share(s);
+            judge(format!("breakdown.{}", s.key), p, p.delta().map(f64::abs), share_bound);
         }
         let w = self.wall_s();
         judge("wall_s".into(), w, w.relative(), wall_bound);
@@ -722,8 +722,8 @@ impl Diff {
 
     /// The comparison as one JSON document (docs/diff.md).
     pub fn to_json(&self) -> Value {
-        let breakdown = |f: &dyn Fn(&str) -> Pair| -> Value {
-            SHARES.iter().map(|s| (s.key.to_string(), f(s.key).json())).collect::<serde_json::Map<_, _>>().into()
+        let breakdown = |f: &dyn Fn(&Share) -> Pair| -> Value {
+            SHARES.iter().map(|s| (s.key.to_string(), f(s).json())).collect::<serde_json::Map<_, _>>().into()
         };
         let judged = |j: &[Judged]| -> Vec<Value> {
             j.iter().map(|j| json!({"key": j.key, "apart": j.apart, "bound": j.bound, "beyond": j.beyond()})).collect()
@@ -878,8 +878,8 @@ impl Diff {
         };
         rows.push(row(&steps_label, self.steps_per_s(), &rate, &relative));
         rows.push(vec!["verdict".into(), b.kind.into(), a.kind.into(), String::new()]);
-        for s in SHARES {
-            rows.push(row(&format!("  {}", s.name), self.share(s.key), &pct, &points));
+        for s in &SHARES {
+            rows.push(row(&format!("  {}", s.name), self.share(s), &pct, &points));
         }
         if b.loaders.is_some() || a.loaders.is_some() {
             let who = |r: &RunFigures| {

@@ -64,10 +64,6 @@ impl Breakdown {
     ];
 
     /// Share `key` (one of [`Breakdown::SHARES`]).
-    pub fn share(&self, key: &str) -> Option<f64> {
-        Self::SHARES.iter().find(|s| s.key == key).map(|s| (s.of)(self))
-    }
-
     /// From ns: the total, and each part but `other` (the rest).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn of(

@@ -453,7 +453,7 @@ fn share_bars(d: &Diff, o: &mut String) {
         let y = 2.0 + i as f64 * (bar + gap);
         let side = |p: mltrace_stats::diff::Pair| if i == 0 { p.before } else { p.after };
         let shares: Vec<(&str, f64)> =
-            mltrace_stats::diff::SHARES.iter().map(|s| (s.key, side(d.share(s.key)).unwrap_or(0.0))).collect();
+            mltrace_stats::diff::SHARES.iter().map(|s| (s.key, side(d.share(s)).unwrap_or(0.0))).collect();
         let data: Vec<String> = shares.iter().map(|(k, v)| format!("{k}:{v:.4}")).collect();
         let _ = write!(
             o,
