@@ -7,10 +7,23 @@
 K=$(uname -r)
 R=$RES/results.txt
 : >"$R"
-result() { echo "$K $*" >>"$R"; }
+result() {
+  echo "$K $*" >>"$R"
+  echo "$(cut -d' ' -f1 /proc/uptime) $*" >>"$RES/progress.txt"
+}
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 
 if [ -z "$HOST" ]; then
+  # A guest that hangs is killed from outside: what it was doing every
+  # half minute, and the kernel's last words, are left in $RES/watch.txt.
+  (while sleep 30; do
+    {
+      echo "== $(cut -d' ' -f1 /proc/uptime) s up"
+      ps -eo pid,ppid,stat,etime,time,wchan:32,args | grep -v ' \[.*\]$'
+      dmesg | tail -n 15
+    } >>"$RES/watch.txt" 2>&1
+  done) &
+  watch=$!
   # A scratch disk, so reads can come from storage and block I/O is real.
   # The kernel's modules are in its unpacked package, not under /lib/modules.
   for m in virtio_blk ext4; do modprobe -d "$KDIR" $m 2>/dev/null; done
@@ -82,7 +95,7 @@ while read -r bin name; do
     case $name in
       io_uring*) if [ $uring = no ]; then result "$route" skip "$name" "no io_uring probes on this kernel"; continue; fi ;;
     esac
-    MLTRACE_SYSCALL_PROBES=$route timeout 900 "$exe" --exact "$name" --test-threads=1 >"$log" 2>&1
+    MLTRACE_SYSCALL_PROBES=$route timeout 900 "$exe" --exact "$name" --test-threads=1 --nocapture >"$log" 2>&1
     rc=$?
     if [ $rc = 0 ] && grep -q '^test result: ok. 1 passed' "$log"; then
       result "$route" pass "$name"
@@ -94,6 +107,7 @@ while read -r bin name; do
   done
 done <"$RES/checks"
 [ -z "$HOST" ] && umount /mnt 2>/dev/null
+[ -n "${watch:-}" ] && kill "$watch" 2>/dev/null
 # The host tells a guest that ran every check from one that stopped (a
 # hang under emulation, a crash) by this file.
 : >"$RES/finished"
