@@ -1,7 +1,11 @@
 """A trainer whose time goes to four things it times itself: waiting for
 a forked loader (a pipe), waiting for the "GPU" (the stand-in libcuda's
 cuStreamSynchronize, spinning or asleep), computing (spinning), and
-writing and fsyncing a checkpoint. Prints what it measured as JSON.
+writing and fsyncing a checkpoint. Prints what it measured as JSON: each
+part's seconds, and of each wait (data, gpu, io) the seconds the kernel
+counts as queued for a CPU (data_queued...): on a busy machine a wait's
+end can be followed by milliseconds in the run queue, which this clock
+counts in the wait and the trace as runnable.
 
 breakdown.py OUT_DIR LIBCUDA|- STEPS LOADER_S GPU_S CPU_S CKPT_MIB spin|sleep"""
 import ctypes
@@ -20,6 +24,12 @@ def since_start():
     with open("/proc/self/stat") as f:
         start = int(f.read().rsplit(")", 1)[1].split()[19])
     return time.clock_gettime(time.CLOCK_BOOTTIME) - start / os.sysconf("SC_CLK_TCK")
+
+
+def queued():
+    """Seconds this thread has waited for a CPU (the kernel's run delay)."""
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1]) / 1e9
 
 
 def loader(conn, steps, delay):
@@ -48,22 +58,25 @@ def main():
         lib.fakeCudaSet(ctypes.c_longlong(int(gpu_s * 1e9)), ctypes.c_int(mode == "spin"))
         lib.cuStreamSynchronize.argtypes = [ctypes.c_void_p]
     got = {"data": 0.0, "gpu": 0.0, "cpu": 0.0, "io": 0.0, "startup": startup}
+    got.update({"data_queued": 0.0, "gpu_queued": 0.0, "io_queued": 0.0})
     parent, child = mp.Pipe(duplex=False)
     worker = mp.get_context("fork").Process(target=loader, args=(child, steps, load_s))
     worker.start()
     for step in range(steps):
-        t = time.perf_counter()
+        t, q = time.perf_counter(), queued()
         parent.recv_bytes()
         got["data"] += time.perf_counter() - t
+        got["data_queued"] += queued() - q
         t = time.perf_counter()
         spin(cpu_s)
         got["cpu"] += time.perf_counter() - t
         if lib is not None:
-            t = time.perf_counter()
+            t, q = time.perf_counter(), queued()
             lib.cuStreamSynchronize(None)
             got["gpu"] += time.perf_counter() - t
+            got["gpu_queued"] += queued() - q
         if step == steps // 2 and ckpt_mib:
-            t = time.perf_counter()
+            t, q = time.perf_counter(), queued()
             chunk = b"\0" * (8 << 20)
             with open(os.path.join(out, "ckpt.pt"), "wb") as f:
                 for _ in range(ckpt_mib // 8):
@@ -71,6 +84,7 @@ def main():
                 f.flush()
                 os.fsync(f.fileno())
             got["io"] += time.perf_counter() - t
+            got["io_queued"] += queued() - q
     worker.join()
     got["wall"] = since_start()
     print(json.dumps(got), flush=True)
