@@ -183,7 +183,7 @@ run_guest() {
     [ -f "$res/finished" ] && break
     echo "test-kernels: $v: the guest stopped before its last check (try $try; $(cat "$res/results.txt" 2>/dev/null | wc -l) results)" >&2
     # What it did and when (seconds since boot), and what it was doing
-    # at its last minute: in CI's output, as the clone is gone after it.
+    # at its last look: in CI's output, as the clone is gone after it.
     for f in progress.txt watch.txt console.log; do
       [ -f "$res/$f" ] || continue
       echo "test-kernels: $v, try $try, the end of $f:" >&2

@@ -44,11 +44,6 @@ pub const TOP: usize = 10;
 /// The seven shares (see [`Breakdown::SHARES`]).
 pub const SHARES: [Share; 7] = Breakdown::SHARES;
 
-/// Share `key` of `b` (a key of [`SHARES`]).
-fn share(b: &Breakdown, s: &Share) -> f64 {
-    (s.of)(b)
-}
-
 /// What the trainer's loaders did, in one run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoaderFigures {
@@ -493,9 +488,9 @@ impl Diff {
         Pair::of(self.before.steps.map(|s| s.per_s), self.after.steps.map(|s| s.per_s))
     }
 
-    /// Share `key` of the trainer's time (see [`SHARES`]).
+    /// Share `s` of the trainer's time (one of [`SHARES`]).
     pub fn share(&self, s: &Share) -> Pair {
-        let of = |r: &RunFigures| r.breakdown.map(|b| share(&b, s));
+        let of = |r: &RunFigures| r.breakdown.map(|b| (s.of)(&b));
         Pair::of(of(&self.before), of(&self.after))
     }
 
@@ -749,7 +744,7 @@ impl Diff {
                     "name": b.name,
                     "duration_s": p(&|e| Some(e.duration_ns as f64 / 1e9)).json(),
                     "kind": {"before": b.kind, "after": a.kind},
-                    "breakdown": breakdown(&|k| p(&|e| e.breakdown.map(|x| share(&x, k)))),
+                    "breakdown": breakdown(&|k| p(&|e| e.breakdown.map(|x| (k.of)(&x)))),
                     "read_mb_per_s": p(&|e| e.read_mb_per_s).json(),
                     "from_storage_bytes": p(&|e| e.from_storage_bytes).json_bytes(),
                     "cache_hit_fraction": p(&|e| e.cache_hit_fraction).json(),
@@ -765,7 +760,7 @@ impl Diff {
                     "rank": b.rank,
                     "pid": {"before": b.pid, "after": a.pid},
                     "steps_per_s": p(&|r| r.steps.map(|s| s.per_s)).json(),
-                    "breakdown": breakdown(&|k| p(&|r| r.breakdown.map(|x| share(&x, k)))),
+                    "breakdown": breakdown(&|k| p(&|r| r.breakdown.map(|x| (k.of)(&x)))),
                     "read_mb_per_s": p(&|r| r.read_mb_per_s).json(),
                 })
             })

@@ -63,7 +63,6 @@ impl Breakdown {
         Share { key: "other", name: "otherwise asleep", phrase: "otherwise asleep", of: |b| b.other },
     ];
 
-    /// Share `key` (one of [`Breakdown::SHARES`]).
     /// From ns: the total, and each part but `other` (the rest).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn of(
