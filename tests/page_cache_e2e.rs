@@ -1,7 +1,7 @@
 //! Bytes from storage per process and file (filemap:mm_filemap_add_to_page_cache),
 //! on files whose pages were dropped first: read twice through read(), read
-//! through a mapping, written, and mapped through an fd opened before the
-//! recording (named from /proc/PID/maps).
+//! through a mapping (in a memory cgroup too small for it too), written, and
+//! mapped through an fd opened before the recording (named from /proc/PID/maps).
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -177,22 +177,102 @@ fn a_cold_mapped_file_is_attributed_to_its_path_and_process() {
     let f = cold_file(&bin, tmp.path(), "mapped.bin", 256);
     let size = 256 * MIB;
     let run = record(tmp.path(), &[], &[bin.to_str().unwrap(), "mmap", f.to_str().unwrap()]);
-    let pid = run.kv["pid"] as u32;
-    let mut faults = 0;
-    for c in insertions(&run, &f) {
-        assert_eq!((c.pid, c.tid), (pid, pid));
-        assert_eq!(c.during, CacheDuring::Fault, "no read call: the mapping's faults");
-        assert!(c.offset + c.bytes <= size);
-        faults += c.bytes;
-    }
-    assert!(faults >= size * 95 / 100 && faults <= size, "{faults} of {size} bytes from storage");
-    let fj = file(&run, &f);
-    assert_eq!(fj["storage_read_bytes"].as_u64(), Some(faults));
-    assert_eq!((fj["reads"].as_u64(), fj["page_cache"]["faults"].as_u64()), (Some(0), Some(faults)));
+    let faults = mapped_faults(&run, &f, size);
     let p = process(&run);
     let kernel = p["kernel"]["read_bytes"].as_u64().unwrap();
     let storage = p["storage_read_bytes"].as_u64().unwrap();
     assert!(kernel.abs_diff(storage) <= 2 * MIB, "kernel read_bytes {kernel}, traced storage {storage}");
+    assert!(faults <= storage);
+}
+
+/// Checks the faults' records of `size` bytes mapped from `f` by the run's
+/// process and returns the bytes they brought in. Pages reclaimed before
+/// they were touched are read again (a real read, which the kernel's
+/// read_bytes counts too), so a range may come twice, but never twice at
+/// one instant: that would be a record duplicated.
+fn mapped_faults(run: &Run, f: &Path, size: u64) -> u64 {
+    let pid = run.kv["pid"] as u32;
+    let mut v: Vec<PageCache> = insertions(run, f).collect();
+    for c in &v {
+        assert_eq!((c.pid, c.tid), (pid, pid));
+        assert_eq!(c.during, CacheDuring::Fault, "no read call: the mapping's faults");
+        assert!(c.offset + c.bytes <= size);
+    }
+    v.sort_by_key(|c| (c.ts, c.offset));
+    for w in v.windows(2) {
+        let same_time = w[0].ts == w[1].ts && w[1].offset < w[0].offset + w[0].bytes;
+        assert!(!same_time, "pages at {} inserted twice at {}: a duplicated record", w[1].offset, w[1].ts);
+    }
+    v.sort_by_key(|c| c.offset);
+    let (mut distinct, mut end) = (0, 0);
+    for c in &v {
+        distinct += (c.offset + c.bytes).saturating_sub(end.max(c.offset));
+        end = end.max(c.offset + c.bytes);
+    }
+    let faults: u64 = v.iter().map(|c| c.bytes).sum();
+    assert!(distinct >= size * 95 / 100 && distinct <= size, "{distinct} of {size} bytes from storage");
+    let fj = file(run, f);
+    assert_eq!(fj["storage_read_bytes"].as_u64(), Some(faults));
+    assert_eq!((fj["reads"].as_u64(), fj["page_cache"]["faults"].as_u64()), (Some(0), Some(faults)));
+    faults
+}
+
+/// A mapping touched twice, in a memory cgroup that holds half of it: the
+/// second pass finds the first one's pages reclaimed and reads them again.
+/// Every read counts, as the kernel's own read_bytes counts it.
+#[test]
+fn a_mapping_twice_its_memory_cgroup_is_read_again_and_each_read_counted() {
+    if !require_root() {
+        return;
+    }
+    let size = 128 * MIB;
+    let Some(cg) = MemoryCgroup::new(size / 2) else {
+        return;
+    };
+    // On a disk, not a tmpfs /tmp: tmpfs pages never pass the page-cache tracepoint.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let bin = compile_workload("cold_read", tmp.path());
+    let f = cold_file(&bin, tmp.path(), "squeezed.bin", 128);
+    let procs = cg.0.join("cgroup.procs");
+    let join = format!("echo $$ > {} && exec {} mmap {} 4096 2", procs.display(), bin.display(), f.display());
+    let run = record(tmp.path(), &[], &["sh", "-c", &join]);
+    assert_eq!(run.kv["bytes"] as u64, 2 * size);
+    let faults = mapped_faults(&run, &f, size);
+    assert!(faults >= size + size / 4, "{faults} bytes from storage for {size} mapped and touched twice");
+    let p = process(&run);
+    let kernel = p["kernel"]["read_bytes"].as_u64().unwrap();
+    let storage = p["storage_read_bytes"].as_u64().unwrap();
+    assert!(kernel.abs_diff(storage) <= MIB / 4, "kernel read_bytes {kernel}, traced storage {storage}");
+}
+
+/// A memory cgroup of its own with a limit (v1 or v2), removed on drop.
+struct MemoryCgroup(PathBuf);
+
+impl MemoryCgroup {
+    fn new(limit: u64) -> Option<MemoryCgroup> {
+        let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").is_ok_and(|c| c.contains("memory"));
+        let (parent, knob) = match v2 {
+            true => ("/sys/fs/cgroup", "memory.max"),
+            false if Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() => {
+                ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
+            }
+            false => {
+                skip("a memory cgroup's limit", "no memory controller under /sys/fs/cgroup");
+                return None;
+            }
+        };
+        let dir = Path::new(parent).join(format!("mltrace-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let cg = MemoryCgroup(dir);
+        std::fs::write(cg.0.join(knob), limit.to_string()).unwrap();
+        Some(cg)
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
 
 #[test]

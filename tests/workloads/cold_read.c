@@ -5,8 +5,9 @@
  *   cold_read make FILE MIB        writes FILE (MIB MiB), syncs it, drops its pages
  *   cold_read twice FILE           read() it to the end twice: the first pass from
  *                                  storage, the second from the cache
- *   cold_read mmap FILE [STRIDE]   drop its pages, map it and touch one byte every
- *                                  STRIDE bytes (default 4096)
+ *   cold_read mmap FILE [STRIDE [PASSES]]
+ *                                  drop its pages, map it and touch one byte every
+ *                                  STRIDE bytes (default 4096), PASSES times (1)
  *   cold_read mmapfd FD            the same on an inherited fd (no open is traced)
  *
  * Prints `key value` lines: pid, bytes read or touched, and a checksum so
@@ -69,12 +70,14 @@ int main(int argc, char **argv) {
 		}
 	} else if (strcmp(mode, "mmap") == 0 || strcmp(mode, "mmapfd") == 0) {
 		long stride = argc > 3 ? atol(argv[3]) : 4096;
+		long passes = argc > 4 ? atol(argv[4]) : 1;
 		volatile unsigned char *m = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 		if (m == MAP_FAILED)
 			return 1;
-		for (long off = 0; off < st.st_size; off += stride)
-			sum += m[off];
-		total = st.st_size;
+		for (long pass = 0; pass < passes; pass++)
+			for (long off = 0; off < st.st_size; off += stride)
+				sum += m[off];
+		total = st.st_size * passes;
 		munmap((void *)m, st.st_size);
 	} else {
 		return 2;
