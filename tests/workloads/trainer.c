@@ -22,7 +22,9 @@
  * TRAINER_SCHEDSTAT=1 it also prints, of its time blocked, what the
  * kernel counts as on a CPU or queued for one (queued_ns): a wait ends
  * at the wake-up, and on a busy machine the trainer may queue for a CPU
- * for milliseconds after it, which its own clock counts as blocked. */
+ * for milliseconds after it, which its own clock counts as blocked.
+ * Per epoch it then prints its CPU time too (epochN_cpu_ns): how much of
+ * an epoch's compute it ran, not queued, on a machine others share. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -82,11 +84,17 @@ static void worker(const char *path, int batches, size_t chunk, int decode_ms, i
  * run delay in /proc/thread-self/schedstat), or 0 without TRAINER_SCHEDSTAT. */
 static int sched_fd = -1;
 
+static long long cpu_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 static long long awake_ns(void)
 {
 	char b[96];
 	long long on_cpu, queued;
-	struct timespec t;
 	if (sched_fd < 0)
 		return 0;
 	ssize_t n = pread(sched_fd, b, sizeof b - 1, 0);
@@ -97,8 +105,7 @@ static long long awake_ns(void)
 		_exit(8);
 	/* The CPU clock is current to the call; schedstat's own CPU time
 	 * only to the last tick or switch. */
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec + queued;
+	return cpu_ns() + queued;
 }
 
 static int busy_fd = -1;
@@ -161,7 +168,7 @@ int main(int argc, char **argv)
 	long long start = now_ns(), blocked = 0, queued = 0;
 	const char *ep = getenv("TRAINER_EPOCHS"), *bf = getenv("TRAINER_BUSY_FILE");
 	int epochs = ep ? atoi(ep) : 0;
-	long long e_start = 0, e_blocked = 0, e_queued = 0;
+	long long e_start = 0, e_blocked = 0, e_queued = 0, e_cpu = 0;
 	if (getenv("TRAINER_SCHEDSTAT") && (sched_fd = open("/proc/thread-self/schedstat", O_RDONLY)) < 0) {
 		perror("/proc/thread-self/schedstat");
 		return 1;
@@ -199,6 +206,7 @@ int main(int argc, char **argv)
 		if (epochs > 0 && b % per == 0) {
 			mllog("epoch_start", e);
 			e_start = now_ns();
+			e_cpu = cpu_ns();
 			e_blocked = 0;
 			e_queued = 0;
 		}
@@ -225,7 +233,7 @@ int main(int argc, char **argv)
 		if (epochs > 0 && (b % per == per - 1 || b == batches - 1)) {
 			printf("epoch%d_total_ns %lld\nepoch%d_blocked_ns %lld\n", e, now_ns() - e_start, e, e_blocked);
 			if (sched_fd >= 0)
-				printf("epoch%d_queued_ns %lld\n", e, e_queued);
+				printf("epoch%d_queued_ns %lld\nepoch%d_cpu_ns %lld\n", e, e_queued, e, cpu_ns() - e_cpu);
 			mllog("epoch_stop", e);
 		}
 	}
