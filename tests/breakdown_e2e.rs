@@ -79,6 +79,43 @@ fn shares(r: &Run, what: &str) {
     }
 }
 
+/// The kind the trainer's own clocks name, by the verdict's rule (a stall
+/// of a fifth names the larger; else the GPU or the CPU at half), or
+/// `None` where a share is within 0.05 of a bound: there two runs of one
+/// workload on a shared machine (a slower fsync, a CPU taken by the tests
+/// beside it) may fall either side, and the verdict with them.
+fn measured_kind(r: &Run) -> Option<&'static str> {
+    let m = &r.measured;
+    let share = |k: &str| m[k].as_f64().unwrap() / m["wall"].as_f64().unwrap();
+    let (data, io, gpu, cpu) = (share("data"), share("io"), share("gpu"), share("on_cpu"));
+    let clear = |a: f64, b: f64| (a - b).abs() > 0.05;
+    let stall = data.max(io);
+    if !clear(stall, 0.2) {
+        None
+    } else if stall > 0.2 {
+        clear(data, io).then_some(if data > io { "input-bound" } else { "io-bound" })
+    } else if !clear(gpu, 0.5) {
+        None
+    } else if gpu > 0.5 {
+        Some("gpu-bound")
+    } else {
+        clear(cpu, 0.5).then_some(if cpu > 0.5 { "cpu-bound" } else { "mixed" })
+    }
+}
+
+/// The verdict's kind is the one the trainer's clocks name, where they
+/// name one clearly; `design` is the kind its shape was made for.
+fn check_kind(r: &Run, what: &str, design: &str) {
+    let v = &r.json["verdict"];
+    match measured_kind(r) {
+        Some(k) => assert_eq!(v["kind"], k, "{what}: {} (measured {})", v["text"], r.measured),
+        None => eprintln!("{what}: a share of {} lies near a bound: kind {} not checked", r.measured, v["kind"]),
+    }
+    if measured_kind(r) != Some(design) {
+        eprintln!("{what}: made {design}, measured {:?} on this machine", measured_kind(r));
+    }
+}
+
 /// The shares, and the one 200 MiB checkpoint taking what the trainer measured.
 fn check(r: &Run, what: &str) {
     shares(r, what);
@@ -124,14 +161,17 @@ fn gpu_waits_spinning_and_asleep_on_both_routes() {
     let tmp = tempfile::tempdir().unwrap();
     let lib = fake_cuda(tmp.path());
     for (mode, route) in [("spin", &[][..]), ("sleep", &[][..]), ("spin", &["--syscall-probes", "compat"][..])] {
-        // 200 ms per step in the GPU: the larger share.
-        let r = run(tmp.path(), &py, Some(&lib), "0.2", mode, route);
+        // 300 ms per step in the GPU: three quarters of the time, and the
+        // checkpoint (0.7 s here) clear of the fifth that would name it.
+        let r = run(tmp.path(), &py, Some(&lib), "0.3", mode, route);
         check(&r, &format!("{mode} {route:?}"));
         let v = &r.json["verdict"];
         // Under full emulation the traps stretch everything else: the GPU's
         // share falls below a half by the trainer's own clock too.
         if !emulated() {
-            assert_eq!(v["kind"], "gpu-bound", "{mode} {route:?}: {}", v["text"]);
+            check_kind(&r, &format!("{mode} {route:?}"), "gpu-bound");
+        }
+        if v["kind"] == "gpu-bound" {
             assert!(v["text"].as_str().unwrap().contains("waited for the GPU"), "{}", v["text"]);
         }
         // The overview's GPU wait per process and interval: most of each.
@@ -159,12 +199,15 @@ fn summary_detail_keeps_the_breakdown() {
     let Some(py) = system_python() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let lib = fake_cuda(tmp.path());
-    let full = run(tmp.path(), &py, Some(&lib), "0.2", "sleep", &[]);
-    let sum = run(tmp.path(), &py, Some(&lib), "0.2", "sleep", &["--detail", "summary"]);
+    let full = run(tmp.path(), &py, Some(&lib), "0.3", "sleep", &[]);
+    let sum = run(tmp.path(), &py, Some(&lib), "0.3", "sleep", &["--detail", "summary"]);
     check(&full, "full");
     check(&sum, "summary");
     assert_eq!(sum.json["detail"], "summary");
-    assert_eq!(sum.json["verdict"]["kind"], full.json["verdict"]["kind"]);
+    if !emulated() {
+        check_kind(&full, "full", "gpu-bound");
+        check_kind(&sum, "summary", "gpu-bound");
+    }
     for (share, mine) in [("data_wait", "data"), ("gpu_wait", "gpu"), ("own_io", "io")] {
         let of = |r: &Run| {
             let m = &r.measured;
@@ -195,7 +238,7 @@ fn kinds_when_one_share_dominates() {
         let r = run_with(tmp.path(), &py, None, &shape, &[]);
         shares(&r, kind);
         if !emulated() {
-            assert_eq!(r.json["verdict"]["kind"], kind, "{}", r.json["verdict"]["text"]);
+            check_kind(&r, &shape.join(" "), kind);
         }
     }
 }

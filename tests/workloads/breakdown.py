@@ -5,7 +5,10 @@ writing and fsyncing a checkpoint. Prints what it measured as JSON: each
 part's seconds, and of each wait (data, gpu, io) the seconds the kernel
 counts as queued for a CPU (data_queued...): on a busy machine a wait's
 end can be followed by milliseconds in the run queue, which this clock
-counts in the wait and the trace as runnable.
+counts in the wait and the trace as runnable. And its main thread's time
+on a CPU outside the GPU and checkpoint calls (on_cpu, by its CPU clock:
+the interpreter's start-up included): how much it computed rather than
+queued for a CPU, on a machine others share.
 
 breakdown.py OUT_DIR LIBCUDA|- STEPS LOADER_S GPU_S CPU_S CKPT_MIB spin|sleep"""
 import ctypes
@@ -65,6 +68,7 @@ def main():
         lib.cuStreamSynchronize.argtypes = [ctypes.c_void_p]
     got = {"data": 0.0, "gpu": 0.0, "cpu": 0.0, "io": 0.0, "startup": startup}
     got.update({"data_queued": 0.0, "gpu_queued": 0.0, "io_queued": 0.0})
+    in_calls = 0.0
     parent, child = mp.Pipe(duplex=False)
     worker = mp.get_context("fork").Process(target=loader, args=(child, steps, load_s))
     worker.start()
@@ -77,12 +81,13 @@ def main():
         spin(cpu_s)
         got["cpu"] += time.perf_counter() - t
         if lib is not None:
-            t, q = time.perf_counter(), queued()
+            t, q, c = time.perf_counter(), queued(), time.thread_time()
             lib.cuStreamSynchronize(None)
             got["gpu"] += time.perf_counter() - t
             got["gpu_queued"] += queued() - q
+            in_calls += time.thread_time() - c
         if step == steps // 2 and ckpt_mib:
-            t, q = time.perf_counter(), queued()
+            t, q, c = time.perf_counter(), queued(), time.thread_time()
             chunk = b"\0" * (8 << 20)
             with open(os.path.join(out, "ckpt.pt"), "wb") as f:
                 for _ in range(ckpt_mib // 8):
@@ -91,8 +96,10 @@ def main():
                 os.fsync(f.fileno())
             got["io"] += time.perf_counter() - t
             got["io_queued"] += queued() - q
+            in_calls += time.thread_time() - c
     worker.join()
     got["wall"] = since_start()
+    got["on_cpu"] = time.thread_time() - in_calls
     print(json.dumps(got), flush=True)
     # No interpreter teardown after the clock stops: its tens of ms on CPU
     # (more on a busy machine) are in the process's life, which the
