@@ -81,8 +81,9 @@ impl Stats {
     }
 
     /// Counts `n` bytes read from `path` by a worker or a loader thread,
-    /// in a call that ended at `end`.
-    fn worker_read(&mut self, pid: u32, tid: u32, path: &[u8], kind: FileKind, n: i64, end: u64) {
+    /// in calls that ended in `[ended.0, ended.1]`: one call's end, or a
+    /// summary's second (see [`crate::summed_reads`]).
+    fn worker_read(&mut self, pid: u32, tid: u32, path: &[u8], kind: FileKind, n: i64, ended: (u64, u64)) {
         if n <= 0 || !matches!(kind, FileKind::Regular | FileKind::BlockDev) {
             return;
         }
@@ -108,7 +109,10 @@ impl Stats {
         // A worker of the trainer (see `is_worker_now`).
         if self.trainer != 0 && parent == self.trainer {
             if let Some(t) = self.sched.timeline.as_mut() {
-                t.add_at(timeline::Field::ReadBytes, end, n as f64);
+                match ended.1 > ended.0 {
+                    true => self.summed_reads.add(tid, ended.0, ended.1, n as f64, t),
+                    false => t.add_at(timeline::Field::ReadBytes, ended.0, n as f64),
+                }
             }
             let key = String::from_utf8_lossy(path);
             match self.worker_files.get_mut(key.as_ref()) {
@@ -134,7 +138,7 @@ impl Stats {
         };
         let path = f.str(r.path);
         if !op.is_write() {
-            self.worker_read(r.pid, r.tid, path, r.kind, r.bytes as i64, r.ts.saturating_add(r.dur));
+            self.worker_read(r.pid, r.tid, path, r.kind, r.bytes as i64, (r.ts, r.ts.saturating_add(r.dur)));
         }
         let data = !matches!(op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncFileRange);
         self.calls.add_summary(op.name(), r, data);
@@ -253,6 +257,7 @@ impl Stats {
         self.last_ts = Some(self.last_ts.map_or(rec.end_ts(), |t| t.max(rec.end_ts())));
         match *rec {
             Record::Fork(r) => {
+                self.summed_reads.fork(r.tid, r.ts);
                 if r.thread {
                     self.proc(r.pid).threads += 1;
                 } else {
@@ -305,6 +310,7 @@ impl Stats {
             }
             Record::Exit(r) => {
                 self.sched.add(rec, sched::Feeder::No);
+                self.summed_reads.exit(r.tid, r.ts, self.sched.timeline.as_mut());
                 if r.process_exit {
                     let p = self.proc(r.pid);
                     p.exit_status = Some(r.status);
@@ -340,7 +346,8 @@ impl Stats {
             Record::Io(r) => {
                 self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
                 if !r.op.is_write() {
-                    self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret, r.ts.saturating_add(r.dur));
+                    let end = r.ts.saturating_add(r.dur);
+                    self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret, (end, end));
                 }
                 let data = !matches!(r.op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncFileRange);
                 self.calls.add("", r.op.name(), data.then_some(r.requested), r.dur);
@@ -428,7 +435,8 @@ impl Stats {
             }
             Record::IoUring(r) => {
                 if r.op.is_read() {
-                    self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret, r.ts.saturating_add(r.dur));
+                    let end = r.ts.saturating_add(r.dur);
+                    self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret, (end, end));
                 }
                 self.calls.add("io_uring", r.op.name(), Some(r.requested), r.dur);
                 self.proc(r.pid).uring.add(&r);

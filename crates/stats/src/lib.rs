@@ -28,6 +28,7 @@ pub mod step_waits;
 pub mod steps;
 pub mod suggest;
 mod summary;
+mod summed_reads;
 pub mod timeline;
 mod verdict;
 
@@ -380,6 +381,7 @@ pub struct Stats {
     /// A summary's loader threads (pid, tid), known before its records
     /// are read: their sums come a second or two after their wake-ups.
     summed_loaders: HashSet<(u32, u32)>,
+    summed_reads: summed_reads::SummedReads,
     pub files: HashMap<String, FileStats>,
     pub lost: Vec<(LostKind, u64)>,
     pub disks: Vec<DiskStats>,
@@ -522,6 +524,9 @@ impl Stats {
                 s.checkpoint_detector.add(&f, &rec);
                 also(&f, &rec);
             }
+        }
+        if let Some(t) = s.sched.timeline.as_mut() {
+            s.summed_reads.finish(t);
         }
         if let Some(end) = s.last_ts {
             s.sched.finish(end);

@@ -150,6 +150,15 @@ impl Timeline {
         *slot(&mut self.bins[i], field) += amount;
     }
 
+    /// Adds `amount` (bytes) to `field` spread evenly over `[from, to)`
+    /// (at `from` when that is empty).
+    pub fn spread(&mut self, field: Field, from: u64, to: u64, amount: f64) {
+        match to > from {
+            true => self.add_signed(field, from, to, amount / (to - from) as f64),
+            false => self.add_at(field, from, amount),
+        }
+    }
+
     /// Takes `[from, to)` out of `field` (time moved to another field).
     pub fn sub(&mut self, field: Field, from: u64, to: u64) {
         self.add_signed(field, from, to, -1.0);
@@ -205,6 +214,17 @@ mod tests {
         assert_eq!(t.window(0, 1000).data_wait, 100.0);
         assert_eq!(t.window(150, 1000).data_wait, 50.0);
         assert_eq!(t.window(7, 7), Span::default());
+    }
+
+    #[test]
+    fn spread_bytes_split_by_time() {
+        let mut t = Timeline::new(0, BINS as u64 * 10 - 1);
+        // A second's sums (here 0..400) over which two epochs fall.
+        t.spread(Field::ReadBytes, 0, 400, 4000.0);
+        t.spread(Field::ReadBytes, 500, 500, 7.0);
+        assert_eq!(t.window(0, 100).read_bytes, 1000.0);
+        assert_eq!(t.window(100, 400).read_bytes, 3000.0);
+        assert_eq!(t.window(490, 510).read_bytes, 7.0);
     }
 
     #[test]
