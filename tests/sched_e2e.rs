@@ -421,7 +421,12 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
     assert!((read - rchar).abs() <= 0.05 * rchar, "a summary's epochs read {read}, the worker's rchar {rchar}");
     let idle =
         |r: &Run, v: &serde_json::Value| (v["gpu_idle_during_data_wait_fraction"].as_f64().unwrap(), measured(r));
-    summary_agrees_queued("GPU idle in data waits", idle(&full, v), idle(&sum, w), 0.02, q);
+    // Under full emulation the 20 ms GPU samples are stretched with
+    // everything else: on 5.10's compat route (every switch recorded in
+    // both details) summary read 0.643 and 0.682 against full's 0.695 and
+    // 0.740; the host reads both within 0.01 of 0.99.
+    let tol = if emulated() { 0.1 } else { 0.02 };
+    summary_agrees_queued("GPU idle in data waits", idle(&full, v), idle(&sum, w), tol, q);
     // The trainer's states: running (on a CPU or waiting for one: how the
     // two split depends on what else the machine runs) and asleep.
     let pid = |r: &Run| r.kv["pid"];
