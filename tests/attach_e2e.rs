@@ -452,20 +452,6 @@ fn with_capabilities_a_user_may_watch_only_their_own_processes() {
     assert!(root_execs.iter().any(|e| e == "/usr/bin/passwd"), "root's recording sees it: {root_execs:?}");
 }
 
-/// A cgroup v2 made for a test, removed (its processes gone) on drop.
-struct TestCgroup(PathBuf);
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.0).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
 #[test]
 fn all_with_cgroup_records_only_the_processes_in_it() {
     if !require_root() {

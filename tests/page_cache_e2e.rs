@@ -226,7 +226,7 @@ fn a_mapping_twice_its_memory_cgroup_is_read_again_and_each_read_counted() {
         return;
     }
     let size = 128 * MIB;
-    let Some(cg) = MemoryCgroup::new(size / 2) else {
+    let Some(cg) = memory_cgroup(size / 2) else {
         return;
     };
     // On a disk, not a tmpfs /tmp: tmpfs pages never pass the page-cache tracepoint.
@@ -245,34 +245,24 @@ fn a_mapping_twice_its_memory_cgroup_is_read_again_and_each_read_counted() {
     assert!(kernel.abs_diff(storage) <= MIB / 4, "kernel read_bytes {kernel}, traced storage {storage}");
 }
 
-/// A memory cgroup of its own with a limit (v1 or v2), removed on drop.
-struct MemoryCgroup(PathBuf);
-
-impl MemoryCgroup {
-    fn new(limit: u64) -> Option<MemoryCgroup> {
-        let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").is_ok_and(|c| c.contains("memory"));
-        let (parent, knob) = match v2 {
-            true => ("/sys/fs/cgroup", "memory.max"),
-            false if Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() => {
-                ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
-            }
-            false => {
-                skip("a memory cgroup's limit", "no memory controller under /sys/fs/cgroup");
-                return None;
-            }
-        };
-        let dir = Path::new(parent).join(format!("mltrace-test-{}", std::process::id()));
-        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        let cg = MemoryCgroup(dir);
-        std::fs::write(cg.0.join(knob), limit.to_string()).unwrap();
-        Some(cg)
-    }
-}
-
-impl Drop for MemoryCgroup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.0);
-    }
+/// A memory cgroup of its own with a limit (v1 or v2).
+fn memory_cgroup(limit: u64) -> Option<TestCgroup> {
+    let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").is_ok_and(|c| c.contains("memory"));
+    let (parent, knob) = match v2 {
+        true => ("/sys/fs/cgroup", "memory.max"),
+        false if Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() => {
+            ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
+        }
+        false => {
+            skip("a memory cgroup's limit", "no memory controller under /sys/fs/cgroup");
+            return None;
+        }
+    };
+    let dir = Path::new(parent).join(format!("mltrace-test-{}", std::process::id()));
+    std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let cg = TestCgroup(dir);
+    std::fs::write(cg.0.join(knob), limit.to_string()).unwrap();
+    Some(cg)
 }
 
 #[test]

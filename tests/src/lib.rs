@@ -239,3 +239,18 @@ pub fn routes() -> Vec<&'static str> {
         _ => vec!["fast", "per-call", "compat"],
     }
 }
+
+/// A cgroup made for a test (its directory), removed (its processes
+/// gone) on drop.
+pub struct TestCgroup(pub PathBuf);
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}

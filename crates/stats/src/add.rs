@@ -257,7 +257,9 @@ impl Stats {
         self.last_ts = Some(self.last_ts.map_or(rec.end_ts(), |t| t.max(rec.end_ts())));
         match *rec {
             Record::Fork(r) => {
-                self.summed_reads.fork(r.tid, r.ts);
+                if self.header.is_summary() {
+                    self.summed_reads.fork(r.tid, r.ts);
+                }
                 if r.thread {
                     self.proc(r.pid).threads += 1;
                 } else {
@@ -310,7 +312,9 @@ impl Stats {
             }
             Record::Exit(r) => {
                 self.sched.add(rec, sched::Feeder::No);
-                self.summed_reads.exit(r.tid, r.ts, self.sched.timeline.as_mut());
+                if self.header.is_summary() {
+                    self.summed_reads.exit(r.tid, r.ts, self.sched.timeline.as_mut());
+                }
                 if r.process_exit {
                     let p = self.proc(r.pid);
                     p.exit_status = Some(r.status);
