@@ -77,6 +77,24 @@ fn shares(r: &Run, what: &str) {
              and queued in waits): {b} {m}"
         );
     }
+    on_cpu_and_runnable(r, what);
+}
+
+/// On CPU and runnable apart, each within 0.02 (emulated: 0.15) of the
+/// trainer's own oracles: its CPU clock outside the GPU and checkpoint
+/// calls, and the kernel's run delay outside them (inside a call, time
+/// queued for a CPU is that call's wait). A call split by the wrong
+/// states (a summary's checkpoint writes read as runnable) misses both.
+fn on_cpu_and_runnable(r: &Run, what: &str) {
+    let (b, m) = (&r.json["verdict"]["breakdown"], &r.measured);
+    let wall = m["wall"].as_f64().unwrap();
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{what}: {k} in {v}"));
+    let queued = f(m, "queued") - f(m, "gpu_queued") - f(m, "io_queued");
+    let bound = if emulated() { 0.15 } else { 0.02 };
+    for (share, expect) in [("on_cpu", f(m, "on_cpu") / wall), ("runnable", queued / wall)] {
+        let got = f(b, share);
+        assert!((got - expect).abs() <= bound, "{what}: {share} {got:.3} against {expect:.3} measured: {b} {m}");
+    }
 }
 
 /// The kind the trainer's own clocks name, by the verdict's rule (a stall
@@ -160,7 +178,15 @@ fn gpu_waits_spinning_and_asleep_on_both_routes() {
     let Some(py) = system_python() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let lib = fake_cuda(tmp.path());
-    for (mode, route) in [("spin", &[][..]), ("sleep", &[][..]), ("spin", &["--syscall-probes", "compat"][..])] {
+    // A summary's spans come at sleeps and switches, after the calls they
+    // cover: a spinning call must still be split by the states they lay out.
+    let runs = [
+        ("spin", &[][..]),
+        ("sleep", &[][..]),
+        ("spin", &["--syscall-probes", "compat"][..]),
+        ("spin", &["--detail", "summary"][..]),
+    ];
+    for (mode, route) in runs {
         // 300 ms per step in the GPU: three quarters of the time, and the
         // checkpoint (0.7 s here) clear of the fifth that would name it.
         let r = run(tmp.path(), &py, Some(&lib), "0.3", mode, route);

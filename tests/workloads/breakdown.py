@@ -8,7 +8,8 @@ end can be followed by milliseconds in the run queue, which this clock
 counts in the wait and the trace as runnable. And its main thread's time
 on a CPU outside the GPU and checkpoint calls (on_cpu, by its CPU clock:
 the interpreter's start-up included): how much it computed rather than
-queued for a CPU, on a machine others share.
+queued for a CPU, on a machine others share; and all the time the kernel
+counts it queued for a CPU (queued).
 
 breakdown.py OUT_DIR LIBCUDA|- STEPS LOADER_S GPU_S CPU_S CKPT_MIB spin|sleep"""
 import ctypes
@@ -100,6 +101,7 @@ def main():
     worker.join()
     got["wall"] = since_start()
     got["on_cpu"] = time.thread_time() - in_calls
+    got["queued"] = queued()
     print(json.dumps(got), flush=True)
     # No interpreter teardown after the clock stops: its tens of ms on CPU
     # (more on a busy machine) are in the process's life, which the

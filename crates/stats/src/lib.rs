@@ -24,6 +24,7 @@ mod render;
 mod render_maps;
 pub mod run;
 pub mod sched;
+mod span_calls;
 pub mod step_waits;
 pub mod steps;
 pub mod suggest;

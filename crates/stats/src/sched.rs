@@ -10,6 +10,7 @@ use mltrace_log::*;
 
 use crate::gpu_idle::GpuIdle;
 use crate::rank_waits::RankWaits;
+use crate::span_calls::{Call, SpanCalls};
 use crate::timeline::{Field, Timeline};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,6 +199,9 @@ pub struct SchedTimes {
     forgot: HashMap<u32, u64>,
     /// By pid: its main thread's time inside calls.
     pub in_calls: HashMap<u32, InCalls>,
+    /// Summary detail: main threads' calls waiting for the span that lays
+    /// out their time.
+    span_calls: SpanCalls,
     /// By sleeper tid: ns asleep that a collective thread of its process ended.
     pub by_collective: HashMap<u32, u64>,
     /// By pid: its main thread's waits for the other ranks, one per
@@ -400,6 +404,7 @@ impl SchedTimes {
             Record::SchedWake(_) => self.records += 1,
             Record::SchedSpan(ref r) => self.span(r, feeder),
             Record::Exit(e) if self.threads.contains_key(&e.tid) => {
+                self.split_waiting(e.tid);
                 self.set(e.pid, e.tid, e.ts, None, SleepCall::None, None)
             }
             _ => {}
@@ -489,6 +494,18 @@ impl SchedTimes {
             Some(_) => self.set(r.pid, r.tid, r.ts, Some(then), SleepCall::None, None),
             None => {}
         }
+        if r.tid == r.pid {
+            for c in self.span_calls.laid(r.tid, r.ts) {
+                self.split_call(c);
+            }
+        }
+    }
+
+    /// Thread `tid`'s calls still waiting for a span, split by what is known.
+    fn split_waiting(&mut self, tid: u32) {
+        for c in self.span_calls.end(tid) {
+            self.split_call(c);
+        }
     }
 
     /// Process `pid` ran a new program from `ts` (an exec): what it did
@@ -511,6 +528,7 @@ impl SchedTimes {
         }
         self.main_thread.remove(&pid);
         self.in_calls.remove(&pid);
+        self.span_calls.exec(pid);
         self.recent.remove(&pid);
         self.forgot.remove(&pid);
         self.by_threads.remove(&pid);
@@ -534,6 +552,13 @@ impl SchedTimes {
         if tid != pid || to <= from {
             return;
         }
+        // Under summary detail, once the span that lays out its time has come.
+        if let Some(c) = self.span_calls.call(Call { pid, tid, from, to, kind }) {
+            self.split_call(c);
+        }
+    }
+
+    fn split_call(&mut self, Call { pid, tid, from, to, kind }: Call) {
         let Self { threads, recent, forgot, in_calls, timeline, trainer, .. } = self;
         let ic = in_calls.entry(pid).or_default();
         // History let go of (not the recording's start: a call begun
@@ -599,6 +624,9 @@ impl SchedTimes {
 
     /// Closes every thread's interval at the log's end.
     pub fn finish(&mut self, end: u64) {
+        for tid in self.span_calls.threads() {
+            self.split_waiting(tid);
+        }
         let tids: Vec<(u32, u32)> = self.threads.iter().map(|(&tid, t)| (t.pid, tid)).collect();
         for (pid, tid) in tids {
             self.set(pid, tid, end, None, SleepCall::None, None);
@@ -893,6 +921,69 @@ mod tests {
         assert_eq!(s.data_wait(10, &[]), 0);
         assert_eq!(s.episodes[&10], [Episode { from: 100, to: 2_000 }, Episode { from: 10_003_510, to: 10_004_510 }]);
         assert!(s.batches.get(&10).is_none_or(|b| b.is_empty()));
+    }
+
+    /// Under summary detail a call's record (at its return) comes before
+    /// the span that lays out the time it covered: it is split by that
+    /// span, not by the state the last span left open.
+    #[test]
+    fn a_call_is_split_by_the_span_that_covers_it() {
+        let span = |ts, from, sleep_from, cpu, runnable, slept| {
+            Record::SchedSpan(SchedSpan {
+                ts,
+                tid: 10,
+                pid: 10,
+                from,
+                sleep_from,
+                cpu,
+                runnable,
+                slept,
+                flags: span::WOKEN,
+                by: WakeBy::Timer,
+                ..Default::default()
+            })
+        };
+        let mut s = SchedTimes::default();
+        // Woken at 1000 (runnable from there, as far as the log says yet).
+        s.add_t(&span(1_000, 0, 900, 900, 0, SchedState::Sleeping));
+        // Two writes, then an fsync that sleeps: their records come first.
+        s.call(10, 10, 1_000, 1_600, CallKind::OwnIo);
+        s.call(10, 10, 1_600, 2_000, CallKind::OwnIo);
+        s.call(10, 10, 2_000, 2_500, CallKind::OwnIo);
+        assert_eq!(s.in_calls.get(&10).map(|c| c.own_io), None, "split before its span came");
+        // Runnable 100, on CPU 900, asleep in the fsync from 2000 to 2400.
+        s.add_t(&span(2_400, 1_000, 2_000, 900, 100, SchedState::Uninterruptible));
+        // The fsync's own return comes after the wake-up that ended its sleep.
+        s.add_t(&span(3_000, 2_400, 3_000, 600, 0, SchedState::Runnable));
+        s.finish(3_000);
+        let ic = s.in_calls[&10];
+        assert_eq!(ic.own_io, 1_500);
+        // The fsync's last 100 ns on CPU after its sleep, in the third span.
+        assert_eq!(ic.states, Times { cpu: 1_000, io_wait: 400, runnable: 100, ..Default::default() });
+        assert_eq!(s.main_thread[&10], Times { cpu: 2_400, runnable: 100, io_wait: 400, sleep: 100, other: 0 });
+    }
+
+    /// A thread that keeps its CPU sends no spans: its calls wait for the
+    /// log's end (or its exit), then split by the state it was left in.
+    #[test]
+    fn calls_past_the_last_span_are_split_at_the_end() {
+        let mut s = SchedTimes::default();
+        s.add_t(&Record::SchedSpan(SchedSpan {
+            ts: 1_000,
+            tid: 10,
+            pid: 10,
+            from: 0,
+            sleep_from: 1_000,
+            cpu: 1_000,
+            slept: SchedState::Runnable,
+            flags: span::RUNNING,
+            ..Default::default()
+        }));
+        s.call(10, 10, 1_200, 1_700, CallKind::Gpu);
+        assert_eq!(s.in_calls.get(&10).map(|c| c.gpu), None);
+        s.finish(2_000);
+        assert_eq!(s.in_calls[&10].gpu, 500);
+        assert_eq!(s.in_calls[&10].states, Times { cpu: 500, ..Default::default() });
     }
 
     #[test]
