@@ -20,6 +20,23 @@ enum St {
     Sleeping,
     IoWait,
     Other,
+    /// On a CPU and waiting for one, in these sums' ratio throughout (a
+    /// summary's span: how they interleaved is not known).
+    Busy {
+        cpu: u64,
+        runnable: u64,
+    },
+}
+
+impl St {
+    /// Of `ns` in this state, the ns on a CPU (all, some or none).
+    fn cpu_of(self, ns: u64) -> u64 {
+        match self {
+            St::Running => ns,
+            St::Busy { cpu, runnable } => (u128::from(ns) * u128::from(cpu) / u128::from(cpu + runnable).max(1)) as u64,
+            _ => 0,
+        }
+    }
 }
 
 fn after_switch(s: SchedState) -> St {
@@ -49,6 +66,11 @@ impl Times {
     fn add(&mut self, st: St, ns: u64) {
         match st {
             St::Running => self.cpu += ns,
+            St::Busy { .. } => {
+                let cpu = st.cpu_of(ns);
+                self.cpu += cpu;
+                self.runnable += ns - cpu;
+            }
             St::Runnable => self.runnable += ns,
             St::IoWait => self.io_wait += ns,
             St::Sleeping => self.sleep += ns,
@@ -253,13 +275,26 @@ struct Waker {
     fed: u8,
 }
 
-fn field(st: St) -> Field {
-    match st {
+/// Adds (`sign` 1) or takes out (-1) `[from, to)` in state `st` to the
+/// timeline's fields.
+fn timeline_add(tl: &mut Timeline, st: St, from: u64, to: u64, sign: f64) {
+    let field = match st {
         St::Running => Field::Cpu,
         St::Runnable => Field::Runnable,
         St::IoWait => Field::IoWait,
         St::Sleeping => Field::Sleep,
         St::Other => Field::Other,
+        St::Busy { .. } => {
+            let ns = to.saturating_sub(from);
+            let cpu = st.cpu_of(ns);
+            tl.spread(Field::Cpu, from, to, sign * cpu as f64);
+            tl.spread(Field::Runnable, from, to, sign * (ns - cpu) as f64);
+            return;
+        }
+    };
+    match sign > 0.0 {
+        true => tl.add(field, from, to),
+        false => tl.sub(field, from, to),
     }
 }
 
@@ -280,8 +315,8 @@ impl SchedTimes {
                 self.thread_times.entry(tid).or_insert((tpid, Times::default())).1.add(was, ns);
                 self.threaded.insert(tpid);
             }
-            if was == St::Running {
-                ran += ns;
+            if was.cpu_of(ns) > 0 {
+                ran += was.cpu_of(ns);
                 if ran > RETRY_WORK {
                     retried.clear();
                 }
@@ -354,7 +389,7 @@ impl SchedTimes {
             }
             if tid == self.trainer && tpid == self.trainer {
                 if let Some(tl) = self.timeline.as_mut() {
-                    tl.add(field(was), since, ts);
+                    timeline_add(tl, was, since, ts, 1.0);
                     for &(a, b) in &ended {
                         tl.add(Field::DataWait, a, b);
                     }
@@ -423,7 +458,7 @@ impl SchedTimes {
         let handed_on = feeder == Feeder::No && relay.is_some();
         match self.threads.get(&tid).map(|t| t.st) {
             // Woken before it got off the CPU: still running.
-            Some(St::Running) | Some(St::Runnable) => {}
+            Some(St::Running | St::Runnable | St::Busy { .. }) => {}
             _ => {
                 let interrupt = by.interrupt();
                 let feeder = if interrupt { Feeder::No } else { feeder };
@@ -442,10 +477,12 @@ impl SchedTimes {
     }
 
     /// A span of summed scheduling (summary detail), taken as the
-    /// switches and the wake-ups would have been: its time runnable, on a
-    /// CPU, otherwise and in short timed sleeps laid end to end from its
-    /// start (their order within the span is not known, their sums are
-    /// exact), then its sleep and what ended it.
+    /// switches and the wake-ups would have been: its time on a CPU and
+    /// runnable (mixed in their ratio: a thread preempted inside a call
+    /// waited there, one woken waited briefly), otherwise and in short
+    /// timed sleeps laid end to end from its start (their order within
+    /// the span is not known, their sums are exact), then its sleep and
+    /// what ended it.
     fn span(&mut self, r: &SchedSpan, feeder: Feeder) {
         self.records += 1;
         let sleep = match r.slept {
@@ -456,11 +493,15 @@ impl SchedTimes {
         let then = if r.flags & span::RUNNING != 0 { St::Running } else { St::Runnable };
         // Each part begins where the last ended; the sleep at its own start.
         let mut at = r.from;
-        let mut steps = [(0, St::Other, SleepCall::None); 5];
+        let mut steps = [(0, St::Other, SleepCall::None); 4];
         let mut n = 0;
+        let busy = match (r.cpu, r.runnable) {
+            (_, 0) => St::Running,
+            (0, _) => St::Runnable,
+            (cpu, runnable) => St::Busy { cpu, runnable },
+        };
         let parts = [
-            (St::Runnable, r.runnable, SleepCall::None),
-            (St::Running, r.cpu, SleepCall::None),
+            (busy, r.cpu + r.runnable, SleepCall::None),
             (St::Other, r.other, SleepCall::None),
             (St::Sleeping, r.timed, SleepCall::Nanosleep),
         ];
@@ -583,7 +624,7 @@ impl SchedTimes {
                 CallKind::Collective => ic.collective += ns,
             }
             if let Some(tl) = tl.as_mut() {
-                tl.sub(field(st), a, b);
+                timeline_add(tl, st, a, b, -1.0);
                 if data {
                     tl.sub(Field::DataWait, a, b);
                 }
