@@ -437,10 +437,14 @@ fn an_attached_busy_threads_time_on_cpu_reaches_the_end() {
         assert!(last + 50_000_000 >= end, "{route}: the last span ends {} ms before the log", (end - last) / 1_000_000);
         let got = spans.iter().map(|s| s.cpu).sum::<u64>() as f64 / 1e9;
         let want = (on_cpu_by(&samples, last) - on_cpu_by(&samples, first)) / 1e9;
+        let runnable = spans.iter().map(|s| s.runnable).sum::<u64>() as f64 / 1e9;
+        let gaps = samples.windows(2).map(|w| w[1].0 - w[0].0).max().unwrap_or(0) as f64 / 1e9;
         eprintln!(
-            "{route}: {} spans over {:.3} s, on CPU {got:.3} s; the kernel counted {want:.3} s",
+            "{route}: {} spans over {:.3} s, on CPU {got:.3} s, runnable {runnable:.3} s; the kernel counted \
+             {want:.3} s ({} samples, {gaps:.3} s apart at most)",
             spans.len(),
-            (last - first) as f64 / 1e9
+            (last - first) as f64 / 1e9,
+            samples.len()
         );
         // The spans tile their time: each starts where the last ended, and
         // its parts add up to it.
@@ -451,9 +455,16 @@ fn an_attached_busy_threads_time_on_cpu_reaches_the_end() {
         // against 3.012 s). Under make test's load, once, the per-call
         // route read 0.25 s of 3.08 s on a CPU as waiting for one: not
         // explained yet, so the bound here is 10%.
+        let lost: Vec<String> = recs
+            .iter()
+            .filter_map(|r| match r.rec {
+                Record::Lost(l) => Some(format!("{} {}", l.count, l.kind.name())),
+                _ => None,
+            })
+            .collect();
         assert!(
             want > 1.5 && (got - want).abs() <= 0.1 * want,
-            "{route}: on CPU {got:.3} s, the kernel counted {want:.3} s"
+            "{route}: on CPU {got:.3} s, runnable {runnable:.3} s, the kernel counted {want:.3} s (lost: {lost:?})"
         );
     }
 }

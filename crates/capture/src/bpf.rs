@@ -796,6 +796,31 @@ pub fn read_lost(skel: &MltraceSkel<'_>) -> [u64; LOST_SLOTS] {
     out
 }
 
+/// Runs the kernel skipped, summed over every loaded program of ours
+/// (`bpf_prog_info.recursion_misses`, 5.12+; 0 before).
+pub fn read_skipped(skel: &MltraceSkel<'_>) -> u64 {
+    use libbpf_rs::AsRawLibbpf;
+    skel.object()
+        .progs()
+        .map(|p| {
+            // SAFETY: a program of a live object; -1 when it is not loaded.
+            let fd = unsafe { libbpf_sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
+            if fd < 0 {
+                return 0;
+            }
+            let mut info = libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            // SAFETY: `info` is as long as `len` says; the kernel writes at most that.
+            let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
+            if rc == 0 {
+                info.recursion_misses
+            } else {
+                0
+            }
+        })
+        .sum()
+}
+
 /// io_uring submissions of traced processes by opcode, summed over CPUs
 /// (every opcode: only reads and writes become records).
 pub fn read_uring_ops(skel: &MltraceSkel<'_>) -> Vec<mltrace_log::UringOpCount> {

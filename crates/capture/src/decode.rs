@@ -520,7 +520,7 @@ mod tests {
         same_codes("nccl_api", NcclOp::ALL, |e| e as u8, NcclOp::from_u8, &[]);
         same_codes("sched_state", SchedState::ALL, |e| e as u8, SchedState::from_u8, &[]);
         same_codes("wake_by", WakeBy::ALL, |e| e as u8, WakeBy::from_u8, &[]);
-        let mine = [LostKind::Other, LostKind::Malformed, LostKind::UnknownFile];
+        let mine = [LostKind::Other, LostKind::Malformed, LostKind::UnknownFile, LostKind::Skipped];
         same_codes("lost", LostKind::ALL, |e| e as u8, LostKind::from_u8, &mine);
     }
 

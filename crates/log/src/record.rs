@@ -270,6 +270,11 @@ code_enum!(
         Malformed = 4 => "malformed kernel record",
         /// A file identity whose path never reached user space.
         UnknownFile = 5 => "file path unknown",
+        /// Runs of mltrace's BPF programs the kernel skipped (their
+        /// `recursion_misses`: the program was already running on that
+        /// CPU, or, on some kernels, another tracing program was): the
+        /// event they would have seen is missing.
+        Skipped = 6 => "BPF program skipped",
     }
 );
 

@@ -195,6 +195,7 @@ impl Consumer<'_> {
         let mut now = bpf::read_lost(skel);
         now[LostKind::Malformed as usize] += malformed;
         now[LostKind::UnknownFile as usize] += unknown_file;
+        now[LostKind::Skipped as usize] += bpf::read_skipped(skel);
         let ts = system::boottime_ns();
         for (k, (&n, seen)) in now.iter().zip(self.lost_seen.iter_mut()).enumerate() {
             if n > *seen {
