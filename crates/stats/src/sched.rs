@@ -20,20 +20,28 @@ enum St {
     Sleeping,
     IoWait,
     Other,
-    /// On a CPU and waiting for one, in these sums' ratio throughout (a
-    /// summary's span: how they interleaved is not known).
+    /// On a CPU and waiting for one, mixed throughout: `cpu` 65535ths of
+    /// it on a CPU (a summary's span: how they interleaved is not known;
+    /// its exact sums are the thread's [`Thread::mix`]). Small, as every
+    /// kept interval holds one.
     Busy {
-        cpu: u64,
-        runnable: u64,
+        cpu: u16,
     },
 }
 
 impl St {
+    /// `cpu` and `runnable` ns mixed.
+    fn busy(cpu: u64, runnable: u64) -> St {
+        let all = u128::from(cpu + runnable).max(1);
+        let share = (u128::from(cpu) * 65_535 + all / 2) / all;
+        St::Busy { cpu: share as u16 }
+    }
+
     /// Of `ns` in this state, the ns on a CPU (all, some or none).
     fn cpu_of(self, ns: u64) -> u64 {
         match self {
             St::Running => ns,
-            St::Busy { cpu, runnable } => (u128::from(ns) * u128::from(cpu) / u128::from(cpu + runnable).max(1)) as u64,
+            St::Busy { cpu } => ((u128::from(ns) * u128::from(cpu) + 32_767) / 65_535) as u64,
             _ => 0,
         }
     }
@@ -64,10 +72,14 @@ impl Times {
         self.cpu + self.runnable + self.io_wait + self.sleep + self.other
     }
     fn add(&mut self, st: St, ns: u64) {
+        self.add_split(st, ns, st.cpu_of(ns));
+    }
+    /// `ns` in `st`, `cpu` of them on a CPU (for [`St::Busy`]).
+    fn add_split(&mut self, st: St, ns: u64, cpu: u64) {
         match st {
             St::Running => self.cpu += ns,
             St::Busy { .. } => {
-                let cpu = st.cpu_of(ns);
+                let cpu = cpu.min(ns);
                 self.cpu += cpu;
                 self.runnable += ns - cpu;
             }
@@ -101,6 +113,8 @@ struct Thread {
     /// Ns on CPU since the last timed-out wait: past [`RETRY_WORK`], the
     /// thread did work in between and the timed-out waits are dropped.
     ran: u64,
+    /// While [`St::Busy`]: the span's ns on a CPU and runnable, exact.
+    mix: (u64, u64),
 }
 
 /// A call a main thread spent time in, taken out of its states so that
@@ -308,15 +322,21 @@ impl SchedTimes {
             (fed, ran) = (t.fed, t.ran);
             retried = std::mem::take(&mut t.retried);
             let ns = ts.saturating_sub(since);
-            self.procs.entry(tpid).or_default().add(was, ns);
+            // A span's mix, split by its exact sums (its whole length, but
+            // for clocks out of step).
+            let cpu = match (was, t.mix) {
+                (St::Busy { .. }, (c, r)) if c + r > 0 => (u128::from(ns) * u128::from(c) / u128::from(c + r)) as u64,
+                _ => was.cpu_of(ns),
+            };
+            self.procs.entry(tpid).or_default().add_split(was, ns, cpu);
             if tid == tpid {
-                self.main_thread.entry(tpid).or_default().add(was, ns);
+                self.main_thread.entry(tpid).or_default().add_split(was, ns, cpu);
             } else if self.thread_times.len() < MAX_THREAD_TIMES || self.thread_times.contains_key(&tid) {
-                self.thread_times.entry(tid).or_insert((tpid, Times::default())).1.add(was, ns);
+                self.thread_times.entry(tid).or_insert((tpid, Times::default())).1.add_split(was, ns, cpu);
                 self.threaded.insert(tpid);
             }
-            if was.cpu_of(ns) > 0 {
-                ran += was.cpu_of(ns);
+            if cpu > 0 {
+                ran += cpu;
                 if ran > RETRY_WORK {
                     retried.clear();
                 }
@@ -407,7 +427,8 @@ impl SchedTimes {
         }
         match st {
             Some(st) => {
-                self.threads.insert(tid, Thread { pid, st, since: ts, fed, call, retried, ran });
+                let mix = (0, 0);
+                self.threads.insert(tid, Thread { pid, st, since: ts, fed, call, retried, ran, mix });
             }
             None => {
                 self.threads.remove(&tid);
@@ -498,7 +519,7 @@ impl SchedTimes {
         let busy = match (r.cpu, r.runnable) {
             (_, 0) => St::Running,
             (0, _) => St::Runnable,
-            (cpu, runnable) => St::Busy { cpu, runnable },
+            (cpu, runnable) => St::busy(cpu, runnable),
         };
         let parts = [
             (busy, r.cpu + r.runnable, SleepCall::None),
@@ -526,6 +547,9 @@ impl SchedTimes {
             let woke =
                 (i > 0 && steps[i - 1].2 == SleepCall::Nanosleep && steps[i - 1].1 == St::Sleeping).then_some(timer);
             self.set(r.pid, r.tid, ts, Some(st), call, woke);
+            if let (St::Busy { .. }, Some(t)) = (st, self.threads.get_mut(&r.tid)) {
+                t.mix = (r.cpu, r.runnable);
+            }
         }
         match sleep {
             Some(_) if r.flags & span::WOKEN != 0 => {
@@ -594,7 +618,9 @@ impl SchedTimes {
             return;
         }
         // Under summary detail, once the span that lays out its time has come.
-        if let Some(c) = self.span_calls.call(Call { pid, tid, from, to, kind }) {
+        if !self.span_calls.waits(tid, to) {
+            self.split_call(Call { pid, tid, from, to, kind });
+        } else if let Some(c) = self.span_calls.wait(Call { pid, tid, from, to, kind }) {
             self.split_call(c);
         }
     }

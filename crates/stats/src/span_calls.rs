@@ -50,20 +50,23 @@ impl SpanCalls {
         due
     }
 
-    /// A call: to split now (returned: its time is laid out, or the
-    /// thread has no spans, or it is the oldest past [`KEEP`]) or later.
-    pub fn call(&mut self, c: Call) -> Option<Call> {
-        match self.laid.get(&c.tid) {
-            Some(&to) if c.to > to => {
-                let q = self.waiting.entry(c.tid).or_default();
-                q.push_back(c);
-                if q.len() > KEEP {
-                    q.pop_front()
-                } else {
-                    None
-                }
-            }
-            _ => Some(c),
+    /// Whether a call of thread `tid` that ended at `to` must wait: its
+    /// time is not laid out yet (a full-detail log has no spans: one
+    /// length check per call).
+    #[inline]
+    pub fn waits(&self, tid: u32, to: u64) -> bool {
+        !self.laid.is_empty() && self.laid.get(&tid).is_some_and(|&laid| to > laid)
+    }
+
+    /// Keeps a call that [`waits`](Self::waits); returns the oldest
+    /// kept past [`KEEP`], to split now.
+    pub fn wait(&mut self, c: Call) -> Option<Call> {
+        let q = self.waiting.entry(c.tid).or_default();
+        q.push_back(c);
+        if q.len() > KEEP {
+            q.pop_front()
+        } else {
+            None
         }
     }
 
