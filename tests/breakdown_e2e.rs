@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use mltrace_sample::cpu;
 use mltrace_tests::*;
 
 /// The stand-in libcuda.so.1, built into `dir/lib`.
@@ -23,16 +24,9 @@ struct Run {
     compat: bool,
 }
 
-/// Each CPU's (stolen, all) ticks so far (/proc/stat's cpuN lines).
-fn cpu_ticks() -> Vec<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap();
-    stat.lines()
-        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
-        .map(|l| {
-            let v: Vec<u64> = l.split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
-            (v.get(7).copied().unwrap_or(0), v.iter().take(8).sum())
-        })
-        .collect()
+/// Each CPU's times so far (/proc/stat, as the recorder reads it).
+fn cpu_times() -> Vec<(Option<u32>, cpu::CpuTimes)> {
+    cpu::parse_stat(&std::fs::read_to_string("/proc/stat").unwrap())
 }
 
 fn run(dir: &Path, py: &str, cuda: Option<&Path>, gpu_s: &str, mode: &str, route: &[&str]) -> Run {
@@ -54,12 +48,15 @@ fn run_with(dir: &Path, py: &str, cuda: Option<&Path>, shape: &[&str], route: &[
     if let Some(p) = cuda {
         cmd.env("MLTRACE_CUDA_LIB", p);
     }
-    let before = cpu_ticks();
+    let before = cpu_times();
     let out = proc::output(&mut cmd);
-    let steal = cpu_ticks()
+    // mpstat's %steal per CPU (index 6), the most of any.
+    let steal = cpu_times()
         .iter()
         .zip(&before)
-        .map(|(a, b)| (a.0 - b.0) as f64 / (a.1 - b.1).max(1) as f64)
+        .filter(|((n, _), _)| n.is_some())
+        .filter_map(|((_, a), (_, b))| cpu::percentages(b, a))
+        .map(|p| p[6] / 100.0)
         .fold(0.0, f64::max);
     let r = recorded(&out, log, dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
