@@ -147,6 +147,24 @@ pub fn exec_to_exit(recs: &[Rec], pid: u32) -> u64 {
     exit.expect("the process's exit") - exec.expect("the process's exec")
 }
 
+/// Process `pid`'s fork to its exec in a log, in ns (0 without its fork
+/// in the log): the clocks of its main thread (CPU time, run delay) count
+/// this time, which is before its life in the verdict.
+pub fn fork_to_exec(recs: &[Rec], pid: u32) -> u64 {
+    let fork = recs.iter().find_map(|r| match r.rec {
+        Record::Fork(x) if x.tid == pid => Some(x.ts),
+        _ => None,
+    });
+    let exec = recs.iter().find_map(|r| match r.rec {
+        Record::Exec(x) if x.pid == pid => Some(x.ts),
+        _ => None,
+    });
+    match (fork, exec) {
+        (Some(f), Some(e)) => e.saturating_sub(f),
+        _ => 0,
+    }
+}
+
 /// A finished recording: its log, the workload's `key value` lines (its
 /// stdout), and `stats --json` of the log.
 pub struct Recorded {
