@@ -316,6 +316,10 @@ impl SchedTimes {
     /// Ends thread `tid`'s current interval at `ts` and starts `st`
     /// (asleep in `call`); `waker`: who ended it, for a wake-up.
     fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, call: SleepCall, waker: Option<Waker>) {
+        // Records come as the CPUs sent them: a wake-up sent from another
+        // CPU can come after the switch it raced, a few µs before it. No
+        // state of a thread ends before it began.
+        let ts = self.threads.get(&tid).map_or(ts, |t| ts.max(t.since));
         let (mut fed, mut retried, mut ran) = (0, Vec::new(), 0);
         if let Some(t) = self.threads.get_mut(&tid) {
             let (since, was, tpid, was_call) = (t.since, t.st, t.pid, t.call);
@@ -783,6 +787,29 @@ mod tests {
         assert_eq!(s.data_wait(10, &[20]), 300);
         assert_eq!(s.data_wait(10, &[30]), 0);
         assert_eq!(t.total(), 800);
+    }
+
+    /// A loader's wake-up sent from another CPU while the trainer was
+    /// still getting off its own comes after that switch, stamped a few
+    /// µs before it (seen in CI: a batch that ended before it began).
+    #[test]
+    fn a_wake_up_stamped_before_the_sleep_it_ends_ends_it_there() {
+        let mut s = SchedTimes::default();
+        let (trainer, worker, idle) = ((10, 10), (20, 21), (0, 0));
+        s.add_t(&sw(0, idle, SchedState::Runnable, trainer, sched::NEXT));
+        s.add_t(&sw(100, trainer, SchedState::Sleeping, idle, sched::PREV));
+        s.add(&wake(95, trainer, worker), Feeder::Worker);
+        s.add_t(&sw(110, idle, SchedState::Runnable, trainer, sched::NEXT));
+        s.add_t(&sw(200, trainer, SchedState::Sleeping, idle, sched::PREV));
+        s.add(&wake(260, trainer, worker), Feeder::Worker);
+        s.add_t(&sw(270, idle, SchedState::Runnable, trainer, sched::NEXT));
+        s.finish(300);
+        let t = s.main_thread[&10];
+        assert_eq!(t, Times { cpu: 100 + 90 + 30, runnable: 10 + 10, sleep: 60, ..Default::default() });
+        assert_eq!(t.total(), 300);
+        let b = &s.batches[&10];
+        assert!(b.iter().all(|e| e.from <= e.to), "{b:?}");
+        assert_eq!(s.data_wait(10, &[20]), 60);
     }
 
     /// A launcher that execs the trainer (`poetry run`, a shell shim): its

@@ -127,7 +127,7 @@ pub fn steps_of(marks: Option<&[u64]>, batches: &[Episode]) -> Option<(StepFrom,
         return Some((StepFrom::Marks, steps));
     }
     (batches.len() >= MIN_POINTS)
-        .then(|| (StepFrom::Batches, batches.iter().map(|b| (b.from, b.to - b.from)).collect()))
+        .then(|| (StepFrom::Batches, batches.iter().map(|b| (b.from, b.to.saturating_sub(b.from))).collect()))
 }
 
 /// Waits per epoch (`epochs`: name, start, end; none: the run as one),
