@@ -316,12 +316,13 @@ impl SchedTimes {
     /// Ends thread `tid`'s current interval at `ts` and starts `st`
     /// (asleep in `call`); `waker`: who ended it, for a wake-up.
     fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, call: SleepCall, waker: Option<Waker>) {
-        // Records come as the CPUs sent them: a wake-up sent from another
-        // CPU can come after the switch it raced, a few µs before it. No
-        // state of a thread ends before it began.
-        let ts = self.threads.get(&tid).map_or(ts, |t| ts.max(t.since));
         let (mut fed, mut retried, mut ran) = (0, Vec::new(), 0);
+        let mut ts = ts;
         if let Some(t) = self.threads.get_mut(&tid) {
+            // Records come as the CPUs sent them: a wake-up sent from
+            // another CPU can come after the switch it raced, a few µs
+            // before it. No state of a thread ends before it began.
+            ts = ts.max(t.since);
             let (since, was, tpid, was_call) = (t.since, t.st, t.pid, t.call);
             (fed, ran) = (t.fed, t.ran);
             retried = std::mem::take(&mut t.retried);
