@@ -369,12 +369,21 @@ fn the_slow_rank_of_four_hosts_is_named() {
         // trainer's environment, not its place).
         let rank = (8 * i + 3).to_string();
         let cmd = format!("-f --gpu off -o {h}.bin -- {py} {} {} 60 10 sleep", script.display(), data.display());
-        let env = [("STEP_TRAINER_ROUNDS", "4"), ("STEP_TRAINER_WORKER_SLEEP_MS", sleep), ("RANK", &rank)];
+        let env = [
+            ("STEP_TRAINER_ROUNDS", "4"),
+            ("STEP_TRAINER_WORKER_SLEEP_MS", sleep),
+            ("RANK", &rank),
+            ("STEP_TRAINER_QUEUED", "1"),
+        ];
         let o = ok(&record_as(h, d, &env, &cmd)).clone();
         let kv = key_values(&String::from_utf8_lossy(&o.stdout));
         let recs = read_log(&d.join(format!("{h}.bin")));
         let life = exec_to_exit(&recs, kv["pid"] as u32) as f64;
-        measured.push((*h, kv["pid"], kv["blocked_ns"] as f64 / life, life));
+        // Queued for a CPU after a wake-up (CI, five tests on two CPUs: a
+        // trainer with ready loaders measured 0.125, the trace 0.019): its
+        // clock counts that as waiting, the trace as runnable.
+        let queued = kv["blocked_queued_ns"] as f64 / life;
+        measured.push((*h, kv["pid"], kv["blocked_ns"] as f64 / life, life, queued));
     }
     let mut args = vec!["merge"];
     let files: Vec<String> = hosts.iter().map(|h| format!("{h}.bin")).collect();
@@ -385,18 +394,21 @@ fn the_slow_rank_of_four_hosts_is_named() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let ranks = v["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 4, "{ranks:?}");
-    for (i, (h, pid, want, _)) in measured.iter().enumerate() {
+    for (i, (h, pid, want, _, queued)) in measured.iter().enumerate() {
         let r = &ranks[i];
         let want_rank = Some(8 * i as u64 + 3);
         assert_eq!((r["host"].as_str(), r["pid"].as_i64(), r["rank"].as_u64()), (Some(*h), Some(*pid), want_rank));
         assert_eq!(r["rank_from"], "RANK", "{r}");
         let got = r["data_wait_fraction"].as_f64().unwrap();
-        assert!((got - want).abs() <= 0.1, "{h}: data wait {got:.3}, the trainer measured {want:.3}");
+        assert!(
+            got >= want - queued - 0.1 && got <= want + 0.1,
+            "{h}: data wait {got:.3}, the trainer measured {want:.3} (-{queued:.3} queued for a CPU in it)"
+        );
         assert!(r["read_bytes"].as_u64().unwrap() >= 60 << 20, "{r}");
         assert!(r["read_p99_us"].as_f64().is_some(), "{r}");
     }
     let s = &v["verdict"]["straggler"];
-    let (_, slow_pid, slow_want, _) = measured.iter().find(|m| m.0 == slow).unwrap();
+    let (_, slow_pid, slow_want, _, _) = measured.iter().find(|m| m.0 == slow).unwrap();
     assert_eq!(
         (s["host"].as_str(), s["pid"].as_i64(), s["rank"].as_u64()),
         (Some(slow), Some(*slow_pid), Some(19)),
@@ -428,7 +440,7 @@ fn the_slow_rank_of_four_hosts_is_named() {
         let rows = &tp_query(&tp, &d.join("job.perfetto-trace"), &[q])[0];
         assert_eq!(rows.len(), 4, "{rows:?}");
         for (i, row) in rows.iter().enumerate() {
-            let (h, _, _, life) =
+            let (h, _, _, life, _) =
                 measured.iter().find(|m| row[0].contains(&format!("({}, pid {})", m.0, m.1))).unwrap();
             let want = ranks.iter().find(|r| r["host"] == *h).unwrap()["data_wait_fraction"].as_f64().unwrap();
             let got = row[1].parse::<f64>().unwrap_or(0.0) / life;

@@ -10,7 +10,8 @@ per step: takes the next batch (its wait, measured) and computes for
 COMPUTE_MS, by sleeping (as storage benchmarks emulate an accelerator:
 its timer ends the sleep while a worker runs on that CPU) or by spinning.
 It prints `key value` lines: `pid`, `total_ns` (its first request to its last batch) and
-`blocked_ns` (time in the queue's get), `rounds` (hash rounds per batch),
+`blocked_ns` (time in the queue's get; `blocked_queued_ns`: queued for a
+CPU in it, with STEP_TRAINER_QUEUED=1), `rounds` (hash rounds per batch),
 the workers' pids, and `waitN`, its wait for each step's batch (ns).
 
 STEP_TRAINER_WORKERS sets how many workers (4 when unset);
@@ -78,12 +79,18 @@ def main():
         import mltrace_ebpf
 
         mark = mltrace_ebpf.mark
+    # STEP_TRAINER_QUEUED=1: also the kernel's run delay inside the waits
+    # (after a wake-up, queued for a CPU: the trace counts it as runnable).
+    sched = os.open("/proc/thread-self/schedstat", os.O_RDONLY) if os.environ.get("STEP_TRAINER_QUEUED") == "1" else None
+    run_delay = lambda: int(os.pread(sched, 96, 0).split()[1]) if sched is not None else 0
+    queued = 0
     for _ in range(steps):
         if mark:
             mark("step")
-        t = time.perf_counter_ns()
+        t, d = time.perf_counter_ns(), run_delay()
         q.get()
         waits.append(time.perf_counter_ns() - t)
+        queued += run_delay() - d
         blocked += waits[-1]
         compute(compute_ms, how)
     total = time.perf_counter_ns() - start
@@ -92,6 +99,7 @@ def main():
     print(f"pid {os.getpid()}")
     print(f"total_ns {total}")
     print(f"blocked_ns {blocked}")
+    print(f"blocked_queued_ns {queued}")
     print(f"rounds {rounds}")
     for i, p in enumerate(procs):
         print(f"worker{i} {p.pid}")
