@@ -5,7 +5,7 @@
 //! kept, must give the same verdict, and `stats`, `export` and `report`
 //! must take them without a panic.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use mltrace_log::{LogReader, RecordWriter};
 use mltrace_tests::*;
@@ -53,8 +53,8 @@ fn shares(json: &serde_json::Value) -> Vec<(String, f64)> {
 /// (tens of µs): each share within 0.01 of the log as recorded; and by
 /// far more (±2 ms, which made the old code panic): still the same run,
 /// within 0.1. Every command takes them all.
-fn check(log: &Path, dir: &Path, what: &str) {
-    let want = stats_json(log, dir);
+fn check(run: &Recorded, dir: &Path, what: &str) {
+    let (log, want) = (&run.log, &run.json);
     for (max_ns, bound) in [(50_000, 0.01), (2_000_000, 0.1)] {
         for seed in 1..=3u64 {
             let name = format!("{}-{max_ns}-{seed}.bin", log.file_stem().unwrap().to_string_lossy());
@@ -63,7 +63,7 @@ fn check(log: &Path, dir: &Path, what: &str) {
             let what = format!("{what}, ±{} µs, seed {seed}", max_ns / 1000);
             let got = stats_json(&moved, dir);
             assert_eq!(got["verdict"]["trainer_pid"], want["verdict"]["trainer_pid"], "{what}");
-            for ((k, a), (_, b)) in shares(&got).into_iter().zip(shares(&want)) {
+            for ((k, a), (_, b)) in shares(&got).into_iter().zip(shares(want)) {
                 assert!((a - b).abs() <= bound, "{what}: {k} {a:.3} jittered, {b:.3} as recorded");
             }
             for args in [
@@ -88,7 +88,7 @@ fn stats_json(log: &Path, dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn record(dir: &Path, name: &str, args: &[&str], cmd: &[&str], env: Option<(&str, &Path)>) -> PathBuf {
+fn record(dir: &Path, name: &str, args: &[&str], cmd: &[&str], env: Option<(&str, &Path)>) -> Recorded {
     let log = dir.join(name);
     let mut a = vec!["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap()];
     a.extend_from_slice(args);
@@ -100,7 +100,7 @@ fn record(dir: &Path, name: &str, args: &[&str], cmd: &[&str], env: Option<(&str
         c.env(k, v);
     }
     let out = proc::output(&mut c);
-    recorded(&out, log, dir).log
+    recorded(&out, log, dir)
 }
 
 /// A thread-pool loader (the CI failure's workload), and a forked loader
@@ -116,8 +116,8 @@ fn jittered_logs_keep_their_verdict() {
     let pool = repo().join("tests/workloads/thread_loader.py");
     let data = dir.join("data");
     let (pool, data) = (pool.to_str().unwrap(), data.to_str().unwrap());
-    let log = record(dir, "pool.bin", &[], &[&py, pool, "pool", data, "20", "30", "sleep"], None);
-    check(&log, dir, "thread pool");
+    let run = record(dir, "pool.bin", &[], &[&py, pool, "pool", data, "20", "30", "sleep"], None);
+    check(&run, dir, "thread pool");
     let cuda = stand_in::library(dir, "fake_cuda", "libcuda.so.1");
     let script = repo().join("tests/workloads/breakdown.py");
     let out = dir.join("out");
@@ -125,13 +125,13 @@ fn jittered_logs_keep_their_verdict() {
     let (script, out, lib) = (script.to_str().unwrap(), out.to_str().unwrap(), cuda.to_str().unwrap());
     let cmd = [&py, script, out, lib, "8", "0.05", "0.03", "0.02", "64", "sleep"];
     for detail in ["full", "summary"] {
-        let log = record(
+        let run = record(
             dir,
             &format!("forked-{detail}.bin"),
             &["--detail", detail],
             &cmd,
             Some(("MLTRACE_CUDA_LIB", &cuda)),
         );
-        check(&log, dir, &format!("forked loader, {detail} detail"));
+        check(&run, dir, &format!("forked loader, {detail} detail"));
     }
 }
