@@ -133,18 +133,22 @@ pub fn system_python() -> Option<String> {
     }
 }
 
+/// Process `pid`'s first exec in a log.
+fn exec_ts(recs: &[Rec], pid: u32) -> Option<u64> {
+    recs.iter().find_map(|r| match r.rec {
+        Record::Exec(x) if x.pid == pid => Some(x.ts),
+        _ => None,
+    })
+}
+
 /// Process `pid`'s life in a log, its exec to its exit, in ns: what the
 /// verdict's shares of a trainer are of.
 pub fn exec_to_exit(recs: &[Rec], pid: u32) -> u64 {
-    let exec = recs.iter().find_map(|r| match r.rec {
-        Record::Exec(x) if x.pid == pid => Some(x.ts),
-        _ => None,
-    });
     let exit = recs.iter().find_map(|r| match r.rec {
         Record::Exit(x) if x.pid == pid && x.process_exit => Some(x.ts),
         _ => None,
     });
-    exit.expect("the process's exit") - exec.expect("the process's exec")
+    exit.expect("the process's exit") - exec_ts(recs, pid).expect("the process's exec")
 }
 
 /// Process `pid`'s fork to its exec in a log, in ns (0 without its fork
@@ -155,11 +159,7 @@ pub fn fork_to_exec(recs: &[Rec], pid: u32) -> u64 {
         Record::Fork(x) if x.tid == pid => Some(x.ts),
         _ => None,
     });
-    let exec = recs.iter().find_map(|r| match r.rec {
-        Record::Exec(x) if x.pid == pid => Some(x.ts),
-        _ => None,
-    });
-    match (fork, exec) {
+    match (fork, exec_ts(recs, pid)) {
         (Some(f), Some(e)) => e.saturating_sub(f),
         _ => 0,
     }
