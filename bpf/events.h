@@ -416,7 +416,7 @@ struct ev_sched {
 	u8 state;
 	u8 traced;
 	s16 prev_call;
-	u8 _pad[4];
+	u32 ran_us; /* switch: µs the traced prev ran since it got this CPU, or 0 */
 	char comm[16];
 	char other_comm[16];
 };

@@ -241,6 +241,8 @@ struct cfs_rq {
 
 struct sched_entity {
 	struct cfs_rq *cfs_rq;  /* CONFIG_FAIR_GROUP_SCHED */
+	u64 sum_exec_runtime;
+	u64 prev_sum_exec_runtime; /* sum_exec_runtime when it last got a CPU */
 } __attribute__((preserve_access_index));
 
 struct task_struct {

@@ -358,8 +358,18 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
     let _shares = measuring();
     let (dir, bin, data) = setup();
     let lib = fake_nvml(dir.path());
+    let stat = || mltrace_sample::cpu::parse_stat(&std::fs::read_to_string("/proc/stat").unwrap());
+    let before = stat();
     let full = two_epochs(dir.path(), &bin, &data, &lib, &[]);
     let sum = two_epochs(dir.path(), &bin, &data, &lib, &["--detail", "summary"]);
+    // The most of one CPU's time the hypervisor took over both runs.
+    let steal = stat()
+        .iter()
+        .zip(&before)
+        .filter(|((n, _), _)| n.is_some())
+        .filter_map(|((_, a), (_, b))| mltrace_sample::cpu::percentages(b, a))
+        .map(|p| p[6] / 100.0)
+        .fold(0.0, f64::max);
     check_data_wait(&sum);
     let (v, w) = (&full.json["verdict"], &sum.json["verdict"]);
     // Under full emulation the trainer's own shares move between runs
@@ -382,15 +392,23 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
         summary_agrees_queued(&format!("epoch {k} data wait"), epoch(&full), epoch(&sum), 0.02, eq);
         // On a CPU, against the trainer's CPU clock: how much of the epoch
         // it ran rather than queued behind the tests beside it. It reads
-        // within 0.004 as a rule; once in about 14 runs of this binary the
-        // trace read 0.065 less (not explained yet): the bound is 0.08,
-        // and kinds are compared only 0.1 clear of the half that names them.
+        // within 0.004 as a rule; the bound is 0.08, and kinds are compared
+        // only 0.1 clear of the half that names them. (Summary detail read
+        // up to 0.065 less before its spans placed a switch-in the kernel's
+        // trace lacked: verdict.md.) The clock leaves out what
+        // the hypervisor stole while the trainer held a CPU, which the
+        // trace counts: on a CPU may read higher by that (seen: 0.08 with
+        // full and summary detail alike).
         let on_cpu = |r: &Run| {
             let e = &r.json["verdict"]["epochs"][k - 1];
             let clock = r.kv[&format!("epoch{k}_cpu_ns")] as f64 / r.kv[&format!("epoch{k}_total_ns")] as f64;
             let got = e["breakdown"]["on_cpu"].as_f64().unwrap();
-            eprintln!("epoch {k} on a CPU: {got:.4} (CPU clock {clock:.4})");
-            assert!(emulated() || (got - clock).abs() <= 0.08, "epoch {k} on a CPU {got}, CPU clock {clock}: {e}");
+            let stolen = clock * steal / (1.0 - steal);
+            eprintln!("epoch {k} on a CPU: {got:.4} (CPU clock {clock:.4}, +{stolen:.4} stolen)");
+            assert!(
+                emulated() || (got >= clock - 0.08 && got <= clock + stolen + 0.08),
+                "epoch {k} on a CPU {got}, CPU clock {clock} (+{stolen:.3} stolen): {e}"
+            );
             clock
         };
         let (cf, cs) = (on_cpu(&full), on_cpu(&sum));
@@ -616,4 +634,95 @@ fn an_untraced_task_handed_the_cpu_is_followed_off_it() {
     let _alone = CPU_SHARES.write().unwrap_or_else(|e| e.into_inner());
     handed_cpu(&[]);
     handed_cpu(&["--syscall-probes", "compat"]);
+}
+
+/// Each switch-out of a traced thread carries how long it had run, by the
+/// kernel's account: summed over a thread's life, its run time as its
+/// /proc schedstat gives it. A spinner shares CPU 0 with an untraced one,
+/// so it is switched out at every tick; the kernel's trace lacks a
+/// switch-in now and then, and the verdict places those from it.
+#[test]
+fn switch_outs_carry_the_run_time_the_kernel_counted() {
+    if !require_root() || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let _alone = CPU_SHARES.write().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let spin = "import sys, time\nend = time.time() + float(sys.argv[1])\nwhile time.time() < end: pass\n";
+    let untraced = spawn(std::process::Command::new("taskset").args(["-c", "0", "python3", "-c", spin, "3"]));
+    // Its run time to here, printed; then it exits at once.
+    let traced = format!("{spin}print(open('/proc/thread-self/schedstat').read().split()[0], flush=True)\n");
+    let log = dir.path().join("run.bin");
+    let args = ["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap(), "--"];
+    let mut args = args.to_vec();
+    args.extend(["taskset", "-c", "0", "python3", "-c", &traced, "1.5"]);
+    let out = mltrace(&args, dir.path());
+    let mut untraced = untraced;
+    untraced.wait().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let recs = read_log(&log);
+    // taskset execs the spinner: one pid.
+    let pid = recs
+        .iter()
+        .find_map(|r| match &r.rec {
+            Record::Exec(e) => Some(e.pid),
+            _ => None,
+        })
+        .expect("the spinner's exec");
+    let switches: Vec<&SchedSwitch> = recs
+        .iter()
+        .filter_map(|r| match &r.rec {
+            Record::SchedSwitch(s) if s.traced & sched::PREV != 0 && s.prev_tid == pid => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert!(switches.len() > 50, "switched out {} times in 1.5 s beside a spinner", switches.len());
+    let ran: u64 = switches.iter().map(|s| u64::from(s.prev_ran_us) * 1000).sum();
+    // After its print: the write, the interpreter's exit, at most the
+    // wall time from the write to its last switch-out.
+    let write = recs
+        .iter()
+        .filter_map(|r| match &r.rec {
+            Record::Io(io) if io.pid == pid && io.op == IoOp::Write => Some(io.ts),
+            _ => None,
+        })
+        .max()
+        .expect("the spinner's print");
+    let after = switches.last().unwrap().ts.saturating_sub(write);
+    // Each stint in whole µs: up to 1 µs less each.
+    let cut = switches.len() as u64 * 1000;
+    assert!(
+        ran + cut + 1_000_000 >= said && ran <= said + after + 1_000_000,
+        "run time summed from the switch-outs {ran} ns against {said} ns by schedstat at the print (+{after} ns after it)"
+    );
+    // Each stint whose switch-in is recorded: its run time within its wall
+    // time, as a rule. The kernel's count can span two stints (seen: 1.7
+    // ms in a 0.15 ms stint, about one in 400); the verdict does not use
+    // those.
+    let (mut on, mut pairs, mut over): (Option<u64>, u64, Vec<(u64, u64)>) = (None, 0, Vec::new());
+    for r in &recs {
+        if let Record::SchedSwitch(s) = &r.rec {
+            if s.traced & sched::NEXT != 0 && s.next_tid == pid {
+                on = Some(s.ts);
+            } else if s.traced & sched::PREV != 0 && s.prev_tid == pid {
+                if let Some(t) = on.take() {
+                    let wall = s.ts - t;
+                    let ran = u64::from(s.prev_ran_us) * 1000;
+                    pairs += 1;
+                    if ran > wall + 100_000 {
+                        over.push((ran, wall));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        pairs > 50 && over.len() as u64 * 50 <= pairs,
+        "{} of {pairs} stints (ran, wall ns) ran longer: {over:?}",
+        over.len()
+    );
+    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir.path());
+    let json: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    assert!(json["switch_ins_untraced"].as_u64().is_some(), "{json}");
 }

@@ -1257,6 +1257,12 @@ records! {
         /// it is not asleep, or asleep outside a call (a page fault), or
         /// the call is not known.
         12 prev_call: SleepCall = plain,
+        /// µs a traced prev had been on a CPU since it got one, by the
+        /// kernel's account of its run time (which leaves out time a
+        /// hypervisor stole); 0 when not known (older logs, prev
+        /// untraced) or under 1 µs. The kernel's trace sometimes lacks a
+        /// switch-in: this places it.
+        13 prev_ran_us: u32 = plain,
     }
 
     /// A traced thread woken (made runnable) by the task running on `cpu`

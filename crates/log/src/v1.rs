@@ -435,6 +435,7 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
                 next_prio,
                 traced,
                 prev_call: SleepCall::None,
+                prev_ran_us: 0,
             })
         }
         21 => {

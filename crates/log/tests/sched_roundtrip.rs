@@ -21,6 +21,7 @@ fn switch(i: u64) -> SchedSwitch {
         next_prio: if i.is_multiple_of(5) { -1 } else { 120 },
         traced: sched::PREV,
         prev_call: SleepCall::from_u8((i % 25) as u8),
+        prev_ran_us: if i.is_multiple_of(4) { 0 } else { (i * 7919 % 4000) as u32 },
     }
 }
 

@@ -253,8 +253,8 @@ const PENDING_NS: u64 = 30_000_000_000;
 /// Calls remembered per file for their later requests.
 const MAX_STARTED: usize = 65_536;
 
-/// The task a CPU's last switch put on: tid, comm, prio.
-type OnCpu = Option<(u32, Vec<u8>, i32)>;
+/// The task a CPU's last switch put on: tid, comm, prio, and when.
+type OnCpu = Option<(u32, Vec<u8>, i32, u64)>;
 
 struct Disk {
     /// Its host (a merged log has each host's disks).

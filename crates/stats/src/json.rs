@@ -394,6 +394,7 @@ impl Stats {
             }).collect::<Vec<_>>(),
             "hosts": self.hosts_json(),
             "lost": self.total_lost(),
+            "switch_ins_untraced": self.sched.switch_ins_untraced,
             "untraced": self.untraced.iter().map(|(pid, ts, text)| json!({
                 "pid": mltrace_log::local_pid(*pid),
                 "ts": ts,

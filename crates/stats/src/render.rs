@@ -306,7 +306,11 @@ impl Stats {
                 self.lost.iter().map(|(k, n)| format!("{n} {}", k.name())).collect::<Vec<_>>().join(", ")
             )
         };
-        let _ = writeln!(o, "events:   {} records, lost {lost}", self.records);
+        let untraced = match self.sched.switch_ins_untraced {
+            0 => String::new(),
+            n => format!("; the kernel's trace lacked {n} switch-ins (placed by the run time it gave)"),
+        };
+        let _ = writeln!(o, "events:   {} records, lost {lost}{untraced}", self.records);
         let _ = writeln!(
             o,
             "log:      format {}.{}{}",

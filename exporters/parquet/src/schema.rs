@@ -255,6 +255,9 @@ pub fn sched() -> Vec<Col> {
         ("process", Str, true),
         // The call prev went to sleep in (futex, nanosleep...); null when none.
         ("prev_call", Str, true),
+        // µs a traced prev had run since it got the CPU, by the kernel's
+        // run time; null when not known (older logs, prev untraced).
+        ("prev_ran_us", I64, true),
     ]
 }
 

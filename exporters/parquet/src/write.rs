@@ -509,7 +509,8 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                 .i64(s.next_prio.into())?
                 .bool(s.traced & sched::NEXT != 0)?
                 .opt_str(name)?
-                .opt_str((s.prev_call != SleepCall::None).then(|| s.prev_call.name()))?;
+                .opt_str((s.prev_call != SleepCall::None).then(|| s.prev_call.name()))?
+                .opt_i64((s.prev_ran_us > 0).then(|| s.prev_ran_us.into()))?;
             t.end_row()
         }
         Record::SchedWake(w) => {

@@ -53,6 +53,7 @@ fn sched_record(e: &ev_sched, enc: &mut FrameEncoder) -> Option<Record> {
             next_prio: e.other_prio,
             traced: if me { sched::PREV } else { 0 } | if other { sched::NEXT } else { 0 },
             prev_call: crate::syscalls::sleep_call(e.prev_call),
+            prev_ran_us: if me { e.ran_us } else { 0 },
         }),
         SCHED_WAKING | SCHED_MIGRATE => Record::SchedWake(SchedWake {
             ts: h.ts,

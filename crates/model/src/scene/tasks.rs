@@ -36,9 +36,12 @@ impl Scene<'_> {
     /// Only switches with a traced side are recorded, so on a CPU the task
     /// a switch takes off may not be the one the previous switch put on
     /// (untraced tasks ran between). Viewers read a CPU as one chain of
-    /// switches: this closes the gap with a switch, at the same time, from
-    /// the task last put on to the one now taken off (which then shows as
-    /// running from there: the untraced time is given to the first task).
+    /// switches: this closes the gap with a switch from the task last put
+    /// on to the one now taken off. The switch is placed where the kernel's
+    /// run time of the one taken off says it got the CPU (it also places a
+    /// switch-in the kernel's trace lacked), not before the CPU's last
+    /// switch; with no run time, at the same time (the untraced time is
+    /// given to the first task).
     pub(super) fn join_cpu_chain<E: Encoder>(&mut self, enc: &mut E, f: &Frame<'_>, r: &SchedSwitch) -> io::Result<()> {
         let i = r.cpu as usize;
         // Both sides are on the CPU's host, the idle task (pid 0) too.
@@ -50,10 +53,10 @@ impl Scene<'_> {
         if on_cpu.len() <= i {
             on_cpu.resize_with(i + 1, || None);
         }
-        if let Some((tid, comm, prio)) = &on_cpu[i] {
+        if let Some((tid, comm, prio, last)) = &on_cpu[i] {
             if *tid != r.prev_tid {
                 enc.sched_switch(&SwitchEvent {
-                    ts: r.ts,
+                    ts: r.ts.saturating_sub(u64::from(r.prev_ran_us) * 1000).clamp(*last, r.ts.max(*last)),
                     cpu: r.cpu,
                     prev_tid: *tid,
                     prev_comm: comm,
@@ -66,11 +69,12 @@ impl Scene<'_> {
                 })?;
             }
         }
-        let slot = self.on_cpu[host][i].get_or_insert_with(|| (0, Vec::new(), 0));
+        let slot = self.on_cpu[host][i].get_or_insert_with(|| (0, Vec::new(), 0, 0));
         slot.0 = r.next_tid;
         slot.1.clear();
         slot.1.extend_from_slice(f.str(r.next_comm));
         slot.2 = r.next_prio;
+        slot.3 = slot.3.max(r.ts);
         Ok(())
     }
 }
