@@ -505,11 +505,15 @@ impl SchedTimes {
     /// its last stint (the kernel's run time, `prev_ran_us`) before; else
     /// the whole wait would read as runnable.
     fn untraced_switch_in(&mut self, r: &SchedSwitch) {
-        let Some(t) = self.threads.get_mut(&r.prev_tid) else { return };
         let ran = u64::from(r.prev_ran_us) * 1000;
+        // Older logs: no lookup.
+        if ran == 0 {
+            return;
+        }
+        let Some(t) = self.threads.get_mut(&r.prev_tid) else { return };
         // A run time longer than the wait is not this stint's alone (the
         // kernel's count can span two): the wait is left as it reads.
-        if !matches!(t.st, St::Runnable | St::Other) || ran == 0 || ran > r.ts.saturating_sub(t.since) + RAN_SLACK {
+        if !matches!(t.st, St::Runnable | St::Other) || ran > r.ts.saturating_sub(t.since) + RAN_SLACK {
             return;
         }
         self.switch_ins_untraced += 1;
@@ -885,10 +889,15 @@ mod tests {
     #[test]
     fn a_switch_in_the_trace_lacks_is_placed_by_the_run_time() {
         const US: u64 = 1000;
-        let mut s = SchedTimes::default();
         let (trainer, other, idle) = ((10, 10), (30, 30), (0, 0));
-        s.add_t(&sw(0, idle, SchedState::Runnable, trainer, sched::NEXT));
-        s.add_t(&sw(100 * US, trainer, SchedState::Runnable, other, sched::PREV));
+        // On a CPU from 0, preempted at 100 µs.
+        let preempted = || {
+            let mut s = SchedTimes::default();
+            s.add_t(&sw(0, idle, SchedState::Runnable, trainer, sched::NEXT));
+            s.add_t(&sw(100 * US, trainer, SchedState::Runnable, other, sched::PREV));
+            s
+        };
+        let mut s = preempted();
         // Back on at 150 µs (not traced); off again at 300 µs, having run 150.
         let out = |ran: u32| {
             Record::SchedSwitch(SchedSwitch {
@@ -918,22 +927,16 @@ mod tests {
         assert_eq!(s.switch_ins_untraced, 1);
         // A run time within RAN_SLACK longer than the wait (clocks apart):
         // on CPU from the preemption; beyond, runnable as it reads.
-        let mut s = SchedTimes::default();
-        s.add_t(&sw(0, idle, SchedState::Runnable, trainer, sched::NEXT));
-        s.add_t(&sw(100 * US, trainer, SchedState::Runnable, other, sched::PREV));
+        let mut s = preempted();
         s.add_t(&out(250));
         s.finish(300 * US);
         assert_eq!(s.main_thread[&10], Times { cpu: 300 * US, ..Default::default() });
-        let mut s = SchedTimes::default();
-        s.add_t(&sw(0, idle, SchedState::Runnable, trainer, sched::NEXT));
-        s.add_t(&sw(100 * US, trainer, SchedState::Runnable, other, sched::PREV));
+        let mut s = preempted();
         s.add_t(&out(1000));
         s.finish(300 * US);
         assert_eq!(s.main_thread[&10], Times { cpu: 100 * US, runnable: 200 * US, ..Default::default() });
         // An older log, no run time: runnable as before.
-        let mut s = SchedTimes::default();
-        s.add_t(&sw(0, idle, SchedState::Runnable, trainer, sched::NEXT));
-        s.add_t(&sw(100 * US, trainer, SchedState::Runnable, other, sched::PREV));
+        let mut s = preempted();
         s.add_t(&out(0));
         s.finish(300 * US);
         assert_eq!(s.main_thread[&10], Times { cpu: 100 * US, runnable: 200 * US, ..Default::default() });
