@@ -39,6 +39,9 @@ enum ev_kind {
 	EV_SUM = 21,
 	EV_SPAN = 22,
 	EV_META = 23,
+	EV_PYPROBE = 24,
+	EV_PYCODE = 25,
+	EV_PYSTACK = 26,
 };
 
 /* What a traced syscall is; user space fills sys_op[] from its own
@@ -99,7 +102,7 @@ struct ev_hdr {
 	u16 flags;
 	u32 pid;
 	u32 tid;
-	u32 _pad1;
+	u32 stack; /* a call's Python stack (ev_pystack.id), 0 when none */
 	u64 ts;    /* CLOCK_BOOTTIME ns at syscall entry */
 };
 
@@ -638,6 +641,109 @@ struct ev_nccl {
 	s32 ret;     /* the ncclResult_t */
 	u8 datatype; /* ncclDataType_t */
 	u8 _pad[7];
+};
+
+/*
+ * Python stacks (python.bpf.h). User space fills a py_layout per traced
+ * Python process, when asked by an ev_pyprobe: where its runtime is and
+ * the offsets of the interpreter's structures that the walk reads.
+ */
+#define PY_DEPTH 32
+#define PY_STR 256
+#define PY_LINES 8192
+
+enum py_state {
+	PY_PENDING = 0,  /* asked user space; asked again after PY_REASK_NS */
+	PY_READY = 1,    /* layout filled: walk */
+	PY_NO = 2,       /* not Python, or an interpreter the walk cannot read */
+};
+
+enum py_model {
+	PYM_FRAMEOBJ = 1,  /* 3.9, 3.10: PyFrameObject chain, f_lasti an int */
+	PYM_CFRAME = 2,    /* 3.11, 3.12: tstate->cframe->current_frame */
+	PYM_IFRAME = 3,    /* 3.13+: tstate->current_frame, f_executable tagged */
+};
+
+enum py_bits {
+	PYB_NATIVE_TID = 1,   /* ts_tid is native_thread_id (the kernel tid); else pthread_self */
+	PYB_INSTR_PTR = 2,    /* f_instr is a pointer into the code (3.11+); else an int */
+	PYB_TRUNCATED = 4,    /* ev_pystack: deeper than PY_DEPTH */
+	PYB_QUAL_CUT = 8,     /* ev_pycode: a string or the line table was cut */
+};
+
+struct py_layout {
+	u64 runtime;        /* address of _PyRuntime */
+	u64 asked;          /* PY_PENDING: when user space was last asked */
+	u8 state;           /* enum py_state */
+	u8 model;           /* enum py_model */
+	u16 bits;           /* enum py_bits */
+	u32 gen;            /* set per program run (exec): keys its stacks and codes */
+	u16 rt_interp;      /* _PyRuntime.interpreters.head */
+	u16 is_threads;     /* PyInterpreterState: first thread state */
+	u16 ts_next;        /* PyThreadState.next */
+	u16 ts_tid;         /* PyThreadState: native_thread_id or thread_id */
+	u16 ts_frame;       /* PyThreadState: frame (3.9/3.10), cframe (3.11/3.12), current_frame */
+	u16 cf_current;     /* _PyCFrame.current_frame (PYM_CFRAME) */
+	u16 f_back;         /* the caller's frame: f_back, previous */
+	u16 f_code;         /* f_code, f_executable */
+	u16 f_instr;        /* f_lasti, prev_instr, instr_ptr */
+	u16 f_owner;        /* owner (a byte); 0xffff: none */
+	u16 co_name;        /* co_qualname (3.11+) or co_name */
+	u16 co_file;        /* co_filename */
+	u16 co_lines;       /* co_linetable or co_lnotab (a bytes object) */
+	u16 co_first;       /* co_firstlineno (an int) */
+	u16 u_state;        /* PyASCIIObject.state */
+	u16 u_length;       /* PyASCIIObject.length */
+	u16 u_ascii_size;   /* sizeof(PyASCIIObject): an ASCII string's data */
+	u16 u_compact_size; /* sizeof(PyCompactUnicodeObject): a compact one's */
+	u16 b_size;         /* PyVarObject.ob_size of a bytes object */
+	u16 b_data;         /* PyBytesObject.ob_sval */
+	u16 _pad;
+};
+
+/* Sent once per process when it first makes a recorded call, and again
+ * every PY_REASK_NS while user space has not decided; h.stack is the
+ * py_layout's gen (the program run asked about). */
+struct ev_pyprobe {
+	struct ev_hdr h;
+};
+
+/* One frame as read, raw: user space leaves out the frames that are not
+ * the program's (no code object, or owned by the C stack or the
+ * interpreter), so that the walk has no branch the verifier must follow. */
+struct py_frame {
+	u64 code;   /* f_code or f_executable (its low 3 bits cleared: 3.14 tags them) */
+	u64 instr;  /* the 8 bytes at f_instr: f_lasti in the low 4, or the instruction pointer */
+	u64 name;   /* the code's name object: a code object freed and another made at its
+		     * address (a module's, after its import) is told apart by it */
+	u8 owner;   /* the byte at f_owner (meaningless without one) */
+	u8 _pad[7];
+};
+
+/* A stack seen for the first time in its process: h.stack is its id,
+ * frames innermost first (PY_DEPTH of them at most, skipped ones included). */
+struct ev_pystack {
+	struct ev_hdr h;
+	u16 depth;
+	u16 bits;  /* PYB_TRUNCATED */
+	u32 _pad;
+	struct py_frame frames[PY_DEPTH];
+};
+
+/* A code object seen for the first time in its process: its names and
+ * line table, read here so that a process that has exited is still named. */
+struct ev_pycode {
+	struct ev_hdr h;
+	u64 code;
+	s32 first_line;
+	u16 name_len;     /* bytes of the name, at data[0] */
+	u16 file_len;     /* of the file name, at data[PY_STR] */
+	u16 lines_len;    /* of the line table, at data[2 * PY_STR] */
+	u8 name_kind;     /* PyUnicode kind: 1, 2 or 4 bytes a character */
+	u8 file_kind;
+	u8 bits;          /* PYB_QUAL_CUT */
+	u8 _pad[7];
+	char data[2 * PY_STR + PY_LINES];
 };
 
 #endif

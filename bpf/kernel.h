@@ -245,8 +245,14 @@ struct sched_entity {
 	u64 prev_sum_exec_runtime; /* sum_exec_runtime when it last got a CPU */
 } __attribute__((preserve_access_index));
 
+/* x86_64: the user's thread pointer, which is pthread_self(). */
+struct thread_struct {
+	unsigned long fsbase;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	struct thread_info thread_info;
+	struct thread_struct thread;
 	void *stack;            /* the kernel stack: its pt_regs sit at the top */
 	struct sched_entity se;
 	unsigned int __state;   /* 5.14+; `state` before (task_struct___old) */

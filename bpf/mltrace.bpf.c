@@ -42,6 +42,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #include "mltrace/maps.bpf.h"
 #include "mltrace/common.bpf.h"
+#include "mltrace/python.bpf.h"
 #include "mltrace/summary.bpf.h"
 #include "mltrace/files.bpf.h"
 #include "mltrace/io.bpf.h"

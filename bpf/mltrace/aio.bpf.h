@@ -115,12 +115,14 @@ static __noinline int on_aio(struct inflight *v, s64 ret, u64 now, u64 id)
 
 	if (!hp)
 		return 0;
+	u32 stk = hp->stack;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
 		return 0;
 	}
 	fill_hdr(&e->h, EV_AIO, v->op, id, v->ts);
+	e->h.stack = stk;
 	e->dur = now - v->ts;
 	e->ctx = hp->args[0];
 	e->file = 0;

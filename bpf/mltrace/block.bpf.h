@@ -199,7 +199,7 @@ int block_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 		disk = BPF_CORE_READ(rq, q, disk);
 	e->h.kind = EV_BLOCK;
 	e->h.op = 0;
-	e->h._pad1 = 0;
+	e->h.stack = 0;
 	if (v) {
 		e->h.ts = v->start;
 		e->h.pid = v->pid;

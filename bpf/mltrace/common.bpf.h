@@ -26,6 +26,7 @@ static __always_inline void fill_hdr(struct ev_hdr *h, u8 kind, u8 op, u64 id, u
 	h->flags = 0;
 	h->pid = id >> 32;
 	h->tid = (u32)id;
+	h->stack = 0;
 	h->ts = ts;
 }
 

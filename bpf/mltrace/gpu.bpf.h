@@ -154,11 +154,13 @@ int BPF_KRETPROBE(cu_return, long rc)
 		v->depth--;
 		return 0;
 	}
+	u32 stk = py_stack(id);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
 	} else {
 		fill_hdr(&e->h, EV_GPU, v->call, id, v->ts);
+		e->h.stack = stk;
 		e->dur = bpf_ktime_get_boot_ns() - v->ts;
 		e->stream = v->stream;
 		e->bytes = v->bytes;
@@ -417,11 +419,13 @@ int BPF_KRETPROBE(nccl_return, long rc)
 	k.comm = v->comm;
 	k.tgid = id >> 32;
 	r = v->comm ? bpf_map_lookup_elem(&nccl_comms, &k) : NULL;
+	u32 stk = py_stack(id);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
 	} else {
 		fill_hdr(&e->h, EV_NCCL, v->op, id, v->ts);
+		e->h.stack = stk;
 		e->dur = bpf_ktime_get_boot_ns() - v->ts;
 		e->count = v->count;
 		e->comm = v->comm;

@@ -68,6 +68,7 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 			flags |= IOF_SUMMED;
 		}
 	}
+	u32 stk = py_stack(id);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
@@ -117,6 +118,7 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 			pos -= ret;
 	}
 	fill_hdr(&e->h, EV_IO, v->op, id, v->ts);
+	e->h.stack = stk;
 	e->h.flags = flags;
 	e->dur = now - v->ts;
 	e->file = key;
@@ -139,12 +141,14 @@ static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s
 			return;
 		flags = IOF_SUMMED;
 	}
+	u32 stk = py_stack(id);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
 	}
 	fill_hdr(&e->h, EV_CLOSE, v->op, id, v->ts);
+	e->h.stack = stk;
 	e->h.flags = flags;
 	e->dur = now - v->ts;
 	e->file = v->file;
@@ -177,12 +181,14 @@ static __noinline int on_xfer(struct inflight *v, s64 ret, u64 now, u64 id)
 	u64 in_key = file_key(fd_file(in_fd), id, NULL);
 	u64 out_key = file_key(fd_file(out_fd), id, NULL);
 
+	u32 stk = hp->stack;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
 		return 0;
 	}
 	fill_hdr(&e->h, EV_XFER, v->op, id, v->ts);
+	e->h.stack = stk;
 	e->dur = now - v->ts;
 	e->in_file = in_key;
 	e->out_file = out_key;
@@ -276,6 +282,7 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 		e->base = dirfd == AT_FDCWD ? cwd_key(id) : file_key(fd_file(dirfd), id, NULL);
 	}
 	fill_hdr(&e->h, EV_OPEN, op, id, start);
+	e->h.stack = hp->stack;
 	e->dur = now - start;
 	e->ret = ret;
 	e->flags = flags;

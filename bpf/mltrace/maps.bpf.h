@@ -185,6 +185,9 @@ struct heap {
 	u32 flags;
 	u64 args[6];  /* the syscall's arguments, read by the (inlined) exit
 		       * program for the handlers it calls (see save_args) */
+	u32 stack;    /* the call's Python stack, for those handlers: found
+		       * there, it would take them past 512 bytes of stack */
+	u32 _pad_stack;
 	char walk[2 * PATHBUF];
 	struct ev_file file;
 	struct ev_open open;
@@ -264,6 +267,13 @@ struct ev_gpu keep_gpu = {};
 struct ev_nccl keep_nccl = {};
 struct ev_untraced keep_untraced = {};
 struct ev_meta keep_meta = {};
+struct ev_pyprobe keep_pyprobe = {};
+struct ev_pystack keep_pystack = {};
+struct ev_pycode keep_pycode = {};
+struct py_layout keep_py_layout = {};
+enum py_state keep_py_state = 0;
+enum py_model keep_py_model = 0;
+enum py_bits keep_py_bits = 0;
 enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;

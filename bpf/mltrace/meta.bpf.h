@@ -118,6 +118,7 @@ static __noinline int on_meta(struct inflight *v, s64 ret, u64 now, u64 id)
 	if (trunc & TR_UNREADABLE)
 		count_lost(LOST_STR);
 	fill_hdr(&e->h, EV_META, op, id, v->ts);
+	e->h.stack = hp->stack;
 	e->dur = now - v->ts;
 	e->ret = ret;
 	e->flags = flags;

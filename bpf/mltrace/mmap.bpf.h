@@ -51,12 +51,14 @@ static __noinline int on_map(struct inflight *v, s64 ret, u64 now, u64 id)
 	}
 	u64 key = file_key(f, id, NULL);
 
+	u32 stk = hp->stack;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
 		return 0;
 	}
 	fill_hdr(&e->h, EV_MAP, v->op, id, v->ts);
+	e->h.stack = stk;
 	e->dur = now - v->ts;
 	e->file = key;
 	e->ino = f ? BPF_CORE_READ(f, f_inode, i_ino) : 0;

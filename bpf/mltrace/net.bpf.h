@@ -94,6 +94,7 @@ static __noinline int on_net(struct inflight *v, s64 ret, u64 now, u64 id)
 		return 0;
 	fd = hp->args[0];
 	f = fd_file(fd);
+	u32 stk = hp->stack;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
@@ -163,6 +164,7 @@ static __noinline int on_net(struct inflight *v, s64 ret, u64 now, u64 id)
 	else if (ret >= 0 && f && net_sock_addr(e, f))
 		flags |= NETF_PEER_SOCK;
 	fill_hdr(&e->h, EV_NET, v->op, id, v->ts);
+	e->h.stack = stk;
 	e->h.flags = flags;
 	e->dur = now - v->ts;
 	e->file = file_key(f, id, NULL);

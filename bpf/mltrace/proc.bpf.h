@@ -18,6 +18,8 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 	ctid = BPF_CORE_READ(child, pid);
 	if (cpid != ptgid && bpf_map_update_elem(&traced, &cpid, &one, BPF_ANY))
 		count_lost(LOST_MAP);
+	if (cpid != ptgid)
+		py_fork(ptgid, cpid);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_RING);
@@ -96,6 +98,7 @@ static __always_inline void on_exec(struct task_struct *task, struct linux_binpr
 	hp = bpf_map_lookup_elem(&heap, &zero);
 	if (!hp)
 		return;
+	py_forget(id >> 32);
 	e = &hp->exec;
 	fill_hdr(&e->h, EV_EXEC, 0, id, bpf_ktime_get_boot_ns());
 	/* The new program's exec id (low bits): a summary's calls with another
@@ -172,6 +175,7 @@ static __always_inline void on_exit(struct task_struct *task)
 
 		bpf_map_update_elem(&traced, &tgid, &exited, BPF_EXIST);
 		emit_anon(tgid, id);
+		py_forget(tgid);
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {

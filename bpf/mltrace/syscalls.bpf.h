@@ -17,13 +17,14 @@ static __always_inline void flush_pcache(struct inflight *st, u64 id);
  * loads from tp_btf's typed registers instead of probe reads. Kept out of
  * the exit program's own frame: the verifier before 6.14 limits a program
  * and the subprograms it calls to 512 bytes of stack together. */
-static __always_inline bool save_args(struct pt_regs *regs, bool fast)
+static __always_inline bool save_args(struct pt_regs *regs, bool fast, u64 id)
 {
-	u32 zero = 0;
+	u32 zero = 0, stack = py_stack(id);
 	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
 
 	if (!hp)
 		return false;
+	hp->stack = stack;
 	hp->args[0] = ARG(1);
 	hp->args[1] = ARG(2);
 	hp->args[2] = ARG(3);
@@ -69,7 +70,7 @@ static __always_inline void leave(struct inflight *v, struct inflight *st, struc
 		on_io(v, st, t, regs, ret, now, id, fast);
 		break;
 	case OP_OPEN ... OP_CREAT:
-		if (save_args(regs, fast) && on_open(v, ret, now, id))
+		if (save_args(regs, fast, id) && on_open(v, ret, now, id))
 			opened_named(st);
 		break;
 	case OP_CLOSE:
@@ -77,23 +78,23 @@ static __always_inline void leave(struct inflight *v, struct inflight *st, struc
 		break;
 	case OP_SENDFILE:
 	case OP_COPY_FILE_RANGE:
-		if (save_args(regs, fast))
+		if (save_args(regs, fast, id))
 			on_xfer(v, ret, now, id);
 		break;
 	case OP_IO_SUBMIT ... OP_IO_PGETEVENTS:
-		if (save_args(regs, fast))
+		if (save_args(regs, fast, id))
 			on_aio(v, ret, now, id);
 		break;
 	case OP_MMAP ... OP_MREMAP:
-		if (save_args(regs, fast))
+		if (save_args(regs, fast, id))
 			on_map(v, ret, now, id);
 		break;
 	case OP_SENDTO ... OP_RECVMMSG:
-		if (save_args(regs, fast))
+		if (save_args(regs, fast, id))
 			on_net(v, ret, now, id);
 		break;
 	case OP_GETDENTS64 ... OP_RENAMEAT2:
-		if (save_args(regs, fast))
+		if (save_args(regs, fast, id))
 			on_meta(v, ret, now, id);
 		break;
 	}

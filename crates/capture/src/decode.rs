@@ -15,6 +15,7 @@ mod meta;
 mod net;
 mod open;
 mod proc;
+mod python;
 mod sched;
 
 pub(crate) use io::io_op;
@@ -24,8 +25,8 @@ use crate::files::FileTable;
 use crate::inodes::InodeNames;
 use crate::skel::types::{
     self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_gpu, ev_hdr, ev_io,
-    ev_kind, ev_map, ev_meta, ev_nccl, ev_net, ev_open, ev_pcache, ev_sched, ev_span, ev_untraced, ev_uring, ev_xfer,
-    sum_slot,
+    ev_kind, ev_map, ev_meta, ev_nccl, ev_net, ev_open, ev_pcache, ev_pycode, ev_pyprobe, ev_pystack, ev_sched,
+    ev_span, ev_untraced, ev_uring, ev_xfer, sum_slot,
 };
 
 /// BPF flag bits, as events.h declares them (its enums reach the skeleton).
@@ -144,6 +145,8 @@ pub struct KernelDecoder {
     /// The library paths seen mapped, and those not yet taken.
     lib_seen: Vec<Vec<u8>>,
     lib_new: Vec<Vec<u8>>,
+    /// Python stacks, and the processes to look at for them.
+    pub py: crate::python::PyStacks,
     pub stats: DecodeStats,
 }
 
@@ -376,6 +379,24 @@ const EVENTS: &[Event] = &[
         min: offset_of!(ev_file, path),
         commands_io: false,
         decode: |d, _, b, _| d.file_named(b),
+    },
+    Event {
+        kind: ev_kind::EV_PYPROBE,
+        min: size_of::<ev_pyprobe>(),
+        commands_io: false,
+        decode: |d, h, _, _| d.py_probe(h),
+    },
+    Event {
+        kind: ev_kind::EV_PYSTACK,
+        min: offset_of!(ev_pystack, frames),
+        commands_io: false,
+        decode: |d, h, b, e| d.py_stack(h, b, e),
+    },
+    Event {
+        kind: ev_kind::EV_PYCODE,
+        min: offset_of!(ev_pycode, data),
+        commands_io: false,
+        decode: |d, h, b, e| d.py_code(h, b, e),
     },
     Event {
         kind: ev_kind::EV_FORK,

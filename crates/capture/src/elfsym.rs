@@ -8,6 +8,9 @@
 //! call at all; a stand-in library linked with `-s` does the same, and the
 //! tests' stand-ins are built so. Reading the tables here also lets
 //! `doctor` say how many entry points each copy has.
+//!
+//! The Python stack walk uses the same tables for data: where CPython's
+//! `_PyRuntime` is, and its initial bytes in the file.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -17,6 +20,11 @@ use std::path::Path;
 
 const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
+const SHT_DYNAMIC: u32 = 6;
+const SHT_NOBITS: u32 = 8;
+const STT_OBJECT: u8 = 1;
+const PT_LOAD: u32 = 1;
+const DT_NEEDED: u64 = 1;
 const STT_FUNC: u8 = 2;
 const STB_WEAK: u8 = 2;
 const SHN_UNDEF: u16 = 0;
@@ -60,11 +68,13 @@ fn read_at(f: &File, path: &Path, offset: u64, len: u64, what: &str) -> io::Resu
     Ok(buf)
 }
 
-/// The offsets in the file of the functions named `names` that it
-/// defines (those it lacks are left out), from `.dynsym`, else `.symtab`.
-/// A name may carry a version in `.symtab` (`f@VER`, `f@@VER`). Where a
-/// name is defined twice, a global definition wins over a weak one.
-pub fn function_offsets(path: &Path, names: &[&str]) -> io::Result<HashMap<String, u64>> {
+/// An ELF file's section headers, read once for the lookups below.
+struct Elf {
+    f: File,
+    sections: Vec<Section>,
+}
+
+fn open(path: &Path) -> io::Result<Elf> {
     let f = File::open(path)?;
     let eh = read_at(&f, path, 0, 64, "ELF header")?;
     if &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
@@ -75,7 +85,7 @@ pub fn function_offsets(path: &Path, names: &[&str]) -> io::Result<HashMap<Strin
         return Err(invalid(path, format!("{shnum} section headers of {shentsize} bytes: no symbol tables")));
     }
     let raw = read_at(&f, path, shoff, shentsize * shnum, "section headers")?;
-    let sections: Vec<Section> = raw
+    let sections = raw
         .chunks_exact(shentsize as usize)
         .map(|s| Section {
             kind: u32le(&s[4..]),
@@ -85,46 +95,160 @@ pub fn function_offsets(path: &Path, names: &[&str]) -> io::Result<HashMap<Strin
             link: u32le(&s[0x28..]),
         })
         .collect();
-    // name -> (offset, weak)
-    let mut found: HashMap<String, (u64, bool)> = HashMap::new();
-    for kind in [SHT_DYNSYM, SHT_SYMTAB] {
-        for table in sections.iter().filter(|s| s.kind == kind) {
-            let Some(strings) = sections.get(table.link as usize) else {
+    Ok(Elf { f, sections })
+}
+
+/// One defined symbol of a table: its name (without a `@VER`), `st_info`,
+/// section, value and size.
+struct Sym<'a> {
+    name: &'a [u8],
+    info: u8,
+    section: Section,
+    value: u64,
+    size: u64,
+}
+
+impl Elf {
+    /// Calls `each` for every symbol defined in a section, in the tables of `kind`.
+    fn symbols(&self, path: &Path, kind: u32, mut each: impl FnMut(Sym)) -> io::Result<()> {
+        for table in self.sections.iter().filter(|s| s.kind == kind) {
+            let Some(strings) = self.sections.get(table.link as usize) else {
                 return Err(invalid(
                     path,
                     format!("a symbol table names string table {}, which is not there", table.link),
                 ));
             };
-            let syms = read_at(&f, path, table.offset, table.size, "symbol table")?;
-            let strs = read_at(&f, path, strings.offset, strings.size, "string table")?;
+            let syms = read_at(&self.f, path, table.offset, table.size, "symbol table")?;
+            let strs = read_at(&self.f, path, strings.offset, strings.size, "string table")?;
             for sym in syms.chunks_exact(24) {
-                let (info, shndx, value) = (sym[4], u16le(&sym[6..]), u64le(&sym[8..]));
-                if info & 0xf != STT_FUNC || shndx == SHN_UNDEF || shndx >= SHN_LORESERVE {
+                let (info, shndx, value, size) = (sym[4], u16le(&sym[6..]), u64le(&sym[8..]), u64le(&sym[16..]));
+                if shndx == SHN_UNDEF || shndx >= SHN_LORESERVE {
                     continue;
                 }
                 let start = u32le(sym) as usize;
                 let Some(name) = strs.get(start..).and_then(|s| s.split(|&b| b == 0).next()) else { continue };
-                let base = name.split(|&b| b == b'@').next().unwrap_or(name);
-                let Some(&want) = names.iter().find(|n| n.as_bytes() == base) else { continue };
-                let Some(sec) = sections.get(usize::from(shndx)) else { continue };
-                let Some(offset) = value.checked_sub(sec.addr).map(|d| d + sec.offset) else { continue };
-                let weak = info >> 4 == STB_WEAK;
-                match found.get(want) {
-                    // Kept unless a global one replaces a weak one.
-                    Some(&(_, was_weak)) if !was_weak || weak => {}
-                    _ => {
-                        found.insert(want.to_string(), (offset, weak));
-                    }
-                }
+                let name = name.split(|&b| b == b'@').next().unwrap_or(name);
+                let Some(&section) = self.sections.get(usize::from(shndx)) else { continue };
+                each(Sym { name, info, section, value, size });
             }
         }
+        Ok(())
+    }
+}
+
+/// The offsets in the file of the functions named `names` that it
+/// defines (those it lacks are left out), from `.dynsym`, else `.symtab`.
+/// A name may carry a version in `.symtab` (`f@VER`, `f@@VER`). Where a
+/// name is defined twice, a global definition wins over a weak one.
+pub fn function_offsets(path: &Path, names: &[&str]) -> io::Result<HashMap<String, u64>> {
+    let elf = open(path)?;
+    // name -> (offset, weak)
+    let mut found: HashMap<String, (u64, bool)> = HashMap::new();
+    for kind in [SHT_DYNSYM, SHT_SYMTAB] {
+        elf.symbols(path, kind, |sym| {
+            if sym.info & 0xf != STT_FUNC {
+                return;
+            }
+            let Some(&want) = names.iter().find(|n| n.as_bytes() == sym.name) else { return };
+            let Some(offset) = sym.value.checked_sub(sym.section.addr).map(|d| d + sym.section.offset) else {
+                return;
+            };
+            let weak = sym.info >> 4 == STB_WEAK;
+            match found.get(want) {
+                // Kept unless a global one replaces a weak one.
+                Some(&(_, was_weak)) if !was_weak || weak => {}
+                _ => {
+                    found.insert(want.to_string(), (offset, weak));
+                }
+            }
+        })?;
     }
     Ok(found.into_iter().map(|(k, (o, _))| (k, o)).collect())
 }
 
+/// A data object that a file defines (CPython's `_PyRuntime`, `Py_Version`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataSymbol {
+    /// `st_value`: its address before the file's load base is added.
+    pub vaddr: u64,
+    pub size: u64,
+    /// Where its initial bytes are in the file; `None` in `.bss` (zeros, not in the file).
+    pub file_offset: Option<u64>,
+}
+
+/// The data objects named `names` that the file defines (those it lacks
+/// are left out), from `.dynsym`, else `.symtab`; a global definition wins
+/// over a weak one.
+pub fn data_symbols(path: &Path, names: &[&str]) -> io::Result<HashMap<String, DataSymbol>> {
+    let elf = open(path)?;
+    let mut found: HashMap<String, (DataSymbol, bool)> = HashMap::new();
+    for kind in [SHT_DYNSYM, SHT_SYMTAB] {
+        if found.len() == names.len() {
+            break; // a stripped-down `.dynsym` often has them all: `.symtab` is the big one
+        }
+        elf.symbols(path, kind, |sym| {
+            if sym.info & 0xf != STT_OBJECT {
+                return;
+            }
+            let Some(&want) = names.iter().find(|n| n.as_bytes() == sym.name) else { return };
+            let file_offset = (sym.section.kind != SHT_NOBITS)
+                .then(|| sym.value.checked_sub(sym.section.addr).map(|d| d + sym.section.offset))
+                .flatten();
+            let data = DataSymbol { vaddr: sym.value, size: sym.size, file_offset };
+            let weak = sym.info >> 4 == STB_WEAK;
+            match found.get(want) {
+                Some(&(_, was_weak)) if !was_weak || weak => {}
+                _ => {
+                    found.insert(want.to_string(), (data, weak));
+                }
+            }
+        })?;
+    }
+    Ok(found.into_iter().map(|(k, (d, _))| (k, d)).collect())
+}
+
+/// The libraries the file names as `DT_NEEDED` in its dynamic section.
+pub fn needed_libraries(path: &Path) -> io::Result<Vec<String>> {
+    let elf = open(path)?;
+    let mut needed = Vec::new();
+    for dynamic in elf.sections.iter().filter(|s| s.kind == SHT_DYNAMIC) {
+        let Some(strings) = elf.sections.get(dynamic.link as usize) else { continue };
+        let entries = read_at(&elf.f, path, dynamic.offset, dynamic.size, "dynamic section")?;
+        let strs = read_at(&elf.f, path, strings.offset, strings.size, "dynamic string table")?;
+        for e in entries.chunks_exact(16) {
+            if u64le(e) != DT_NEEDED {
+                continue;
+            }
+            let Some(name) = usize::try_from(u64le(&e[8..])).ok().and_then(|s| strs.get(s..)) else { continue };
+            let name = name.split(|&b| b == 0).next().unwrap_or(name);
+            needed.push(String::from_utf8_lossy(name).into_owned());
+        }
+    }
+    Ok(needed)
+}
+
+/// The first `PT_LOAD` segment's `(p_vaddr, p_offset)`: with the address
+/// the file is mapped at, its load base (0 for a file not built PIE).
+pub fn first_load(path: &Path) -> io::Result<(u64, u64)> {
+    let f = File::open(path)?;
+    let eh = read_at(&f, path, 0, 64, "ELF header")?;
+    if &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
+        return Err(invalid(path, "not a 64-bit little-endian ELF file".into()));
+    }
+    let (phoff, phentsize, phnum) = (u64le(&eh[0x20..]), u64::from(u16le(&eh[0x36..])), u64::from(u16le(&eh[0x38..])));
+    if phentsize < 56 {
+        return Err(invalid(path, format!("program headers of {phentsize} bytes")));
+    }
+    let raw = read_at(&f, path, phoff, phentsize * phnum, "program headers")?;
+    raw.chunks_exact(phentsize as usize)
+        .find(|p| u32le(p) == PT_LOAD)
+        .map(|p| (u64le(&p[0x10..]), u64le(&p[0x08..])))
+        .ok_or_else(|| invalid(path, "no PT_LOAD segment".into()))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::function_offsets;
+    use super::{data_symbols, first_load, function_offsets, needed_libraries};
     use std::path::Path;
 
     /// This test binary's own libc: `getpid` is there, at the offset the
@@ -156,6 +280,38 @@ mod tests {
             })
             .expect("getpid in an executable mapping of libc");
         assert_eq!(got["getpid"], off);
+    }
+
+    /// libc's `environ`, in `.bss`: at the load base (from the mapping at
+    /// file offset 0 and the first `PT_LOAD`) plus its value.
+    #[test]
+    fn data_symbols_are_found_where_they_are_mapped() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let line = maps
+            .lines()
+            .find(|l| l.split_whitespace().nth(5).is_some_and(|p| p.rsplit('/').next().unwrap().starts_with("libc.so")))
+            .expect("libc mapped");
+        let path = line.split_whitespace().nth(5).unwrap();
+        let got = data_symbols(Path::new(path), &["environ", "getpid"]).unwrap();
+        assert_eq!(got.len(), 1, "a function is not data: {got:?}");
+        assert_eq!(got["environ"].size, 8);
+        assert_eq!(got["environ"].file_offset, None, "in .bss");
+        let start = maps
+            .lines()
+            .filter(|l| l.ends_with(path))
+            .find_map(|l| {
+                let mut f = l.split_whitespace();
+                let (range, _, off) = (f.next()?, f.next()?, f.next()?);
+                (u64::from_str_radix(off, 16).ok()? == 0)
+                    .then(|| u64::from_str_radix(range.split_once('-')?.0, 16).ok())?
+            })
+            .expect("libc mapped at file offset 0");
+        let (vaddr, offset) = first_load(Path::new(path)).unwrap();
+        assert_eq!(offset, 0);
+        // SAFETY: a C string and the default handle.
+        let addr = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"environ".as_ptr()) } as u64;
+        assert_eq!(start - vaddr + got["environ"].vaddr, addr);
+        assert!(needed_libraries(Path::new(path)).unwrap().iter().any(|n| n.starts_with("ld-linux")));
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod inodes;
 pub mod launch;
 pub mod mllog;
 mod output;
+pub mod python;
 pub mod recorder;
 mod summary;
 pub mod syscalls;

@@ -154,6 +154,7 @@ impl Item {
             Item::Open { ts, dur, pid, tid, op, path, flags, mode, ret, kind } => {
                 let p = enc.intern(path.as_bytes());
                 Record::Open(Open {
+                    stack: 0,
                     ts: *ts,
                     dur: *dur,
                     pid: *pid,
@@ -172,6 +173,7 @@ impl Item {
                 })
             }
             Item::Io { ts, dur, pid, tid, op, fd, path, offset, requested, ret } => Record::Io(Io {
+                stack: 0,
                 ts: *ts,
                 dur: *dur,
                 pid: *pid,
@@ -188,6 +190,7 @@ impl Item {
                 summed: false,
             }),
             Item::Close { ts, dur, pid, tid, fd, path } => Record::Close(Close {
+                stack: 0,
                 ts: *ts,
                 dur: *dur,
                 pid: *pid,

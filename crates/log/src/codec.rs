@@ -49,7 +49,7 @@ pub(crate) struct Track {
     fd: i32,
     path: u32,
     /// Where the last run of each `seq` slot ended (file offset, sector...).
-    seq: [u64; 4],
+    seq: [u64; 5],
 }
 
 /// Tids are spread well enough: a multiply is all the hashing they need.

@@ -193,7 +193,7 @@ macro_rules! enc_field {
         $w.fd($c, $f)
     };
     ($w:ident, $c:literal, $f:ident, seq($slot:literal, $e:expr)) => {
-        $w.seq($c, $slot, $f)
+        $w.seq($c, $slot, $crate::declare::FieldValue::to_col($f))
     };
     ($w:ident, $c:literal, $f:ident, less($b:ident)) => {
         $w.i($c, ($b as i64).wrapping_sub($f))
@@ -254,7 +254,7 @@ macro_rules! dec_field {
         $r.fd($c)?
     };
     ($r:ident, $c:literal, $t:ty, seq($slot:literal, $e:expr)) => {
-        $r.seq($c, $slot)?
+        <$t as $crate::declare::FieldValue>::from_col($r.seq($c, $slot)?).ok_or($crate::codec::Bad::Range($c))?
     };
     ($r:ident, $c:literal, $t:ty, less($b:ident)) => {
         ($b as i64).wrapping_sub($r.i($c)?)

@@ -914,6 +914,9 @@ records! {
         12 trunc: u8 = plain,
         /// Block requests this call started (directory and inode reads).
         13 block_reqs: u32 = plain,
+        /// The Python stack the call was made from ([`PyFrame::stack`] of
+        /// the same `pid`), 0 when none.
+        14 stack: u32 = seq(4, stack as u64),
     }
 
     /// A read or write family syscall on one fd.
@@ -937,6 +940,9 @@ records! {
         /// `record --detail summary`: the call is also counted in an
         /// [`IoSummary`] (it is here because it was slow or failed).
         13 summed: bool = plain,
+        /// The Python stack the call was made from ([`PyFrame::stack`] of
+        /// the same `pid`), 0 when none.
+        14 stack: u32 = seq(4, stack as u64),
     }
 
     /// close(2).
@@ -952,6 +958,9 @@ records! {
         7 ret: i64 = plain,
         /// Also counted in an [`IoSummary`] (see [`Io::summed`]).
         8 summed: bool = plain,
+        /// The Python stack the call was made from ([`PyFrame::stack`] of
+        /// the same `pid`), 0 when none.
+        9 stack: u32 = seq(4, stack as u64),
     }
 
     /// sendfile / copy_file_range: bytes read from `in_fd` and written to `out_fd`.
@@ -969,6 +978,9 @@ records! {
         /// Bytes moved, or -errno, or [`RET_UNKNOWN`].
         10 ret: i64 = less(requested),
         11 block_reqs: u32 = plain,
+        /// The Python stack the call was made from ([`PyFrame::stack`] of
+        /// the same `pid`), 0 when none.
+        12 stack: u32 = seq(4, stack as u64),
     }
 
     /// `count` events of some kind were lost in the interval ending at `ts`.
@@ -1309,6 +1321,9 @@ records! {
         10 bytes: u64 = plain,
         /// [`net`] bits.
         11 flags: u8 = plain,
+        /// The Python stack the call was made from ([`PyFrame::stack`] of
+        /// the same `pid`), 0 when none.
+        12 stack: u32 = seq(4, stack as u64),
     }
 
     /// A CUDA driver call that waited for the GPU (see [`GpuApi`]), seen by
@@ -1325,6 +1340,9 @@ records! {
         5 stream: u64 = plain,
         6 bytes: u64 = plain,
         7 ret: i32 = plain,
+        /// The Python stack the call was made from ([`PyFrame::stack`] of
+        /// the same `pid`), 0 when none.
+        8 stack: u32 = seq(4, stack as u64),
     }
 
     /// An NCCL call, seen by a uprobe on `libnccl.so.2`. It enqueues the
@@ -1351,6 +1369,9 @@ records! {
         11 peer: i32 = plain,
         12 stream: u64 = plain,
         13 ret: i32 = plain,
+        /// The Python stack the call was made from ([`PyFrame::stack`] of
+        /// the same `pid`), 0 when none.
+        14 stack: u32 = seq(4, stack as u64),
     }
 
     /// A metadata call (see [`MetaOp`]). `path` is the path as passed
@@ -1385,6 +1406,9 @@ records! {
         13 trunc: u8 = plain,
         /// Block requests this call started (directory and inode reads).
         14 block_reqs: u32 = plain,
+        /// The Python stack the call was made from ([`PyFrame::stack`] of
+        /// the same `pid`), 0 when none.
+        15 stack: u32 = seq(4, stack as u64),
     }
 
     /// `count` calls of `call` by process `pid`'s threads in the `dur` ns
@@ -1498,6 +1522,48 @@ records! {
         13 flags: u8 = plain,
         14 timed: u64 = plain,
     }
+
+    /// One frame of a Python stack that calls were made from: frame
+    /// `depth` (0 the innermost) of stack `stack` of process `pid`, first
+    /// seen at `ts`. `function` is the code's qualified name (its name
+    /// before 3.11), `line` the line executing (0 when unknown). A
+    /// stack's frames are written together, before or after the calls
+    /// that name it.
+    33 PyFrame "py_frame" table "py_stacks" {
+        0 pid: u32 = pid,
+        1 ts: u64 = ts,
+        2 stack: u32 = plain,
+        3 depth: u32 = plain,
+        4 function: StrId = str,
+        5 file: StrId = str,
+        6 line: u32 = plain,
+        /// [`pyf`] bits.
+        7 flags: u8 = plain,
+    }
+
+    /// What the recorder made of a Python process's interpreter, once per
+    /// program it ran: `version` (`3.11.7`; `3.13t` for a free-threaded
+    /// build), and whether its calls carry stacks; when not, `why`.
+    34 PyInterp "py_interp" table "python" {
+        0 pid: u32 = pid,
+        1 ts: u64 = ts,
+        2 version: StrId = str,
+        3 stacks: bool = plain,
+        4 why: StrId = str,
+    }
+}
+
+/// Bits of [`PyFrame::flags`].
+pub mod pyf {
+    /// The stack was deeper than the recorder walks: this, its last frame,
+    /// is not the outermost.
+    pub const TRUNCATED: u8 = 1;
+    /// The frame's code object never reached the recorder: its function
+    /// and file are `?`.
+    pub const UNKNOWN_CODE: u8 = 2;
+    /// A name, a file name or the line table was longer than the kernel
+    /// side reads: cut (the line may be unknown).
+    pub const CUT: u8 = 4;
 }
 
 impl Record {

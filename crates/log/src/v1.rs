@@ -149,6 +149,7 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
             let ts = r.ts(0)?;
             let (pid, tid) = r.ids(1, 2)?;
             Record::Open(Open {
+                stack: 0,
                 ts,
                 pid,
                 tid,
@@ -180,6 +181,7 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
             r.prev.offset_end = offset.wrapping_add(ret.max(0) as u64);
             let block_reqs = r.u32(12)?;
             Record::Io(Io {
+                stack: 0,
                 ts,
                 dur,
                 pid,
@@ -200,6 +202,7 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
             let ts = r.ts(0)?;
             let (pid, tid) = r.ids(1, 2)?;
             Record::Close(Close {
+                stack: 0,
                 ts,
                 pid,
                 tid,
@@ -224,6 +227,7 @@ fn decode_one(k: u8, r: &mut R<'_>) -> Result<Record, Bad> {
             let ret = (requested as i64).wrapping_sub(r.i(10)?);
             let block_reqs = r.u32(11)?;
             Record::Transfer(Transfer {
+                stack: 0,
                 ts,
                 dur,
                 pid,

@@ -41,6 +41,7 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
         3 => (Record::Exit(Exit { ts, pid: 7, tid: 7, status: -9, process_exit: true }), vec![]),
         4 => (
             Record::Open(Open {
+                stack: 0,
                 ts,
                 dur: 4_000,
                 pid: 7,
@@ -60,6 +61,7 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
         ),
         5 => (
             Record::Io(Io {
+                stack: 0,
                 ts,
                 dur: 800 + i,
                 pid: 7,
@@ -79,6 +81,7 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
         ),
         6 => (
             Record::Close(Close {
+                stack: 0,
                 ts,
                 dur: 100,
                 pid: 7,
@@ -93,6 +96,7 @@ fn sample(i: u64) -> (Record, Vec<&'static str>) {
         ),
         7 => (
             Record::Transfer(Transfer {
+                stack: 0,
                 ts,
                 dur: 5,
                 pid: 7,
@@ -545,6 +549,7 @@ fn sequential_reads_compress_to_few_bytes() {
         ts += 1200 + (seed >> 58);
         w.push_with(|e| {
             Record::Io(Io {
+                stack: 0,
                 ts,
                 dur: 500 + (seed >> 60),
                 pid: 42,

@@ -102,6 +102,8 @@ arg_keys! {
     NewAbsPath => "new absolute path",
     /// A run-wide slice cut to a file's window: how long it is whole.
     Whole => "whole slice",
+    /// The Python stack a call was made from, a frame a line.
+    PythonStack => "python stack",
 }
 
 /// Where an encoder takes args. Errors are the encoder's to keep and

@@ -115,6 +115,8 @@ kinds! {
         Env,
         IoSummary,
         GpuEvent,
+        PyFrame,
+        PyInterp,
     }
 }
 
@@ -127,6 +129,22 @@ pub fn is_call(r: &Record) -> bool {
 /// (one exhaustive match per property: a new kind does not compile until
 /// it answers each, and no view keeps its own list of kinds).
 impl Call<'_> {
+    /// The Python stack it was made from ([`mltrace_log::PyFrame::stack`]), 0 when none.
+    #[inline]
+    pub fn stack(&self) -> u32 {
+        match *self {
+            Call::Io(r) => r.stack,
+            Call::Open(r) => r.stack,
+            Call::Close(r) => r.stack,
+            Call::Transfer(r) => r.stack,
+            Call::NetCall(r) => r.stack,
+            Call::MetaCall(r) => r.stack,
+            Call::GpuCall(r) => r.stack,
+            Call::Collective(r) => r.stack,
+            Call::IoUring(_) | Call::Aio(_) => 0,
+        }
+    }
+
     /// Its thread, start, duration and result (bytes, a count, -errno).
     #[inline]
     pub fn timing(&self) -> (u32, u64, u64, i64) {

@@ -21,6 +21,7 @@ pub mod overview;
 pub mod plan;
 pub mod proc_rates;
 pub mod procs;
+pub mod pystack;
 pub mod scene;
 pub mod survey;
 pub mod window;

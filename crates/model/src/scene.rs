@@ -807,6 +807,8 @@ impl<'s> Scene<'s> {
             }
             // A rank's variables name its process (the model's roles).
             Err(NotCall::Fork(_) | NotCall::Comm(_) | NotCall::Env(_)) => {}
+            // Shown in the args of the calls made from them.
+            Err(NotCall::PyFrame(_) | NotCall::PyInterp(_)) => {}
             Err(NotCall::Exec(r)) => {
                 if let Some(idx) = idx {
                     let (argv, filename) = (f.str(r.argv), f.str(r.filename));

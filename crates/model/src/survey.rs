@@ -96,6 +96,9 @@ pub struct Survey {
     /// Main threads' waits for the other ranks, by start: slices on
     /// their tracks. Empty unless set.
     pub collective_waits: Vec<crate::annotate::WaitSlice>,
+    /// Python stacks by (pid, stack id), as the calls made from them show
+    /// them (see [`crate::pystack`]).
+    pub py_stacks: crate::pystack::Stacks,
 }
 
 /// What the whole run read of one file: by calls, and from storage (for
@@ -193,7 +196,9 @@ fn weight_of(rec: &Record) -> u64 {
             | NotCall::Phase(_)
             | NotCall::PageCache(_)
             | NotCall::IoAccounting(_)
-            | NotCall::SchedSpan(_) => 0,
+            | NotCall::SchedSpan(_)
+            | NotCall::PyFrame(_)
+            | NotCall::PyInterp(_) => 0,
         },
     }
 }
@@ -250,6 +255,7 @@ impl Surveying {
             ranks: Vec::new(),
             lateness: Vec::new(),
             collective_waits: Vec::new(),
+            py_stacks: Default::default(),
         };
         Ok(Surveying { s, tracker: ProcTracker::default(), checkpoints: Some(Default::default()) })
     }
@@ -379,6 +385,7 @@ impl Survey {
                 }
             }
             Record::Lost(l) => self.lost.push(LostInfo { ts: l.ts, kind: l.kind, count: l.count }),
+            Record::PyFrame(r) => self.py_stacks.add(f, &r),
             Record::GpuEvent(e) => self.gpu_events.push(GpuEventInfo {
                 ts: e.ts,
                 group: f.str_lossy(e.group).into_owned(),

@@ -187,6 +187,22 @@ impl Stats {
         });
     }
 
+    /// A file read made from a Python stack (its calls, bytes and time).
+    fn python_read(&mut self, f: &Frame<'_>, r: &Io) {
+        if r.stack == 0 || r.op.is_write() || r.ret < 0 || !matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
+            return;
+        }
+        let reads = python_lines::Reads { calls: 1, bytes: r.ret as u64, time_ns: r.dur };
+        self.python.read(r.pid, r.tid, r.stack, hash_path(f.str(r.path)), reads);
+    }
+
+    /// An open, close or metadata call on a data file made from a Python stack.
+    fn python_meta(&mut self, pid: u32, tid: u32, stack: u32, ns: u64) {
+        if stack != 0 {
+            self.python.meta(pid, tid, stack, ns);
+        }
+    }
+
     /// A CUDA call that waited for the GPU: for the other ranks, when an
     /// NCCL collective it covers was outstanding (a sync call covers the
     /// stream it names, or every stream when it names none or is not a
@@ -251,6 +267,9 @@ impl Stats {
         if let Some(i) = self.tracker.observe(rec) {
             self.roles.note(f, rec, i, &self.tracker);
         }
+        if let Ok(c) = mltrace_model::event::split(rec) {
+            self.python.call(&c);
+        }
         let mapped = self.maps.apply(f, rec);
         let ts = rec.ts();
         self.first_ts = Some(self.first_ts.map_or(ts, |t| t.min(ts)));
@@ -263,6 +282,7 @@ impl Stats {
                 if r.thread {
                     self.proc(r.pid).threads += 1;
                 } else {
+                    self.python.fork(r.parent_pid, r.pid);
                     let parent = self.current.get(&r.parent_pid).map(|&i| &self.processes[i]);
                     let parent = parent.map(|p| (p.name.clone(), p.has_cmdline));
                     // A shell's fork is a subshell, not a data loader.
@@ -294,6 +314,7 @@ impl Stats {
                 let argv = f.str_lossy(r.argv);
                 let spawn = argv.contains("multiprocessing.spawn") || argv.contains("spawn_main");
                 self.sched.exec(r.pid, r.ts);
+                self.python.gone(r.pid);
                 let p = self.proc(r.pid);
                 p.loader &= spawn;
                 p.name = name;
@@ -316,6 +337,7 @@ impl Stats {
                     self.summed_reads.exit(r.tid, r.ts, self.sched.timeline.as_mut());
                 }
                 if r.process_exit {
+                    self.python.gone(r.pid);
                     let p = self.proc(r.pid);
                     p.exit_status = Some(r.status);
                     p.ended = Some(r.ts);
@@ -344,11 +366,15 @@ impl Stats {
                 }
             }
             // Counted in its summary: only its thread's time is its own.
-            Record::Io(r) if r.summed => self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind),
+            Record::Io(r) if r.summed => {
+                self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
+                self.python_read(f, &r);
+            }
             Record::Close(r) if r.summed => self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind),
             Record::IoSummary(r) => self.io_summary(f, &r),
             Record::Io(r) => {
                 self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
+                self.python_read(f, &r);
                 if !r.op.is_write() {
                     let end = r.ts.saturating_add(r.dur);
                     self.worker_read(r.pid, r.tid, f.str(r.path), r.kind, r.ret, (end, end));
@@ -401,6 +427,7 @@ impl Stats {
                 self.tables.metadata.add(&r, abs);
                 if is_data_path(abs) {
                     self.meta(r.pid, r.tid, r.dur, 0);
+                    self.python_meta(r.pid, r.tid, r.stack, r.dur);
                 }
             }
             Record::Transfer(r) => {
@@ -427,6 +454,7 @@ impl Stats {
                 // metadata time too; a pipe's or a socket's is not.
                 if (r.ret < 0 || is_file(r.kind)) && is_data_path(f.str(r.abs_path)) {
                     self.meta(r.pid, r.tid, r.dur, 1);
+                    self.python_meta(r.pid, r.tid, r.stack, r.dur);
                 }
                 self.proc(r.pid).opens.add(if r.ret < 0 { r.ret } else { 0 }, r.dur);
                 // A result an import did not have still counts for the file
@@ -465,6 +493,7 @@ impl Stats {
                 self.proc(r.pid).closes += 1;
                 if is_file(r.kind) && is_data_path(f.str(r.path)) {
                     self.meta(r.pid, r.tid, r.dur, 0);
+                    self.python_meta(r.pid, r.tid, r.stack, r.dur);
                 }
             }
             Record::Lost(r) => match self.lost.iter_mut().find(|(k, _)| *k == r.kind) {
@@ -514,6 +543,8 @@ impl Stats {
                 }
             }
             Record::Phase(_) | Record::Mark(_) => {}
+            Record::PyFrame(r) => self.python.frame(f, &r),
+            Record::PyInterp(r) => self.python.interp(f, &r),
             Record::GpuEvent(e) => {
                 let gpu = self.on_host(host_of(e.pid), f.str_lossy(e.group));
                 match self.gpu_events.iter_mut().find(|(g, k, _)| *g == gpu && *k == e.kind) {

@@ -410,6 +410,7 @@ impl Stats {
         });
         if let Value::Object(m) = &mut rest {
             self.tables.json(m);
+            self.python_json(m);
         }
         Whole { rest, files: self.files() }
     }

@@ -18,6 +18,7 @@ pub mod mapped;
 pub mod metadata;
 pub mod network;
 pub mod peers;
+pub mod python_lines;
 pub mod rank_waits;
 pub mod ranks;
 mod render;
@@ -421,6 +422,8 @@ pub struct Stats {
     pub epochs: Vec<(u64, u64, String)>,
     /// Per operation over all processes: sizes asked for and latency.
     pub calls: Calls,
+    /// The Python stacks the calls name, and the reads made from them.
+    pub python: python_lines::PythonLines,
 }
 
 /// The counters `stats` summarises: the ones that answer "was the GPU
@@ -690,6 +693,7 @@ mod tests {
         for i in 0..100u64 {
             w.push_with(|e| {
                 Record::Io(Io {
+                    stack: 0,
                     ts: 10 + i,
                     dur: 1000 * (i + 1),
                     pid: 11,

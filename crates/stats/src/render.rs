@@ -346,6 +346,7 @@ impl Stats {
         o.push('\n');
         self.render_epochs(&verdict, &mut o);
         Stats::render_step_waits(&verdict, &mut o);
+        self.render_python_lines(&mut o);
 
         let mut rows = vec![[
             "process",

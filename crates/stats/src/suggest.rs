@@ -4,6 +4,8 @@
 //! from the verdict's own figures) with its thresholds as constants;
 //! docs/verdict.md lists them and why.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::verdict::{Breakdown, Workers};
@@ -84,12 +86,14 @@ pub struct Disk {
 }
 
 /// A data file the loaders read: the time all calls spent reading it, the
-/// bytes the loaders read of it.
-#[derive(Clone, Debug, PartialEq)]
+/// bytes the loaders read of it, and the Python lines those calls came
+/// from with their time on it (none without stacks).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PathRead {
     pub path: String,
     pub read_ns: u64,
     pub bytes: u64,
+    pub lines: Vec<(Arc<str>, u64)>,
 }
 
 /// What the rules look at, from the verdict's figures.
@@ -120,6 +124,9 @@ pub struct Evidence {
     pub cpu_idle: Option<f64>,
     pub disk: Option<Disk>,
     pub paths: Vec<PathRead>,
+    /// The Python line with most of the loaders' time in opens, closes
+    /// and metadata calls, and its share of `meta_ns`.
+    pub meta_line: Option<(String, f64)>,
 }
 
 fn pct(f: f64) -> String {
@@ -174,6 +181,7 @@ impl Evidence {
             })
             .filter(|d| d.read_per_s > 0.0)
             .max_by(|a, b| a.read_per_s.total_cmp(&b.read_per_s));
+        let mut labels = Default::default();
         let paths = stats
             .worker_files
             .iter()
@@ -182,8 +190,19 @@ impl Evidence {
                 path: p.clone(),
                 read_ns: stats.files.get(p).map_or(0, |f| f.read_ns),
                 bytes,
+                lines: stats.python_lines_on(p, &mut labels),
             })
             .collect();
+        // The loaders `w` counts: the trainer's loader threads, or its workers.
+        let meta_line = stats.trainer().and_then(|t| {
+            let workers: Vec<u32> = stats.workers_of(t).iter().map(|p| p.pid).collect();
+            let threads = w.kind == "threads";
+            let is_loader = |pid: u32, tid: u32| match threads {
+                true => pid == t.pid && t.loader_threads.contains(&tid),
+                false => workers.contains(&pid),
+            };
+            stats.python_meta_line(is_loader, w.meta_ns)
+        });
         Evidence {
             data_wait: b.data_wait,
             loaders: w.at_once,
@@ -203,8 +222,18 @@ impl Evidence {
             cpu_idle,
             disk,
             paths,
+            meta_line,
         }
     }
+}
+
+/// `, most of it from dataset.py:41 in Dataset.__getitem__` (`, 30% of
+/// it from ...` when under half), and its figures; nothing without a line.
+fn from_line(line: &Option<(String, f64)>) -> (String, Vec<(&'static str, Value)>) {
+    let Some((label, share)) = line else { return (String::new(), Vec::new()) };
+    let most = if *share >= 0.5 { "most".to_string() } else { pct(*share) };
+    let figures = vec![("python_line", label.clone().into()), ("python_line_share", (*share).into())];
+    (format!(", {most} of it from {label}"), figures)
 }
 
 /// Loaders on CPU nearly all their time while CPUs sat idle: more of them.
@@ -337,6 +366,7 @@ pub fn slow_path(e: &Evidence) -> Option<Suggestion> {
                     Some(x) => {
                         x.read_ns += f.read_ns;
                         x.bytes += f.bytes;
+                        x.lines.extend(f.lines.iter().cloned());
                     }
                     None => dirs.push(PathRead { path: d.to_string(), ..f.clone() }),
                 }
@@ -349,11 +379,22 @@ pub fn slow_path(e: &Evidence) -> Option<Suggestion> {
     };
     let share = p.read_ns as f64 / total as f64;
     let of_bytes = if bytes > 0 { p.bytes as f64 / bytes as f64 } else { 0.0 };
+    let (from, line_figures) =
+        from_line(&crate::python_lines::top_line(p.lines.iter().map(|(l, ns)| (l.clone(), *ns)), p.read_ns));
+    let mut figures = vec![
+        ("path", p.path.clone().into()),
+        ("kind", kind.into()),
+        ("read_time_share", share.into()),
+        ("read_s", secs(p.read_ns).into()),
+        ("bytes_share", of_bytes.into()),
+        ("loaders_read_fraction", e.reads.into()),
+    ];
+    figures.extend(line_figures);
     Some(Suggestion {
         rule: "slow_path",
         text: format!(
-            "one {kind} is most of the reading: {} took {} of {} read time ({} in all), for {} of the bytes {} read: \
-             that is where to look (its storage, its page-cache warmth, its layout)",
+            "one {kind} is most of the reading: {} took {} of {} read time ({} in all{from}), for {} of the bytes {} \
+             read: that is where to look (its storage, its page-cache warmth, its layout)",
             p.path,
             pct(share),
             if e.loaders == 1 { "its loader's" } else { "its loaders'" },
@@ -362,14 +403,7 @@ pub fn slow_path(e: &Evidence) -> Option<Suggestion> {
             if e.loaders == 1 { "it" } else { "they" },
         ),
         explains: share * e.reads,
-        figures: vec![
-            ("path", p.path.clone().into()),
-            ("kind", kind.into()),
-            ("read_time_share", share.into()),
-            ("read_s", secs(p.read_ns).into()),
-            ("bytes_share", of_bytes.into()),
-            ("loaders_read_fraction", e.reads.into()),
-        ],
+        figures,
     })
 }
 
@@ -385,12 +419,21 @@ pub fn metadata(e: &Evidence) -> Option<Suggestion> {
         return None;
     }
     let each = e.meta_ns.checked_div(e.opens).map_or_else(String::new, |ns| format!(", {} a file", duration(ns)));
+    let (from, line_figures) = from_line(&e.meta_line);
+    let mut figures = vec![
+        ("meta_share", share.into()),
+        ("meta_s", secs(e.meta_ns).into()),
+        ("read_s", secs(e.read_ns).into()),
+        ("opens", e.opens.into()),
+        ("loaders_file_time_fraction", (e.reads + e.meta).into()),
+    ];
+    figures.extend(line_figures);
     Some(Suggestion {
         rule: "metadata",
         text: format!(
             "metadata: opens, closes and metadata calls (stat, getdents64...) took {} of {} time in calls on data \
-             files ({}, {} files opened{each}, against {} in reads): many small files; pack them into shards (tar or \
-             WebDataset, TFRecord) read in large pieces",
+             files ({}{from}, {} files opened{each}, against {} in reads): many small files; pack them into shards \
+             (tar or WebDataset, TFRecord) read in large pieces",
             pct(share),
             if e.loaders == 1 { "its loader's" } else { "its loaders'" },
             duration(e.meta_ns),
@@ -398,13 +441,7 @@ pub fn metadata(e: &Evidence) -> Option<Suggestion> {
             duration(e.read_ns),
         ),
         explains: e.meta,
-        figures: vec![
-            ("meta_share", share.into()),
-            ("meta_s", secs(e.meta_ns).into()),
-            ("read_s", secs(e.read_ns).into()),
-            ("opens", e.opens.into()),
-            ("loaders_file_time_fraction", (e.reads + e.meta).into()),
-        ],
+        figures,
     })
 }
 
@@ -524,7 +561,7 @@ mod tests {
     }
 
     fn read(path: &str, ms: u64, kib: u64) -> PathRead {
-        PathRead { path: path.into(), read_ns: ms * 1_000_000, bytes: kib << 10 }
+        PathRead { path: path.into(), read_ns: ms * 1_000_000, bytes: kib << 10, ..Default::default() }
     }
 
     #[test]
@@ -549,6 +586,58 @@ mod tests {
         assert!(slow_path(&even).is_none());
         assert!(slow_path(&Evidence { paths: vec![read("/d/a", 30, 1)], ..e.clone() }).is_none());
         assert!(slow_path(&Evidence { reads: READS_MATTER - 0.01, ..e }).is_none());
+    }
+
+    /// With Python stacks, the line that took most of the time is named.
+    #[test]
+    fn slow_path_and_metadata_name_the_python_line() {
+        let line = |l: &str, ms: u64| (Arc::<str>::from(l), ms * 1_000_000);
+        let (a, b) = ("dataset.py:41 in Dataset.__getitem__", "dataset.py:50 in Dataset.label");
+        let big = PathRead { lines: vec![line(a, 60), line(b, 20), line(a, 10)], ..read("/d/slow/big", 90, 100) };
+        let e =
+            Evidence { reads: 0.6, paths: vec![big, read("/d/fast/a", 5, 200), read("/d/fast/b", 5, 200)], ..base() };
+        let s = slow_path(&e).unwrap();
+        assert!(s
+            .text
+            .contains("read time (90.0 ms in all, most of it from dataset.py:41 in Dataset.__getitem__), for 20%"));
+        let j = s.to_json();
+        assert_eq!(j["python_line"], a);
+        assert!((j["python_line_share"].as_f64().unwrap() - 70.0 / 90.0).abs() < 1e-9);
+        // A directory's files' lines together; under half, said as a share.
+        let spread = Evidence {
+            paths: vec![
+                PathRead { lines: vec![line(a, 10)], ..read("/d/slow/a", 30, 1) },
+                PathRead { lines: vec![line(b, 12)], ..read("/d/slow/b", 30, 1) },
+                read("/d/fast/c", 40, 1),
+            ],
+            ..e.clone()
+        };
+        let s = slow_path(&spread).unwrap();
+        assert!(s
+            .text
+            .contains("/d/slow took 60% of its loader's read time (60.0 ms in all, 20% of it from dataset.py:50"));
+        // Without stacks, the sentence is as it was.
+        let plain = slow_path(&Evidence { paths: vec![read("/d/slow/big", 90, 100), read("/d/fast/a", 5, 200)], ..e });
+        assert!(plain.as_ref().unwrap().text.contains("(90.0 ms in all), for"), "{plain:?}");
+        assert!(plain.unwrap().to_json().get("python_line").is_none());
+        let m = Evidence {
+            meta: 0.3,
+            reads: 0.1,
+            meta_ns: 300_000_000,
+            read_ns: 100_000_000,
+            opens: 10_000,
+            meta_line: Some(("dataset.py:38 in Dataset.__getitem__".into(), 0.9)),
+            ..base()
+        };
+        let s = metadata(&m).unwrap();
+        assert!(
+            s.text.contains(
+                "(300.0 ms, most of it from dataset.py:38 in Dataset.__getitem__, 10000 files opened, 30.0 µs a file, \
+                 against 100.0 ms in reads)"
+            ),
+            "{}",
+            s.text
+        );
     }
 
     #[test]
@@ -591,7 +680,8 @@ mod tests {
             read_ns: 1,
             meta_ns: 2,
             disk,
-            paths: vec![read("/d/a", 3, 1), read("/d/b", 1, 1)],
+            paths: vec![PathRead { lines: vec![("a.py:1 in f".into(), 2)], ..read("/d/a", 3, 1) }, read("/d/b", 1, 1)],
+            meta_line: Some(("a.py:1 in f".into(), 1.0)),
             ..base()
         };
         for rule in RULES {

@@ -52,6 +52,7 @@ pub const ODD_PATHS: [&[u8]; 6] = [
 
 fn io(ts: u64, dur: u64, pid: u32, tid: u32, op: IoOp, ret: i64, block_reqs: u32) -> impl FnOnce(&[u8], StrId) -> Io {
     move |_, path| Io {
+        stack: 0,
         ts,
         dur,
         pid,
@@ -167,6 +168,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
     {
         w.0.push_with(|e| {
             Record::Open(Open {
+                stack: 0,
                 ts: t(10 + 10 * i as u64),
                 dur: 3_500,
                 pid: ROOT,
@@ -213,6 +215,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
     }
     // Reads and writes of the worker, errors, a pipe, no offset.
     w.io(b"pipe:[77]", |_, path| Io {
+        stack: 0,
         ts: t(400),
         dur: 2_000,
         pid: 200,
@@ -260,6 +263,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
     w.io(b"/var/log/x.log", io(t(540), 1_000, 300, 300, IoOp::Write, 100, 0));
     w.0.push_with(|e| {
         Record::Close(Close {
+            stack: 0,
             ts: t(550),
             dur: 500,
             pid: 300,
@@ -274,6 +278,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
     .unwrap();
     w.0.push_with(|e| {
         Record::Close(Close {
+            stack: 0,
             ts: t(560),
             dur: 500,
             pid: 300,
@@ -289,6 +294,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
     // Transfers, one of which read from disk.
     w.0.push_with(|e| {
         Record::Transfer(Transfer {
+            stack: 0,
             ts: t(600),
             dur: 30_000,
             pid: 200,
@@ -307,6 +313,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
     w.block(t(601), 20_000, (200, 200), b"pt_data_worker", VDA, 1 << 20, BlockOp::Read, blk::TRACED, (t(600), 0));
     w.0.push_with(|e| {
         Record::Transfer(Transfer {
+            stack: 0,
             ts: t(640),
             dur: 100,
             pid: 200,
@@ -381,6 +388,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
     w.io(b"/data/img_0002.npy", io(t(749), 1_000, 4300, 4301, IoOp::Read, RET_UNKNOWN, 0));
     w.0.push_with(|e| {
         Record::Close(Close {
+            stack: 0,
             ts: t(752),
             dur: 500,
             pid: IMPORTED,
@@ -395,6 +403,7 @@ pub fn sample_log(diskstats_sampled: bool) -> Vec<u8> {
     .unwrap();
     w.0.push_with(|e| {
         Record::Transfer(Transfer {
+            stack: 0,
             ts: t(754),
             dur: 1_000,
             pid: IMPORTED,
@@ -534,6 +543,7 @@ pub fn random_log(seed: u64, n: usize) -> Vec<u8> {
         let op = [IoOp::Read, IoOp::Pread64, IoOp::Write, IoOp::Pwrite64][rng.below(4) as usize];
         let ret = if rng.below(20) == 0 { -(rng.below(40) as i64) - 1 } else { rng.below(1 << 21) as i64 };
         let rec = Record::Io(Io {
+            stack: 0,
             ts,
             dur,
             pid,

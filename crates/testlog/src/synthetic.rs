@@ -174,6 +174,7 @@ pub fn write<W: Write>(out: W, spec: Spec) -> io::Result<u64> {
                 for k in 0..4u64 {
                     g.with(|e| {
                         Record::Io(Io {
+                            stack: 0,
                             ts: t + k * 10_000,
                             dur: 8000,
                             pid: ROOT,
@@ -242,6 +243,7 @@ pub fn write<W: Write>(out: W, spec: Spec) -> io::Result<u64> {
             }
             7 => g.with(|e| {
                 Record::Close(Close {
+                    stack: 0,
                     ts: t,
                     dur: 400,
                     pid: w,
@@ -287,6 +289,7 @@ pub fn write<W: Write>(out: W, spec: Spec) -> io::Result<u64> {
                 }
                 g.with(|e| {
                     Record::Io(Io {
+                        stack: 0,
                         ts: t,
                         dur,
                         pid: w,
@@ -367,6 +370,7 @@ pub fn flat<W: Write>(f: W, n: u64) -> io::Result<()> {
                 })
             } else {
                 Record::Io(Io {
+                    stack: 0,
                     ts,
                     dur: 300 + (s >> 54),
                     pid,

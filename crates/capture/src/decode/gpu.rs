@@ -40,6 +40,7 @@ impl KernelDecoder {
     pub(super) fn gpu(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
         let e: ev_gpu = read(data);
         enc.push(&Record::GpuCall(GpuCall {
+            stack: h.stack,
             ts: h.ts,
             dur: e.dur,
             pid: h.pid,
@@ -55,6 +56,7 @@ impl KernelDecoder {
     pub(super) fn nccl(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
         let e: ev_nccl = read(data);
         enc.push(&Record::Collective(Collective {
+            stack: h.stack,
             ts: h.ts,
             dur: e.dur,
             pid: h.pid,

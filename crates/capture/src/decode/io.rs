@@ -62,6 +62,7 @@ impl KernelDecoder {
         let (path, kind) = self.file(e.file, enc);
         let offset_src = offset_src(h.flags & IOF_NO_OFFSET != 0, h.flags & IOF_FILEPOS != 0, kind);
         enc.push(&Record::Io(Io {
+            stack: h.stack,
             ts: h.ts,
             dur: e.dur,
             pid: h.pid,
@@ -87,6 +88,7 @@ impl KernelDecoder {
         }
         let (path, kind) = self.file(e.file, enc);
         enc.push(&Record::Close(Close {
+            stack: h.stack,
             ts: h.ts,
             dur: e.dur,
             pid: h.pid,
@@ -108,6 +110,7 @@ impl KernelDecoder {
         let (in_path, _) = self.file(e.in_file, enc);
         let (out_path, _) = self.file(e.out_file, enc);
         enc.push(&Record::Transfer(Transfer {
+            stack: h.stack,
             ts: h.ts,
             dur: e.dur,
             pid: h.pid,

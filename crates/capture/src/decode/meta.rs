@@ -77,6 +77,7 @@ impl KernelDecoder {
             let new_path = enc.intern(passed2);
             let new_abs_path = if *abs2 == *passed2 { new_path } else { enc.intern(&abs2) };
             enc.push(&Record::MetaCall(MetaCall {
+                stack: h.stack,
                 ts: h.ts,
                 dur: e.dur,
                 pid: h.pid,

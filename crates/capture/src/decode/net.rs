@@ -70,6 +70,7 @@ impl KernelDecoder {
         net_peer(&e, &mut self.peer_buf);
         let peer = enc.intern(&self.peer_buf);
         enc.push(&Record::NetCall(NetCall {
+            stack: h.stack,
             ts: h.ts,
             dur: e.dur,
             pid: h.pid,

@@ -127,6 +127,7 @@ impl KernelDecoder {
         }
         let path = if same_as_passed { abs } else { enc.intern(passed) };
         enc.push(&Record::Open(Open {
+            stack: h.stack,
             ts: h.ts,
             dur: e.dur,
             pid: h.pid,

@@ -36,6 +36,9 @@ impl KernelDecoder {
     /// A fork or a new thread.
     pub(super) fn fork(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
         let e: ev_fork = read(data);
+        if e.thread == 0 {
+            self.py.fork(e.parent_pid, h.pid);
+        }
         enc.push(&Record::Fork(Fork {
             ts: h.ts,
             pid: h.pid,
@@ -54,6 +57,7 @@ impl KernelDecoder {
             self.execs.clear();
         }
         self.execs.insert(h.pid, (h.flags, h.ts));
+        self.py.forget(h.pid, enc);
         let d = tail(data, offset_of!(ev_exec, data), e.filename_len as usize + e.argv_len as usize);
         let (fname, mut argv) = d.split_at((e.filename_len as usize).min(d.len()));
         if argv.last() == Some(&0) {
@@ -76,6 +80,9 @@ impl KernelDecoder {
     /// A thread's exit, with its counters.
     pub(super) fn exit(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
         let e: ev_exit = read(data);
+        if e.group_dead != 0 {
+            self.py.forget(h.pid, enc);
+        }
         // Before the exit: a reader drops a process at its exit.
         enc.push(&accounting(h, AcctPoint::Exit, &e.ioac));
         enc.push(&Record::Exit(Exit {

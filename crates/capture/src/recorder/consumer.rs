@@ -111,6 +111,47 @@ impl Consumer<'_> {
         }
     }
 
+    /// Looks at the processes the kernel side asked about for Python
+    /// stacks, and tells it how to walk each (or not to).
+    fn answer_python(&mut self, skel: &Skeleton<'_>) {
+        use crate::python::layout::{discover, Discovery};
+        use crate::python::tell_kernel;
+        for (pid, gen) in self.dec.py.take_asked() {
+            let (c, enc) = (&mut self.dec.py, &mut self.enc);
+            // Told only when the kernel side's entry is still the one that
+            // asked (Ok(false): the process exec'd since, and asks again).
+            match discover(pid) {
+                Discovery::Ready(i) => match tell_kernel(skel, pid, gen, Some(&i.bpf_layout())) {
+                    Ok(true) => c.decided(pid, Some(i.lines()), &i.version_text(), "", enc),
+                    Ok(false) => {}
+                    Err(e) => {
+                        let why = format!("its layout could not be given to the kernel side ({e})");
+                        c.decided(pid, None, &i.version_text(), &why, enc);
+                    }
+                },
+                // Gone already: its entry went with it (a pid used again asks anew).
+                Discovery::NotPython if !std::path::Path::new(&format!("/proc/{pid}")).exists() => {}
+                Discovery::NotPython => {
+                    if tell_kernel(skel, pid, gen, None).unwrap_or(true) {
+                        c.not_python(pid);
+                    }
+                }
+                // Asked again by the kernel side, until it is too late.
+                Discovery::NotYet if !c.gave_up(pid) => {}
+                Discovery::NotYet => {
+                    if tell_kernel(skel, pid, gen, None).unwrap_or(true) {
+                        c.decided(pid, None, "?", "its interpreter was not found running", enc);
+                    }
+                }
+                Discovery::Unsupported { version, why } => {
+                    if tell_kernel(skel, pid, gen, None).unwrap_or(true) {
+                        c.decided(pid, None, &version, &why, enc);
+                    }
+                }
+            }
+        }
+    }
+
     /// The CUDA calls counted since the last round.
     fn count_gpu_calls(&mut self, skel: &Skeleton<'_>) {
         if let Some(c) = &mut self.gpu_counts {
@@ -135,6 +176,7 @@ impl Consumer<'_> {
     /// Warnings about the training phases and the CUDA and NCCL probes.
     fn warnings(&self) -> Vec<String> {
         let mut w = self.phases.warnings();
+        w.extend(self.dec.py.said.iter().cloned());
         if let Some(e) = self.summaries.as_ref().and_then(|s| s.error.as_ref()) {
             w.push(format!("the threads' summary slots could not be read ({e}): sums of threads alive at the end of the recording may be missing"));
         }
@@ -149,8 +191,12 @@ impl Consumer<'_> {
     }
 
     #[inline]
-    fn on_event(&mut self, data: &[u8]) {
+    fn on_event(&mut self, data: &[u8], skel: &Skeleton<'_>) {
         self.dec.decode(data, &mut self.enc);
+        // Answered at once: the process's calls until then have no stack.
+        if self.dec.py.has_asked() {
+            self.answer_python(skel);
+        }
         if self.enc.len() >= self.frame_records {
             self.cut();
         }
@@ -217,7 +263,7 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: 
     let mut builder = RingBufferBuilder::new();
     builder
         .add(&skel.maps.events, |data| {
-            state.borrow_mut().on_event(data);
+            state.borrow_mut().on_event(data, skel);
             0
         })
         .map_err(|source| CaptureError::Bpf { stage: "opening the ring buffer".into(), source })?;
@@ -255,6 +301,7 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: 
         c.drain_mllog();
         c.drain_accounting();
         c.attach_libraries(skel);
+        c.answer_python(skel);
         // This round drained everything queued since it began: records sent
         // before the kernel side forgot (plus a margin for programs running
         // at that moment) have all been decoded.
@@ -290,6 +337,7 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: 
                 s.open_spans(skel, &mut c.enc);
             }
             c.phases.finish(system::boottime_ns(), &mut c.enc);
+            c.dec.py.finish(&mut c.enc);
             c.anon_summaries(skel);
             c.cut();
             return Ok((

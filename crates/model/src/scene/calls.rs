@@ -2,6 +2,7 @@
 //! too), io_uring and libaio requests, CUDA and NCCL calls.
 
 use super::*;
+use crate::ArgSink;
 
 impl Scene<'_> {
     pub(super) fn syscall_flows(&mut self, tid: u32, ts: u64, n: u32) {
@@ -31,7 +32,14 @@ impl Scene<'_> {
         // CUDA and NCCL calls too: the survey counts them among the syscalls.
         self.stats.syscalls += 1;
         let make = || shown.name();
-        self.slice(enc, track, ts, dur, Name::Keyed(shown.key(), &make), &shown)?;
+        let pid = self.run.procs.get(idx).pid;
+        match run.py_stacks.text(pid, call.stack()) {
+            Some(stack) => {
+                let args = WithStack(&shown, stack.as_bytes());
+                self.slice(enc, track, ts, dur, Name::Keyed(shown.key(), &make), &args)?;
+            }
+            None => self.slice(enc, track, ts, dur, Name::Keyed(shown.key(), &make), &shown)?,
+        }
         if let Some((_, bytes)) = call.data_read() {
             self.rates.add(idx, Rate::Read, end, bytes, &mut self.rate_samples);
             self.emit_rates(enc)?;
@@ -40,5 +48,15 @@ impl Scene<'_> {
             Some(n) => self.syscall_written(enc, tid, ts, n, true),
             None => Ok(()),
         }
+    }
+}
+
+/// A call's args, then the Python stack it was made from.
+struct WithStack<'a, A>(&'a A, &'a [u8]);
+
+impl<A: Args> Args for WithStack<'_, A> {
+    fn write<S: ArgSink>(&self, s: &mut S) {
+        self.0.write(s);
+        s.str(ArgKey::PythonStack, self.1);
     }
 }
