@@ -701,11 +701,39 @@ struct py_layout {
 	u16 _pad;
 };
 
+/* An interpreter's file that user space has read once: its layout with
+ * `runtime` the distance from where the file is loaded, so that another
+ * process running it (an exec'd worker) is walked from its first call
+ * after the file is mapped, without waiting for user space. */
+struct py_bin_key {
+	u64 ino;
+	u32 dev;   /* the superblock's s_dev */
+	u32 _pad;
+};
+
+struct py_bin {
+	struct py_layout layout;
+	u64 map_delta;    /* _PyRuntime less the address its file's offset 0 is mapped at */
+	u64 entry_delta;  /* _PyRuntime less the entry point (AT_ENTRY): the executable's */
+	u8 in_exe;        /* _PyRuntime is in the executable, not a library */
+	u8 _pad[7];
+};
+
+/* h.op of ev_pyprobe: asked (user space decides), or adopted (the kernel
+ * side found the process's interpreter in py_bins: `ino`, `dev`). */
+enum py_probe_op {
+	PYP_ASK = 0,
+	PYP_ADOPTED = 1,
+};
+
 /* Sent once per process when it first makes a recorded call, and again
  * every PY_REASK_NS while user space has not decided; h.stack is the
  * py_layout's gen (the program run asked about). */
 struct ev_pyprobe {
 	struct ev_hdr h;
+	u64 ino;
+	u32 dev;
+	u32 _pad;
 };
 
 /* One frame as read, raw: user space leaves out the frames that are not
@@ -714,8 +742,9 @@ struct ev_pyprobe {
 struct py_frame {
 	u64 code;   /* f_code or f_executable (its low 3 bits cleared: 3.14 tags them) */
 	u64 instr;  /* the 8 bytes at f_instr: f_lasti in the low 4, or the instruction pointer */
-	u64 name;   /* the code's name object: a code object freed and another made at its
-		     * address (a module's, after its import) is told apart by it */
+	u64 ident;  /* the code's line table object, its own: a code object freed and
+		     * another made at its address (a module's, after its import) is
+		     * told apart by it (not by its name: every module's is one object) */
 	u8 owner;   /* the byte at f_owner (meaningless without one) */
 	u8 _pad[7];
 };

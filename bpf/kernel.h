@@ -191,7 +191,11 @@ struct fs_struct {
 struct mm_struct {
 	unsigned long arg_start;
 	unsigned long arg_end;
+	unsigned long saved_auxv[2];  /* AT_VECTOR_SIZE of them: (type, value) pairs */
+	struct file *exe_file;
 } __attribute__((preserve_access_index));
+
+#define AT_ENTRY 9
 
 struct signal_struct {
 	atomic_t live;

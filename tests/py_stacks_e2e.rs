@@ -7,8 +7,9 @@
 //!
 //! Interpreters: the machine's python3, Debian's /usr/bin/python3.11 (its
 //! libpython linked into the executable) and pyenv's 3.9 to 3.13 (a shared
-//! libpython) where present; `scripts/python-chroots.sh` adds Debian's
-//! 3.9, 3.13 and 3.14 (`make test-pythons`, MLTRACE_PY_CHROOTS=1).
+//! libpython) where present, and Debian's 3.9, 3.13 and 3.14 in chroots
+//! that `scripts/python-chroots.sh` makes (cached; a few minutes the first
+//! time; MLTRACE_PY_CHROOTS=0 leaves them out, and says so).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -48,7 +49,9 @@ fn interpreters() -> Vec<Interp> {
             v.push(Interp { name: s.clone(), argv: vec![s], root: None });
         }
     }
-    if std::env::var("MLTRACE_PY_CHROOTS").as_deref() == Ok("1") {
+    if std::env::var("MLTRACE_PY_CHROOTS").as_deref() == Ok("0") {
+        skip("Debian's Python 3.9, 3.13 and 3.14", "MLTRACE_PY_CHROOTS=0");
+    } else {
         let out = Command::new(repo().join("scripts/python-chroots.sh")).output().unwrap();
         assert!(out.status.success(), "python-chroots.sh: {}", String::from_utf8_lossy(&out.stderr));
         for line in String::from_utf8_lossy(&out.stdout).lines() {
@@ -145,12 +148,6 @@ fn check(py: &Interp) {
         let pid = r["pid"].as_u64().unwrap() as u32;
         let key = (pid, r["path"].as_str().unwrap().to_string(), r["offset"].as_u64().unwrap());
         let case = r["case"].as_str().unwrap();
-        // Open: a child started by spawn or forkserver now and then gets no
-        // stack (1 run in 2 here), or on 3.10 a different one. Left out
-        // until that is found, rather than allowed for here.
-        if matches!(case, "spawn" | "forkserver") {
-            continue;
-        }
         let Some(&stack) = reads.get(&key) else { panic!("{what}: {case}: no read {key:?} in the trace") };
         assert_ne!(stack, 0, "{what}: {case}: the read {key:?} has no stack; interpreters: {interps:?}\n{stderr}");
         let mut got =

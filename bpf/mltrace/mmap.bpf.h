@@ -31,8 +31,9 @@ static __noinline int on_map(struct inflight *v, s64 ret, u64 now, u64 id)
 	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
 	struct file *f = NULL;
 	struct ev_map *e;
-	u64 flags = 0;
+	u64 flags = 0, ino;
 	s32 fd = -1;
+	u32 dev;
 
 	if (!hp)
 		return 0;
@@ -72,7 +73,12 @@ static __noinline int on_map(struct inflight *v, s64 ret, u64 now, u64 id)
 	e->flags = v->op == OP_MREMAP ? hp->args[3] : flags;
 	e->fd = fd;
 	e->ret = ret;
+	ino = e->ino;
+	dev = e->dev;
 	bpf_ringbuf_submit(e, wake_flags());
+	/* An interpreter library mapped from its start: its process is walked from now on. */
+	if (f && v->op == OP_MMAP && hp->args[5] == 0 && ret > 0)
+		py_adopt(id, ino, dev, ret, 0);
 	return 0;
 }
 

@@ -129,7 +129,8 @@ static __always_inline void on_exec(struct task_struct *task, struct linux_binpr
 	e->argv_len = alen;
 	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_exec, data) + ((flen + alen) & (PATHBUF + ARGVBUF - 1)),
 			       wake_flags()))
-		count_lost(LOST_RING);
+		count_lost(LOST_RING);	/* After the exec's record: user space forgets the old program's there. */
+	py_exec(task, id);
 }
 
 SEC("raw_tp/sched_process_exec")

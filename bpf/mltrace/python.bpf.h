@@ -27,6 +27,14 @@ struct {
 	__type(value, struct py_layout);
 } py_procs SEC(".maps");
 
+/* Interpreter files user space has read (see struct py_bin). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct py_bin_key);
+	__type(value, struct py_bin);
+} py_bins SEC(".maps");
+
 /* tid -> its PyThreadState, checked against the thread at each use. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -49,7 +57,7 @@ struct {
 	__type(value, u32);
 } py_stacks SEC(".maps");
 
-/* (tgid, code object) -> its name object when sent. */
+/* (tgid, code object) -> its line table object when sent (py_frame.ident). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -106,9 +114,11 @@ static __always_inline void py_ask(struct py_heap *hp, struct py_layout *l, u32 
 		count_lost(LOST_RING);
 		return;
 	}
-	fill_hdr(&e->h, EV_PYPROBE, 0, id, now);
+	fill_hdr(&e->h, EV_PYPROBE, PYP_ASK, id, now);
 	/* The program run asked about: an answer about one before an exec is stale. */
 	e->h.stack = l ? l->gen : hp->fresh.gen;
+	e->ino = 0;
+	e->dev = 0;
 	/* User space answers at once: until then the process's calls have no stack. */
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
@@ -214,15 +224,15 @@ __noinline int py_codes_new(u64 id, u32 depth)
 	hp->ck.tgid = tgid;
 	hp->ck.gen = l->gen;
 	for (int i = 0; i < PY_DEPTH; i++) {
-		u64 *name;
+		u64 *ident;
 
 		if (i >= depth)
 			break;
 		hp->ck.val = hp->st.frames[i].code;
-		name = bpf_map_lookup_elem(&py_codes, &hp->ck);
-		if (!hp->ck.val || (name && *name == hp->st.frames[i].name))
+		ident = bpf_map_lookup_elem(&py_codes, &hp->ck);
+		if (!hp->ck.val || (ident && *ident == hp->st.frames[i].ident))
 			continue;
-		bpf_map_update_elem(&py_codes, &hp->ck, &hp->st.frames[i].name, BPF_ANY);
+		bpf_map_update_elem(&py_codes, &hp->ck, &hp->st.frames[i].ident, BPF_ANY);
 		py_code_send(hp, l, id, hp->ck.val);
 	}
 	return 0;
@@ -262,12 +272,12 @@ __noinline u32 py_stack(u64 id)
 			break;
 		fr->code = py_ptr(f + l->f_code) & ~7ULL;
 		fr->instr = py_ptr(f + l->f_instr);
-		fr->name = py_ptr(fr->code + l->co_name);
+		fr->ident = py_ptr(fr->code + l->co_lines);
 		fr->owner = 0;
 		bpf_probe_read_user(&fr->owner, 1, (void *)(f + l->f_owner));
 		h = (h ^ fr->code) * 0x100000001b3ULL;
 		h = (h ^ fr->instr) * 0x100000001b3ULL;
-		h = (h ^ fr->name) * 0x100000001b3ULL;
+		h = (h ^ fr->ident) * 0x100000001b3ULL;
 		depth = i + 1;
 		f = py_ptr(f + l->f_back);
 	}
@@ -297,6 +307,71 @@ __noinline u32 py_stack(u64 id)
 		return 0;
 	}
 	return hp->st.h.stack;
+}
+
+/*
+ * A process that loads an interpreter file user space has read: its
+ * layout is known from where the file is loaded (`base`: its offset 0's
+ * address, or the entry point when `exec`), from now on, without asking.
+ * A global function: its callers are deep in the exit program.
+ */
+__noinline int py_adopt(u64 id, u64 ino, u32 dev, u64 base, u32 exec)
+{
+	u32 zero = 0, tgid = id >> 32;
+	struct py_bin_key k = { .ino = ino, .dev = dev };
+	struct py_heap *hp = bpf_map_lookup_elem(&py_heap, &zero);
+	struct py_bin *b = bpf_map_lookup_elem(&py_bins, &k);
+	struct py_layout *l = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct ev_pyprobe *e;
+
+	if (!hp || !b || (l && l->state != PY_PENDING) || (exec != 0) != (b->in_exe != 0))
+		return 0;
+	hp->fresh = b->layout;
+	hp->fresh.runtime = base + (exec ? b->entry_delta : b->map_delta);
+	hp->fresh.state = PY_READY;
+	hp->fresh.gen = l ? l->gen : bpf_get_prandom_u32();
+	if (bpf_map_update_elem(&py_procs, &tgid, &hp->fresh, BPF_ANY))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_RING);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_PYPROBE, PYP_ADOPTED, id, bpf_ktime_get_boot_ns());
+	e->h.stack = hp->fresh.gen;
+	e->ino = ino;
+	e->dev = dev;
+	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
+}
+
+/* An exec: a Python executable user space has read is walked from the
+ * first call (its load address from the entry point the kernel put in
+ * the auxiliary vector). */
+static __always_inline void py_exec(struct task_struct *task, u64 id)
+{
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+	struct inode *ino = BPF_CORE_READ(mm, exe_file, f_inode);
+	struct py_bin_key k = {};
+	unsigned long *auxv;
+
+	if (!ino)
+		return;
+	k.ino = BPF_CORE_READ(ino, i_ino);
+	k.dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	if (!bpf_map_lookup_elem(&py_bins, &k))
+		return;
+	auxv = __builtin_preserve_access_index(&mm->saved_auxv[0]);
+	for (int i = 0; i < 32; i++) {
+		unsigned long kv[2] = {};
+
+		if (bpf_probe_read_kernel(kv, sizeof(kv), auxv + 2 * i) || !kv[0])
+			break;
+		if (kv[0] == AT_ENTRY) {
+			py_adopt(id, k.ino, k.dev, kv[1], 1);
+			break;
+		}
+	}
 }
 
 /* A forked child runs the same interpreter at the same addresses. */

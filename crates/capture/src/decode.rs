@@ -384,7 +384,7 @@ const EVENTS: &[Event] = &[
         kind: ev_kind::EV_PYPROBE,
         min: size_of::<ev_pyprobe>(),
         commands_io: false,
-        decode: |d, h, _, _| d.py_probe(h),
+        decode: |d, h, b, e| d.py_probe(h, b, e),
     },
     Event {
         kind: ev_kind::EV_PYSTACK,

@@ -7,7 +7,7 @@ use mltrace_log::FrameEncoder;
 
 use super::{read, tail, KernelDecoder};
 use crate::python::linetable::decode_str;
-use crate::skel::types::{self, ev_hdr, ev_pycode, ev_pystack, py_frame};
+use crate::skel::types::{self, ev_hdr, ev_pycode, ev_pyprobe, ev_pystack, py_frame};
 
 const PY_STR: usize = 256;
 const TRUNCATED: u16 = types::py_bits::PYB_TRUNCATED.0 as u16;
@@ -17,7 +17,12 @@ const CUT: u8 = types::py_bits::PYB_QUAL_CUT.0 as u8;
 const _: () = assert!(std::mem::size_of::<ev_pycode>() - offset_of!(ev_pycode, data) >= 2 * PY_STR + 8192);
 
 impl KernelDecoder {
-    pub(super) fn py_probe(&mut self, h: &ev_hdr) {
+    pub(super) fn py_probe(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
+        if h.op == types::py_probe_op::PYP_ADOPTED.0 as u8 {
+            let e: ev_pyprobe = read(data);
+            self.py.adopted(h.pid, (e.dev, e.ino), enc);
+            return;
+        }
         self.py.ask(h.pid, h.stack);
     }
 

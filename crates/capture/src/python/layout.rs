@@ -144,6 +144,15 @@ pub struct Interp {
     pub code_adaptive: u32,
     /// The offsets came from the interpreter's `_Py_DebugOffsets` (3.13+), not the table.
     pub debug_offsets: bool,
+    /// The file holding `_PyRuntime`, as the kernel names it: its
+    /// superblock's s_dev (major << 20 | minor) and inode.
+    pub file: (u32, u64),
+    /// Where `_PyRuntime` is from where the file's offset 0 is mapped (a
+    /// library, as the loader maps it), and from the entry point (an
+    /// executable: the kernel's AT_ENTRY); `in_exe` says which applies.
+    pub map_delta: u64,
+    pub entry_delta: u64,
+    pub in_exe: bool,
 }
 
 impl Interp {
@@ -597,6 +606,8 @@ struct ElfFacts {
     runtime_head: Vec<u8>,
     /// The first PT_LOAD's (p_vaddr, p_offset).
     load: (u64, u64),
+    /// The ELF header's entry point.
+    entry: u64,
     needed: Vec<String>,
 }
 
@@ -617,11 +628,13 @@ fn read_facts(path: &Path) -> io::Result<ElfFacts> {
         let b = read(v.file_offset, 4);
         Some(u32::from_le_bytes(b.get(..4)?.try_into().ok()?))
     });
+    let entry = read(Some(24), 8).get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
     Ok(ElfFacts {
         runtime,
         version_hex,
         runtime_head,
         load: elfsym::first_load(path)?,
+        entry,
         needed: elfsym::needed_libraries(path)?,
     })
 }
@@ -713,7 +726,7 @@ pub fn discover(pid: u32) -> Discovery {
             },
         };
         if f.runtime.is_some() {
-            return ready(m, &f, name.as_ref());
+            return ready(m, &f, name.as_ref(), exe_map.as_ref().is_some_and(|e| e.start == m.start));
         }
         if let Some(n) = name.filter(|n| n.lib) {
             let why = match table(n.minor) {
@@ -740,7 +753,7 @@ pub fn discover(pid: u32) -> Discovery {
 }
 
 /// The interpreter whose `_PyRuntime` is in `m`'s file.
-fn ready(m: &Mapping, f: &ElfFacts, name: Option<&Named>) -> Discovery {
+fn ready(m: &Mapping, f: &ElfFacts, name: Option<&Named>, in_exe: bool) -> Discovery {
     let debug = read_debug(&f.runtime_head);
     let hex = f.version_hex.or(match debug {
         OwnOffsets::FreeThreaded { hex } | OwnOffsets::Offsets { hex, .. } => Some(hex),
@@ -820,7 +833,16 @@ fn ready(m: &Mapping, f: &ElfFacts, name: Option<&Named>) -> Discovery {
         format,
         code_adaptive: u32::from(off.co_code_adaptive),
         debug_offsets: from_debug,
+        file: (((m.dev >> 32) << 20 | (m.dev & 0xfffff)) as u32, m.inode),
+        map_delta: runtime.vaddr.wrapping_sub(vaddr & !(page_size() - 1)),
+        entry_delta: runtime.vaddr.wrapping_sub(f.entry),
+        in_exe,
     })
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as u64
 }
 
 #[cfg(test)]

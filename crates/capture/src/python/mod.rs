@@ -36,6 +36,9 @@ struct Code {
     first_line: i32,
     lines: Box<[u8]>,
     cut: bool,
+    /// Lines found so far, by instruction: a line table is read from its
+    /// start, and the outer frames of a process's stacks repeat.
+    found: HashMap<u32, u32>,
 }
 
 /// A stack whose code objects have not all arrived (another thread of its
@@ -66,6 +69,9 @@ pub struct PyStacks {
     codes: FxHashMap<u32, HashMap<u64, Code>>,
     pending: Vec<Pending>,
     asks: FxHashMap<u32, Asked>,
+    /// Interpreter files told to the kernel side, by (s_dev, inode): what
+    /// a process it adopted runs.
+    bins: FxHashMap<(u32, u64), (Lines, String)>,
     /// (pid, the kernel side's generation of its entry).
     to_answer: Vec<(u32, u32)>,
     /// Processes whose interpreter gives no stacks, each in a sentence.
@@ -86,6 +92,23 @@ impl PyStacks {
 
     pub fn has_asked(&self) -> bool {
         !self.to_answer.is_empty()
+    }
+
+    /// The kernel side found `pid`'s interpreter in a file it was told of.
+    pub fn adopted(&mut self, pid: u32, file: (u32, u64), enc: &mut FrameEncoder) {
+        if let Some((lines, version)) = self.bins.get(&file).cloned() {
+            self.asks.insert(pid, Asked { first: Instant::now(), decided: false });
+            self.decided(pid, Some(lines), &version, "", enc);
+        }
+    }
+
+    pub fn knows_file(&self, file: (u32, u64)) -> bool {
+        self.bins.contains_key(&file)
+    }
+
+    /// `interp`'s file was told to the kernel side.
+    pub fn bin_told(&mut self, interp: &layout::Interp) {
+        self.bins.insert(interp.file, (interp.lines(), interp.version_text()));
     }
 
     /// The processes to look at now.
@@ -160,7 +183,8 @@ impl PyStacks {
         cut: bool,
         enc: &mut FrameEncoder,
     ) {
-        let c = Code { name: name.into(), file: file.into(), first_line, lines: lines.into(), cut };
+        let c =
+            Code { name: name.into(), file: file.into(), first_line, lines: lines.into(), cut, found: HashMap::new() };
         self.codes.entry(pid).or_default().insert(addr, c);
         if self.pending.iter().any(|p| p.pid == pid) {
             let mut i = 0;
@@ -223,16 +247,24 @@ impl PyStacks {
 
     fn write(&mut self, p: &Pending, enc: &mut FrameEncoder) {
         let lines = self.lines.get(&p.pid).copied();
-        let codes = self.codes.get(&p.pid);
+        let mut codes = self.codes.get_mut(&p.pid);
         let last = p.frames.len().saturating_sub(1);
         for (depth, &(addr, instr)) in p.frames.iter().enumerate() {
             let mut flags = if p.truncated && depth == last { pyf::TRUNCATED } else { 0 };
-            let (function, file, line) = match codes.and_then(|m| m.get(&addr)) {
+            let (function, file, line) = match codes.as_mut().and_then(|m| m.get_mut(&addr)) {
                 Some(c) => {
                     if c.cut {
                         flags |= pyf::CUT;
                     }
-                    let line = lines.and_then(|l| line_of(l, c, instr)).unwrap_or(0);
+                    let line = match (c.found.get(&instr), lines) {
+                        (Some(&l), _) => l,
+                        (None, Some(l)) => {
+                            let line = line_of(l, c, instr).unwrap_or(0);
+                            c.found.insert(instr, line);
+                            line
+                        }
+                        (None, None) => 0,
+                    };
                     (enc.intern(c.name.as_bytes()), enc.intern(c.file.as_bytes()), line)
                 }
                 None => {
@@ -296,6 +328,26 @@ pub fn tell_kernel(
     // SAFETY: reading the bytes of a plain C struct.
     let bytes = unsafe { std::slice::from_raw_parts((&v as *const py_layout).cast::<u8>(), size) };
     skel.maps.py_procs.update(&key, bytes, MapFlags::EXIST).map(|()| true)
+}
+
+/// Tells the kernel side of `interp`'s file, so that the processes that
+/// load it later are walked from their first call after (see struct py_bin).
+pub fn tell_kernel_file(skel: &crate::bpf::Skeleton<'_>, interp: &layout::Interp) -> Result<(), libbpf_rs::Error> {
+    use crate::skel::types::{py_bin, py_bin_key, py_state};
+    use libbpf_rs::{MapCore, MapFlags};
+    // SAFETY: plain C structs of integers: all zeros is a valid value.
+    let (mut k, mut v): (py_bin_key, py_bin) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    (k.dev, k.ino) = interp.file;
+    v.layout = interp.bpf_layout();
+    v.layout.state = py_state::PY_READY.0 as u8;
+    v.map_delta = interp.map_delta;
+    v.entry_delta = interp.entry_delta;
+    v.in_exe = u8::from(interp.in_exe);
+    // SAFETY: reading the bytes of plain C structs.
+    let bytes = |p: *const u8, n: usize| unsafe { std::slice::from_raw_parts(p, n) };
+    let key = bytes((&k as *const py_bin_key).cast(), std::mem::size_of::<py_bin_key>());
+    let value = bytes((&v as *const py_bin).cast(), std::mem::size_of::<py_bin>());
+    skel.maps.py_bins.update(key, value, MapFlags::ANY)
 }
 
 impl layout::Interp {

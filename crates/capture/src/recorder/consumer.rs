@@ -122,7 +122,13 @@ impl Consumer<'_> {
             // asked (Ok(false): the process exec'd since, and asks again).
             match discover(pid) {
                 Discovery::Ready(i) => match tell_kernel(skel, pid, gen, Some(&i.bpf_layout())) {
-                    Ok(true) => c.decided(pid, Some(i.lines()), &i.version_text(), "", enc),
+                    Ok(true) => {
+                        c.decided(pid, Some(i.lines()), &i.version_text(), "", enc);
+                        // Its exec'd children are walked without asking (an error: they ask).
+                        if !c.knows_file(i.file) && crate::python::tell_kernel_file(skel, &i).is_ok() {
+                            c.bin_told(&i);
+                        }
+                    }
                     Ok(false) => {}
                     Err(e) => {
                         let why = format!("its layout could not be given to the kernel side ({e})");
