@@ -1244,7 +1244,7 @@ time.sleep(600)
             // Placed as if mapped: a PIE at 0x7f0000000000, a fixed executable at its address.
             let start = if f.load.0 == 0 { 0x7f00_0000_0000 } else { f.load.0 };
             let m = Mapping { start, end: start + 4096, offset: 0, dev: 0, inode: 1, path: path.display().to_string() };
-            let Discovery::Ready(interp) = ready(&m, &f, named(file_name(&m.path)).as_ref()) else {
+            let Discovery::Ready(interp) = ready(&m, &f, named(file_name(&m.path)).as_ref(), false) else {
                 panic!("{}: not ready", path.display());
             };
             assert!(interp.debug_offsets);
