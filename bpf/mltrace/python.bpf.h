@@ -248,17 +248,19 @@ __noinline u32 py_stack(u64 id)
 {
 	u32 zero = 0, tgid = id >> 32, depth = 0, *known;
 	struct py_layout *l = bpf_map_lookup_elem(&py_procs, &tgid);
-	struct py_heap *hp = bpf_map_lookup_elem(&py_heap, &zero);
 	u64 ts, f, h = 0xcbf29ce484222325ULL;
+	struct py_heap *hp;
 
+	/* Not Python: one lookup, nothing more. */
+	if (l && l->state == PY_NO)
+		return 0;
+	hp = bpf_map_lookup_elem(&py_heap, &zero);
 	if (!hp)
 		return 0;
 	if (!l || l->state == PY_PENDING) {
 		py_ask(hp, l, tgid, id);
 		return 0;
 	}
-	if (l->state != PY_READY)
-		return 0;
 	ts = py_tstate(l, (u32)id);
 	if (!ts)
 		return 0;

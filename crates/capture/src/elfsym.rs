@@ -251,16 +251,20 @@ mod tests {
     use super::{data_symbols, first_load, function_offsets, needed_libraries};
     use std::path::Path;
 
+    /// The path of this test binary's libc, as its maps name it.
+    fn libc_path(maps: &str) -> &str {
+        maps.lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|p| p.rsplit('/').next().unwrap().starts_with("libc.so"))
+            .expect("libc mapped")
+    }
+
     /// This test binary's own libc: `getpid` is there, at the offset the
     /// dynamic linker maps it from.
     #[test]
     fn libc_functions_are_found_where_they_are_mapped() {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let line = maps
-            .lines()
-            .find(|l| l.split_whitespace().nth(5).is_some_and(|p| p.rsplit('/').next().unwrap().starts_with("libc.so")))
-            .expect("libc mapped");
-        let path = line.split_whitespace().nth(5).unwrap();
+        let path = libc_path(&maps);
         let got = function_offsets(Path::new(path), &["getpid", "no_such_function_here"]).unwrap();
         assert_eq!(got.len(), 1, "{got:?}");
         // The address the process calls, back to a file offset through the
@@ -287,11 +291,7 @@ mod tests {
     #[test]
     fn data_symbols_are_found_where_they_are_mapped() {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let line = maps
-            .lines()
-            .find(|l| l.split_whitespace().nth(5).is_some_and(|p| p.rsplit('/').next().unwrap().starts_with("libc.so")))
-            .expect("libc mapped");
-        let path = line.split_whitespace().nth(5).unwrap();
+        let path = libc_path(&maps);
         let got = data_symbols(Path::new(path), &["environ", "getpid"]).unwrap();
         assert_eq!(got.len(), 1, "a function is not data: {got:?}");
         assert_eq!(got["environ"].size, 8);

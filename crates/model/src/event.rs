@@ -129,19 +129,21 @@ pub fn is_call(r: &Record) -> bool {
 /// (one exhaustive match per property: a new kind does not compile until
 /// it answers each, and no view keeps its own list of kinds).
 impl Call<'_> {
-    /// The Python stack it was made from ([`mltrace_log::PyFrame::stack`]), 0 when none.
+    /// The Python stack it was made from ([`mltrace_log::PyFrame::stack`]),
+    /// 0 when none; `None` for the kinds that carry none (io_uring and
+    /// libaio requests, completed away from where they were made).
     #[inline]
-    pub fn stack(&self) -> u32 {
+    pub fn stack(&self) -> Option<u32> {
         match *self {
-            Call::Io(r) => r.stack,
-            Call::Open(r) => r.stack,
-            Call::Close(r) => r.stack,
-            Call::Transfer(r) => r.stack,
-            Call::NetCall(r) => r.stack,
-            Call::MetaCall(r) => r.stack,
-            Call::GpuCall(r) => r.stack,
-            Call::Collective(r) => r.stack,
-            Call::IoUring(_) | Call::Aio(_) => 0,
+            Call::Io(r) => Some(r.stack),
+            Call::Open(r) => Some(r.stack),
+            Call::Close(r) => Some(r.stack),
+            Call::Transfer(r) => Some(r.stack),
+            Call::NetCall(r) => Some(r.stack),
+            Call::MetaCall(r) => Some(r.stack),
+            Call::GpuCall(r) => Some(r.stack),
+            Call::Collective(r) => Some(r.stack),
+            Call::IoUring(_) | Call::Aio(_) => None,
         }
     }
 

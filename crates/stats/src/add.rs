@@ -267,8 +267,8 @@ impl Stats {
         if let Some(i) = self.tracker.observe(rec) {
             self.roles.note(f, rec, i, &self.tracker);
         }
-        if let Ok(c) = mltrace_model::event::split(rec) {
-            self.python.call(&c);
+        if let Some(stack) = mltrace_model::event::split(rec).ok().and_then(|c| c.stack()) {
+            self.python.call(rec.owner().unwrap_or(0), stack);
         }
         let mapped = self.maps.apply(f, rec);
         let ts = rec.ts();

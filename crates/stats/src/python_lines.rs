@@ -8,7 +8,6 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use mltrace_log::{pyf, Frame, PyFrame, PyInterp};
-use mltrace_model::event::Call;
 use serde_json::{json, Value};
 
 use crate::{bytes, duration, shorten, table, HashMap, HashSet, Stats};
@@ -271,22 +270,7 @@ impl PythonLines {
     /// A call: counted when its kind can carry a stack (io_uring
     /// requests and libaio events never do) and its process can.
     #[inline]
-    pub fn call(&mut self, c: &Call<'_>) {
-        let stack = c.stack();
-        if stack == 0 && self.ready.is_empty() {
-            return;
-        }
-        let pid = match *c {
-            Call::Io(r) => r.pid,
-            Call::Open(r) => r.pid,
-            Call::Close(r) => r.pid,
-            Call::Transfer(r) => r.pid,
-            Call::NetCall(r) => r.pid,
-            Call::MetaCall(r) => r.pid,
-            Call::GpuCall(r) => r.pid,
-            Call::Collective(r) => r.pid,
-            Call::IoUring(_) | Call::Aio(_) => return,
-        };
+    pub fn call(&mut self, pid: u32, stack: u32) {
         if stack != 0 {
             self.calls += 1;
         } else if !self.ready.is_empty() && self.ready.contains(&pid) {

@@ -33,7 +33,7 @@ impl Scene<'_> {
         self.stats.syscalls += 1;
         let make = || shown.name();
         let pid = self.run.procs.get(idx).pid;
-        match run.py_stacks.text(pid, call.stack()) {
+        match run.py_stacks.text(pid, call.stack().unwrap_or(0)) {
             Some(stack) => {
                 let args = WithStack(&shown, stack.as_bytes());
                 self.slice(enc, track, ts, dur, Name::Keyed(shown.key(), &make), &args)?;
