@@ -13,6 +13,9 @@
  * the call was made from, GIL released or not.
  */
 
+/* record --py-stacks */
+const volatile bool py_stacks_on = true;
+
 /* Ask again this long after user space was asked and did not decide (a
  * python executable whose libpython is not mapped yet). */
 #define PY_REASK_NS (5 * 1000 * 1000ULL)
@@ -251,8 +254,8 @@ __noinline u32 py_stack(u64 id)
 	u64 ts, f, h = 0xcbf29ce484222325ULL;
 	struct py_heap *hp;
 
-	/* Not Python: one lookup, nothing more. */
-	if (l && l->state == PY_NO)
+	/* Off, or not Python: no more than a lookup. */
+	if (!py_stacks_on || (l && l->state == PY_NO))
 		return 0;
 	hp = bpf_map_lookup_elem(&py_heap, &zero);
 	if (!hp)
@@ -326,7 +329,7 @@ __noinline int py_adopt(u64 id, u64 ino, u32 dev, u64 base, u32 exec)
 	struct py_layout *l = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct ev_pyprobe *e;
 
-	if (!hp || !b || (l && l->state != PY_PENDING) || (exec != 0) != (b->in_exe != 0))
+	if (!py_stacks_on || !hp || !b || (l && l->state != PY_PENDING) || (exec != 0) != (b->in_exe != 0))
 		return 0;
 	hp->fresh = b->layout;
 	hp->fresh.runtime = base + (exec ? b->entry_delta : b->map_delta);

@@ -64,6 +64,9 @@ pub struct BpfConfig {
     /// syncs and closes are summed in the kernel (see [`io_sums`]); only
     /// those that fail or take this long are recorded one by one.
     pub summary_slow_ns: Option<u64>,
+    /// Walk the Python stack of each recorded call of a Python process
+    /// (python.bpf.h).
+    pub py_stacks: bool,
     /// Not root: the recording user's (uid, gid). A traced process whose
     /// user or group becomes another (a setuid or setgid exec, setuid()
     /// and its kin) stops being traced there, in the kernel, with what it
@@ -104,6 +107,7 @@ impl Default for BpfConfig {
             cuda_launches: false,
             adopt: None,
             summary_slow_ns: None,
+            py_stacks: true,
             only_ids: None,
         }
     }
@@ -196,6 +200,8 @@ pub struct Plan {
     pub summary: bool,
     /// mmap, munmap and mremap.
     pub mappings: bool,
+    /// The Python stacks of recorded calls.
+    pub py_stacks: bool,
     /// CUDA driver and NCCL calls: the programs are loaded (attached by
     /// [`crate::cuda`] to the libraries it finds).
     pub cuda: bool,
@@ -255,6 +261,7 @@ impl Plan {
             wake_context,
             summary: cfg.summary_slow_ns.is_some(),
             mappings: cfg.mappings,
+            py_stacks: cfg.py_stacks,
             cuda: cfg.cuda,
             uprobe_multi: cfg.cuda && crate::cuda::uprobe_multi_works(),
             faults,
@@ -363,6 +370,7 @@ fn load_route<'obj>(
     // Wake the consumer when an eighth of the ring is waiting; it also polls.
     rodata.wakeup_bytes = u64::from(ring / 8);
     rodata.blk_have_io_start = plan.block == Some(BlockRoute::IoStart);
+    rodata.py_stacks_on = cfg.py_stacks;
     if let Some(slow) = cfg.summary_slow_ns {
         rodata.summary = true;
         rodata.summary_slow_ns = slow;
@@ -898,6 +906,22 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
             subsystem: mltrace_log::subsystem::MAPPINGS.into(),
             mechanism: plan.route.describe().into(),
             detail: format!("mmap, munmap, mremap; anonymous mmaps counted per process{skipped}"),
+        });
+    }
+    if plan.py_stacks {
+        v.push(mltrace_log::Probe {
+            subsystem: mltrace_log::subsystem::PYTHON.into(),
+            mechanism: "in the syscall and uprobe programs".into(),
+            detail: format!(
+                "CPython 3.9 to 3.14 (GIL builds): each recorded call's frames, walked from the thread's state, {} \
+                 deep at most, each distinct stack and code object sent once per process{}",
+                crate::python::DEPTH,
+                if plan.mappings {
+                    ""
+                } else {
+                    "; without --mappings, a process is walked once user space has read it"
+                }
+            ),
         });
     }
     if let Some(route) = plan.faults {

@@ -330,6 +330,7 @@ pub fn run() -> Vec<Check> {
             Err(e) => check(name, Status::Absent, format!("uprobes: {e}: {what} are not recorded")),
         });
     }
+    out.push(python_check());
     let gpu = mltrace_sample::gpu::open(&mltrace_sample::gpu::GpuConfig::default());
     out.push(match gpu {
         Ok(g) if g.sampler.is_some() => check("NVML", Status::Ok, format!("{}: {}", g.library, g.devices.join("; "))),
@@ -345,6 +346,53 @@ pub fn run() -> Vec<Check> {
         Err(e) => check("kprobes", Status::Absent, format!("{e}; {unused}")),
     });
     out
+}
+
+/// Whether the Python stacks of this machine's `python3` can be walked:
+/// one is started, and found as `record` finds a traced process's.
+fn python_check() -> Check {
+    use crate::python::layout::{discover, Discovery};
+    use std::process::{Command, Stdio};
+    const NAME: &str = "Python stacks";
+    let child = Command::new("python3")
+        .args(["-c", "import sys; sys.stdin.read()"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return check(NAME, Status::Absent, format!("no python3 to look at here ({e})")),
+    };
+    let started = std::time::Instant::now();
+    let found = loop {
+        match discover(child.id()) {
+            Discovery::NotYet | Discovery::NotPython if started.elapsed() < std::time::Duration::from_secs(3) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            d => break d,
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    match found {
+        Discovery::Ready(i) => check(
+            NAME,
+            Status::Ok,
+            format!(
+                "python3 here is CPython {} ({}): its calls carry their stacks (offsets {})",
+                i.version_text(),
+                i.path.display(),
+                if i.debug_offsets { "from its own _Py_DebugOffsets" } else { "from mltrace's table" }
+            ),
+        ),
+        Discovery::Unsupported { version, why } => {
+            check(NAME, Status::Absent, format!("python3 here (Python {version}): no stacks: {why}"))
+        }
+        Discovery::NotYet | Discovery::NotPython => {
+            check(NAME, Status::Absent, "python3 here: no interpreter found in it within 3 s")
+        }
+    }
 }
 
 /// Whether `record` can run, given the checks.

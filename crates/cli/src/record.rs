@@ -77,6 +77,10 @@ pub struct Args {
     /// costs about a microsecond, which launch-bound jobs feel
     #[arg(long)]
     cuda_launches: bool,
+    /// The Python stack of every recorded call of a Python process
+    /// (CPython 3.9 to 3.14, found without the program's help): on or off
+    #[arg(long, default_value = "on", value_name = "ON|OFF")]
+    py_stacks: String,
     /// How often to sample CPU, memory, disk, process and GPU counters
     /// (e.g. 100ms, 1s; 0 turns the samplers off)
     #[arg(long, default_value = "100ms", value_name = "PERIOD", value_parser = parse_period)]
@@ -321,6 +325,11 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         anyhow::bail!("--cuda-launches needs --cuda on");
     }
     opts.bpf.cuda_launches = a.cuda_launches;
+    opts.bpf.py_stacks = match a.py_stacks.as_str() {
+        "on" => true,
+        "off" => false,
+        other => anyhow::bail!("--py-stacks {other}: expected on or off"),
+    };
     opts.run_as = match a.user.as_deref() {
         None => identity::sudo_caller(),
         Some("root") | Some("0") => None,

@@ -22,6 +22,7 @@ pub mod subsystem {
     pub const CUDA: &str = "cuda";
     pub const NCCL: &str = "nccl";
     pub const IMPORT: &str = "import";
+    pub const PYTHON: &str = "python stacks";
 }
 
 /// Simultaneous readings of the clocks, taken by the recorder.

@@ -201,8 +201,9 @@ pub struct PythonLines {
     /// Frames by (pid, stack), innermost first once sorted.
     frames: HashMap<(u32, u32), Vec<(u32, Site)>>,
     names: HashSet<Arc<str>>,
-    /// Processes whose calls can carry a stack now (their interpreter was
-    /// found, or they forked from one), and every Python process.
+    /// Python processes, from their interpreter's record (or their fork
+    /// from one) on: their calls are counted, with a stack or without;
+    /// and every process whose calls carried one.
     ready: HashSet<u32>,
     procs: HashSet<u32>,
     /// Calls of processes able to carry one, and those without.
@@ -242,11 +243,12 @@ impl PythonLines {
 
     pub fn interp(&mut self, f: &Frame<'_>, r: &PyInterp) {
         self.seen = true;
+        // Either way its calls count from here: those of an interpreter
+        // without stacks are all without one.
+        self.ready.insert(r.pid);
         if r.stacks {
-            self.ready.insert(r.pid);
             self.procs.insert(r.pid);
         } else {
-            self.ready.remove(&r.pid);
             if self.without_stacks.len() < MAX_INTERPS {
                 let (v, why) = (f.str_lossy(r.version).into_owned(), f.str_lossy(r.why).into_owned());
                 self.without_stacks.push((r.pid, v, why));
@@ -712,8 +714,9 @@ mod tests {
         let [loaders, trainer] = s.python_role_times(&lines);
         assert_eq!((loaders.read_ns, loaders.stacked_ns), (4200, 3700));
         assert_eq!((trainer.read_ns, trainer.stacked_ns), (800, 800), "20 is not walked: not the trainer's");
-        // Calls that could carry a stack: 10's and 11's (20's cannot).
-        assert_eq!((s.python.calls, s.python.calls_without_stack), (8, 1));
+        // Calls of Python processes: 10's and 11's, and 20's, whose
+        // interpreter has no stacks (its call is without one).
+        assert_eq!((s.python.calls, s.python.calls_without_stack), (9, 2));
 
         let text = s.render(10);
         let at = text.find("Python lines").unwrap();
@@ -725,7 +728,7 @@ mod tests {
             "/home/u/proj/dataset.py:50 in Dataset.load_label",
             "trainer: 800 ns in file reads, 100% of it from a Python stack\n",
             "/home/u/proj/train.py:12 in main",
-            "calls without a Python stack in Python processes: 1 of 8\n",
+            "calls without a Python stack in Python processes: 2 of 9\n",
             "no Python stacks: pid 20 [20] (Python 3.13t): free-threaded builds are not walked\n",
         ] {
             assert!(text.contains(want), "{want:?} in {text}");
@@ -748,7 +751,7 @@ mod tests {
         assert_eq!(l[0]["stack"][0], serde_json::json!({"function": "load", "file": NPYIO, "line": 456}));
         assert_eq!(l[1]["role"], "trainer");
         let py = &j["python"];
-        assert_eq!((py["calls"].as_u64(), py["calls_without_stack"].as_u64()), (Some(8), Some(1)));
+        assert_eq!((py["calls"].as_u64(), py["calls_without_stack"].as_u64()), (Some(9), Some(2)));
         assert_eq!(
             py["interpreters_without_stacks"],
             serde_json::json!([{"pid": 20, "version": "3.13t", "why": "free-threaded builds are not walked"}])

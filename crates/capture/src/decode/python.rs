@@ -13,6 +13,11 @@ const PY_STR: usize = 256;
 const TRUNCATED: u16 = types::py_bits::PYB_TRUNCATED.0 as u16;
 const CUT: u8 = types::py_bits::PYB_QUAL_CUT.0 as u8;
 
+// python::DEPTH is events.h's PY_DEPTH.
+const _: () = assert!(
+    std::mem::size_of::<ev_pystack>() - offset_of!(ev_pystack, frames)
+        == crate::python::DEPTH * std::mem::size_of::<py_frame>()
+);
 // The file name and line table sit at fixed places (events.h's PY_STR).
 const _: () = assert!(std::mem::size_of::<ev_pycode>() - offset_of!(ev_pycode, data) >= 2 * PY_STR + 8192);
 

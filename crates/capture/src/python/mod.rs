@@ -16,6 +16,10 @@ use rustc_hash::FxHashMap;
 
 use linetable::LineFormat;
 
+/// Frames walked at most (events.h's PY_DEPTH), the C stack's and the
+/// interpreter's own entry frames included.
+pub const DEPTH: usize = 32;
+
 /// How one process's frames give their line.
 #[derive(Clone, Copy, Debug)]
 pub struct Lines {
