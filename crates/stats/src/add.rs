@@ -187,13 +187,22 @@ impl Stats {
         });
     }
 
-    /// A file read made from a Python stack (its calls, bytes and time).
+    /// A read of a data file (not the program's code, nor the system's):
+    /// of a Python process, and from a stack when it has one.
     fn python_read(&mut self, f: &Frame<'_>, r: &Io) {
-        if r.stack == 0 || r.op.is_write() || r.ret < 0 || !matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
+        if !self.python.seen
+            || r.op.is_write()
+            || r.ret < 0
+            || !matches!(r.kind, FileKind::Regular | FileKind::BlockDev)
+        {
+            return;
+        }
+        let path = f.str(r.path);
+        if !is_data_path(path) {
             return;
         }
         let reads = python_lines::Reads { calls: 1, bytes: r.ret as u64, time_ns: r.dur };
-        self.python.read(r.pid, r.tid, r.stack, hash_path(f.str(r.path)), reads);
+        self.python.read(r.pid, r.tid, r.stack, || hash_path(path), reads);
     }
 
     /// An open, close or metadata call on a data file made from a Python stack.

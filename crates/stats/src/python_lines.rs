@@ -191,7 +191,10 @@ fn unknown_site() -> Site {
 pub struct PythonLines {
     /// The log has Python records (frames or interpreters).
     pub seen: bool,
-    /// File reads made from a stack, by (pid, thread, stack).
+    /// Time in reads of data files by Python processes' threads, with a
+    /// stack or without: what the lines' shares are of.
+    data_ns: HashMap<(u32, u32), u64>,
+    /// Data file reads made from a stack, by (pid, thread, stack).
     reads: HashMap<(u32, u32, u32), Reads>,
     /// Time in opens, closes and metadata calls on data files, likewise.
     meta: HashMap<(u32, u32, u32), u64>,
@@ -282,7 +285,15 @@ impl PythonLines {
     }
 
     /// A file read by thread `tid` of `pid` from stack `stack` (not 0).
-    pub fn read(&mut self, pid: u32, tid: u32, stack: u32, path: u64, r: Reads) {
+    pub fn read(&mut self, pid: u32, tid: u32, stack: u32, path: impl FnOnce() -> u64, r: Reads) {
+        if stack == 0 {
+            if self.ready.contains(&pid) {
+                *self.data_ns.entry((pid, tid)).or_default() += r.time_ns;
+            }
+            return;
+        }
+        *self.data_ns.entry((pid, tid)).or_default() += r.time_ns;
+        let path = path();
         self.procs.insert(pid);
         if self.reads.len() < MAX_SUMS || self.reads.contains_key(&(pid, tid, stack)) {
             self.reads.entry((pid, tid, stack)).or_default().add(r);
@@ -412,25 +423,13 @@ impl Stats {
         out
     }
 
-    /// Each role's time in file reads (its Python processes'), and of it
-    /// the time from a stack: loaders first.
+    /// Each role's time in reads of data files (its Python processes'),
+    /// and of it the time from a stack: loaders first.
     pub fn python_role_times(&self, lines: &[Line]) -> [RoleTime; 2] {
         let loaders = self.loaders();
         let mut t = [RoleTime::default(); 2];
-        for p in self.processes.iter().filter(|p| self.python.procs.contains(&p.pid)) {
-            let threads: u64 = p
-                .loader_threads
-                .iter()
-                .filter(|&&tid| loaders.role(p.pid, tid) == Role::Loader)
-                .map(|&tid| self.thread_reads.get(tid).read_ns)
-                .sum();
-            match loaders.role(p.pid, p.pid) {
-                Role::Loader => t[0].read_ns += p.read_ns,
-                Role::Trainer => {
-                    t[0].read_ns += threads;
-                    t[1].read_ns += p.read_ns.saturating_sub(threads);
-                }
-            }
+        for (&(pid, tid), &ns) in &self.python.data_ns {
+            t[loaders.role(pid, tid) as usize].read_ns += ns;
         }
         for l in lines {
             t[l.role as usize].stacked_ns += l.reads.time_ns;
@@ -499,8 +498,8 @@ impl Stats {
         let times = self.python_role_times(&lines);
         let _ = writeln!(
             o,
-            "Python lines (the job's own code each file read came from, and the call it made; share of the role's \
-             time in file reads):"
+            "Python lines (the job's own code each read of a data file came from, and the call it made; share of \
+             the role's time in those reads):"
         );
         for (role, t) in [Role::Loader, Role::Trainer].into_iter().zip(times) {
             let of: Vec<&Line> = lines.iter().filter(|l| l.role == role).collect();
@@ -510,7 +509,7 @@ impl Stats {
             let who = if role == Role::Loader { "loaders" } else { "trainer" };
             let _ = writeln!(
                 o,
-                "{who}: {} in file reads, {} of it from a Python stack",
+                "{who}: {} in reads of data files, {} of it from a Python stack",
                 duration(t.read_ns),
                 pct_of(t.stacked_ns, t.read_ns)
             );
@@ -537,7 +536,7 @@ impl Stats {
             }
         }
         if lines.is_empty() {
-            let _ = writeln!(o, "no file reads with a Python stack");
+            let _ = writeln!(o, "no read of a data file with a Python stack");
         }
         if py.calls > 0 {
             let (n, of) = (py.calls_without_stack, py.calls);
@@ -713,7 +712,9 @@ mod tests {
         assert!(lines[2].called.is_none(), "the innermost frame is the job's: it called nothing traced");
         let [loaders, trainer] = s.python_role_times(&lines);
         assert_eq!((loaders.read_ns, loaders.stacked_ns), (4200, 3700));
-        assert_eq!((trainer.read_ns, trainer.stacked_ns), (800, 800), "20 is not walked: not the trainer's");
+        // 20, a Python process whose interpreter is not walked, is the
+        // trainer's too: its read is without a stack.
+        assert_eq!((trainer.read_ns, trainer.stacked_ns), (900, 800));
         // Calls of Python processes: 10's and 11's, and 20's, whose
         // interpreter has no stacks (its call is without one).
         assert_eq!((s.python.calls, s.python.calls_without_stack), (9, 2));
@@ -722,11 +723,11 @@ mod tests {
         let at = text.find("Python lines").unwrap();
         assert!(at < text.find("process ").unwrap(), "after the verdict's figures, before the tables: {text}");
         for want in [
-            "loaders: 4.2 µs in file reads, 88% of it from a Python stack\n",
+            "loaders: 4.2 µs in reads of data files, 88% of it from a Python stack\n",
             "/home/u/proj/dataset.py:41 in Dataset.__getitem__",
             "\n    -> numpy/lib/npyio.py:456 in load\n",
             "/home/u/proj/dataset.py:50 in Dataset.load_label",
-            "trainer: 800 ns in file reads, 100% of it from a Python stack\n",
+            "trainer: 900 ns in reads of data files, 89% of it from a Python stack\n",
             "/home/u/proj/train.py:12 in main",
             "calls without a Python stack in Python processes: 2 of 9\n",
             "no Python stacks: pid 20 [20] (Python 3.13t): free-threaded builds are not walked\n",
@@ -782,8 +783,8 @@ mod tests {
         let mut s = Stats { trainer: 10, ..Default::default() };
         s.processes.push(crate::ProcStats { pid: 10, loader_threads: vec![12], read_ns: 300, ..Default::default() });
         s.thread_reads.add(12, |t| t.read_ns = 200);
-        s.python.read(10, 12, 1, 0, Reads { calls: 2, bytes: 20, time_ns: 200 });
-        s.python.read(10, 10, 1, 0, Reads { calls: 1, bytes: 10, time_ns: 100 });
+        s.python.read(10, 12, 1, || 0, Reads { calls: 2, bytes: 20, time_ns: 200 });
+        s.python.read(10, 10, 1, || 0, Reads { calls: 1, bytes: 10, time_ns: 100 });
         let lines = s.python_lines();
         let roles: Vec<(&str, u64)> = lines.iter().map(|l| (l.role.name(), l.reads.time_ns)).collect();
         assert_eq!(roles, [("loader", 200), ("trainer", 100)]);

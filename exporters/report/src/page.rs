@@ -509,6 +509,7 @@ fn sections(r: &Report, o: &mut String) -> Result<(), ChartError> {
     heat_maps(r, &bands, o)?;
     calls(r, o)?;
     files(r, o);
+    python_lines(r, o);
     processes(r, o);
     disks(r, &axis, &bands, o)?;
     utilisation(r, &axis, &bands, o)?;
@@ -941,6 +942,45 @@ fn files(r: &Report, o: &mut String) {
          requests counted apart){}.</p></section>",
         s.files.len(),
         if cache { "; page-cache hit: the share of the bytes read by calls that the cache already held" } else { "" }
+    );
+}
+
+/// The lines of the job's Python code the most read time came from (the
+/// recording's Python stacks; nothing without them).
+fn python_lines(r: &Report, o: &mut String) {
+    let s = &r.stats;
+    if !s.python.seen {
+        return;
+    }
+    let lines = s.python_lines();
+    o.push_str("<section id=\"python-lines\"><h2>Python lines</h2>");
+    if lines.is_empty() {
+        o.push_str("<p>No file read was made from a Python stack.</p></section>\n");
+        return;
+    }
+    o.push_str("<table><tr><th>line</th><th>role</th><th>read time</th><th>read</th><th>reads</th><th>pid</th></tr>");
+    for l in lines.iter().take(TOP_FILES) {
+        let called = l.called.as_ref().map(|c| format!("<br><span class=\"note\">&rarr; {}</span>", esc(&c.label())));
+        let _ = write!(
+            o,
+            "<tr><td class=\"path\">{}{}</td><td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td></tr>",
+            esc(&l.site.label()),
+            called.unwrap_or_default(),
+            l.role.name(),
+            duration(l.reads.time_ns),
+            bytes_cell(l.reads.bytes),
+            l.reads.calls,
+            l.pid
+        );
+    }
+    let _ = writeln!(
+        o,
+        "</table><p class=\"note\">The line of the job's own code each read was made from (under it, the call \
+         it made into a library or Python's own); {} lines in all; {} of {} calls of Python processes had no \
+         stack.</p></section>",
+        lines.len(),
+        s.python.calls_without_stack,
+        s.python.calls
     );
 }
 
