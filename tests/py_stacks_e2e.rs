@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mltrace_log::Record;
+use mltrace_tests::tools;
 use mltrace_tests::*;
 
 /// One interpreter: how to run it, and where its files are seen from here.
@@ -114,9 +115,12 @@ fn frames_of(v: &serde_json::Value) -> Vec<Frame> {
         .collect()
 }
 
-fn check(py: &Interp) {
+fn check(py: &Interp, views: bool) {
     let dir = tempfile::tempdir().unwrap();
     let (want, recs, stderr) = record(py, dir.path());
+    if views {
+        check_views(&want, &dir.path().join("stacks.bin"), dir.path());
+    }
     let what = &py.name;
     // The log's stacks, by (pid, id), and its reads by (pid, path, offset).
     let mut stacks: HashMap<(u32, u32), Vec<(u32, Frame)>> = HashMap::new();
@@ -162,6 +166,90 @@ fn check(py: &Interp) {
     assert!(interps.iter().any(|i| u64::from(i.0) == main && i.1), "{what}: process {main}: {interps:?}");
 }
 
+/// Each expected read's innermost frame as `function (file:line)`, and
+/// how many reads (and bytes) each such line made.
+fn lines_of(want: &serde_json::Value) -> (Vec<(u64, String, u64, String)>, HashMap<Frame, (u64, u64)>) {
+    let mut reads = Vec::new();
+    let mut by_line: HashMap<Frame, (u64, u64)> = HashMap::new();
+    for r in want["reads"].as_array().unwrap() {
+        let inner = frames_of(&r["stack"]).remove(0);
+        let e = by_line.entry(inner.clone()).or_default();
+        (e.0, e.1) = (e.0 + 1, e.1 + r["size"].as_u64().unwrap());
+        let shown = format!("{} ({}:{})", inner.0, inner.1, inner.2);
+        reads.push((
+            r["pid"].as_u64().unwrap(),
+            r["path"].as_str().unwrap().into(),
+            r["offset"].as_u64().unwrap(),
+            shown,
+        ));
+    }
+    (reads, by_line)
+}
+
+/// The stacks as a user meets them: each read's slice in the Perfetto
+/// trace, the lines `stats --json` names, and Parquet's tables joined by
+/// DuckDB, against the reads the workload made.
+fn check_views(want: &serde_json::Value, log: &Path, dir: &Path) {
+    let (reads, by_line) = lines_of(want);
+    // stats: every line of the workload's reads, with its calls and bytes
+    // (summed over roles: a child's are a loader's).
+    let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
+    assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    let mut got: HashMap<Frame, (u64, u64)> = HashMap::new();
+    for l in json["python_lines"].as_array().expect("python_lines") {
+        let key = (
+            l["function"].as_str().unwrap().into(),
+            l["file"].as_str().unwrap().into(),
+            l["line"].as_u64().unwrap_or(0) as u32,
+        );
+        let e = got.entry(key).or_default();
+        (e.0, e.1) = (e.0 + l["calls"].as_u64().unwrap(), e.1 + l["bytes"].as_u64().unwrap());
+    }
+    for (line, n) in &by_line {
+        assert_eq!(got.get(line), Some(n), "stats --json python_lines: {line:?}: {}", json["python_lines"]);
+    }
+    // Perfetto: each read's slice shows its stack, innermost frame first.
+    if let Some(tp) = tools::perfetto_tp() {
+        let trace = dir.join("stacks.perfetto-trace");
+        let o = mltrace(&["export", log.to_str().unwrap(), "-o", trace.to_str().unwrap()], dir);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let q = "select 0, p.pid, (select display_value from args where arg_set_id = s.arg_set_id and key = 'debug.path'), \
+                 (select int_value from args where arg_set_id = s.arg_set_id and key = 'debug.offset'), \
+                 replace((select string_value from args where arg_set_id = s.arg_set_id and key = 'debug.python stack'), char(10), '|') \
+                 from slice s join thread_track tt on s.track_id = tt.id join thread using(utid) join process p using(upid) \
+                 where s.name like 'pread64%' or s.name like 'read %'";
+        let rows = &tools::tp_query(&tp, &trace, &[q])[0];
+        for (pid, path, offset, inner) in &reads {
+            let row = rows
+                .iter()
+                .find(|r| r[1] == pid.to_string() && r[2] == *path && r[3] == offset.to_string())
+                .unwrap_or_else(|| panic!("no slice of the read of {path} at {offset} by {pid}"));
+            assert_eq!(row[4].split('|').next(), Some(inner.as_str()), "{row:?}");
+        }
+    }
+    // Parquet: DuckDB groups the read time by line, the query docs/parquet.md gives.
+    if let Some(py) = tools::python_with("duckdb") {
+        let out = dir.join("pq");
+        let o = mltrace(&["export", "--parquet", log.to_str().unwrap(), "-o", out.to_str().unwrap()], dir);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let sql = format!(
+            "SELECT f.function, f.file, f.line, count(*), sum(s.bytes) FROM '{d}/syscalls.parquet' s \
+             JOIN '{d}/py_stacks.parquet' f ON f.pid = s.pid AND f.stack = s.stack AND f.depth = 0 \
+             WHERE s.syscall IN ('read', 'pread64') AND s.path LIKE '%/data/%.bin' GROUP BY ALL",
+            d = out.display()
+        );
+        let o = Command::new(py)
+            .args(["-c", "import duckdb, json, sys; print(json.dumps(duckdb.sql(sys.argv[1]).fetchall()))", &sql])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let rows: Vec<(String, String, u32, u64, u64)> = serde_json::from_slice(&o.stdout).unwrap();
+        let got: HashMap<Frame, (u64, u64)> = rows.into_iter().map(|r| ((r.0, r.1, r.2), (r.3, r.4))).collect();
+        assert_eq!(got, by_line, "DuckDB's read calls and bytes by line");
+    }
+}
+
 #[test]
 fn every_read_carries_the_stack_it_was_made_from() {
     if !require_root() {
@@ -169,8 +257,8 @@ fn every_read_carries_the_stack_it_was_made_from() {
     }
     let all = interpreters();
     assert!(!all.is_empty());
-    for py in &all {
+    for (i, py) in all.iter().enumerate() {
         eprintln!("py_stacks: {}", py.name);
-        check(py);
+        check(py, i == 0);
     }
 }

@@ -53,6 +53,8 @@ pub fn syscalls() -> Vec<Col> {
             ("out_path", Str, true),
             // Block requests the call started (rows of `block` with cause_ts = ts, cause_tid = tid).
             ("block_reqs", I64, false),
+            // The Python stack it was made from: rows of `py_stacks` with this `stack` and `pid`.
+            ("stack", I64, true),
         ],
     ])
 }
@@ -356,8 +358,9 @@ pub fn checkpoints() -> Vec<Col> {
 }
 
 /// A table made from a kind's declaration: `ts`, `dur` (when it has one), `wall`, `epoch`, the
-/// process columns (when it has a pid), then each other field under its
-/// declared name: integers and times as int64, codes and strings as text.
+/// process columns (when it has a pid and a tid; `pid` alone when it has
+/// no tid), then each other field under its declared name: integers and
+/// times as int64, codes and strings as text.
 pub fn of_kind(code: u8) -> Vec<Col> {
     use mltrace_log::Value;
     let Some(rec) = mltrace_log::Record::build(code, |_| 0) else { return Vec::new() };
@@ -369,6 +372,8 @@ pub fn of_kind(code: u8) -> Vec<Col> {
     cols.extend([("wall", Wall, true), ("epoch", I64, true)]);
     if names.contains(&"pid") && names.contains(&"tid") {
         cols.extend(who!());
+    } else if names.contains(&"pid") {
+        cols.push(("pid", I64, false));
     }
     rec.visit(&mut |name, v| {
         if !matches!(name, "ts" | "dur" | "pid" | "tid") {

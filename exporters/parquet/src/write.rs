@@ -153,6 +153,8 @@ struct Call<'a> {
     ret: i64,
     out: Option<(i32, &'a [u8])>,
     block_reqs: u32,
+    /// The Python stack (0: none).
+    stack: u32,
 }
 
 fn outcome(ret: i64) -> (Option<i64>, Option<String>) {
@@ -220,6 +222,7 @@ fn call(t: &mut Table, cx: &Ctx<'_>, c: Call<'_>, idx: Option<ProcIdx>) -> Resul
         None => t.opt_str(None)?,
     };
     t.i64(c.block_reqs.into())?;
+    t.opt_i64((c.stack != 0).then(|| c.stack.into()))?;
     t.end_row()
 }
 
@@ -245,6 +248,7 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                 ret: r.ret,
                 out: None,
                 block_reqs: r.block_reqs,
+                stack: r.stack,
             },
             idx,
         ),
@@ -268,6 +272,7 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                 ret: r.ret,
                 out: None,
                 block_reqs: r.block_reqs,
+                stack: r.stack,
             },
             idx,
         ),
@@ -291,6 +296,7 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                 ret: r.ret,
                 out: None,
                 block_reqs: 0,
+                stack: r.stack,
             },
             idx,
         ),
@@ -314,6 +320,7 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                 ret: r.ret,
                 out: Some((r.out_fd, f.str(r.out_path))),
                 block_reqs: r.block_reqs,
+                stack: r.stack,
             },
             idx,
         ),
@@ -337,6 +344,7 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                 ret: r.ret,
                 out: None,
                 block_reqs: 0,
+                stack: 0,
             },
             idx,
         ),
@@ -363,6 +371,7 @@ fn row(tb: &mut Tables, cx: &Ctx<'_>, f: &Frame<'_>, rec: &Record, idx: Option<P
                     ret: r.ret,
                     out: None,
                     block_reqs: r.block_reqs,
+                    stack: 0,
                 },
                 idx,
             )
@@ -602,8 +611,10 @@ fn kind_row(
         t.i64(i(d))?;
     }
     t.wall(cx.wall(ts))?.opt_i64(cx.epoch(ts))?;
-    if let (Some(pid), Some(tid)) = (pid, tid) {
-        cx.who_cols(t, pid, tid, idx)?;
+    match (pid, tid) {
+        (Some(pid), Some(tid)) => cx.who_cols(t, pid, tid, idx)?,
+        (Some(pid), None) => drop(t.i64(pid.into())?),
+        _ => {}
     }
     let mut res = Ok(());
     rec.visit(&mut |name, v| {
