@@ -70,6 +70,8 @@ fn interpreters() -> Vec<Interp> {
 }
 
 type Frame = (String, String, u32);
+/// A read the workload made: (pid, path, offset, its innermost frame as a slice shows it).
+type Read = (u64, String, u64, String);
 
 /// Records the workload under `py`; the expected reads and the log's records.
 fn record(py: &Interp, dir: &Path) -> (serde_json::Value, Vec<Rec>, String) {
@@ -168,7 +170,7 @@ fn check(py: &Interp, views: bool) {
 
 /// Each expected read's innermost frame as `function (file:line)`, and
 /// how many reads (and bytes) each such line made.
-fn lines_of(want: &serde_json::Value) -> (Vec<(u64, String, u64, String)>, HashMap<Frame, (u64, u64)>) {
+fn lines_of(want: &serde_json::Value) -> (Vec<Read>, HashMap<Frame, (u64, u64)>) {
     let mut reads = Vec::new();
     let mut by_line: HashMap<Frame, (u64, u64)> = HashMap::new();
     for r in want["reads"].as_array().unwrap() {
