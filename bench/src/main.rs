@@ -47,6 +47,9 @@ enum Tool {
     MltracePerCall,
     /// mltrace without scheduling capture: what scheduling costs.
     MltraceNoSched,
+    /// mltrace without the Python stacks (`--py-stacks off`): what the
+    /// walk costs, side by side with the default.
+    MltraceNoStacks,
     /// Another build of mltrace (BENCH_BASELINE=PATH), run side by side:
     /// whether a change made the recorder slower.
     MltraceBaseline,
@@ -70,6 +73,7 @@ impl Tool {
             Tool::Mltrace => "mltrace record",
             Tool::MltracePerCall => "mltrace per-call route",
             Tool::MltraceNoSched => "mltrace --sched off",
+            Tool::MltraceNoStacks => "mltrace --py-stacks off",
             Tool::MltraceBaseline => "mltrace baseline",
             Tool::MltraceSummary => "mltrace summary",
             Tool::MltraceBaselineSummary => "mltrace baseline summary",
@@ -79,6 +83,7 @@ impl Tool {
     }
 }
 
+#[derive(Clone)]
 struct Workload {
     key: &'static str,
     title: &'static str,
@@ -304,6 +309,7 @@ impl Bench {
             Tool::Mltrace
             | Tool::MltracePerCall
             | Tool::MltraceNoSched
+            | Tool::MltraceNoStacks
             | Tool::MltraceBaseline
             | Tool::MltraceSummary
             | Tool::MltraceBaselineSummary => {
@@ -316,6 +322,7 @@ impl Bench {
                 let mode: &[&str] = match tool {
                     Tool::MltraceSummary | Tool::MltraceBaselineSummary => &["--detail", "summary", "--slow", "1ms"],
                     Tool::MltracePerCall => &["--sched", "on", "--syscall-probes", "per-call"],
+                    Tool::MltraceNoStacks => &["--sched", "on", "--py-stacks", "off"],
                     _ => &["--sched", sched],
                 };
                 let (s, rss) = rss_of(
@@ -439,6 +446,7 @@ fn main() -> Result<()> {
         Tool::Mltrace,
         Tool::MltracePerCall,
         Tool::MltraceNoSched,
+        Tool::MltraceNoStacks,
     ]
     .into_iter()
     .filter(|&t| wanted(t))
@@ -549,10 +557,20 @@ fn main() -> Result<()> {
             repeat: 1,
         },
     ];
-    if run_w("p") {
+    if run_w("p") || run_w("q") {
         match small_files(&dir, &wl) {
-            Ok(w) => workloads.push(w),
-            Err(e) => bench.skipped.push(format!("(p) the Python small-file loader: {e:#}")),
+            Ok(w) => {
+                // (q): the same with some decoding in Python.
+                let mut q = Workload { key: "q", title: "(q) python loader decoding: 4 workers, 20k files x 16 KiB", ..w.clone() };
+                q.args.push("decode".into());
+                if run_w("p") {
+                    workloads.push(w);
+                }
+                if run_w("q") {
+                    workloads.push(q);
+                }
+            }
+            Err(e) => bench.skipped.push(format!("(p, q) the Python small-file loaders: {e:#}")),
         }
     }
     let (mut table, results) = overhead::overhead(&bench, &workloads, &run_w, quick);
