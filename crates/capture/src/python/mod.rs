@@ -80,9 +80,6 @@ pub struct PyStacks {
     to_answer: Vec<(u32, u32)>,
     /// Processes whose interpreter gives no stacks, each in a sentence.
     pub said: Vec<String>,
-    /// Stacks written, and frames whose code never arrived.
-    pub stacks: u64,
-    pub unknown_frames: u64,
 }
 
 impl PyStacks {
@@ -271,8 +268,8 @@ impl PyStacks {
                     };
                     (enc.intern(c.name.as_bytes()), enc.intern(c.file.as_bytes()), line)
                 }
+                // Marked in the record: its code object was lost on the way.
                 None => {
-                    self.unknown_frames += 1;
                     flags |= pyf::UNKNOWN_CODE;
                     (enc.intern(b"?"), enc.intern(b"?"), 0)
                 }
@@ -288,7 +285,6 @@ impl PyStacks {
                 flags,
             }));
         }
-        self.stacks += 1;
     }
 }
 
