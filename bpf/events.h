@@ -14,6 +14,9 @@
 #define PATHBUF 4096   /* PATH_MAX: a passed path never needs more */
 #define ARGVBUF 4096
 #define MAX_SYSCALL_NR 512
+/* A sleeping thread's call (ev_sched.prev_call, ev_span.call) that is no
+ * syscall number: a futex on its process's Python GIL. */
+#define CALL_GIL 1024
 
 enum ev_kind {
 	EV_IO = 1,
@@ -699,6 +702,8 @@ struct py_layout {
 	u16 b_size;         /* PyVarObject.ob_size of a bytes object */
 	u16 b_data;         /* PyBytesObject.ob_sval */
 	u16 _pad;
+	u16 gil_size;       /* sizeof(struct _gil_runtime_state) */
+	u32 gil_off;        /* the main interpreter's GIL less runtime */
 };
 
 /* An interpreter's file that user space has read once: its layout with

@@ -561,7 +561,11 @@ fn main() -> Result<()> {
         match small_files(&dir, &wl) {
             Ok(w) => {
                 // (q): the same with some decoding in Python.
-                let mut q = Workload { key: "q", title: "(q) python loader decoding: 4 workers, 20k files x 16 KiB", ..w.clone() };
+                let mut q = Workload {
+                    key: "q",
+                    title: "(q) python loader decoding: 4 workers, 20k files x 16 KiB",
+                    ..w.clone()
+                };
                 q.args.push("decode".into());
                 if run_w("p") {
                     workloads.push(w);

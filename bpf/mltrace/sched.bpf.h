@@ -43,38 +43,59 @@ static __always_inline u8 switch_state(bool preempt, struct task_struct *prev)
 }
 
 /*
- * The system call a thread going to sleep is in (its x86_64 number), or -1:
- * read from the registers saved at the top of its kernel stack. orig_ax is
- * the call's number, and ax still holds the -ENOSYS that the entry code
- * put there until the call returns; an exception (a page fault) saves an
- * error code in orig_ax and the user's ax instead, so it names no call.
- * Kernels with FRED (6.9+, when enabled) leave 16 bytes above the
- * registers: both places are tried. KASAN kernels (32 KiB stacks) match
- * neither and name no call.
+ * The system call a thread going to sleep is in (its x86_64 number; CALL_GIL
+ * for a futex on its Python's GIL), or -1: read from the registers saved at
+ * the top of its kernel stack. orig_ax is the call's number, and ax still
+ * holds the -ENOSYS that the entry code put there until the call returns;
+ * an exception (a page fault) saves an error code in orig_ax and the
+ * user's ax instead, so it names no call. Kernels with FRED (6.9+, when
+ * enabled) leave 16 bytes above the registers: both places are tried.
+ * KASAN kernels (32 KiB stacks) match neither and name no call.
  */
 #define THREAD_SIZE (16 << 10)
 #define ENOSYS 38
 
-static __always_inline s16 regs_call(void *top)
+#define NR_FUTEX 202  /* x86_64 */
+
+/* The registers a thread entered its sleeping call with, or NULL. */
+static __always_inline struct pt_regs *call_regs(void *top)
 {
 	struct pt_regs *regs = top - bpf_core_type_size(struct pt_regs);
-	unsigned long nr;
 
-	if (BPF_CORE_READ(regs, ax) != (unsigned long)-ENOSYS)
-		return -1;
-	nr = BPF_CORE_READ(regs, orig_ax);
-	return nr < MAX_SYSCALL_NR ? nr : -1;
+	if (BPF_CORE_READ(regs, ax) != (unsigned long)-ENOSYS || BPF_CORE_READ(regs, orig_ax) >= MAX_SYSCALL_NR)
+		return NULL;
+	return regs;
+}
+
+/* A futex inside its process's GIL (cond, mutex, switch_cond or
+ * switch_mutex): the thread waits for the GIL, whoever drops it. */
+static __always_inline bool on_gil(struct task_struct *t, struct pt_regs *regs)
+{
+	struct py_layout *l;
+	u32 tgid;
+
+	if (!py_stacks_on)
+		return false;
+	tgid = BPF_CORE_READ(t, tgid);
+	l = bpf_map_lookup_elem(&py_procs, &tgid);
+	return l && l->state == PY_READY && BPF_CORE_READ(regs, di) - l->runtime - l->gil_off < l->gil_size;
 }
 
 static __always_inline s16 sleeping_call(struct task_struct *t)
 {
 	void *stack = BPF_CORE_READ(t, stack);
+	struct pt_regs *regs;
 	s16 nr;
 
 	if (!stack)
 		return -1;
-	nr = regs_call(stack + THREAD_SIZE);
-	return nr >= 0 ? nr : regs_call(stack + THREAD_SIZE - 16);
+	regs = call_regs(stack + THREAD_SIZE);
+	if (!regs)
+		regs = call_regs(stack + THREAD_SIZE - 16);
+	if (!regs)
+		return -1;
+	nr = BPF_CORE_READ(regs, orig_ax);
+	return nr == NR_FUTEX && on_gil(t, regs) ? CALL_GIL : nr;
 }
 
 /*

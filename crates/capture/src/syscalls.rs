@@ -157,11 +157,17 @@ pub fn table(mappings: bool, setid: bool) -> [u8; TABLE_LEN] {
     t
 }
 
+/// events.h's CALL_GIL: the BPF side's code for a futex on the GIL.
+pub const CALL_GIL: i16 = 1024;
+
 /// The family of system call `nr` (this arch's number) that a thread went
 /// to sleep in; `nr` < 0: none.
 #[allow(non_upper_case_globals)] // libc's SYS_* names as patterns
 pub fn sleep_call(nr: i16) -> SleepCall {
     use libc::*;
+    if nr == CALL_GIL {
+        return SleepCall::Gil;
+    }
     let nr = i64::from(nr);
     if nr < 0 {
         return SleepCall::None;
@@ -227,6 +233,16 @@ mod tests {
         assert_eq!(names.len(), n, "an op named twice");
         assert_eq!(super::tracepoint_name(libc::SYS_sendfile, op::OP_SENDFILE), "sendfile64");
         assert_eq!(super::tracepoint_name(libc::SYS_setgid, op::OP_SETID), "setgid");
+    }
+
+    #[test]
+    fn call_gil_is_events_h_s_and_no_syscall() {
+        let h = include_str!("../../../bpf/events.h");
+        let v = h.lines().find_map(|l| l.strip_prefix("#define CALL_GIL ")).unwrap();
+        assert_eq!(v.trim().parse::<i16>().unwrap(), super::CALL_GIL);
+        assert!(super::CALL_GIL as usize >= super::TABLE_LEN);
+        assert_eq!(super::sleep_call(super::CALL_GIL), mltrace_log::SleepCall::Gil);
+        assert_eq!(super::sleep_call(libc::SYS_futex as i16), mltrace_log::SleepCall::Futex);
     }
 
     #[test]

@@ -582,6 +582,8 @@ code_enum!(
         Splice = 22 => "splice",
         /// exit, exit_group.
         Exit = 23 => "exit",
+        /// A futex on the process's Python GIL: waiting for the GIL.
+        Gil = 24 => "GIL",
     }
 );
 

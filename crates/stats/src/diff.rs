@@ -41,8 +41,8 @@ pub const NOISE_HIT: f64 = 0.05;
 /// Files and directories listed by default.
 pub const TOP: usize = 10;
 
-/// The seven shares (see [`Breakdown::SHARES`]).
-pub const SHARES: [Share; 7] = Breakdown::SHARES;
+/// The eight shares (see [`Breakdown::SHARES`]; [`Diff::shares`], those compared).
+pub const SHARES: [Share; 8] = Breakdown::SHARES;
 
 /// What the trainer's loaders did, in one run.
 #[derive(Clone, Debug, PartialEq)]
@@ -488,6 +488,15 @@ impl Diff {
         Pair::of(self.before.steps.map(|s| s.per_s), self.after.steps.map(|s| s.per_s))
     }
 
+    /// The shares compared: those either run has.
+    pub fn shares(&self) -> Vec<&'static Share> {
+        let has = |s: &Share, r: &RunFigures| r.breakdown.is_some_and(|b| s.shown_in(&b));
+        SHARES
+            .iter()
+            .filter(|s| s.shown_in(&Breakdown::default()) || has(s, &self.before) || has(s, &self.after))
+            .collect()
+    }
+
     /// Share `s` of the trainer's time (one of [`SHARES`]).
     pub fn share(&self, s: &Share) -> Pair {
         let of = |r: &RunFigures| r.breakdown.map(|b| (s.of)(&b));
@@ -563,7 +572,7 @@ impl Diff {
                 out.push(Judged { key, pair, apart, bound });
             }
         };
-        for s in &SHARES {
+        for s in self.shares() {
             let p = self.share(s);
             judge(format!("breakdown.{}", s.key), p, p.delta().map(f64::abs), share_bound);
         }
@@ -718,7 +727,11 @@ impl Diff {
     /// The comparison as one JSON document (docs/diff.md).
     pub fn to_json(&self) -> Value {
         let breakdown = |f: &dyn Fn(&Share) -> Pair| -> Value {
-            SHARES.iter().map(|s| (s.key.to_string(), f(s).json())).collect::<serde_json::Map<_, _>>().into()
+            self.shares()
+                .into_iter()
+                .map(|s| (s.key.to_string(), f(s).json()))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
         };
         let judged = |j: &[Judged]| -> Vec<Value> {
             j.iter().map(|j| json!({"key": j.key, "apart": j.apart, "bound": j.bound, "beyond": j.beyond()})).collect()
@@ -873,7 +886,7 @@ impl Diff {
         };
         rows.push(row(&steps_label, self.steps_per_s(), &rate, &relative));
         rows.push(vec!["verdict".into(), b.kind.into(), a.kind.into(), String::new()]);
-        for s in &SHARES {
+        for s in self.shares() {
             rows.push(row(&format!("  {}", s.name), self.share(s), &pct, &points));
         }
         if b.loaders.is_some() || a.loaders.is_some() {

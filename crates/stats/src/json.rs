@@ -323,6 +323,9 @@ impl Stats {
                     v["own_io_fraction"] = t.fraction(p.own_io_ns).map(|f| f.min(1.0)).into();
                     // Its main thread's, as the breakdown's share.
                     v["collective_wait_fraction"] = self.collective_wait_fraction(p).into();
+                    if self.sched.gil_seen {
+                        v["gil_wait_fraction"] = self.gil_wait_fraction(p).into();
+                    }
                     v["threads"] = self.thread_rows(p, threads_of.get(&p.pid).map_or(&[], |v| v.as_slice()));
                 }
                 if let Some(h) = self.header.hosts.get(mltrace_log::host_of(p.pid)) {

@@ -191,6 +191,7 @@ impl Stats {
         let dw_ns = if has_loaders { self.sched.data_wait(p.pid, &pids) } else { 0 };
         let ic = self.sched.in_calls.get(&p.pid).copied().unwrap_or_default();
         let cw_ns = self.sched.collective_wait(p.pid).saturating_sub(ic.collective_wait) + ic.collective;
+        let gil_ns = self.sched.gil_seen.then(|| self.sched.gil_wait(p.pid).saturating_sub(ic.gil_wait) as f64);
         Breakdown::of(
             main.total() as f64,
             dw_ns.saturating_sub(ic.data_wait) as f64,
@@ -200,6 +201,7 @@ impl Stats {
             main.cpu.saturating_sub(ic.states.cpu) as f64,
             main.runnable.saturating_sub(ic.states.runnable) as f64,
         )
+        .map(|b| b.with_gil(main.total() as f64, gil_ns))
     }
 
     /// Whether process `pid` takes part in collectives: threads of a
@@ -434,7 +436,7 @@ impl Stats {
     pub fn rank_json(&self, r: &Rank) -> Value {
         let b = r.breakdown;
         let f = |x: fn(&Breakdown) -> f64| b.as_ref().map(x);
-        json!({
+        let mut v = json!({
             "host": self.host_name(r.pid).map_or_else(|| self.header.host.clone(), str::to_string),
             "pid": local_pid(r.pid),
             "rank": r.rank,
@@ -458,7 +460,11 @@ impl Stats {
             "median_lateness_s": (r.last_at > 0).then(|| r.late_ns / 1e9),
             "held_others_s": r.held_ns / 1e9,
             "collectives": r.collectives,
-        })
+        });
+        if let Some(g) = b.and_then(|b| b.gil_wait) {
+            v["gil_wait_fraction"] = g.into();
+        }
+        v
     }
 
     pub fn straggler_json(&self, s: &Straggler) -> Value {

@@ -177,6 +177,7 @@ fn verdict(stats: &Stats, ranks: &[Rank]) -> Vec<Annotation> {
                 (b.data_wait, "waited for data"),
                 (b.collective_wait, "for other ranks"),
                 (b.gpu_wait, "for the GPU"),
+                (b.gil_wait.unwrap_or(0.0), "for the GIL"),
                 (b.on_cpu, "on CPU"),
             ];
             for (f, what) in shares.into_iter().filter(|s| s.0 >= 0.005) {
@@ -216,6 +217,10 @@ fn verdict(stats: &Stats, ranks: &[Rank]) -> Vec<Annotation> {
             }
             if b.own_io >= 0.005 {
                 label.push_str(&format!(", own file I/O {}", pct(b.own_io)));
+            }
+            // In the label only: a new arg key would be interned in every trace.
+            if let Some(g) = b.gil_wait.filter(|&g| g >= 0.005) {
+                label.push_str(&format!(", for the GIL {}", pct(g)));
             }
         }
         if let Some(g) = e.gpu {

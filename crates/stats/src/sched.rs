@@ -165,6 +165,7 @@ pub struct InCalls {
     /// split cannot count time twice), or a collective thread.
     pub data_wait: u64,
     pub collective_wait: u64,
+    pub gil_wait: u64,
     /// Calls that began before the thread's kept history, and the ns of
     /// them it did not cover (left in the states they were in).
     pub cut: u64,
@@ -180,6 +181,8 @@ struct Interval {
     data: bool,
     /// A collective wait.
     coll: bool,
+    /// A wait for the GIL.
+    gil: bool,
 }
 
 /// Closed intervals are kept per main thread for the calls that end
@@ -265,6 +268,11 @@ pub struct SchedTimes {
     span_calls: SpanCalls,
     /// By sleeper tid: ns asleep that a collective thread of its process ended.
     pub by_collective: HashMap<u32, u64>,
+    /// By sleeper tid: ns asleep waiting for its Python's GIL.
+    pub by_gil: HashMap<u32, u64>,
+    /// Whether any thread slept waiting for a GIL (the shares say
+    /// `gil_wait` only then, so older logs read as they did).
+    pub gil_seen: bool,
     /// By pid: its main thread's waits for the other ranks, one per
     /// collective (sleeps less than [`EPISODE_GAP`] apart are one).
     pub episodes: HashMap<u32, Vec<Episode>>,
@@ -342,6 +350,7 @@ impl SchedTimes {
     /// (asleep in `call`); `waker`: who ended it, for a wake-up.
     fn set(&mut self, pid: u32, tid: u32, ts: u64, st: Option<St>, call: SleepCall, waker: Option<Waker>) {
         let (mut fed, mut retried, mut ran) = (0, Vec::new(), 0);
+        let mut gil = false;
         let mut ts = ts;
         if let Some(t) = self.threads.get_mut(&tid) {
             // Records come as the CPUs sent them: a wake-up sent from
@@ -372,10 +381,17 @@ impl SchedTimes {
                 }
             }
             let asleep = matches!(was, St::Sleeping | St::IoWait);
+            // A wait for the GIL is for no loader's data, whoever drops it.
+            gil = asleep && was_call == SleepCall::Gil;
+            if gil {
+                *self.by_gil.entry(tid).or_default() += ns;
+                self.gil_seen = true;
+            }
             // The waits whose end decides whether they were for data: this
             // one, and the timed-out ones it retried.
             let mut ended: Vec<(u64, u64)> = Vec::new();
             match waker {
+                _ if gil => {}
                 // A sleep the thread asked for is never a wait for data.
                 Some(_) if asleep && was_call.timed_sleep() => retried.clear(),
                 Some(w) if asleep && w.interrupt => {
@@ -422,7 +438,7 @@ impl SchedTimes {
                         self.forgot.insert(tid, i.to);
                     }
                 }
-                q.push_back(Interval { from: since, to: ts, st: was, data, coll });
+                q.push_back(Interval { from: since, to: ts, st: was, data, coll, gil });
                 if let (Some(&(a, _)), Some(&(_, b))) = (coll_ended.first(), coll_ended.last()) {
                     self.episode(tpid, a, b);
                 }
@@ -446,14 +462,18 @@ impl SchedTimes {
                     for &(a, b) in &coll_ended {
                         tl.add(Field::CollectiveWait, a, b);
                     }
+                    if gil {
+                        tl.add(Field::GilWait, since, ts);
+                    }
                 }
                 for &(a, b) in &ended {
                     self.gpu.data_wait(a, b, self.timeline.as_mut());
                 }
             }
         }
+        // A thread handed the GIL was handed no batch.
         if let Some(w) = waker {
-            fed = w.fed;
+            fed = if gil { 0 } else { w.fed };
         }
         match st {
             Some(st) => {
@@ -671,6 +691,7 @@ impl SchedTimes {
         self.by_threads.remove(&pid);
         self.handed_on.remove(&pid);
         self.by_collective.remove(&pid);
+        self.by_gil.remove(&pid);
         for e in [self.episodes.remove(&pid), self.batches.remove(&pid)].into_iter().flatten() {
             self.episodes_kept -= e.len();
         }
@@ -707,14 +728,18 @@ impl SchedTimes {
             ic.cut_ns += k.min(to) - from;
         }
         let mut tl = timeline.as_mut().filter(|_| pid == *trainer);
-        let mut take = |a: u64, b: u64, st: St, data: bool, coll: bool| {
+        let mut take = |a: u64, b: u64, st: St, iv: Option<&Interval>| {
             let ns = b - a;
+            let (data, coll, gil) = iv.map_or((false, false, false), |i| (i.data, i.coll, i.gil));
             ic.states.add(st, ns);
             if data {
                 ic.data_wait += ns;
             }
             if coll {
                 ic.collective_wait += ns;
+            }
+            if gil {
+                ic.gil_wait += ns;
             }
             match kind {
                 CallKind::Gpu => ic.gpu += ns,
@@ -729,6 +754,9 @@ impl SchedTimes {
                 if coll {
                     tl.sub(Field::CollectiveWait, a, b);
                 }
+                if gil {
+                    tl.sub(Field::GilWait, a, b);
+                }
                 let to = match kind {
                     CallKind::Gpu => Field::GpuWait,
                     CallKind::OwnIo => Field::OwnIo,
@@ -740,7 +768,10 @@ impl SchedTimes {
         // The open interval (closed later, whole), then the closed ones
         // back to the call's start.
         if let Some(t) = threads.get_mut(&tid).filter(|t| t.pid == pid && t.since < to) {
-            take(t.since.max(from), to, t.st, false, false);
+            // Whether it is a data wait is known when it ends; a wait for the GIL, now.
+            let gil = matches!(t.st, St::Sleeping | St::IoWait) && t.call == SleepCall::Gil;
+            let open = Interval { from: t.since, to, st: t.st, data: false, coll: false, gil };
+            take(t.since.max(from), to, t.st, Some(&open));
             if matches!(t.st, St::Runnable | St::Other) && t.taken.len() < MAX_TAKEN {
                 t.taken.push((t.since.max(from), to));
             }
@@ -751,7 +782,7 @@ impl SchedTimes {
             }
             let (a, b) = (iv.from.max(from), iv.to.min(to));
             if b > a {
-                take(a, b, iv.st, iv.data, iv.coll);
+                take(a, b, iv.st, Some(iv));
             }
         }
     }
@@ -792,6 +823,11 @@ impl SchedTimes {
     /// process woke it.
     pub fn collective_wait(&self, pid: u32) -> u64 {
         self.by_collective.get(&pid).copied().unwrap_or(0)
+    }
+
+    /// Ns the main thread of `pid` slept waiting for its Python's GIL.
+    pub fn gil_wait(&self, pid: u32) -> u64 {
+        self.by_gil.get(&pid).copied().unwrap_or(0)
     }
 
     /// Ns the main thread of `pid` slept until a thread of one of
@@ -1080,6 +1116,41 @@ mod tests {
         s.add(&woken(20_004_510, trainer, WakeBy::Task, worker), Feeder::Worker);
         s.finish(20_010_000);
         assert_eq!(s.data_wait(10, &[20]), 1000 + 1000 + 500 + 500);
+    }
+
+    /// A loader thread that drops the GIL wakes the trainer waiting for
+    /// it: a wait for the GIL, never for data, and no batch handed on.
+    #[test]
+    fn a_wait_for_the_gil_is_not_a_data_wait() {
+        let mut s = SchedTimes::default();
+        let (main, loader, pin) = ((10, 10), (10, 11), (10, 12));
+        s.add_t(&run(0, main));
+        s.add_t(&sleep_in(100, main, SleepCall::Gil));
+        s.add(&woken(400, main, WakeBy::Task, loader), Feeder::Thread);
+        s.add_t(&run(410, main));
+        // Timed out (the switch interval), then a loader drops it.
+        s.add_t(&sleep_in(500, main, SleepCall::Gil));
+        s.add(&woken(600, main, WakeBy::Timer, (0, 0)), Feeder::No);
+        s.add_t(&run(610, main));
+        s.add_t(&sleep_in(620, main, SleepCall::Gil));
+        s.add(&woken(700, main, WakeBy::Task, loader), Feeder::Thread);
+        s.add_t(&run(710, main));
+        // The pin thread, handed the GIL by a loader, then wakes the trainer.
+        s.add_t(&sleep_in(720, pin, SleepCall::Gil));
+        s.add(&woken(730, pin, WakeBy::Task, loader), Feeder::Thread);
+        s.add_t(&sleep_in(800, main, SleepCall::Futex));
+        s.add_t(&woken(900, main, WakeBy::Task, pin));
+        // A real batch.
+        s.add_t(&run(910, main));
+        s.add_t(&sleep_in(1000, main, SleepCall::Futex));
+        s.add(&woken(1050, main, WakeBy::Task, loader), Feeder::Thread);
+        // A call that covered part of the first wait takes that part.
+        s.call(10, 10, 150, 250, CallKind::OwnIo);
+        s.finish(1100);
+        assert_eq!(s.data_wait(10, &[]), 50);
+        assert_eq!(s.gil_wait(10), 300 + 100 + 80);
+        assert_eq!(s.in_calls[&10].gil_wait, 100);
+        assert!(s.gil_seen);
     }
 
     #[test]

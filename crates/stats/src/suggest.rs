@@ -51,6 +51,11 @@ pub const META_SHARE_MIN: f64 = 0.5;
 /// ...and those calls at least this share of their time.
 pub const FILE_TIME_MATTER: f64 = 0.1;
 
+/// `gil`: the trainer waited for its GIL at least this share of its time
+/// while it had loader threads (a tenth, as for data: beyond what two
+/// recordings of one job differ by).
+pub const GIL_WAIT_MIN: f64 = 0.1;
+
 /// One suggestion: the rule that made it, its sentence, what it explains
 /// (the share of the loaders' time its cause accounts for: the rank) and
 /// the figures it used.
@@ -101,6 +106,9 @@ pub struct PathRead {
 pub struct Evidence {
     /// The trainer's share of its time waiting for data.
     pub data_wait: f64,
+    /// Its share waiting for its GIL, and its loader threads.
+    pub gil_wait: f64,
+    pub loader_threads: usize,
     /// Loaders alive at once, what one is called, and whether threads.
     pub loaders: usize,
     pub word: &'static str,
@@ -205,6 +213,8 @@ impl Evidence {
         });
         Evidence {
             data_wait: b.data_wait,
+            gil_wait: b.gil_wait.unwrap_or(0.0),
+            loader_threads: stats.trainer().map_or(0, |t| t.loader_threads.len()),
             loaders: w.at_once,
             word: w.word,
             threads: w.kind == "threads",
@@ -299,6 +309,26 @@ pub fn deeper_prefetch(e: &Evidence) -> Option<Suggestion> {
             ("loaders_sleep_fraction", e.sleep.into()),
             ("data_wait_fraction", e.data_wait.into()),
         ],
+    })
+}
+
+/// Loader threads that decode holding the GIL take it from the trainer at
+/// every switch interval (and when a batch comes): it waits for the GIL.
+pub fn gil(e: &Evidence) -> Option<Suggestion> {
+    if e.gil_wait < GIL_WAIT_MIN || e.loader_threads == 0 {
+        return None;
+    }
+    let n = e.loader_threads;
+    Some(Suggestion {
+        rule: "gil",
+        text: format!(
+            "the GIL: its {n} loader thread{} held the GIL while the trainer waited for it {} of its time: use worker \
+             processes (DataLoader num_workers > 0) or a decode that releases the GIL",
+            if n == 1 { "" } else { "s" },
+            pct(e.gil_wait)
+        ),
+        explains: e.gil_wait,
+        figures: vec![("loader_threads", e.loader_threads.into()), ("gil_wait_fraction", e.gil_wait.into())],
     })
 }
 
@@ -452,7 +482,12 @@ const RULES: [fn(&Evidence) -> Option<Suggestion>; 5] =
 /// The suggestions for `e`, most explaining first, at most
 /// [`MAX_SUGGESTIONS`]; or why there are none.
 pub fn rules(e: &Evidence) -> (Vec<Suggestion>, Option<String>) {
+    // Loader threads holding the GIL slow the trainer whatever its data wait.
+    let gil = gil(e);
     if e.data_wait < DATA_WAIT_MIN {
+        if let Some(g) = gil {
+            return (vec![g], None);
+        }
         let why = format!(
             "nothing about its input: the trainer waited for data {} of its time (below {})",
             pct(e.data_wait),
@@ -460,7 +495,7 @@ pub fn rules(e: &Evidence) -> (Vec<Suggestion>, Option<String>) {
         );
         return (Vec::new(), Some(why));
     }
-    let mut all: Vec<Suggestion> = RULES.iter().filter_map(|r| r(e)).collect();
+    let mut all: Vec<Suggestion> = RULES.iter().filter_map(|r| r(e)).chain(gil).collect();
     all.sort_by(|a, b| b.explains.total_cmp(&a.explains));
     all.truncate(MAX_SUGGESTIONS);
     if all.is_empty() {
@@ -534,6 +569,19 @@ mod tests {
         // Four idle CPUs on a 16-CPU machine, two loaders each on one: four more.
         let big = Evidence { loaders: 2, cpus: 16, cpu: 1.0, cpu_idle: Some(0.25), ..e };
         assert_eq!(more_workers(&big).unwrap().figures.last().unwrap().1, 6);
+    }
+
+    #[test]
+    fn gil_needs_loader_threads_and_a_trainer_waiting_for_its_gil() {
+        let e = Evidence { gil_wait: 0.3, loader_threads: 2, ..base() };
+        let s = gil(&e).unwrap();
+        let held = "its 2 loader threads held the GIL while the trainer waited for it 30% of its time: use worker";
+        assert!(s.text.contains(held), "{}", s.text);
+        assert_eq!(fired(&e), ["gil"]);
+        // Below the data-wait threshold too: the GIL is not data.
+        assert_eq!(fired(&Evidence { data_wait: 0.0, ..e.clone() }), ["gil"]);
+        assert!(gil(&Evidence { gil_wait: GIL_WAIT_MIN - 0.01, ..e.clone() }).is_none());
+        assert!(gil(&Evidence { loader_threads: 0, ..e }).is_none());
     }
 
     #[test]
@@ -682,9 +730,11 @@ mod tests {
             disk,
             paths: vec![PathRead { lines: vec![("a.py:1 in f".into(), 2)], ..read("/d/a", 3, 1) }, read("/d/b", 1, 1)],
             meta_line: Some(("a.py:1 in f".into(), 1.0)),
+            gil_wait: 1.0,
+            loader_threads: 1,
             ..base()
         };
-        for rule in RULES {
+        for rule in RULES.iter().chain(&[gil as fn(&Evidence) -> Option<Suggestion>]) {
             let s = rule(&e).unwrap();
             assert!(verdict.contains(&format!("| `{}` |", s.rule)), "docs/verdict.md does not list {}", s.rule);
             assert!(json.contains(&format!("`{}`", s.rule)), "docs/stats-json.md does not name {}", s.rule);

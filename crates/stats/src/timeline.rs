@@ -25,6 +25,8 @@ pub struct Span {
     /// out of the states, as `gpu_wait` is).
     pub collective_wait: f64,
     pub collective_call: f64,
+    /// Asleep waiting for its Python's GIL (within the sleeps).
+    pub gil_wait: f64,
     /// Bytes the trainer's loaders read from files by calls, and of them
     /// brought from storage into the page cache (at the call's end).
     pub read_bytes: f64,
@@ -61,6 +63,7 @@ impl Span {
         self.data_wait += o.data_wait * k;
         self.collective_wait += o.collective_wait * k;
         self.collective_call += o.collective_call * k;
+        self.gil_wait += o.gil_wait * k;
         self.read_bytes += o.read_bytes * k;
         self.storage_bytes += o.storage_bytes * k;
         self.gpu_wait += o.gpu_wait * k;
@@ -82,6 +85,7 @@ pub enum Field {
     DataWait,
     CollectiveWait,
     CollectiveCall,
+    GilWait,
     ReadBytes,
     StorageBytes,
     GpuWait,
@@ -101,6 +105,7 @@ fn slot(s: &mut Span, f: Field) -> &mut f64 {
         Field::DataWait => &mut s.data_wait,
         Field::CollectiveWait => &mut s.collective_wait,
         Field::CollectiveCall => &mut s.collective_call,
+        Field::GilWait => &mut s.gil_wait,
         Field::ReadBytes => &mut s.read_bytes,
         Field::StorageBytes => &mut s.storage_bytes,
         Field::GpuWait => &mut s.gpu_wait,

@@ -34,6 +34,9 @@ pub struct Breakdown {
     pub runnable: f64,
     /// Everything else: other sleeps and waits.
     pub other: f64,
+    /// Asleep waiting for its Python's GIL (taken from `other`); `None`
+    /// in a log with no wait for a GIL, where the share is not shown.
+    pub gil_wait: Option<f64>,
 }
 
 /// One share of a [`Breakdown`]: its key in `verdict.breakdown`, what a
@@ -45,10 +48,18 @@ pub struct Share {
     pub of: fn(&Breakdown) -> f64,
 }
 
+impl Share {
+    /// Whether `b` has this share: all but `gil_wait` always.
+    pub fn shown_in(&self, b: &Breakdown) -> bool {
+        self.key != "gil_wait" || b.gil_wait.is_some()
+    }
+}
+
 impl Breakdown {
-    /// The seven shares, in the order they are listed (each named once:
-    /// the JSON, the sentence, `diff` and the report's bars read these).
-    pub const SHARES: [Share; 7] = [
+    /// The eight shares, in the order they are listed (each named once:
+    /// the JSON, the sentence, `diff` and the report's bars read these;
+    /// see [`Share::shown_in`]).
+    pub const SHARES: [Share; 8] = [
         Share { key: "data_wait", name: "data wait", phrase: "waiting for data", of: |b| b.data_wait },
         Share {
             key: "collective_wait",
@@ -60,8 +71,45 @@ impl Breakdown {
         Share { key: "own_io", name: "own file I/O", phrase: "in its own file I/O", of: |b| b.own_io },
         Share { key: "on_cpu", name: "on CPU", phrase: "on CPU", of: |b| b.on_cpu },
         Share { key: "runnable", name: "waiting for a CPU", phrase: "waiting for a CPU", of: |b| b.runnable },
+        Share {
+            key: "gil_wait",
+            name: "waiting for the GIL",
+            phrase: "waiting for the GIL",
+            of: |b| b.gil_wait.unwrap_or(0.0),
+        },
         Share { key: "other", name: "otherwise asleep", phrase: "otherwise asleep", of: |b| b.other },
     ];
+
+    /// The shares this breakdown has.
+    pub fn shares(&self) -> impl Iterator<Item = &'static Share> + '_ {
+        Self::SHARES.iter().filter(move |s| s.shown_in(self))
+    }
+
+    /// With `ns` of the total waiting for the GIL (`None`: a log with no
+    /// such wait), out of `other`, where those sleeps were; scaled with
+    /// the other parts where records out of order make them overlap.
+    pub(crate) fn with_gil(mut self, total: f64, ns: Option<f64>) -> Breakdown {
+        let Some(ns) = ns.filter(|_| total > 0.0) else { return self };
+        let mut g = (ns / total).clamp(0.0, 1.0);
+        let sum = 1.0 - self.other + g;
+        if sum > 1.0 {
+            let parts = [
+                &mut self.data_wait,
+                &mut self.collective_wait,
+                &mut self.gpu_wait,
+                &mut self.own_io,
+                &mut self.on_cpu,
+                &mut self.runnable,
+                &mut g,
+            ];
+            for x in parts {
+                *x /= sum;
+            }
+        }
+        self.other = (1.0 - sum).max(0.0);
+        self.gil_wait = Some(g);
+        self
+    }
 
     /// From ns: the total, and each part but `other` (the rest).
     #[allow(clippy::too_many_arguments)]
@@ -86,6 +134,7 @@ impl Breakdown {
             on_cpu: f(on_cpu),
             runnable: f(runnable),
             other: 0.0,
+            gil_wait: None,
         };
         // Records a few microseconds out of order can make the parts
         // overlap by as much: they are scaled to fit.
@@ -130,13 +179,13 @@ impl Breakdown {
     }
 
     pub fn to_json(self) -> Value {
-        Value::Object(Self::SHARES.iter().map(|s| (s.key.to_string(), Value::from((s.of)(&self)))).collect())
+        Value::Object(self.shares().map(|s| (s.key.to_string(), Value::from((s.of)(&self)))).collect())
     }
 
     /// `on CPU 40%, waiting for data 31%, ...`: the parts over 0.5%,
     /// largest first, but `skip` (the one the sentence leads with).
     fn text(&self, skip: &str) -> String {
-        let mut parts = Self::SHARES.map(|s| ((s.of)(self), s.phrase));
+        let mut parts: Vec<(f64, &str)> = self.shares().map(|s| ((s.of)(self), s.phrase)).collect();
         parts.sort_by(|a, b| b.0.total_cmp(&a.0));
         let shown: Vec<String> = parts
             .iter()
@@ -370,6 +419,17 @@ impl Stats {
         main.fraction(ns).map(|f| f.min(1.0))
     }
 
+    /// A process's main thread's share of its time waiting for its
+    /// Python's GIL; `None` without scheduling or in a log with no such wait.
+    pub fn gil_wait_fraction(&self, p: &ProcStats) -> Option<f64> {
+        if !self.has_sched() || !self.sched.gil_seen {
+            return None;
+        }
+        let main = self.sched.main_thread.get(&p.pid)?;
+        let ic = self.sched.in_calls.get(&p.pid).copied().unwrap_or_default();
+        main.fraction(self.sched.gil_wait(p.pid).saturating_sub(ic.gil_wait))
+    }
+
     /// What the trainer's loaders did, and what they read: its worker
     /// processes, or its loader threads.
     fn workers_summary(&self, t: &ProcStats, workers: &[&ProcStats]) -> Workers {
@@ -542,7 +602,8 @@ impl Stats {
                     w.own_io,
                     w.cpu,
                     w.runnable,
-                );
+                )
+                .map(|b| b.with_gil(w.total(), self.sched.gil_seen.then_some(w.gil_wait)));
                 EpochVerdict {
                     name,
                     start,
@@ -926,6 +987,23 @@ mod tests {
         let t = j["processes"].as_array().unwrap().iter().find(|p| p["pid"] == 10).unwrap();
         assert!(t["gpu_wait_fraction"].as_f64().unwrap() > 0.25, "{t}");
         assert!(t["own_io_fraction"].as_f64().unwrap() > 0.05, "{t}");
+    }
+
+    #[test]
+    fn the_gil_wait_comes_out_of_other_and_the_shares_still_add_up() {
+        let close = |a: f64, e: f64| (a - e).abs() < 1e-9;
+        let sum = |b: &super::Breakdown| super::Breakdown::SHARES.iter().map(|s| (s.of)(b)).sum::<f64>();
+        let of = |data, cpu, gil| super::Breakdown::of(1.0, data, 0.0, 0.0, 0.0, cpu, 0.1).unwrap().with_gil(1.0, gil);
+        let b = of(0.2, 0.3, Some(0.25));
+        assert!(close(b.gil_wait.unwrap(), 0.25) && close(b.other, 0.15) && close(sum(&b), 1.0), "{b:?}");
+        assert_eq!(b.to_json().as_object().unwrap().len(), 8);
+        // Overlapping by records out of order: scaled with the rest.
+        let b = of(0.5, 0.4, Some(0.25));
+        assert!(close(b.gil_wait.unwrap(), 0.2) && close(b.other, 0.0) && close(sum(&b), 1.0), "{b:?}");
+        // A log without a wait for a GIL: no such share.
+        let b = of(0.2, 0.3, None);
+        assert!(b.gil_wait.is_none() && close(b.other, 0.4), "{b:?}");
+        assert_eq!(b.to_json().as_object().unwrap().len(), 7);
     }
 
     /// A call that began before the history kept to split it is said.

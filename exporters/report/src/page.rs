@@ -370,9 +370,16 @@ pub fn render_pair(before: &Report, after: &Report, diff: &Diff) -> Result<Strin
     Ok(o)
 }
 
-/// Colours of the seven shares in the comparison's bars.
+/// Colours of the eight shares in the comparison's bars.
 const SHARE_COLOURS: [&str; mltrace_stats::diff::SHARES.len()] =
-    ["#d62728", "#9467bd", "#2ca02c", "#8c564b", "#1f77b4", "#ff7f0e", "#c7c7c7"];
+    ["#d62728", "#9467bd", "#2ca02c", "#8c564b", "#1f77b4", "#ff7f0e", "#e377c2", "#c7c7c7"];
+
+/// The shares the comparison has, each with its colour.
+fn coloured_shares(d: &Diff) -> Vec<(&'static mltrace_stats::Share, &'static str)> {
+    let shown = d.shares();
+    let all = mltrace_stats::diff::SHARES.iter().zip(SHARE_COLOURS);
+    all.filter(|(s, _)| shown.iter().any(|x| x.key == s.key)).collect()
+}
 
 /// The comparison of two runs (`mltrace diff`'s figures): its line, the
 /// trainer's time as two bars, and its tables.
@@ -435,7 +442,7 @@ fn compare(d: &Diff, o: &mut String) {
     );
 }
 
-/// The trainer's time in each run as a bar of its seven shares, with
+/// The trainer's time in each run as a bar of its shares, with
 /// their values as data (`data-shares="data_wait:0.41,..."`).
 fn share_bars(d: &Diff, o: &mut String) {
     let runs = [("before", d.before.breakdown), ("after", d.after.breakdown)];
@@ -453,7 +460,7 @@ fn share_bars(d: &Diff, o: &mut String) {
         let y = 2.0 + i as f64 * (bar + gap);
         let side = |p: mltrace_stats::diff::Pair| if i == 0 { p.before } else { p.after };
         let shares: Vec<(&str, f64)> =
-            mltrace_stats::diff::SHARES.iter().map(|s| (s.key, side(d.share(s)).unwrap_or(0.0))).collect();
+            coloured_shares(d).iter().map(|(s, _)| (s.key, side(d.share(s)).unwrap_or(0.0))).collect();
         let data: Vec<String> = shares.iter().map(|(k, v)| format!("{k}:{v:.4}")).collect();
         let _ = write!(
             o,
@@ -469,7 +476,7 @@ fn share_bars(d: &Diff, o: &mut String) {
             );
         } else {
             let mut x = left;
-            for ((_, v), colour) in shares.iter().zip(SHARE_COLOURS) {
+            for ((_, v), (_, colour)) in shares.iter().zip(coloured_shares(d)) {
                 let len = v * (w - left);
                 if len > 0.0 {
                     let _ = write!(
@@ -492,7 +499,7 @@ fn share_bars(d: &Diff, o: &mut String) {
         o.push_str("</g>");
     }
     o.push_str("</svg><div class=\"legend\">");
-    for (s, colour) in mltrace_stats::diff::SHARES.iter().zip(SHARE_COLOURS) {
+    for (s, colour) in coloured_shares(d) {
         let _ = write!(o, "<span><i style=\"background:{colour}\"></i>{}</span>", esc(s.name));
     }
     o.push_str("</div></figure>");
@@ -605,20 +612,27 @@ fn verdict(r: &Report, o: &mut String) {
         let _ = write!(o, "<p class=\"note\" id=\"next\">What to try next: {}.</p>", esc(n));
     }
     if let Some(b) = v.breakdown {
-        // The split of the trainer's time, as one table row that adds up.
-        let _ = write!(
-            o,
-            "<table><tr><th>waiting for data</th><th>waiting for other ranks</th><th>waiting for the GPU</th>\
-             <th>own file I/O</th><th>on CPU</th><th>waiting for a CPU</th><th>other</th></tr><tr><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>",
-            pct(Some(b.data_wait)),
-            pct(Some(b.collective_wait)),
-            pct(Some(b.gpu_wait)),
-            pct(Some(b.own_io)),
-            pct(Some(b.on_cpu)),
-            pct(Some(b.runnable)),
-            pct(Some(b.other)),
-        );
+        // The split of the trainer's time, as one table row that adds up
+        // (the GIL's column only where the log has a wait for it).
+        let gil = b.gil_wait.map(|g| ("waiting for the GIL", g));
+        let cols = [
+            ("waiting for data", b.data_wait),
+            ("waiting for other ranks", b.collective_wait),
+            ("waiting for the GPU", b.gpu_wait),
+            ("own file I/O", b.own_io),
+            ("on CPU", b.on_cpu),
+            ("waiting for a CPU", b.runnable),
+        ];
+        let cols: Vec<(&str, f64)> = cols.into_iter().chain(gil).chain([("other", b.other)]).collect();
+        o.push_str("<table><tr>");
+        for (name, _) in &cols {
+            let _ = write!(o, "<th>{name}</th>");
+        }
+        o.push_str("</tr><tr>");
+        for (_, f) in &cols {
+            let _ = write!(o, "<td>{}</td>", pct(Some(*f)));
+        }
+        o.push_str("</tr></table>");
     }
     if !v.epochs.is_empty() {
         o.push_str(

@@ -63,10 +63,12 @@ pub struct Layout {
     pub b_size: u16,
     pub b_data: u16,
     pub _pad: u16,
+    pub gil_size: u16,
+    pub gil_off: u32,
 }
 
 impl Layout {
-    /// `sizeof(struct py_layout)`: 66 bytes of fields, padded to 8.
+    /// `sizeof(struct py_layout)`: 72 bytes, no padding.
     pub const SIZE: usize = 72;
 
     /// The map value's bytes (little-endian, as the BPF side reads them).
@@ -100,10 +102,12 @@ impl Layout {
             self.b_size,
             self.b_data,
             self._pad,
+            self.gil_size,
         ];
         for (i, h) in halves.iter().enumerate() {
             b[24 + 2 * i..26 + 2 * i].copy_from_slice(&h.to_le_bytes());
         }
+        b[68..72].copy_from_slice(&self.gil_off.to_le_bytes());
         b
     }
 }
@@ -197,6 +201,10 @@ struct Offsets {
     u_ascii_bit: u8,
     b_size: u16,
     b_data: u16,
+    /// The main interpreter's `struct _gil_runtime_state`: its distance from
+    /// `_PyRuntime` and its size.
+    gil_off: u32,
+    gil_size: u16,
 }
 
 // The tables: offsets.c's output, pasted, for x86-64 and the default (GIL)
@@ -230,6 +238,8 @@ const PY39: Offsets = Offsets {
     u_ascii_bit: 6,
     b_size: 16,
     b_data: 32,
+    gil_off: 352,
+    gil_size: 208,
 };
 /// From offsets.c against the 3.10.13 headers.
 const PY310: Offsets = Offsets {
@@ -257,6 +267,8 @@ const PY310: Offsets = Offsets {
     u_ascii_bit: 6,
     b_size: 16,
     b_data: 32,
+    gil_off: 352,
+    gil_size: 208,
 };
 /// From offsets.c against the 3.11.7 headers.
 const PY311: Offsets = Offsets {
@@ -284,6 +296,8 @@ const PY311: Offsets = Offsets {
     u_ascii_bit: 6,
     b_size: 16,
     b_data: 32,
+    gil_off: 360,
+    gil_size: 208,
 };
 /// From offsets.c against the 3.12.1 headers.
 const PY312: Offsets = Offsets {
@@ -311,6 +325,8 @@ const PY312: Offsets = Offsets {
     u_ascii_bit: 6,
     b_size: 16,
     b_data: 32,
+    gil_off: 77432,
+    gil_size: 208,
 };
 /// From offsets.c against the 3.13.0 headers.
 const PY313: Offsets = Offsets {
@@ -338,6 +354,8 @@ const PY313: Offsets = Offsets {
     u_ascii_bit: 6,
     b_size: 16,
     b_data: 32,
+    gil_off: 96104,
+    gil_size: 208,
 };
 /// From offsets.c against the 3.14.10 headers.
 const PY314: Offsets = Offsets {
@@ -365,6 +383,8 @@ const PY314: Offsets = Offsets {
     u_ascii_bit: 6,
     b_size: 16,
     b_data: 32,
+    gil_off: 98536,
+    gil_size: 208,
 };
 
 fn table(minor: u8) -> Option<&'static Offsets> {
@@ -824,6 +844,8 @@ fn ready(m: &Mapping, f: &ElfFacts, name: Option<&Named>, in_exe: bool) -> Disco
         u_compact_size: off.u_compact_size,
         b_size: off.b_size,
         b_data: off.b_data,
+        gil_size: off.gil_size,
+        gil_off: off.gil_off,
         ..Layout::default()
     };
     Discovery::Ready(Interp {
@@ -1121,6 +1143,8 @@ time.sleep(600)
                 .collect();
             assert_eq!(walked, printed, "{python:?} ({:?})", interp.version);
             assert_eq!(walked[0].name, "sleeper_in_known_function");
+            // The GIL where the table has it: its switch interval, 5000 µs unless set.
+            assert_eq!(mem.u64(l.runtime + u64::from(l.gil_off)), 5000, "{python:?}: the GIL's interval");
             assert_eq!(walked[0].file, "<string>");
             eprintln!(
                 "{python:?}: {:?} {} at {:#x}{}, {} frames walked",
@@ -1311,11 +1335,13 @@ time.sleep(600)
             gen: 7,
             rt_interp: 0x1234,
             _pad: 0xabcd,
+            gil_size: 0xd0,
+            gil_off: 0x0001_7968,
             ..Layout::default()
         };
         let b = l.to_bytes();
         assert_eq!((b[0], b[16], b[17], b[18], b[19], b[20]), (1, 1, 3, 2, 1, 7));
-        assert_eq!((b[24], b[25], b[64], b[65]), (0x34, 0x12, 0xcd, 0xab));
-        assert_eq!(b[66..], [0; 6]);
+        assert_eq!((b[24], b[25], b[64], b[65], b[66], b[67]), (0x34, 0x12, 0xcd, 0xab, 0xd0, 0));
+        assert_eq!(b[68..], [0x68, 0x79, 0x01, 0]);
     }
 }

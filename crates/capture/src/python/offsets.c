@@ -129,6 +129,13 @@ int main(void)
 	printf("    u_ascii_bit: %d,\n", low_bit(STATE_MASK(ascii, 1)));
 	printf("    b_size: %lu,\n", O(PyVarObject, ob_size));
 	printf("    b_data: %lu,\n", O(PyBytesObject, ob_sval));
+	/* The main interpreter's GIL, whose cond and mutex its waiters sleep on. */
+#if PY_VERSION_HEX >= 0x030C0000
+	printf("    gil_off: %lu,\n", O(_PyRuntimeState, _main_interpreter) + O(PyInterpreterState, _gil));
+#else
+	printf("    gil_off: %lu,\n", O(_PyRuntimeState, ceval.gil));
+#endif
+	printf("    gil_size: %lu,\n", (unsigned long)sizeof(struct _gil_runtime_state));
 	printf("};\n");
 
 #if PY_VERSION_HEX >= 0x030D0000
