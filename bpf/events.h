@@ -654,6 +654,9 @@ struct ev_nccl {
 #define PY_DEPTH 32
 #define PY_STR 256
 #define PY_LINES 8192
+/* Bytes of a frame the walk reads at once: f_back, f_code, f_instr and
+ * f_owner lie in them (8-byte aligned, the owner a byte), in every version. */
+#define PY_FRAME_READ 128
 
 enum py_state {
 	PY_PENDING = 0,  /* asked user space; asked again after PY_REASK_NS */

@@ -66,9 +66,17 @@ fn interpreters() -> Vec<Interp> {
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let w: Vec<&str> = line.split_whitespace().collect();
             if let [suite, dir, py] = w[..] {
+                // Run through a shell in the chroot, the recorder is not told
+                // of the interpreter up front (docs/what-is-recorded.md): a
+                // first process of it, alive long enough for the recorder
+                // to read it (a second: its answer comes in milliseconds,
+                // tens of them on a busy machine), comes before the
+                // workload, whose processes are then walked from their
+                // first call after loading it.
+                let first = format!("{py} -c 'import time; time.sleep(1)' && exec {py} \"$@\"");
                 v.push(Interp {
                     name: format!("Debian {suite} {py}"),
-                    argv: vec!["chroot".into(), dir.into(), py.into()],
+                    argv: vec!["chroot".into(), dir.into(), "/bin/sh".into(), "-c".into(), first, "sh".into()],
                     root: Some(PathBuf::from(dir)),
                 });
             }

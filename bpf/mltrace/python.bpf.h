@@ -76,6 +76,7 @@ struct py_heap {
 	struct py_key key;
 	struct py_key ck;
 	struct py_layout fresh;
+	u8 frame[PY_FRAME_READ];  /* the frame being read */
 	u32 next;  /* this CPU's stacks so far: ids are (next << 10) | cpu */
 };
 
@@ -275,16 +276,26 @@ __noinline u32 py_stack(u64 id)
 
 		if (!f)
 			break;
-		fr->code = py_ptr(f + l->f_code) & ~7ULL;
-		fr->instr = py_ptr(f + l->f_instr);
+		/* The frame's first PY_FRAME_READ bytes hold every field the walk
+		 * reads (user space checks it): one read, not four. */
+		if (!bpf_probe_read_user(hp->frame, sizeof(hp->frame), (void *)f)) {
+			fr->code = *(u64 *)&hp->frame[l->f_code & (PY_FRAME_READ - 8)] & ~7ULL;
+			fr->instr = *(u64 *)&hp->frame[l->f_instr & (PY_FRAME_READ - 8)];
+			fr->owner = hp->frame[l->f_owner & (PY_FRAME_READ - 1)];
+			f = *(u64 *)&hp->frame[l->f_back & (PY_FRAME_READ - 8)];
+		} else {
+			/* The end of a mapping: field by field. */
+			fr->code = py_ptr(f + l->f_code) & ~7ULL;
+			fr->instr = py_ptr(f + l->f_instr);
+			fr->owner = 0;
+			bpf_probe_read_user(&fr->owner, 1, (void *)(f + l->f_owner));
+			f = py_ptr(f + l->f_back);
+		}
 		fr->ident = py_ptr(fr->code + l->co_lines);
-		fr->owner = 0;
-		bpf_probe_read_user(&fr->owner, 1, (void *)(f + l->f_owner));
 		h = (h ^ fr->code) * 0x100000001b3ULL;
 		h = (h ^ fr->instr) * 0x100000001b3ULL;
 		h = (h ^ fr->ident) * 0x100000001b3ULL;
 		depth = i + 1;
-		f = py_ptr(f + l->f_back);
 	}
 	if (!depth)
 		return 0;

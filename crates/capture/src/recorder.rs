@@ -292,6 +292,10 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         summaries: opts.bpf.summary_slow_ns.map(|_| crate::summary::Summaries::default()),
         uprobes,
     };
+    let mut consumer = consumer;
+    if let (Some(p), true) = (&program, opts.bpf.py_stacks) {
+        crate::python::prime(&skel, p, &mut consumer.dec.py);
+    }
     let flush = opts.flush_interval;
     let interval = opts.sample_interval;
     let gpu = opts.gpu.take();

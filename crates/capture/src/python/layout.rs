@@ -772,6 +772,39 @@ pub fn discover(pid: u32) -> Discovery {
     Discovery::NotPython
 }
 
+/// The interpreter a program file runs, before any process runs it: the
+/// file itself when it defines `_PyRuntime`, else the `libpython3.X` it
+/// needs, found where such an executable's loader finds it (beside it in
+/// `../lib`, then the system's directories). `runtime` is then where
+/// `_PyRuntime` is in the file (see [`Interp::map_delta`]).
+pub fn from_file(path: &Path) -> Option<Discovery> {
+    let f = read_facts(path).ok()?;
+    if f.runtime.is_some() {
+        return Some(from_facts(path, &f, true));
+    }
+    let lib = f.needed.iter().find(|n| named(n).is_some_and(|n| n.lib))?;
+    let beside = path.parent().map(|d| d.join("../lib"));
+    let dirs = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/local/lib", "/usr/lib", "/lib"];
+    let found = beside.into_iter().chain(dirs.iter().map(PathBuf::from)).map(|d| d.join(lib)).find(|p| p.exists())?;
+    let f = read_facts(&found).ok()?;
+    f.runtime.is_some().then(|| from_facts(&found, &f, false))
+}
+
+fn from_facts(path: &Path, f: &ElfFacts, in_exe: bool) -> Discovery {
+    let Ok(md) = fs::metadata(path) else { return Discovery::NotPython };
+    // As the maps give a device (major << 32 | minor), mapped at its link address.
+    let dev = (u64::from(libc::major(md.dev())) << 32) | u64::from(libc::minor(md.dev()));
+    let m = Mapping {
+        start: f.load.0,
+        end: f.load.0 + 1,
+        offset: 0,
+        dev,
+        inode: md.ino(),
+        path: path.display().to_string(),
+    };
+    ready(&m, f, named(file_name(&m.path)).as_ref(), in_exe)
+}
+
 /// The interpreter whose `_PyRuntime` is in `m`'s file.
 fn ready(m: &Mapping, f: &ElfFacts, name: Option<&Named>, in_exe: bool) -> Discovery {
     let debug = read_debug(&f.runtime_head);

@@ -330,6 +330,45 @@ pub fn tell_kernel(
     skel.maps.py_procs.update(&key, bytes, MapFlags::EXIST).map(|()| true)
 }
 
+/// Before the command runs: when its program is a Python interpreter (or a
+/// script whose `#!` names one, as `torchrun` is), the kernel side is told
+/// of the interpreter's file, so that the command is walked from its first
+/// call after loading it rather than once user space has answered for it.
+pub fn prime(skel: &crate::bpf::Skeleton<'_>, program: &std::path::Path, py: &mut PyStacks) {
+    let Some(interp) = interpreter_of(program, 0) else { return };
+    if let Some(layout::Discovery::Ready(i)) = layout::from_file(&interp) {
+        if i.unwalkable().is_none() && tell_kernel_file(skel, &i).is_ok() {
+            py.bin_told(&i);
+        }
+    }
+}
+
+/// The program file that runs when `program` is exec'd: itself, or the
+/// interpreter its `#!` line names (`/usr/bin/env python3` searched in PATH).
+fn interpreter_of(program: &std::path::Path, depth: u32) -> Option<std::path::PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).and_then(|mut f| f.read(&mut head)).ok()?;
+    let Some(line) = head[..n].strip_prefix(b"#!") else { return Some(program.to_path_buf()) };
+    let line = String::from_utf8_lossy(line.split(|&b| b == b'\n').next()?).into_owned();
+    let mut words = line.split_whitespace();
+    let mut interp = std::path::PathBuf::from(words.next()?);
+    if interp.file_name().is_some_and(|n| n == "env") {
+        let name = words.find(|w| !w.starts_with('-'))?;
+        interp = std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())?;
+    }
+    // A script run by a script (a launcher shim): its interpreter, once.
+    if depth == 0 {
+        interpreter_of(&interp, 1)
+    } else {
+        Some(interp)
+    }
+}
+
 /// Tells the kernel side of `interp`'s file, so that the processes that
 /// load it later are walked from their first call after (see struct py_bin).
 pub fn tell_kernel_file(skel: &crate::bpf::Skeleton<'_>, interp: &layout::Interp) -> Result<(), libbpf_rs::Error> {
@@ -350,7 +389,29 @@ pub fn tell_kernel_file(skel: &crate::bpf::Skeleton<'_>, interp: &layout::Interp
     skel.maps.py_bins.update(key, value, MapFlags::ANY)
 }
 
+/// Bytes of a frame the kernel side reads at once (events.h's PY_FRAME_READ).
+const FRAME_READ: u16 = 128;
+
 impl layout::Interp {
+    /// Why the kernel side's walk cannot read this interpreter's frames:
+    /// it reads a frame's first [`FRAME_READ`] bytes at once, and the
+    /// pointers in them whole (an interpreter's own `_Py_DebugOffsets`
+    /// could name others).
+    pub fn unwalkable(&self) -> Option<String> {
+        let l = &self.layout;
+        let word = |off: u16| off % 8 == 0 && off <= FRAME_READ - 8;
+        let fits = word(l.f_code)
+            && word(l.f_back)
+            && word(l.f_instr)
+            && (l.f_owner == layout::NO_OWNER || l.f_owner < FRAME_READ);
+        (!fits).then(|| {
+            format!(
+                "its frames' fields (code {}, caller {}, instruction {}, owner {}) are not where the walk reads them",
+                l.f_code, l.f_back, l.f_instr, l.f_owner
+            )
+        })
+    }
+
     /// The layout as the kernel side's map holds it.
     pub fn bpf_layout(&self) -> crate::skel::types::py_layout {
         const _: () = assert!(std::mem::size_of::<crate::skel::types::py_layout>() == layout::Layout::SIZE);
@@ -369,8 +430,12 @@ impl layout::Interp {
         }
     }
 
+    /// `3.11.7`; before 3.11 (no `Py_Version`: the version is the file
+    /// name's) without the micro version, which is not known.
     pub fn version_text(&self) -> String {
-        let (a, b, c) = self.version;
-        format!("{a}.{b}.{c}")
+        match self.version {
+            (a, b, _) if (a, b) < (3, 11) => format!("{a}.{b}"),
+            (a, b, c) => format!("{a}.{b}.{c}"),
+        }
     }
 }

@@ -121,6 +121,11 @@ impl Consumer<'_> {
             // Told only when the kernel side's entry is still the one that
             // asked (Ok(false): the process exec'd since, and asks again).
             match discover(pid) {
+                Discovery::Ready(i) if i.unwalkable().is_some() => {
+                    if tell_kernel(skel, pid, gen, None).unwrap_or(true) {
+                        c.decided(pid, None, &i.version_text(), &i.unwalkable().unwrap_or_default(), enc);
+                    }
+                }
                 Discovery::Ready(i) => match tell_kernel(skel, pid, gen, Some(&i.bpf_layout())) {
                     Ok(true) => {
                         c.decided(pid, Some(i.lines()), &i.version_text(), "", enc);
