@@ -750,9 +750,10 @@ struct ev_pyprobe {
 struct py_frame {
 	u64 code;   /* f_code or f_executable (its low 3 bits cleared: 3.14 tags them) */
 	u64 instr;  /* the 8 bytes at f_instr: f_lasti in the low 4, or the instruction pointer */
-	u64 ident;  /* the code's line table object, its own: a code object freed and
-		     * another made at its address (a module's, after its import) is
-		     * told apart by it (not by its name: every module's is one object) */
+	u64 ident;  /* the code's line table object, its own, read for a new stack: a
+		     * code object freed and another made at its address (a module's,
+		     * after its import) is told apart by it, not by its name (every
+		     * module's is one object) */
 	u8 owner;   /* the byte at f_owner (meaningless without one) */
 	u8 _pad[7];
 };

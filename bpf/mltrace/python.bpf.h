@@ -77,6 +77,12 @@ struct py_heap {
 	struct py_key ck;
 	struct py_layout fresh;
 	u8 frame[PY_FRAME_READ];  /* the frame being read */
+	/* This CPU's last thread and last stack: a thread making calls in a
+	 * loop finds them here, without the hash maps' lookups. */
+	u64 last_ts;
+	u32 last_tid;
+	u32 last_id;
+	struct py_key last_key;
 	u32 next;  /* this CPU's stacks so far: ids are (next << 10) | cpu */
 };
 
@@ -186,7 +192,7 @@ static __always_inline void py_code_send(struct py_heap *hp, struct py_layout *l
 }
 
 /* The calling thread's PyThreadState, or 0. */
-static __always_inline u64 py_tstate(struct py_layout *l, u32 tid)
+static __always_inline u64 py_tstate(struct py_heap *hp, struct py_layout *l, u32 tid)
 {
 	u64 want = tid, ts, *cached, interp;
 
@@ -198,9 +204,14 @@ static __always_inline u64 py_tstate(struct py_layout *l, u32 tid)
 			return 0;
 		want = BPF_CORE_READ(t, thread.fsbase);
 	}
+	if (hp->last_tid == tid && hp->last_ts && py_ptr(hp->last_ts + l->ts_tid) == want)
+		return hp->last_ts;
 	cached = bpf_map_lookup_elem(&py_threads, &tid);
-	if (cached && py_ptr(*cached + l->ts_tid) == want)
+	if (cached && py_ptr(*cached + l->ts_tid) == want) {
+		hp->last_tid = tid;
+		hp->last_ts = *cached;
 		return *cached;
+	}
 	interp = py_ptr(l->runtime + l->rt_interp);
 	if (!interp)
 		return 0;
@@ -208,6 +219,8 @@ static __always_inline u64 py_tstate(struct py_layout *l, u32 tid)
 	for (int i = 0; i < PY_THREADS && ts; i++) {
 		if (py_ptr(ts + l->ts_tid) == want) {
 			bpf_map_update_elem(&py_threads, &tid, &ts, BPF_ANY);
+			hp->last_tid = tid;
+			hp->last_ts = ts;
 			return ts;
 		}
 		ts = py_ptr(ts + l->ts_next);
@@ -233,6 +246,8 @@ __noinline int py_codes_new(u64 id, u32 depth)
 		if (i >= depth)
 			break;
 		hp->ck.val = hp->st.frames[i].code;
+		/* Read here, for new stacks only: the walk of every call does without it. */
+		hp->st.frames[i].ident = py_ptr(hp->ck.val + l->co_lines);
 		ident = bpf_map_lookup_elem(&py_codes, &hp->ck);
 		if (!hp->ck.val || (ident && *ident == hp->st.frames[i].ident))
 			continue;
@@ -265,7 +280,7 @@ __noinline u32 py_stack(u64 id)
 		py_ask(hp, l, tgid, id);
 		return 0;
 	}
-	ts = py_tstate(l, (u32)id);
+	ts = py_tstate(hp, l, (u32)id);
 	if (!ts)
 		return 0;
 	f = py_ptr(ts + l->ts_frame);
@@ -291,10 +306,8 @@ __noinline u32 py_stack(u64 id)
 			bpf_probe_read_user(&fr->owner, 1, (void *)(f + l->f_owner));
 			f = py_ptr(f + l->f_back);
 		}
-		fr->ident = py_ptr(fr->code + l->co_lines);
 		h = (h ^ fr->code) * 0x100000001b3ULL;
 		h = (h ^ fr->instr) * 0x100000001b3ULL;
-		h = (h ^ fr->ident) * 0x100000001b3ULL;
 		depth = i + 1;
 	}
 	if (!depth)
@@ -303,9 +316,14 @@ __noinline u32 py_stack(u64 id)
 	hp->key.tgid = tgid;
 	hp->key.gen = l->gen;
 	hp->key.val = h ^ hp->st.bits;
+	if (hp->last_id && hp->last_key.val == hp->key.val && hp->last_key.tgid == tgid && hp->last_key.gen == l->gen)
+		return hp->last_id;
 	known = bpf_map_lookup_elem(&py_stacks, &hp->key);
-	if (known)
+	if (known) {
+		hp->last_key = hp->key;
+		hp->last_id = *known;
 		return *known;
+	}
 	/* New to this process: its code objects, then the stack. */
 	py_codes_new(id, depth);
 	hp->next++;
