@@ -399,7 +399,7 @@ impl layout::Interp {
     /// could name others).
     pub fn unwalkable(&self) -> Option<String> {
         let l = &self.layout;
-        let word = |off: u16| off % 8 == 0 && off <= FRAME_READ - 8;
+        let word = |off: u16| off & 7 == 0 && off <= FRAME_READ - 8;
         let fits = word(l.f_code)
             && word(l.f_back)
             && word(l.f_instr)
