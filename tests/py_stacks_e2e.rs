@@ -105,7 +105,7 @@ fn record(py: &Interp, dir: &Path) -> (serde_json::Value, Vec<Rec>, String) {
             (work.clone(), repo().join("tests/workloads/py_stacks.py"), work.join("data"), work.join("out.json"))
         }
     };
-    let mut args = vec!["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap(), "--"];
+    let mut args = vec!["record", "-q", "-f", "--gpu", "off", "--py-stacks", "on", "-o", log.to_str().unwrap(), "--"];
     args.extend(py.argv.iter().map(String::as_str));
     args.extend([script.to_str().unwrap(), data.to_str().unwrap(), out.to_str().unwrap()]);
     let o = mltrace(&args, dir);
@@ -299,10 +299,22 @@ fn a_dataloaders_workers_reads_name_getitems_line() {
         let dir = tempfile::tempdir().unwrap();
         let (log, data) = (dir.path().join("loader.bin"), dir.path().join("data"));
         let o = mltrace(
-            &["record", "-q", "-f", "--gpu", "off", "-o", log.to_str().unwrap(), "--", py.to_str().unwrap()]
-                .into_iter()
-                .chain([script.to_str().unwrap(), data.to_str().unwrap(), context])
-                .collect::<Vec<_>>(),
+            &[
+                "record",
+                "-q",
+                "-f",
+                "--gpu",
+                "off",
+                "--py-stacks",
+                "on",
+                "-o",
+                log.to_str().unwrap(),
+                "--",
+                py.to_str().unwrap(),
+                script.to_str().unwrap(),
+                data.to_str().unwrap(),
+                context,
+            ],
             dir.path(),
         );
         let run = recorded(&o, log.clone(), dir.path());

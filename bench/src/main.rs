@@ -47,9 +47,9 @@ enum Tool {
     MltracePerCall,
     /// mltrace without scheduling capture: what scheduling costs.
     MltraceNoSched,
-    /// mltrace without the Python stacks (`--py-stacks off`): what the
-    /// walk costs, side by side with the default.
-    MltraceNoStacks,
+    /// mltrace with the Python stacks walked (`--py-stacks on`): what the
+    /// walk costs, side by side with the default (off).
+    MltraceStacks,
     /// Another build of mltrace (BENCH_BASELINE=PATH), run side by side:
     /// whether a change made the recorder slower.
     MltraceBaseline,
@@ -73,7 +73,7 @@ impl Tool {
             Tool::Mltrace => "mltrace record",
             Tool::MltracePerCall => "mltrace per-call route",
             Tool::MltraceNoSched => "mltrace --sched off",
-            Tool::MltraceNoStacks => "mltrace --py-stacks off",
+            Tool::MltraceStacks => "mltrace --py-stacks on",
             Tool::MltraceBaseline => "mltrace baseline",
             Tool::MltraceSummary => "mltrace summary",
             Tool::MltraceBaselineSummary => "mltrace baseline summary",
@@ -309,7 +309,7 @@ impl Bench {
             Tool::Mltrace
             | Tool::MltracePerCall
             | Tool::MltraceNoSched
-            | Tool::MltraceNoStacks
+            | Tool::MltraceStacks
             | Tool::MltraceBaseline
             | Tool::MltraceSummary
             | Tool::MltraceBaselineSummary => {
@@ -322,7 +322,7 @@ impl Bench {
                 let mode: &[&str] = match tool {
                     Tool::MltraceSummary | Tool::MltraceBaselineSummary => &["--detail", "summary", "--slow", "1ms"],
                     Tool::MltracePerCall => &["--sched", "on", "--syscall-probes", "per-call"],
-                    Tool::MltraceNoStacks => &["--sched", "on", "--py-stacks", "off"],
+                    Tool::MltraceStacks => &["--sched", "on", "--py-stacks", "on"],
                     _ => &["--sched", sched],
                 };
                 let (s, rss) = rss_of(
@@ -446,7 +446,7 @@ fn main() -> Result<()> {
         Tool::Mltrace,
         Tool::MltracePerCall,
         Tool::MltraceNoSched,
-        Tool::MltraceNoStacks,
+        Tool::MltraceStacks,
     ]
     .into_iter()
     .filter(|&t| wanted(t))

@@ -121,17 +121,17 @@ pub fn overhead(
         }
     }
     // What the Python stacks cost: the walk's points of the untraced time
-    // on the Python loaders, side by side with --py-stacks off.
+    // on the Python loaders, --py-stacks on side by side with the default.
     let q = workloads.iter().position(|w| w.key == "q").map(|wi| (wi, "q"));
     for (wi, key) in p.into_iter().chain(q) {
         if let (Some(on), Some(off), Some(u)) =
-            (med(wi, Tool::Mltrace), med(wi, Tool::MltraceNoStacks), med(wi, Tool::Untraced))
+            (med(wi, Tool::MltraceStacks), med(wi, Tool::Mltrace), med(wi, Tool::Untraced))
         {
             let points = (on as f64 - off as f64) / u.max(1) as f64 * 100.0;
             let target = if key == "p" { format!("  {}", verdict(points <= 3.0)) } else { String::new() };
             let _ = writeln!(
                 table,
-                "  ({key}) Python stacks on vs --py-stacks off: {points:+.1} points of the untraced time{}{target}",
+                "  ({key}) --py-stacks on vs off (the default): {points:+.1} points of the untraced time{}{target}",
                 if key == "p" { " (target: at most 3)" } else { "" }
             );
         }

@@ -13,8 +13,9 @@
  * the call was made from, GIL released or not.
  */
 
-/* record --py-stacks */
-const volatile bool py_stacks_on = true;
+/* record --py-stacks on: the stacks are walked. Interpreters are read
+ * either way (a wait for the GIL is told from a wait for data, sched.bpf.h). */
+const volatile bool py_stacks_on = false;
 
 /* Ask again this long after user space was asked and did not decide (a
  * python executable whose libpython is not mapped yet). */
@@ -270,8 +271,8 @@ __noinline u32 py_stack(u64 id)
 	u64 ts, f, h = 0xcbf29ce484222325ULL;
 	struct py_heap *hp;
 
-	/* Off, or not Python: no more than a lookup. */
-	if (!py_stacks_on || (l && l->state == PY_NO))
+	/* Not Python: no more than a lookup. */
+	if (l && l->state == PY_NO)
 		return 0;
 	hp = bpf_map_lookup_elem(&py_heap, &zero);
 	if (!hp)
@@ -280,6 +281,8 @@ __noinline u32 py_stack(u64 id)
 		py_ask(hp, l, tgid, id);
 		return 0;
 	}
+	if (!py_stacks_on)
+		return 0;
 	ts = py_tstate(hp, l, (u32)id);
 	if (!ts)
 		return 0;
@@ -358,7 +361,7 @@ __noinline int py_adopt(u64 id, u64 ino, u32 dev, u64 base, u32 exec)
 	struct py_layout *l = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct ev_pyprobe *e;
 
-	if (!py_stacks_on || !hp || !b || (l && l->state != PY_PENDING) || (exec != 0) != (b->in_exe != 0))
+	if (!hp || !b || (l && l->state != PY_PENDING) || (exec != 0) != (b->in_exe != 0))
 		return 0;
 	hp->fresh = b->layout;
 	hp->fresh.runtime = base + (exec ? b->entry_delta : b->map_delta);

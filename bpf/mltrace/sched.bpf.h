@@ -74,8 +74,6 @@ static __always_inline bool on_gil(struct task_struct *t, struct pt_regs *regs)
 	struct py_layout *l;
 	u32 tgid;
 
-	if (!py_stacks_on)
-		return false;
 	tgid = BPF_CORE_READ(t, tgid);
 	l = bpf_map_lookup_elem(&py_procs, &tgid);
 	return l && l->state == PY_READY && BPF_CORE_READ(regs, di) - l->runtime - l->gil_off < l->gil_size;

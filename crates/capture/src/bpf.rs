@@ -65,7 +65,8 @@ pub struct BpfConfig {
     /// those that fail or take this long are recorded one by one.
     pub summary_slow_ns: Option<u64>,
     /// Walk the Python stack of each recorded call of a Python process
-    /// (python.bpf.h).
+    /// (python.bpf.h; Python processes' interpreters are read either way,
+    /// for their waits for the GIL).
     pub py_stacks: bool,
     /// Not root: the recording user's (uid, gid). A traced process whose
     /// user or group becomes another (a setuid or setgid exec, setuid()
@@ -107,7 +108,7 @@ impl Default for BpfConfig {
             cuda_launches: false,
             adopt: None,
             summary_slow_ns: None,
-            py_stacks: true,
+            py_stacks: false,
             only_ids: None,
         }
     }
@@ -908,22 +909,26 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
             detail: format!("mmap, munmap, mremap; anonymous mmaps counted per process{skipped}"),
         });
     }
-    if plan.py_stacks {
-        v.push(mltrace_log::Probe {
-            subsystem: mltrace_log::subsystem::PYTHON.into(),
-            mechanism: "in the syscall and uprobe programs".into(),
-            detail: format!(
+    v.push(mltrace_log::Probe {
+        subsystem: mltrace_log::subsystem::PYTHON.into(),
+        mechanism: "in the syscall and uprobe programs".into(),
+        detail: if plan.py_stacks {
+            format!(
                 "CPython 3.9 to 3.14 (GIL builds): each recorded call's frames, walked from the thread's state, {} \
-                 deep at most, each distinct stack and code object sent once per process{}",
+                 deep at most, each distinct stack and code object sent once per process; sleeps on the GIL{}",
                 crate::python::DEPTH,
                 if plan.mappings {
                     ""
                 } else {
                     "; without --mappings, a process is walked once user space has read it"
                 }
-            ),
-        });
-    }
+            )
+        } else {
+            "CPython 3.9 to 3.14 (GIL builds): each interpreter read, for the sleeps on its GIL; stacks not walked \
+             (--py-stacks on walks them)"
+                .into()
+        },
+    });
     if let Some(route) = plan.faults {
         v.push(mltrace_log::Probe {
             subsystem: mltrace_log::subsystem::MAJOR_FAULTS.into(),

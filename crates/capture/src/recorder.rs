@@ -293,7 +293,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         uprobes,
     };
     let mut consumer = consumer;
-    if let (Some(p), true) = (&program, opts.bpf.py_stacks) {
+    if let Some(p) = &program {
         crate::python::prime(&skel, p, &mut consumer.dec.py);
     }
     let flush = opts.flush_interval;

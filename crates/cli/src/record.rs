@@ -78,8 +78,11 @@ pub struct Args {
     #[arg(long)]
     cuda_launches: bool,
     /// The Python stack of every recorded call of a Python process
-    /// (CPython 3.9 to 3.14, found without the program's help): on or off
-    #[arg(long, default_value = "on", value_name = "ON|OFF")]
+    /// (CPython 3.9 to 3.14, found without the program's help): on or off.
+    /// Off by default: on a small-file loader it adds about a tenth to its
+    /// run time (docs/performance.md); waits for the GIL are told apart
+    /// either way
+    #[arg(long, default_value = "off", value_name = "ON|OFF")]
     py_stacks: String,
     /// How often to sample CPU, memory, disk, process and GPU counters
     /// (e.g. 100ms, 1s; 0 turns the samplers off)
