@@ -271,8 +271,8 @@ __noinline u32 py_stack(u64 id)
 	u64 ts, f, h = 0xcbf29ce484222325ULL;
 	struct py_heap *hp;
 
-	/* Not Python: no more than a lookup. */
-	if (l && l->state == PY_NO)
+	/* Not Python, or read with stacks off: no more than a lookup. */
+	if (l && (l->state == PY_NO || (l->state == PY_READY && !py_stacks_on)))
 		return 0;
 	hp = bpf_map_lookup_elem(&py_heap, &zero);
 	if (!hp)
@@ -281,8 +281,6 @@ __noinline u32 py_stack(u64 id)
 		py_ask(hp, l, tgid, id);
 		return 0;
 	}
-	if (!py_stacks_on)
-		return 0;
 	ts = py_tstate(hp, l, (u32)id);
 	if (!ts)
 		return 0;
