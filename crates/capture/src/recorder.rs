@@ -293,6 +293,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         uprobes,
     };
     let mut consumer = consumer;
+    consumer.dec.py.walk = opts.bpf.py_stacks;
     if let Some(p) = &program {
         crate::python::prime(&skel, p, &mut consumer.dec.py);
     }

@@ -80,6 +80,10 @@ pub struct PyStacks {
     to_answer: Vec<(u32, u32)>,
     /// Processes whose interpreter gives no stacks, each in a sentence.
     pub said: Vec<String>,
+    /// `record --py-stacks on`: stacks are walked, and what was found of
+    /// each interpreter is recorded and said (off, interpreters are only
+    /// read, for their GIL).
+    pub walk: bool,
 }
 
 impl PyStacks {
@@ -137,6 +141,9 @@ impl PyStacks {
         }
         if let Some(l) = lines {
             self.lines.insert(pid, l);
+        }
+        if !self.walk {
+            return;
         }
         if lines.is_none() && self.said.len() < MAX_SAID {
             self.said.push(format!("process {pid} (Python {version}): no Python stacks: {why}"));
