@@ -380,7 +380,8 @@ fn python_check() -> Check {
             NAME,
             Status::Ok,
             format!(
-                "python3 here is CPython {} ({}): its calls carry their stacks (offsets {})",
+                "python3 here is CPython {} ({}): its waits for the GIL are told apart, and its stacks walked with \
+                 record --py-stacks on (offsets {})",
                 i.version_text(),
                 i.path.display(),
                 if i.debug_offsets { "from its own _Py_DebugOffsets" } else { "from mltrace's table" }
