@@ -704,7 +704,7 @@ struct py_layout {
 	u16 u_compact_size; /* sizeof(PyCompactUnicodeObject): a compact one's */
 	u16 b_size;         /* PyVarObject.ob_size of a bytes object */
 	u16 b_data;         /* PyBytesObject.ob_sval */
-	u16 _pad;
+	u16 f_globals;      /* the frame's globals (its module's): part of its identity */
 	u16 gil_size;       /* sizeof(struct _gil_runtime_state) */
 	u32 gil_off;        /* the main interpreter's GIL less runtime */
 };

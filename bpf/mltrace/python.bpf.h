@@ -289,6 +289,7 @@ __noinline u32 py_stack(u64 id)
 		f = py_ptr(f + l->cf_current);
 	for (int i = 0; i < PY_DEPTH; i++) {
 		struct py_frame *fr = &hp->st.frames[i];
+		u64 globals;
 
 		if (!f)
 			break;
@@ -298,6 +299,7 @@ __noinline u32 py_stack(u64 id)
 			fr->code = *(u64 *)&hp->frame[l->f_code & (PY_FRAME_READ - 8)] & ~7ULL;
 			fr->instr = *(u64 *)&hp->frame[l->f_instr & (PY_FRAME_READ - 8)];
 			fr->owner = hp->frame[l->f_owner & (PY_FRAME_READ - 1)];
+			globals = *(u64 *)&hp->frame[l->f_globals & (PY_FRAME_READ - 8)];
 			f = *(u64 *)&hp->frame[l->f_back & (PY_FRAME_READ - 8)];
 		} else {
 			/* The end of a mapping: field by field. */
@@ -305,10 +307,19 @@ __noinline u32 py_stack(u64 id)
 			fr->instr = py_ptr(f + l->f_instr);
 			fr->owner = 0;
 			bpf_probe_read_user(&fr->owner, 1, (void *)(f + l->f_owner));
+			globals = py_ptr(f + l->f_globals);
 			f = py_ptr(f + l->f_back);
 		}
+		/* The frame's module (its globals, which outlive its code)
+		 * tells apart two code objects made at one address after each
+		 * other (two modules' bodies, run at import and freed): no read
+		 * of its own. The C stack's and the interpreter's entry frames
+		 * leave theirs unset. */
+		if (fr->owner == 3 || fr->owner == 4)
+			globals = 0;
 		h = (h ^ fr->code) * 0x100000001b3ULL;
 		h = (h ^ fr->instr) * 0x100000001b3ULL;
+		h = (h ^ globals) * 0x100000001b3ULL;
 		depth = i + 1;
 	}
 	if (!depth)

@@ -408,6 +408,7 @@ impl layout::Interp {
         let l = &self.layout;
         let word = |off: u16| off & 7 == 0 && off <= FRAME_READ - 8;
         let fits = word(l.f_code)
+            && word(l.f_globals)
             && word(l.f_back)
             && word(l.f_instr)
             && (l.f_owner == layout::NO_OWNER || l.f_owner < FRAME_READ);

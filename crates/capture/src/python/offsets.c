@@ -94,16 +94,19 @@ int main(void)
 	printf("    f_code: %lu,\n", O(_PyInterpreterFrame, f_executable));
 	printf("    f_instr: %lu,\n", O(_PyInterpreterFrame, instr_ptr));
 	printf("    f_owner: %lu,\n", O(_PyInterpreterFrame, owner));
+	printf("    f_globals: %lu,\n", O(_PyInterpreterFrame, f_globals));
 #elif PY_VERSION_HEX >= 0x030B0000
 	printf("    f_back: %lu,\n", O(_PyInterpreterFrame, previous));
 	printf("    f_code: %lu,\n", O(_PyInterpreterFrame, f_code));
 	printf("    f_instr: %lu,\n", O(_PyInterpreterFrame, prev_instr));
 	printf("    f_owner: %lu,\n", O(_PyInterpreterFrame, owner));
+	printf("    f_globals: %lu,\n", O(_PyInterpreterFrame, f_globals));
 #else
 	printf("    f_back: %lu,\n", O(PyFrameObject, f_back));
 	printf("    f_code: %lu,\n", O(PyFrameObject, f_code));
 	printf("    f_instr: %lu,\n", O(PyFrameObject, f_lasti));
 	printf("    f_owner: NO_OWNER,\n");
+	printf("    f_globals: %lu,\n", O(PyFrameObject, f_globals));
 #endif
 #if PY_VERSION_HEX >= 0x030B0000
 	printf("    co_name: %lu,\n", O(PyCodeObject, co_qualname));
