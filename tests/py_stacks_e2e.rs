@@ -248,24 +248,31 @@ fn check_views(want: &serde_json::Value, log: &Path, dir: &Path) {
     }
     // Parquet: DuckDB groups the read time by line, the query docs/parquet.md gives.
     if let Some(py) = tools::python_with("duckdb") {
-        let out = dir.join("pq");
-        let o = mltrace(&["export", "--parquet", log.to_str().unwrap(), "-o", out.to_str().unwrap()], dir);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let sql = format!(
-            "SELECT f.function, f.file, f.line, count(*), sum(s.bytes) FROM '{d}/syscalls.parquet' s \
-             JOIN '{d}/py_stacks.parquet' f ON f.pid = s.pid AND f.stack = s.stack AND f.depth = 0 \
-             WHERE s.syscall IN ('read', 'pread64') AND s.path LIKE '%/data/%.bin' GROUP BY ALL",
-            d = out.display()
-        );
-        let o = Command::new(py)
-            .args(["-c", "import duckdb, json, sys; print(json.dumps(duckdb.sql(sys.argv[1]).fetchall()))", &sql])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let rows: Vec<(String, String, u32, u64, u64)> = serde_json::from_slice(&o.stdout).unwrap();
+        let rows = reads_by_line(&py, log, dir, "s.syscall IN ('read', 'pread64') AND s.path LIKE '%/data/%.bin'");
         let got: HashMap<Frame, (u64, u64)> = rows.into_iter().map(|r| ((r.0, r.1, r.2), (r.3, r.4))).collect();
         assert_eq!(got, by_line, "DuckDB's read calls and bytes by line");
     }
+}
+
+/// `log`'s reads that `filter` picks, exported to Parquet and grouped by
+/// their innermost frame's line with DuckDB, the query docs/parquet.md
+/// gives: (function, file, line, calls, bytes).
+fn reads_by_line(py: &Path, log: &Path, dir: &Path, filter: &str) -> Vec<(String, String, u32, u64, u64)> {
+    let out = dir.join("pq");
+    let o = mltrace(&["export", "--parquet", log.to_str().unwrap(), "-o", out.to_str().unwrap()], dir);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sql = format!(
+        "SELECT f.function, f.file, f.line, count(*), sum(s.bytes) FROM '{d}/syscalls.parquet' s \
+         JOIN '{d}/py_stacks.parquet' f ON f.pid = s.pid AND f.stack = s.stack AND f.depth = 0 \
+         WHERE {filter} GROUP BY ALL",
+        d = out.display()
+    );
+    let o = Command::new(py)
+        .args(["-c", "import duckdb, json, sys; print(json.dumps(duckdb.sql(sys.argv[1]).fetchall()))", &sql])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 #[test]
@@ -359,22 +366,9 @@ fn a_dataloaders_workers_reads_name_getitems_line() {
         assert_eq!((line_of["role"].as_str(), line_of["calls"].as_u64()), (Some("loader"), Some(reads)), "{context}");
         // Parquet: DuckDB finds the same line for the items' reads.
         if let Some(dpy) = tools::python_with("duckdb") {
-            let out = dir.path().join("pq");
-            let o = mltrace(&["export", "--parquet", log.to_str().unwrap(), "-o", out.to_str().unwrap()], dir.path());
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let sql = format!(
-                "SELECT f.function, f.file, f.line, count(*) FROM '{d}/syscalls.parquet' s \
-                 JOIN '{d}/py_stacks.parquet' f ON f.pid = s.pid AND f.stack = s.stack AND f.depth = 0 \
-                 WHERE s.syscall = 'read' AND s.path LIKE '%/item-%.bin' GROUP BY ALL",
-                d = out.display()
-            );
-            let o = Command::new(dpy)
-                .args(["-c", "import duckdb, json, sys; print(json.dumps(duckdb.sql(sys.argv[1]).fetchall()))", &sql])
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let rows: Vec<(String, String, u32, u64)> = serde_json::from_slice(&o.stdout).unwrap();
-            assert_eq!(rows, [(want.0.clone(), want.1.clone(), want.2, reads)], "{context}: DuckDB");
+            let rows = reads_by_line(&dpy, &log, dir.path(), "s.syscall = 'read' AND s.path LIKE '%/item-%.bin'");
+            let bytes = rows.first().map_or(0, |r| r.4);
+            assert_eq!(rows, [(want.0.clone(), want.1.clone(), want.2, reads, bytes)], "{context}: DuckDB");
         }
     }
 }
