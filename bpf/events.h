@@ -548,7 +548,7 @@ struct io_sum_key {
 	u32 dev;
 	u32 exec;  /* the task's self_exec_id: calls before and after an exec apart */
 	u32 tid;   /* per thread: the verdict tells loader threads by their reads */
-	u32 _pad;
+	u32 stack; /* record --py-stacks on: the Python stack's id (0: none) */
 };
 
 struct io_sum {

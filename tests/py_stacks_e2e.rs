@@ -90,7 +90,7 @@ type Frame = (String, String, u32);
 type Read = (u64, String, u64, String);
 
 /// Records the workload under `py`; the expected reads and the log's records.
-fn record(py: &Interp, dir: &Path) -> (serde_json::Value, Vec<Rec>, String) {
+fn record(py: &Interp, dir: &Path, extra: &[&str]) -> (serde_json::Value, Vec<Rec>, String) {
     let log = dir.join("stacks.bin");
     // Inside a chroot the workload runs from (and writes under) its /tmp.
     let (work, script, data, out) = match &py.root {
@@ -105,7 +105,9 @@ fn record(py: &Interp, dir: &Path) -> (serde_json::Value, Vec<Rec>, String) {
             (work.clone(), repo().join("tests/workloads/py_stacks.py"), work.join("data"), work.join("out.json"))
         }
     };
-    let mut args = vec!["record", "-q", "-f", "--gpu", "off", "--py-stacks", "on", "-o", log.to_str().unwrap(), "--"];
+    let mut args = vec!["record", "-q", "-f", "--gpu", "off", "--py-stacks", "on", "-o", log.to_str().unwrap()];
+    args.extend(extra);
+    args.push("--");
     args.extend(py.argv.iter().map(String::as_str));
     args.extend([script.to_str().unwrap(), data.to_str().unwrap(), out.to_str().unwrap()]);
     let o = mltrace(&args, dir);
@@ -135,7 +137,7 @@ fn frames_of(v: &serde_json::Value) -> Vec<Frame> {
 
 fn check(py: &Interp, views: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let (want, recs, stderr) = record(py, dir.path());
+    let (want, recs, stderr) = record(py, dir.path(), &[]);
     if views {
         check_views(&want, &dir.path().join("stacks.bin"), dir.path());
     }
@@ -182,6 +184,85 @@ fn check(py: &Interp, views: bool) {
     // parent's, and gets no record of its own).
     let main = expected[0]["pid"].as_u64().unwrap();
     assert!(interps.iter().any(|i| u64::from(i.0) == main && i.1), "{what}: process {main}: {interps:?}");
+}
+
+/// The log's stacks by (pid, id), innermost frame first.
+fn stacks_of(recs: &[Rec]) -> HashMap<(u32, u32), Vec<Frame>> {
+    let mut stacks: HashMap<(u32, u32), Vec<(u32, Frame)>> = HashMap::new();
+    for r in recs {
+        if let Record::PyFrame(f) = r.rec {
+            stacks.entry((f.pid, f.stack)).or_default().push((f.depth, (r.strs[0].clone(), r.strs[1].clone(), f.line)));
+        }
+    }
+    stacks
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by_key(|f| f.0);
+            (k, v.into_iter().map(|f| f.1).collect())
+        })
+        .collect()
+}
+
+/// Summary detail sums the calls per stack as well: the workload's reads,
+/// summed in the kernel, come out per stack with the calls and bytes it
+/// made from each (which full detail matches read by read above), and
+/// `stats` names their lines as it does in full detail.
+#[test]
+fn summary_detail_sums_the_reads_of_each_stack() {
+    if !require_root() {
+        return;
+    }
+    let py = interpreters().remove(0);
+    let dir = tempfile::tempdir().unwrap();
+    let (want, recs, stderr) = record(&py, dir.path(), &["--detail", "summary"]);
+    let mut by_stack: HashMap<Vec<Frame>, (u64, u64)> = HashMap::new();
+    for r in want["reads"].as_array().unwrap() {
+        let e = by_stack.entry(frames_of(&r["stack"])).or_default();
+        (e.0, e.1) = (e.0 + 1, e.1 + r["size"].as_u64().unwrap());
+    }
+    let stacks = stacks_of(&recs);
+    let mut got: HashMap<Vec<Frame>, (u64, u64)> = HashMap::new();
+    let mut sums = 0;
+    for r in &recs {
+        let Record::IoSummary(s) = r.rec else { continue };
+        let data = dir.path().join("data");
+        let file = &r.strs[0];
+        if s.op.io().is_none_or(|o| o.is_write())
+            || !file.starts_with(data.to_str().unwrap())
+            || !file.ends_with(".bin")
+        {
+            continue;
+        }
+        sums += 1;
+        assert_ne!(s.stack, 0, "a sum of reads of {} without a stack\n{stderr}", r.strs[0]);
+        let frames = stacks.get(&(s.pid, s.stack)).unwrap_or_else(|| panic!("stack {} of {} missing", s.stack, s.pid));
+        let e = got.entry(frames.clone()).or_default();
+        (e.0, e.1) = (e.0 + s.calls, e.1 + s.bytes);
+    }
+    assert!(sums >= by_stack.len(), "{sums} sums for {} stacks", by_stack.len());
+    for (stack, n) in &by_stack {
+        assert_eq!(got.get(stack), Some(n), "the sums of the reads from {stack:?}");
+    }
+    assert_eq!(got.len(), by_stack.len(), "sums from stacks the workload did not read from: {got:?}");
+    // stats: the workload's lines, with its calls and bytes.
+    let (_, by_line) = lines_of(&want);
+    let js = mltrace(&["stats", "--json", dir.path().join("stacks.bin").to_str().unwrap()], dir.path());
+    assert!(js.status.success(), "{}", String::from_utf8_lossy(&js.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    let mut lines: HashMap<Frame, (u64, u64)> = HashMap::new();
+    for l in json["python_lines"].as_array().expect("python_lines") {
+        let key = (
+            l["function"].as_str().unwrap().into(),
+            l["file"].as_str().unwrap().into(),
+            l["line"].as_u64().unwrap_or(0) as u32,
+        );
+        let e = lines.entry(key).or_default();
+        (e.0, e.1) = (e.0 + l["calls"].as_u64().unwrap(), e.1 + l["bytes"].as_u64().unwrap());
+    }
+    // (It also names the line that reads the data directory's manifest, as in full detail.)
+    for (line, n) in &by_line {
+        assert_eq!(lines.get(line), Some(n), "stats --json python_lines in summary detail: {line:?}");
+    }
 }
 
 /// Each expected read's innermost frame as `function (file:line)`, and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Part of mltrace.bpf.c (after common.bpf.h). record --detail summary: reads,
+ * Part of mltrace.bpf.c (after python.bpf.h). record --detail summary: reads,
  * writes, syncs and closes summed per thread, file, operation and second
  * (io_sums on the compat route, the thread's slots in struct tstate on the
  * others), the sum_slots task iterator user space reads them with, and
@@ -73,6 +73,13 @@ static __always_inline u32 sum_bucket(u64 dur)
  * that started in it may still be running then. */
 #define SUM_DEV_OP(dev, end, op) (((u64)(dev) << 32) | ((((end) / 1000000000) & 0xffffff) << 8) | (op))
 
+/* A summed call's Python stack, with stacks on: a call from another line
+ * is another sum. Walked again for a slow call's own record (rare). */
+static __always_inline u32 sum_stack(u64 id)
+{
+	return py_stacks_on ? py_stack(id) : 0;
+}
+
 /* The compat route (no task storage): sums a call in io_sums; 0 when the
  * map is full. Its thread is the only writer of its sums (a key holds the
  * thread, which runs on one CPU at a time, and programs are not preempted
@@ -93,6 +100,7 @@ static __noinline int sum_compat(u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur
 
 	k.tgid = id >> 32;
 	k.tid = (u32)id;
+	k.stack = sum_stack(id);
 	k.exec = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), self_exec_id);
 	s = bpf_map_lookup_elem(&io_sums, &k);
 	if (!s) {
@@ -140,11 +148,13 @@ static __always_inline int sum_fast(struct tstate *ts, u64 file, u64 ino, u64 de
 	u32 op = dev_op & 0xff, i = sum_slot_of(op), b;
 	u64 sec = (dev_op >> 8) & 0xffffff;
 	struct sum_slot *s;
+	u32 stack;
 
 	if (!ts || i >= SUM_SLOTS)
 		return 0;
+	stack = sum_stack(((u64)t->tgid << 32) | t->pid);
 	s = &ts->sums[i];
-	if (s->key.file != file || s->key.ino != ino || s->key.sec != sec || s->key.op != op ||
+	if (s->key.stack != stack || s->key.file != file || s->key.ino != ino || s->key.sec != sec || s->key.op != op ||
 	    s->key.dev != dev_op >> 32 || s->key.exec != t->self_exec_id || s->key.tid != t->pid || !s->sum.calls) {
 		send_slot(s);
 		/* Odd while the key changes: the iterator skips the slot. */
@@ -161,6 +171,7 @@ static __always_inline int sum_fast(struct tstate *ts, u64 file, u64 ino, u64 de
 		s->key.file = file;
 		s->key.ino = ino;
 		s->key.dev = dev_op >> 32;
+		s->key.stack = stack;
 		asm volatile("" ::: "memory");
 		s->seq++;
 	}

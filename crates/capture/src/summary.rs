@@ -122,7 +122,7 @@ impl Summaries {
         let mut order: Vec<usize> = (0..self.buf.len()).collect();
         order.sort_unstable_by_key(|&i| {
             let k = &self.buf[i].key;
-            (self.spans[i].0, k.tgid, k.tid, k.op, k.dev, k.ino, k.file)
+            (self.spans[i].0, k.tgid, k.tid, k.op, k.dev, k.ino, k.file, k.stack)
         });
         for i in order {
             let (s, (ts, end)) = (&self.buf[i], self.spans[i]);
@@ -140,6 +140,7 @@ impl Summaries {
                 bytes: s.sum.bytes,
                 failed: s.sum.failed,
                 time: s.sum.ns,
+                stack: s.key.stack,
                 ..Default::default()
             };
             r.set_hist(&s.sum.hist);

@@ -11,7 +11,9 @@
 //! Column 0 holds one kind byte per record, in record order. Columns 1 and 2
 //! hold the frame's string table (lengths, then the bytes); string ids are
 //! their index. Every other column is one field of one record kind:
-//! `id = kind << 5 | field` (format 1: `kind << 4 | field`). Values are
+//! `id = kind << 5 | field` (format 1: `kind << 4 | field`); fields 32 to
+//! 63 of a kind are `id = EXT_FIELDS + (kind << 5 | field - 32)`, which an
+//! older reader takes for an unknown kind's column and skips. Values are
 //! varints, mostly differences from a prediction made per thread (see
 //! [`crate::declare`]), so that zstd sees long runs of small numbers. A
 //! reader ignores columns it does not know (a newer writer's extra fields)
@@ -28,7 +30,18 @@ use crate::varint::{get_u64, put_i64, put_u64, unzigzag};
 /// Kind codes a frame may have columns for; a record of a code at or
 /// above it is skipped as unknown.
 pub(crate) const MAX_KINDS: usize = 64;
-pub(crate) const MAX_FIELDS: usize = 32;
+pub(crate) const MAX_FIELDS: usize = 64;
+/// Column ids of fields 32 and up: past every kind's first 32.
+const EXT_FIELDS: u64 = (MAX_KINDS as u64) << 5;
+
+/// The column id of field `f` of kind `k` (format 2).
+fn column_id(k: usize, f: usize) -> u64 {
+    if f < 32 {
+        ((k as u64) << 5) | f as u64
+    } else {
+        EXT_FIELDS + (((k as u64) << 5) | (f - 32) as u64)
+    }
+}
 
 const COL_KIND: u64 = 0;
 const COL_STR_LEN: u64 = 1;
@@ -273,7 +286,11 @@ impl W<'_> {
 
 impl Columns {
     pub fn new() -> Self {
-        Columns { kinds: Vec::new(), cols: (0..MAX_KINDS).map(|_| Default::default()).collect(), tracks: Tracks::new() }
+        Columns {
+            kinds: Vec::new(),
+            cols: (0..MAX_KINDS).map(|_| std::array::from_fn(|_| Vec::new())).collect(),
+            tracks: Tracks::new(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -304,7 +321,7 @@ impl Columns {
         for (k, fields) in self.cols.iter().enumerate() {
             for (f, col) in fields.iter().enumerate() {
                 if !col.is_empty() {
-                    dir.push((((k as u64) << 5) | f as u64, col));
+                    dir.push((column_id(k, f), col));
                 }
             }
         }
@@ -583,7 +600,11 @@ impl Decoder {
                 COL_STR_LEN => str_lens = col,
                 COL_STR_BYTES => str_bytes = col,
                 _ => {
-                    let (k, f) = ((id >> field_bits) as usize, (id & ((1 << field_bits) - 1)) as usize);
+                    let (k, f) = if self.major > 1 && id >= EXT_FIELDS {
+                        (((id - EXT_FIELDS) >> 5) as usize, 32 + ((id - EXT_FIELDS) & 31) as usize)
+                    } else {
+                        ((id >> field_bits) as usize, (id & ((1 << field_bits) - 1)) as usize)
+                    };
                     if k < MAX_KINDS {
                         self.cols[k][f] = col;
                     }
@@ -647,6 +668,44 @@ impl Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every kind's fields have columns (a field past MAX_FIELDS would
+    /// panic the writer).
+    #[test]
+    fn every_field_has_a_column() {
+        for &code in Record::CODES {
+            let r = Record::build(code, |_| 0).unwrap();
+            let (_, cols) = r.fields();
+            assert!(cols.iter().all(|&c| usize::from(c) < MAX_FIELDS), "{}: {cols:?}", r.kind_name());
+        }
+    }
+
+    /// Fields 32 and up round-trip, in columns a reader that knows only
+    /// `kind << 5 | field` takes for an unknown kind's and skips.
+    #[test]
+    fn fields_past_31_round_trip_and_older_readers_skip_them() {
+        let r = Record::IoSummary(IoSummary {
+            tid: 7,
+            pid: 7,
+            ts: 10,
+            dur: 5,
+            calls: 3,
+            h20: 4,
+            stack: 99,
+            ..Default::default()
+        });
+        let mut cols = Columns::new();
+        cols.push(&r);
+        let mut payload = Vec::new();
+        cols.finish(1, &[1], b"x", &mut payload);
+        let mut d = Decoder::new(2);
+        d.reset(&payload).unwrap();
+        let mut got = Record::Lost(Lost::default());
+        d.next_into(&payload, &mut got).unwrap().unwrap();
+        assert_eq!(got, r);
+        let id = column_id(usize::from(IoSummary::CODE), 32);
+        assert!((id >> 5) as usize >= MAX_KINDS, "{id}");
+    }
 
     /// Codes reserved for kinds this version does not have yet and codes
     /// past the last are skipped and counted, never decoded.

@@ -1444,6 +1444,7 @@ records! {
     /// under 1,024 ns, `hN` from 2^(N+9) to 2^(N+10) ns (`h10` about
     /// 0.5-1 ms), `h20` 2^29 ns (0.54 s) and over. The calls that failed
     /// or were slow are also recorded one by one, marked `summed`.
+    /// With Python stacks, per stack too.
     30 IoSummary "io_summary" table "io_summaries" {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
@@ -1477,6 +1478,10 @@ records! {
         29 h18: u32 = plain,
         30 h19: u32 = plain,
         31 h20: u32 = plain,
+        /// `record --py-stacks on`: the Python stack the calls were made
+        /// from ([`PyFrame::stack`] of the same `pid`; 0 when none): calls
+        /// from two lines are two sums.
+        32 stack: u32 = plain,
     }
 
     /// Something a GPU reported at one instant (clock throttling, an XID

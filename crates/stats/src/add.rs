@@ -128,6 +128,7 @@ impl Stats {
     /// the calls they sum are in full; only their times are not known (a
     /// thread's own I/O counts the slow calls, recorded on their own).
     fn io_summary(&mut self, f: &Frame<'_>, r: &IoSummary) {
+        self.python.call(r.pid, r.stack, r.calls);
         let Some(op) = r.op.io() else {
             self.calls.add_summary(r.op.name(), r, false);
             self.proc(r.pid).closes += r.calls;
@@ -137,6 +138,17 @@ impl Stats {
             return;
         };
         let path = f.str(r.path);
+        if !op.is_write()
+            && self.python.seen
+            && matches!(r.kind, FileKind::Regular | FileKind::BlockDev)
+            && is_data_path(path)
+        {
+            // The failed calls' time is in `time` too: they are few, and
+            // recorded one by one as well.
+            let reads =
+                python_lines::Reads { calls: r.calls.saturating_sub(r.failed), bytes: r.bytes, time_ns: r.time };
+            self.python.read(r.pid, r.tid, r.stack, || hash_path(path), reads);
+        }
         if !op.is_write() {
             self.worker_read(r.pid, r.tid, path, r.kind, r.bytes as i64, (r.ts, r.ts.saturating_add(r.dur)));
         }
@@ -276,8 +288,10 @@ impl Stats {
         if let Some(i) = self.tracker.observe(rec) {
             self.roles.note(f, rec, i, &self.tracker);
         }
-        if let Some(stack) = mltrace_model::event::split(rec).ok().and_then(|c| c.stack()) {
-            self.python.call(rec.owner().unwrap_or(0), stack);
+        // A summed call is counted in its IoSummary.
+        let summed = matches!(rec, Record::Io(r) if r.summed) || matches!(rec, Record::Close(r) if r.summed);
+        if let Some(stack) = mltrace_model::event::split(rec).ok().and_then(|c| c.stack()).filter(|_| !summed) {
+            self.python.call(rec.owner().unwrap_or(0), stack, 1);
         }
         let mapped = self.maps.apply(f, rec);
         let ts = rec.ts();
@@ -375,10 +389,7 @@ impl Stats {
                 }
             }
             // Counted in its summary: only its thread's time is its own.
-            Record::Io(r) if r.summed => {
-                self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind);
-                self.python_read(f, &r);
-            }
+            Record::Io(r) if r.summed => self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind),
             Record::Close(r) if r.summed => self.own_io(r.pid, r.tid, r.ts, r.dur, r.kind),
             Record::IoSummary(r) => self.io_summary(f, &r),
             Record::Io(r) => {

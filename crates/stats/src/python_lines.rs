@@ -272,15 +272,15 @@ impl PythonLines {
         self.ready.remove(&pid);
     }
 
-    /// A call: counted when its kind can carry a stack (io_uring
+    /// `n` calls (a summary's): counted when its kind can carry a stack (io_uring
     /// requests and libaio events never do) and its process can.
     #[inline]
-    pub fn call(&mut self, pid: u32, stack: u32) {
+    pub fn call(&mut self, pid: u32, stack: u32, n: u64) {
         if stack != 0 {
-            self.calls += 1;
+            self.calls += n;
         } else if !self.ready.is_empty() && self.ready.contains(&pid) {
-            self.calls += 1;
-            self.calls_without_stack += 1;
+            self.calls += n;
+            self.calls_without_stack += n;
         }
     }
 
