@@ -135,6 +135,7 @@ checks_full=(
   "wakeups_e2e a_trainer_that_sleeps_to_compute_in_summary_detail"
   "summary_e2e an_attached_busy_threads_time_on_cpu_reaches_the_end"
   "py_stacks_e2e every_read_carries_the_stack_it_was_made_from"
+  "py_stacks_e2e summary_detail_sums_the_reads_of_each_stack"
 )
 # MLTRACE_KERNEL_ROUTES="per-call": only these routes (kernel-guest.sh).
 # MLTRACE_KERNEL_CHECKS="bin test;bin test": only these (a change to one
