@@ -113,39 +113,39 @@ for l in sys.stdin:
 
 # What runs in each guest, on each route it has: test-binary test-name.
 checks_full=(
-  "record_e2e known_io_is_recorded_exactly_and_matches_proc_pid_io"
-  "record_e2e unrelated_processes_are_not_recorded"
-  "accounting_e2e every_process_matches_the_kernels_own_counts"
-  "block_e2e block_requests_are_exact_attributed_and_match_diskstats"
-  "sched_e2e the_trainer_waits_for_its_worker_as_it_measured"
-  "page_cache_e2e a_file_read_twice_comes_half_from_storage"
-  "mapping_e2e a_cold_mapped_file_is_attributed_to_its_path_and_process"
-  "async_io_e2e io_uring_requests_with_bytes_paths_and_latency"
-  "async_io_e2e libaio_calls_with_fd_path_and_counts"
-  "attach_e2e attaching_records_reads_of_files_opened_before_and_leaves_the_process_running"
-  "attach_e2e a_process_that_becomes_another_user_is_let_go"
-  "net_e2e a_download_is_the_bytes_received_from_its_peer"
-  "metadata_e2e a_walk_over_small_files_is_straces_calls_per_directory"
-  "wakeups_e2e a_trainer_that_sleeps_to_compute_waits_as_it_measured"
-  "cuda_e2e driver_calls_are_what_the_trainer_did"
-  "nccl_e2e nccl_calls_are_what_the_trainer_did"
-  "summary_e2e many_files_summed_again_and_again_lose_nothing"
-  "summary_e2e an_idle_threads_sums_come_in_their_seconds_turn_and_at_the_end"
-  "sched_e2e summary_detail_keeps_the_verdict_per_epoch_and_per_rank"
-  "wakeups_e2e a_trainer_that_sleeps_to_compute_in_summary_detail"
-  "summary_e2e an_attached_busy_threads_time_on_cpu_reaches_the_end"
-  "py_stacks_e2e every_read_carries_the_stack_it_was_made_from"
-  "py_stacks_e2e summary_detail_sums_the_reads_of_each_stack"
+  "e2e record_e2e::known_io_is_recorded_exactly_and_matches_proc_pid_io"
+  "e2e record_e2e::unrelated_processes_are_not_recorded"
+  "e2e accounting_e2e::every_process_matches_the_kernels_own_counts"
+  "e2e block_e2e::block_requests_are_exact_attributed_and_match_diskstats"
+  "e2e sched_e2e::the_trainer_waits_for_its_worker_as_it_measured"
+  "e2e page_cache_e2e::a_file_read_twice_comes_half_from_storage"
+  "e2e mapping_e2e::a_cold_mapped_file_is_attributed_to_its_path_and_process"
+  "e2e async_io_e2e::io_uring_requests_with_bytes_paths_and_latency"
+  "e2e async_io_e2e::libaio_calls_with_fd_path_and_counts"
+  "e2e attach_e2e::attaching_records_reads_of_files_opened_before_and_leaves_the_process_running"
+  "e2e attach_e2e::a_process_that_becomes_another_user_is_let_go"
+  "e2e net_e2e::a_download_is_the_bytes_received_from_its_peer"
+  "e2e metadata_e2e::a_walk_over_small_files_is_straces_calls_per_directory"
+  "e2e wakeups_e2e::a_trainer_that_sleeps_to_compute_waits_as_it_measured"
+  "e2e cuda_e2e::driver_calls_are_what_the_trainer_did"
+  "e2e nccl_e2e::nccl_calls_are_what_the_trainer_did"
+  "e2e summary_e2e::many_files_summed_again_and_again_lose_nothing"
+  "e2e summary_e2e::an_idle_threads_sums_come_in_their_seconds_turn_and_at_the_end"
+  "e2e sched_e2e::summary_detail_keeps_the_verdict_per_epoch_and_per_rank"
+  "e2e wakeups_e2e::a_trainer_that_sleeps_to_compute_in_summary_detail"
+  "e2e summary_e2e::an_attached_busy_threads_time_on_cpu_reaches_the_end"
+  "e2e py_stacks_e2e::every_read_carries_the_stack_it_was_made_from"
+  "e2e py_stacks_e2e::summary_detail_sums_the_reads_of_each_stack"
 )
 # MLTRACE_KERNEL_ROUTES="per-call": only these routes (kernel-guest.sh).
-# MLTRACE_KERNEL_CHECKS="bin test;bin test": only these (a change to one
+# MLTRACE_KERNEL_CHECKS="e2e module::test;...": only these (a change to one
 # probe, checked on every kernel without the whole list).
 if [ -n "${MLTRACE_KERNEL_CHECKS:-}" ]; then
   IFS=';' read -r -a checks_full <<<"$MLTRACE_KERNEL_CHECKS"
 fi
 checks_smoke=(
-  "accounting_e2e every_process_matches_the_kernels_own_counts"
-  "attach_e2e a_process_that_becomes_another_user_is_let_go"
+  "e2e accounting_e2e::every_process_matches_the_kernels_own_counts"
+  "e2e attach_e2e::a_process_that_becomes_another_user_is_let_go"
 )
 
 run_guest() {

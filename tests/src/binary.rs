@@ -1,6 +1,6 @@
 //! The `mltrace` binary the tests run: built on first use when it is
 //! missing or older than its sources, so that one test target can be run
-//! on its own (`cargo test -p mltrace-tests --test record_e2e`).
+//! on its own (`cargo test -p mltrace-tests --test e2e record_e2e::`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

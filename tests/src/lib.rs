@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use mltrace_log::{LogReader, Record, Value};
 
@@ -12,6 +13,7 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
+pub mod allow;
 mod binary;
 pub mod proc;
 pub mod stand_in;
@@ -33,18 +35,64 @@ pub fn emulated() -> bool {
     std::env::var_os("MLTRACE_EMULATED").is_some()
 }
 
+/// The modules whose tests hold figures against a workload's own clock
+/// (CPU shares, waits, noise): each of their tests runs alone on the
+/// machine, every other test shares it (one process runs them all, two at
+/// a time by default, and a busy neighbour shows in a verdict's figures).
+pub const TIMED: &[&str] = &[
+    "breakdown_e2e",
+    "diff_e2e",
+    "gil_e2e",
+    "jitter_e2e",
+    "ranks_e2e",
+    "sched_e2e",
+    "step_waits_e2e",
+    "suggest_e2e",
+    "thread_loaders_e2e",
+    "wakeups_e2e",
+];
+
+static MACHINE: RwLock<()> = RwLock::new(());
+
+/// A test's turn on the machine, held while it runs (see [`TIMED`]).
+pub enum Turn {
+    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
+}
+
+/// The turn of a test in `module` (a `module_path!()`).
+pub fn turn(module: &str) -> Turn {
+    let name = module.rsplit("::").next().unwrap_or(module);
+    // A test that panicked held its turn: the others go on.
+    if TIMED.contains(&name) {
+        Turn::Alone(MACHINE.write().unwrap_or_else(|e| e.into_inner()))
+    } else {
+        Turn::Shared(MACHINE.read().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// BPF tests need root. Without it they fail, unless the developer opts
-/// out explicitly with MLTRACE_SKIP_BPF_TESTS=1 (never set in CI).
-pub fn require_root() -> bool {
+/// out explicitly with MLTRACE_SKIP_BPF_TESTS=1 (never set in CI). With
+/// root, the test's turn on the machine ([`require_root!`]).
+pub fn root_turn(module: &str) -> Option<Turn> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        return true;
+        return Some(turn(module));
     }
     if std::env::var_os("MLTRACE_SKIP_BPF_TESTS").is_some() {
         skip_optional("BPF end-to-end test", "needs root (MLTRACE_SKIP_BPF_TESTS is set)");
-        return false;
+        return None;
     }
     panic!("the BPF end-to-end tests need root (or set MLTRACE_SKIP_BPF_TESTS=1 to skip them)");
+}
+
+/// `let Some(_turn) = require_root!() else { return };` at a BPF test's
+/// start: root, and the test's turn on the machine, held to its end.
+#[macro_export]
+macro_rules! require_root {
+    () => {
+        $crate::root_turn(module_path!())
+    };
 }
 
 /// Compiles tests/workloads/<name>.c into `dir`.

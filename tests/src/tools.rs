@@ -49,6 +49,15 @@ fn note(line: &str) {
     }
 }
 
+/// One line of allowances.txt (see `allow::Allowance::check`).
+pub(crate) fn note_allowance(line: &str) {
+    let dir = tools_dir();
+    let _ = std::fs::create_dir_all(&dir);
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("allowances.txt")) {
+        let _ = f.write_all(format!("{} {line}\n", test_name()).as_bytes());
+    }
+}
+
 /// A check cannot run because a tool is missing: fails in CI, else skips.
 pub fn skip(check: &str, why: &str) {
     let line = format!("{}: {check}: {why}", test_name());

@@ -1,0 +1,165 @@
+//! Every allowance a verdict check grants against a workload's own clock,
+//! in one table: how much, why the two clocks may honestly differ by it,
+//! and the measurement it rests on. A check names the allowance it uses;
+//! widening one is a change here, with its new measurement, never a
+//! number edited at a test's assert.
+//!
+//! Besides these fixed widths, checks subtract or add what they measure
+//! in the same run, never a constant: the run's steal (on CPU may read
+//! higher by it: the CPU clock leaves it out, the trace counts it), the
+//! time queued for a CPU after a wake-up (the kernel's run delay: the
+//! trace counts it as runnable, a workload's clock inside its wait), the
+//! fork to exec of the trainer (its clocks start at the fork, the shares
+//! at the exec) and the interpreter's start-up before the script's clock.
+
+/// One allowance: `value` on a machine of this kind, `emulated` under
+/// full emulation (`make test-kernels`' guests, MLTRACE_EMULATED).
+pub struct Allowance {
+    pub name: &'static str,
+    pub value: f64,
+    pub emulated: f64,
+    /// Why the figure and the workload's clock may differ by it.
+    pub why: &'static str,
+    /// What was measured that it rests on.
+    pub measured: &'static str,
+}
+
+impl Allowance {
+    /// The width on this machine.
+    pub fn get(&self) -> f64 {
+        if crate::emulated() {
+            self.emulated
+        } else {
+            self.value
+        }
+    }
+
+    /// Asserts `got` within the allowance of `want` (absolute: shares),
+    /// after writing how far apart they were to the tools dir's
+    /// allowances.txt (`name what delta width`), the spread runs show.
+    pub fn check(&self, got: f64, want: f64, what: impl std::fmt::Display) {
+        self.check_width(got, want, self.get(), what)
+    }
+
+    /// As [`Self::check`], relative to `want` (rates, times), at least `floor`.
+    pub fn check_relative(&self, got: f64, want: f64, floor: f64, what: impl std::fmt::Display) {
+        self.check_width(got, want, (self.get() * want.abs()).max(floor), what)
+    }
+
+    fn check_width(&self, got: f64, want: f64, width: f64, what: impl std::fmt::Display) {
+        let delta = got - want;
+        crate::tools::note_allowance(&format!("{} {what} {delta:+.4} {width:.4}", self.name.replace(' ', "_")));
+        assert!(
+            delta.abs() <= width,
+            "{what}: {got:.4} against {want:.4} measured, {delta:+.4} apart, past the {} allowance of {width:.4} \
+             ({}; it rests on: {})",
+            self.name,
+            self.why,
+            self.measured
+        );
+    }
+}
+
+/// A wait share of the verdict (data, GPU, own I/O, the GIL) against the
+/// time the workload timed around the wait itself, in shares of its life.
+pub const WAIT_SHARE: Allowance = Allowance {
+    name: "wait share",
+    value: 0.05,
+    emulated: 0.15,
+    why: "the workload's clock brackets its wait in user space (queue.get, \
+          the call), the trace the kernel's sleep: the Python around the \
+          call, and a wake-up's time to reach user space, fall apart",
+    measured: "issue 54's GIL runs: a sleeping loader's data wait 0.98 s against \
+               the 0.96 s the trainer timed; the spread over runs is written \
+               to allowances.txt by the checks (see [`Allowance::check`])",
+};
+
+/// On CPU and runnable against the CPU clock and the kernel's run delay.
+pub const CPU_SHARE: Allowance = Allowance {
+    name: "CPU share",
+    value: 0.02,
+    emulated: 0.15,
+    why: "both read the kernel's own accounting; they differ by the \
+          scheduler tick's granularity and the switches at the edges of the \
+          trainer's life",
+    measured: "breakdown_e2e: on CPU once 0.001 over 0.02 on a busy machine, \
+               from the interpreter's teardown after its clock stopped (since \
+               removed); spread over runs: allowances.txt",
+};
+
+/// Runnable on the compat route (every switch through raw tracepoints).
+pub const COMPAT_RUNNABLE: Allowance = Allowance {
+    name: "runnable on the compat route",
+    value: 0.05,
+    emulated: 0.15,
+    why: "the compat route once read runnable 0.022 against the run delay's \
+          0.001 with none lost, most likely a switch-in the kernel's trace \
+          lacked (now placed by the verdict); kept until runs show it unneeded",
+    measured: "breakdown_e2e under make test's load: runnable 0.022 against \
+               the run delay's 0.001, once",
+};
+
+/// A rank's, an epoch's or a C trainer's wait share against its own
+/// clock, where the clock starts late in its life (after loading torch, a
+/// worker's start) and the share is of the life in the log.
+pub const LATE_CLOCK_SHARE: Allowance = Allowance {
+    name: "share against a late clock",
+    value: 0.1,
+    emulated: 0.1,
+    why: "the workload's clock starts after its exec, its imports and its \
+          workers' start; the share is of its life in the log",
+    measured: "none on record: set when the rank and epoch checks were \
+               written; spread over runs: allowances.txt",
+};
+
+/// Steps per second and speed-ups (`diff`) against the workload's count.
+pub const RATE: Allowance = Allowance {
+    name: "rate",
+    value: 0.1,
+    emulated: 0.1,
+    why: "the log's steps are the trainer's, timed by their waits' edges; \
+          the workload times its loop from the first step",
+    measured: "none on record: set when diff_e2e was written; spread over \
+               runs: allowances.txt",
+};
+
+/// A wait's time (ms) against the workload's own, relative.
+pub const WAIT_TIME: Allowance = Allowance {
+    name: "wait time",
+    value: 0.2,
+    emulated: 0.2,
+    why: "short waits (a few ms) are dominated by a wake-up's latency to \
+          user space, which the workload's clock includes",
+    measured: "none on record: set when step_waits_e2e was written \
+               (floor 3 ms); spread over runs: allowances.txt",
+};
+
+/// A thread loader's time against the workload's clock, relative, for
+/// waits of under a second (thread_loaders_e2e).
+pub const THREAD_WAIT: Allowance = Allowance {
+    name: "thread loader wait",
+    value: 0.2,
+    emulated: 0.2,
+    why: "loader threads share the trainer's process: their hand-offs \
+          through a queue wake the trainer late by a switch interval",
+    measured: "none on record: set when thread_loaders_e2e was written \
+               (at least 0.3 s); spread over runs: allowances.txt",
+};
+
+/// Every allowance, for the table's own test and for `make test`'s reader.
+pub const ALL: &[&Allowance] =
+    &[&WAIT_SHARE, &CPU_SHARE, &COMPAT_RUNNABLE, &LATE_CLOCK_SHARE, &RATE, &WAIT_TIME, &THREAD_WAIT];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each allowance says why and on what, and emulation only widens.
+    #[test]
+    fn each_allowance_has_its_reason_and_measurement() {
+        for a in ALL {
+            assert!(!a.why.is_empty() && !a.measured.is_empty(), "{}", a.name);
+            assert!(a.value > 0.0 && a.emulated >= a.value, "{}", a.name);
+        }
+    }
+}
