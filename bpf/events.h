@@ -14,38 +14,19 @@
 #define PATHBUF 4096   /* PATH_MAX: a passed path never needs more */
 #define ARGVBUF 4096
 #define MAX_SYSCALL_NR 512
-/* A sleeping thread's call (ev_sched.prev_call, ev_span.call) that is no
+/* A sleeping thread's call (ev_sched.prev_call, a span's call) that is no
  * syscall number: a futex on its process's Python GIL. */
 #define CALL_GIL 1024
 
-enum ev_kind {
-	EV_IO = 1,
-	EV_OPEN = 2,
-	EV_CLOSE = 3,
-	EV_XFER = 4,
-	EV_FILE = 5,
-	EV_FORK = 6,
-	EV_EXEC = 7,
-	EV_EXIT = 8,
-	EV_COMM = 9,
-	EV_BLOCK = 10,
-	EV_PCACHE = 11,
-	EV_MAP = 12,
-	EV_FAULT = 13,
-	EV_URING = 14,
-	EV_AIO = 15,
-	EV_SCHED = 16,
-	EV_NET = 17,
-	EV_GPU = 18,
-	EV_NCCL = 19,
-	EV_UNTRACED = 20,
-	EV_SUM = 21,
-	EV_SPAN = 22,
-	EV_META = 23,
-	EV_PYPROBE = 24,
-	EV_PYCODE = 25,
-	EV_PYSTACK = 26,
-};
+/*
+ * A record's kind, one code in the ring and in the log: EV_KIND(EV_X, n)
+ * beside its handler, n being the log kind's code (mltrace_log's
+ * `Kind::CODE`, the kind's declaration in record.rs). Kinds only the
+ * ring has (a file's name, a question to user space) take 64 and up, past
+ * every log kind. User space registers a decoder under each code
+ * (crates/capture/src/decode/), and a test holds the two sides equal.
+ */
+#define EV_KIND(name, code) enum { name = code }
 
 /* What a traced syscall is; user space fills sys_op[] from its own
  * syscall numbers, so the BPF code never hard-codes an architecture's table. */
@@ -60,7 +41,7 @@ enum op {
 	OP_IO_SUBMIT, OP_IO_GETEVENTS, OP_IO_PGETEVENTS,
 	OP_MMAP, OP_MUNMAP, OP_MREMAP,
 	OP_SENDTO, OP_RECVFROM, OP_SENDMSG, OP_RECVMSG, OP_SENDMMSG, OP_RECVMMSG,
-	/* Metadata calls (ev_meta): getdents64 first, then those taking one
+	/* Metadata calls (meta.bpf.h): getdents64 first, then those taking one
 	 * path, then rename and its kin (two). */
 	OP_GETDENTS64,
 	OP_STAT, OP_LSTAT, OP_NEWFSTATAT, OP_STATX,
@@ -427,109 +408,6 @@ struct ev_sched {
 	char other_comm[16];
 };
 
-/* ev_span.h.flags; an enum so that the skeleton carries it to user space */
-enum span_bits {
-	SPAN_WOKEN = 1,   /* a wake-up ended the sleep: by the task waker_*, or an interrupt (by) */
-	SPAN_WAKER = 2,   /* the waker is a traced thread */
-	SPAN_RUNNING = 4, /* on a CPU from h.ts (else runnable) */
-};
-
-/*
- * record --detail summary (task-storage routes): a traced thread's
- * scheduling summed between its sleeps, instead of a record per switch and
- * wake-up. From `from` to `sleep_from` it was on a CPU `cpu` ns, waiting
- * for one `runnable` ns, stopped or otherwise `other` ns; then asleep
- * (`slept`, in the call numbered `call`) until h.ts, when the span is sent.
- * A thread that does not sleep sends one about every second, and one at
- * its exit: `slept` is then SS_RUNNABLE and `sleep_from` is h.ts. Short
- * sleeps the thread asked for (nanosleep, clock_nanosleep) that its timer
- * ended are summed in `timed` instead of ending the span: they wait for
- * nothing.
- */
-struct ev_span {
-	struct ev_hdr h;
-	u64 from;
-	u64 sleep_from;
-	u64 cpu;
-	u64 runnable;
-	u64 other;
-	u64 timed;
-	u32 waker_pid;
-	u32 waker_tid;
-	s16 call;
-	u8 slept;   /* enum sched_state */
-	u8 by;      /* enum wake_by */
-	u32 _pad;
-};
-
-/* ev_net.h.flags; an enum so that the skeleton carries it to user space */
-enum net_bits {
-	NETF_PEER_USER = 1,   /* the peer came from the call's own address argument */
-	NETF_PEER_SOCK = 2,   /* the peer is the socket's (connected, or bound for unix) */
-	NETF_PARTIAL = 4,     /* more messages or iovecs than summed: bytes are a lower bound */
-};
-
-#define NET_PATH 108  /* sizeof(sockaddr_un.sun_path) */
-#define NET_MMSG 8    /* messages of a sendmmsg/recvmmsg whose lengths are summed */
-
-/* sendto, recvfrom, sendmsg, recvmsg, sendmmsg, recvmmsg on a socket: bytes
- * and the peer (AF_INET, AF_INET6: addr and port; AF_UNIX: path). */
-struct ev_net {
-	struct ev_hdr h;
-	u64 dur;
-	u64 file;
-	u64 requested;  /* len, or the iovecs' sum (the first message's for mmsg) */
-	s64 ret;        /* bytes, or messages for the mmsg calls, or -errno */
-	u64 bytes;      /* bytes moved (the mmsg calls: summed over NET_MMSG) */
-	s32 fd;
-	u16 family;     /* AF_*, 0 when no peer is known */
-	u16 port;       /* host order */
-	u8 addr[16];    /* IPv4 in the first 4 bytes */
-	char path[NET_PATH];
-	u32 _pad;
-};
-
-/*
- * A metadata call: getdents64 on a directory fd (base: its file), or a call
- * on a path (the stat and access families, readlink, unlink, mkdir, rmdir;
- * rename and its kin on two). A relative path comes with the key of the
- * directory it is relative to (base, base2: the dirfd's file or the cwd,
- * named once as ev_file), for user space to join. h.op: OP_GETDENTS64 ...
- * OP_RENAMEAT2.
- */
-struct ev_meta {
-	struct ev_hdr h;
-	u64 dur;
-	u64 base;
-	u64 base2;
-	s64 ret;
-	u32 flags;      /* the flags or mode argument (see mltrace_log::MetaCall) */
-	s32 dirfd;      /* AT_FDCWD for the calls without one; getdents64: the fd */
-	s32 dirfd2;
-	u32 nblk;
-	u16 path_len;
-	u16 path2_len;
-	u8 trunc;       /* str_bits TR_* */
-	u8 _pad[3];
-	char path[2 * PATHBUF];  /* the path, then (rename*) the new one */
-};
-
-/* A CUDA driver call of a traced thread, from a uprobe at its entry to a
- * uretprobe at its return. h.op is the call, in mltrace_log::GpuApi's codes;
- * h.ts the entry. */
-enum gpu_api {
-	GPU_STREAM_SYNC = 0,
-	GPU_CTX_SYNC = 1,
-	GPU_EVENT_SYNC = 2,
-	GPU_MEMCPY = 8,
-	GPU_MEMCPY_DTOH = 9,
-	GPU_MEMCPY_HTOD = 10,
-	GPU_MEMCPY_DTOD = 11,
-	GPU_MEMCPY_PEER = 12,
-	GPU_MEMCPY_2D = 13,
-	GPU_MEMCPY_3D = 14,
-};
-
 /*
  * record --detail summary: the io_sums map's key and value. Calls are
  * summed per thread, operation (enum op), second of boot time they ended
@@ -580,44 +458,6 @@ struct sum_slot {
 	struct io_sum sum;
 };
 
-/* A CUDA driver call only counted, in mltrace_log::GpuCounted's codes. */
-enum gpu_counted {
-	GPU_STREAM_QUERY = 0,
-	GPU_EVENT_QUERY = 1,
-	GPU_LAUNCH_KERNEL = 8,
-	GPU_GRAPH_LAUNCH = 9,
-};
-
-/* The gpu_counts map's key (its value: the calls so far, a u64). */
-struct gpu_count_key {
-	u32 tgid;
-	enum gpu_counted call;
-};
-
-struct ev_gpu {
-	struct ev_hdr h;
-	u64 dur;
-	u64 stream;  /* the CUstream waited on; for cuEventSynchronize the CUevent */
-	u64 bytes;   /* a copy's size */
-	s32 ret;     /* the CUresult */
-	u32 _pad;
-};
-
-/* An NCCL call of a traced thread, from a uprobe at its entry to a
- * uretprobe at its return (it enqueues on the stream and returns). h.op is
- * the call, in mltrace_log::NcclOp's codes; h.ts the entry. */
-enum nccl_api {
-	NCCL_ALL_REDUCE = 0,
-	NCCL_ALL_GATHER = 1,
-	NCCL_REDUCE_SCATTER = 2,
-	NCCL_BROADCAST = 3,
-	NCCL_REDUCE = 4,
-	NCCL_SEND = 5,
-	NCCL_RECV = 6,
-	NCCL_GROUP_START = 16,
-	NCCL_GROUP_END = 17,
-};
-
 /* A traced process became another user or group (the recorder is not
  * root): it is no longer traced from h.ts, nor what it starts. h.op:
  * OP_NONE for an exec of a setuid or setgid program (path: the program),
@@ -630,20 +470,6 @@ struct ev_untraced {
 	u8 _pad[2];
 	char comm[16];
 	char path[256];
-};
-
-struct ev_nccl {
-	struct ev_hdr h;
-	u64 dur;
-	u64 count;   /* elements */
-	u64 comm;    /* the ncclComm_t */
-	u64 stream;  /* the cudaStream_t */
-	s32 rank;    /* in comm, -1: its creation was not seen */
-	s32 nranks;  /* 0: not known */
-	s32 peer;    /* ncclSend/ncclRecv's peer, Broadcast/Reduce's root, else -1 */
-	s32 ret;     /* the ncclResult_t */
-	u8 datatype; /* ncclDataType_t */
-	u8 _pad[7];
 };
 
 /*

@@ -5,6 +5,8 @@
  * outside the syscalls, is in uring.bpf.h.
  */
 
+EV_KIND(EV_AIO, 19);  /* mltrace_log::Aio */
+
 /* libaio: the iocbs summed per io_submit, the events per io_getevents. */
 #define MAX_AIO 16
 #define IOCB_CMD_PREAD 0

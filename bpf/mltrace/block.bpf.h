@@ -5,6 +5,8 @@
  * completed (block_rq_complete), attributed to the submitter.
  */
 
+EV_KIND(EV_BLOCK, 10);  /* mltrace_log::Block */
+
 /*
  * Block I/O, system-wide: writeback and readahead often run in kworkers or
  * other tasks, so filtering by traced pid here would lose them. A request is

@@ -5,6 +5,8 @@
  * in maps.bpf.h) and the perf_event program that records it.
  */
 
+EV_KIND(EV_FAULT, 17);  /* mltrace_log::MajorFault */
+
 /*
  * Major faults. perf's PAGE_FAULTS_MAJ software event fires (in the
  * faulting thread) when a fault that had to read its page is done; it costs

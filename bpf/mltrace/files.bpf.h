@@ -7,6 +7,8 @@
  * it is seen (file_key, cwd_key): used by every handler that records a file.
  */
 
+EV_KIND(EV_FILE, 64);  /* none: a file's name, joined to its records in user space */
+
 /* The pointer-sized field at `ptr + off`, as a number: a plain load where
  * the kernel can cast (6.2+; see fd_file_fast), else a probe read. A path
  * walk does three of these per directory. */

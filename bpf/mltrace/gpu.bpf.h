@@ -6,6 +6,81 @@
  * communicator inits that give their ranks).
  */
 
+EV_KIND(EV_GPU, 24);  /* mltrace_log::GpuCall */
+EV_KIND(EV_NCCL, 25);  /* mltrace_log::Collective */
+
+/* A CUDA driver call of a traced thread, from a uprobe at its entry to a
+ * uretprobe at its return. h.op is the call, in mltrace_log::GpuApi's codes;
+ * h.ts the entry. */
+enum gpu_api {
+	GPU_STREAM_SYNC = 0,
+	GPU_CTX_SYNC = 1,
+	GPU_EVENT_SYNC = 2,
+	GPU_MEMCPY = 8,
+	GPU_MEMCPY_DTOH = 9,
+	GPU_MEMCPY_HTOD = 10,
+	GPU_MEMCPY_DTOD = 11,
+	GPU_MEMCPY_PEER = 12,
+	GPU_MEMCPY_2D = 13,
+	GPU_MEMCPY_3D = 14,
+};
+
+/* A CUDA driver call only counted, in mltrace_log::GpuCounted's codes. */
+enum gpu_counted {
+	GPU_STREAM_QUERY = 0,
+	GPU_EVENT_QUERY = 1,
+	GPU_LAUNCH_KERNEL = 8,
+	GPU_GRAPH_LAUNCH = 9,
+};
+
+/* The gpu_counts map's key (its value: the calls so far, a u64). */
+struct gpu_count_key {
+	u32 tgid;
+	enum gpu_counted call;
+};
+
+struct ev_gpu {
+	struct ev_hdr h;
+	u64 dur;
+	u64 stream;  /* the CUstream waited on; for cuEventSynchronize the CUevent */
+	u64 bytes;   /* a copy's size */
+	s32 ret;     /* the CUresult */
+	u32 _pad;
+};
+
+/* An NCCL call of a traced thread, from a uprobe at its entry to a
+ * uretprobe at its return (it enqueues on the stream and returns). h.op is
+ * the call, in mltrace_log::NcclOp's codes; h.ts the entry. */
+enum nccl_api {
+	NCCL_ALL_REDUCE = 0,
+	NCCL_ALL_GATHER = 1,
+	NCCL_REDUCE_SCATTER = 2,
+	NCCL_BROADCAST = 3,
+	NCCL_REDUCE = 4,
+	NCCL_SEND = 5,
+	NCCL_RECV = 6,
+	NCCL_GROUP_START = 16,
+	NCCL_GROUP_END = 17,
+};
+
+struct ev_nccl {
+	struct ev_hdr h;
+	u64 dur;
+	u64 count;   /* elements */
+	u64 comm;    /* the ncclComm_t */
+	u64 stream;  /* the cudaStream_t */
+	s32 rank;    /* in comm, -1: its creation was not seen */
+	s32 nranks;  /* 0: not known */
+	s32 peer;    /* ncclSend/ncclRecv's peer, Broadcast/Reduce's root, else -1 */
+	s32 ret;     /* the ncclResult_t */
+	u8 datatype; /* ncclDataType_t */
+	u8 _pad[7];
+};
+struct ev_gpu keep_gpu = {};
+struct ev_nccl keep_nccl = {};
+enum gpu_api keep_gpu_api = 0;
+enum nccl_api keep_nccl_api = 0;
+
 /*
  * CUDA driver calls that make the host wait for the GPU (see ev_gpu), from
  * uprobes on libcuda that user space attaches to every copy of the library

@@ -6,6 +6,11 @@
  * sendfile and copy_file_range, and opens.
  */
 
+EV_KIND(EV_IO, 6);  /* mltrace_log::Io */
+EV_KIND(EV_OPEN, 5);  /* mltrace_log::Open */
+EV_KIND(EV_CLOSE, 7);  /* mltrace_log::Close */
+EV_KIND(EV_XFER, 8);  /* mltrace_log::Transfer */
+
 static __always_inline u64 iov_sum(const struct iovec *iov, u64 cnt, u16 *flags)
 {
 	u64 sum = 0;

@@ -111,7 +111,7 @@ struct {
 	__type(value, u32);
 } cgroup_filter SEC(".maps");
 
-/* record --detail summary: a thread's scheduling being summed (ev_span). */
+/* record --detail summary: a thread's scheduling being summed (sched.bpf.h's spans). */
 enum span_st {
 	SP_NONE = 0,   /* not seen switching or woken yet */
 	SP_RUNNING,
@@ -127,7 +127,7 @@ struct sched_acc {
 	u64 cpu;
 	u64 runnable;
 	u64 other;
-	u64 timed;     /* short timed sleeps (see ev_span) */
+	u64 timed;     /* short timed sleeps (see sched.bpf.h) */
 	s16 call;      /* asleep: the call it sleeps in */
 	u8 st;         /* enum span_st */
 	u8 sleep;      /* asleep: SS_SLEEPING or SS_UNINTERRUPTIBLE */
@@ -201,15 +201,6 @@ struct {
 	__type(value, struct heap);
 } heap SEC(".maps");
 
-/* The metadata calls' record, built like heap's (a per-CPU array's value
- * holds at most 32 KiB: heap's is full). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct ev_meta);
-} meta_heap SEC(".maps");
-
 /* Anonymous mmaps of each traced process (tgid): counted, not recorded
  * one by one (Python and PyTorch make many). Sent at the process's exit;
  * user space reads what is left when recording ends. */
@@ -259,14 +250,9 @@ struct ev_pcache keep_pcache = {};
 struct ev_uring keep_uring = {};
 struct ev_aio keep_aio = {};
 struct ev_sched keep_sched = {};
-struct ev_span keep_span = {};
 struct ev_map keep_map = {};
 struct ev_fault keep_fault = {};
-struct ev_net keep_net = {};
-struct ev_gpu keep_gpu = {};
-struct ev_nccl keep_nccl = {};
 struct ev_untraced keep_untraced = {};
-struct ev_meta keep_meta = {};
 struct ev_pyprobe keep_pyprobe = {};
 struct ev_pystack keep_pystack = {};
 struct ev_pycode keep_pycode = {};
@@ -277,7 +263,6 @@ enum py_probe_op keep_py_probe_op = 0;
 enum py_state keep_py_state = 0;
 enum py_model keep_py_model = 0;
 enum py_bits keep_py_bits = 0;
-enum ev_kind keep_kind = 0;
 enum op keep_op = 0;
 enum lost keep_lost = 0;
 enum str_bits keep_str_bits = 0;
@@ -291,7 +276,3 @@ enum sched_op keep_sched_op = 0;
 enum sched_state keep_sched_state = 0;
 enum sched_traced keep_sched_traced = 0;
 enum wake_by keep_wake_by = 0;
-enum span_bits keep_span_bits = 0;
-enum net_bits keep_net_bits = 0;
-enum gpu_api keep_gpu_api = 0;
-enum nccl_api keep_nccl_api = 0;

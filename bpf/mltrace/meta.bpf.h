@@ -5,6 +5,43 @@
  * results in one record each (on_meta, built in meta_heap).
  */
 
+EV_KIND(EV_META, 32);  /* mltrace_log::MetaCall */
+
+/*
+ * A metadata call: getdents64 on a directory fd (base: its file), or a call
+ * on a path (the stat and access families, readlink, unlink, mkdir, rmdir;
+ * rename and its kin on two). A relative path comes with the key of the
+ * directory it is relative to (base, base2: the dirfd's file or the cwd,
+ * named once as ev_file), for user space to join. h.op: OP_GETDENTS64 ...
+ * OP_RENAMEAT2.
+ */
+struct ev_meta {
+	struct ev_hdr h;
+	u64 dur;
+	u64 base;
+	u64 base2;
+	s64 ret;
+	u32 flags;      /* the flags or mode argument (see mltrace_log::MetaCall) */
+	s32 dirfd;      /* AT_FDCWD for the calls without one; getdents64: the fd */
+	s32 dirfd2;
+	u32 nblk;
+	u16 path_len;
+	u16 path2_len;
+	u8 trunc;       /* str_bits TR_* */
+	u8 _pad[3];
+	char path[2 * PATHBUF];  /* the path, then (rename*) the new one */
+};
+struct ev_meta keep_meta = {};
+
+/* The metadata calls' record, built like heap's (a per-CPU array's value
+ * holds at most 32 KiB: heap's is full). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct ev_meta);
+} meta_heap SEC(".maps");
+
 #define AT_EMPTY_PATH 0x1000
 
 /* A path argument of a metadata call read into the record at `off`: its

@@ -6,6 +6,8 @@
  * decides at entry which ones to record.
  */
 
+EV_KIND(EV_MAP, 16);  /* mltrace_log::Mapping */
+
 static __always_inline void count_anon(u32 tgid, u64 len)
 {
 	struct anon_count *c = bpf_map_lookup_elem(&anon_maps, &tgid);

@@ -5,6 +5,37 @@
  * from leave in syscalls.bpf.h).
  */
 
+EV_KIND(EV_NET, 22);  /* mltrace_log::NetCall */
+
+/* ev_net.h.flags; an enum so that the skeleton carries it to user space */
+enum net_bits {
+	NETF_PEER_USER = 1,   /* the peer came from the call's own address argument */
+	NETF_PEER_SOCK = 2,   /* the peer is the socket's (connected, or bound for unix) */
+	NETF_PARTIAL = 4,     /* more messages or iovecs than summed: bytes are a lower bound */
+};
+
+#define NET_PATH 108  /* sizeof(sockaddr_un.sun_path) */
+#define NET_MMSG 8    /* messages of a sendmmsg/recvmmsg whose lengths are summed */
+
+/* sendto, recvfrom, sendmsg, recvmsg, sendmmsg, recvmmsg on a socket: bytes
+ * and the peer (AF_INET, AF_INET6: addr and port; AF_UNIX: path). */
+struct ev_net {
+	struct ev_hdr h;
+	u64 dur;
+	u64 file;
+	u64 requested;  /* len, or the iovecs' sum (the first message's for mmsg) */
+	s64 ret;        /* bytes, or messages for the mmsg calls, or -errno */
+	u64 bytes;      /* bytes moved (the mmsg calls: summed over NET_MMSG) */
+	s32 fd;
+	u16 family;     /* AF_*, 0 when no peer is known */
+	u16 port;       /* host order */
+	u8 addr[16];    /* IPv4 in the first 4 bytes */
+	char path[NET_PATH];
+	u32 _pad;
+};
+struct ev_net keep_net = {};
+enum net_bits keep_net_bits = 0;
+
 #define AF_UNIX 1
 #define AF_INET 2
 #define AF_INET6 10

@@ -5,6 +5,8 @@
  * one record; flush_pcache is declared ahead in syscalls.bpf.h.
  */
 
+EV_KIND(EV_PCACHE, 15);  /* mltrace_log::PageCache */
+
 /* Page-cache insertions (see on_pcache): one record for a run of pages. */
 /* The most pages one record holds (256 MiB of 4 KiB pages). */
 #define PCACHE_RUN_MAX 65536

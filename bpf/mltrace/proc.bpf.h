@@ -6,6 +6,11 @@
  * the leader's free (its tgid leaves `traced`) and comm changes (task_rename).
  */
 
+EV_KIND(EV_FORK, 1);  /* mltrace_log::Fork */
+EV_KIND(EV_EXEC, 2);  /* mltrace_log::Exec */
+EV_KIND(EV_EXIT, 4);  /* mltrace_log::Exit */
+EV_KIND(EV_COMM, 3);  /* mltrace_log::Comm */
+
 /* A traced task forked: trace the child (its tgid too when it is a new
  * process, for user space's list) and say so. */
 static __always_inline void on_fork(struct task_struct *parent, struct task_struct *child)

@@ -13,6 +13,10 @@
  * the call was made from, GIL released or not.
  */
 
+EV_KIND(EV_PYPROBE, 66);  /* none: asks user space for an interpreter */
+EV_KIND(EV_PYCODE, 67);  /* none: a code object, for the frames */
+EV_KIND(EV_PYSTACK, 33);  /* mltrace_log::PyFrame */
+
 /* record --py-stacks on: the stacks are walked. Interpreters are read
  * either way (a wait for the GIL is told from a wait for data, sched.bpf.h). */
 const volatile bool py_stacks_on = false;

@@ -6,6 +6,46 @@
  * that reads the spans still open.
  */
 
+EV_KIND(EV_SCHED, 20);  /* mltrace_log::SchedSwitch, SchedWake */
+EV_KIND(EV_SPAN, 31);  /* mltrace_log::SchedSpan */
+
+/*
+ * record --detail summary (task-storage routes): a traced thread's
+ * scheduling summed between its sleeps, instead of a record per switch and
+ * wake-up. From `from` to `sleep_from` it was on a CPU `cpu` ns, waiting
+ * for one `runnable` ns, stopped or otherwise `other` ns; then asleep
+ * (`slept`, in the call numbered `call`) until h.ts, when the span is sent.
+ * A thread that does not sleep sends one about every second, and one at
+ * its exit: `slept` is then SS_RUNNABLE and `sleep_from` is h.ts. Short
+ * sleeps the thread asked for (nanosleep, clock_nanosleep) that its timer
+ * ended are summed in `timed` instead of ending the span: they wait for
+ * nothing.
+ */
+struct ev_span {
+	struct ev_hdr h;
+	u64 from;
+	u64 sleep_from;
+	u64 cpu;
+	u64 runnable;
+	u64 other;
+	u64 timed;
+	u32 waker_pid;
+	u32 waker_tid;
+	s16 call;
+	u8 slept;   /* enum sched_state */
+	u8 by;      /* enum wake_by */
+	u32 _pad;
+};
+/* ev_span.h.flags; an enum so that the skeleton carries it to user space */
+enum span_bits {
+	SPAN_WOKEN = 1,   /* a wake-up ended the sleep: by the task waker_*, or an interrupt (by) */
+	SPAN_WAKER = 2,   /* the waker is a traced thread */
+	SPAN_RUNNING = 4, /* on a CPU from h.ts (else runnable) */
+};
+
+struct ev_span keep_span = {};
+enum span_bits keep_span_bits = 0;
+
 /*
  * Scheduling: context switches with a traced thread on either side, and
  * wake-ups and migrations of traced threads. sched_switch runs on every

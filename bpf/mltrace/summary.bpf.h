@@ -7,6 +7,8 @@
  * SUM_CALL, which the I/O handlers (io.bpf.h) call.
  */
 
+EV_KIND(EV_SUM, 30);  /* mltrace_log::IoSummary */
+
 /*
  * record --detail summary (summary true): every read, write, sync and close
  * is summed per thread, file, operation and second: in the thread's own

@@ -7,6 +7,8 @@
  * (setuid exec, setuid()).
  */
 
+EV_KIND(EV_UNTRACED, 65);  /* none: a process let go, said at the end */
+
 static __always_inline void on_rename(struct task_struct *task, const char *comm);
 
 /* Whether -a's filters take the current task's process. */

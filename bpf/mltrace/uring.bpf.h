@@ -4,6 +4,8 @@
  * submission kept by request until its completion (uring_reqs).
  */
 
+EV_KIND(EV_URING, 18);  /* mltrace_log::IoUring */
+
 /*
  * io_uring reads and writes of traced processes. A request is submitted in
  * the thread that called io_uring_enter (or the ring's SQPOLL thread, a

@@ -138,9 +138,6 @@ fn frames_of(v: &serde_json::Value) -> Vec<Frame> {
 fn check(py: &Interp, views: bool) {
     let dir = tempfile::tempdir().unwrap();
     let (want, recs, stderr) = record(py, dir.path(), &[]);
-    if views {
-        check_views(&want, &dir.path().join("stacks.bin"), dir.path());
-    }
     let what = &py.name;
     // The log's stacks, by (pid, id), and its reads by (pid, path, offset).
     let mut stacks: HashMap<(u32, u32), Vec<(u32, Frame)>> = HashMap::new();
@@ -184,6 +181,10 @@ fn check(py: &Interp, views: bool) {
     // parent's, and gets no record of its own).
     let main = expected[0]["pid"].as_u64().unwrap();
     assert!(interps.iter().any(|i| u64::from(i.0) == main && i.1), "{what}: process {main}: {interps:?}");
+    // The views after the reads, each read's stack checked first.
+    if views {
+        check_views(&want, &dir.path().join("stacks.bin"), dir.path());
+    }
 }
 
 /// The log's stacks by (pid, id), innermost frame first.

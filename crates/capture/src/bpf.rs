@@ -758,18 +758,17 @@ pub fn slot_sums(skel: &MltraceSkel<'_>, out: &mut Vec<SlotSum>) -> Result<(), C
     Ok(())
 }
 
-/// Every thread's scheduling span in progress (bpf's `open_spans`:
-/// summary detail with scheduling), read at the end of the recording;
-/// empty where it is not loaded.
-pub fn open_spans(skel: &MltraceSkel<'_>) -> Result<Vec<types::ev_span>, CaptureError> {
+/// The records a task iterator writes, as `T`s (plain-data C structs of
+/// the skeleton's types); empty where it is not loaded (`link` None).
+pub fn read_iter<T: Copy>(link: Option<&libbpf_rs::Link>, what: &'static str) -> Result<Vec<T>, CaptureError> {
     use std::io::Read;
-    let Some(link) = skel.links.open_spans.as_ref() else { return Ok(Vec::new()) };
-    let mut it = libbpf_rs::Iter::new(link).map_err(bpf_err("reading the threads' scheduling sums"))?;
+    let Some(link) = link else { return Ok(Vec::new()) };
+    let mut it = libbpf_rs::Iter::new(link).map_err(bpf_err(what))?;
     let mut buf = Vec::new();
-    it.read_to_end(&mut buf).map_err(|e| bpf_err("reading the threads' scheduling sums")(libbpf_rs::Error::from(e)))?;
+    it.read_to_end(&mut buf).map_err(|e| bpf_err(what)(libbpf_rs::Error::from(e)))?;
     Ok(buf
-        .chunks_exact(size_of::<types::ev_span>())
-        // SAFETY: a plain-data C struct of this size, from the kernel.
+        .chunks_exact(size_of::<T>())
+        // SAFETY: T is a plain-data C struct of this size, from the kernel.
         .map(|b| unsafe { std::ptr::read_unaligned(b.as_ptr().cast()) })
         .collect())
 }

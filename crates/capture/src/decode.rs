@@ -2,7 +2,7 @@
 //! for every event, so it allocates only for strings the kernel sends once
 //! (file names, exec arguments), never for reads and writes.
 
-use std::mem::{offset_of, size_of, MaybeUninit};
+use std::mem::{size_of, MaybeUninit};
 
 use mltrace_log::*;
 
@@ -17,17 +17,14 @@ mod open;
 mod proc;
 mod python;
 mod sched;
+mod summary;
 
 pub(crate) use io::io_op;
-pub(crate) use sched::span_record;
+pub(crate) use sched::open_spans;
 
 use crate::files::FileTable;
 use crate::inodes::InodeNames;
-use crate::skel::types::{
-    self, ev_aio, ev_block, ev_close, ev_comm, ev_exec, ev_exit, ev_fault, ev_file, ev_fork, ev_gpu, ev_hdr, ev_io,
-    ev_kind, ev_map, ev_meta, ev_nccl, ev_net, ev_open, ev_pcache, ev_pycode, ev_pyprobe, ev_pystack, ev_sched,
-    ev_span, ev_untraced, ev_uring, ev_xfer, sum_slot,
-};
+use crate::skel::types::{self, ev_file, ev_hdr, ev_open};
 
 /// BPF flag bits, as events.h declares them (its enums reach the skeleton).
 const TR_ARG: u8 = types::str_bits::TR_ARG.0 as u8;
@@ -129,7 +126,7 @@ pub struct KernelDecoder {
     /// mltrace's own launch handshake, not the command's.
     pre_exec: Option<u32>,
     open_buf: Reused<ev_open>,
-    meta_buf: Reused<ev_meta>,
+    meta_buf: meta::Buf,
     file_buf: Reused<ev_file>,
     /// A network call's peer as text, before it is interned (reused).
     peer_buf: Vec<u8>,
@@ -272,7 +269,7 @@ impl KernelDecoder {
             return;
         }
         let h: ev_hdr = read(data);
-        let Some(ev) = EVENT_OF.get(h.kind as usize).and_then(|&i| EVENTS.get(usize::from(i).wrapping_sub(1))) else {
+        let Some(ev) = event_of(h.kind) else {
             self.stats.malformed += 1;
             return;
         };
@@ -282,7 +279,7 @@ impl KernelDecoder {
         }
         if let Some(root) = self.pre_exec {
             if h.pid == root {
-                if ev.kind == ev_kind::EV_EXEC {
+                if ev.kind == Exec::CODE {
                     self.pre_exec = None;
                 } else if ev.commands_io {
                     return;
@@ -296,7 +293,8 @@ impl KernelDecoder {
 
 /// How the decoder reads one kind of event the programs send.
 struct Event {
-    kind: ev_kind,
+    /// Its code (the log kind's, or a ring-only code of 64 and up).
+    kind: u8,
     /// The bytes it needs at least (a record with a path is shorter than
     /// its struct: the path is sent at its real length).
     min: usize,
@@ -306,155 +304,54 @@ struct Event {
     decode: fn(&mut KernelDecoder, &ev_hdr, &[u8], &mut FrameEncoder),
 }
 
-/// Every event kind of events.h, each once: a kind not here is counted
-/// as malformed.
-const EVENTS: &[Event] = &[
-    Event { kind: ev_kind::EV_IO, min: size_of::<ev_io>(), commands_io: true, decode: |d, h, b, e| d.io(h, b, e) },
-    Event {
-        kind: ev_kind::EV_CLOSE,
-        min: size_of::<ev_close>(),
-        commands_io: true,
-        decode: |d, h, b, e| d.close(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_XFER,
-        min: size_of::<ev_xfer>(),
-        commands_io: true,
-        decode: |d, h, b, e| d.xfer(h, b, e),
-    },
-    Event { kind: ev_kind::EV_NET, min: size_of::<ev_net>(), commands_io: true, decode: |d, h, b, e| d.net(h, b, e) },
-    Event {
-        kind: ev_kind::EV_META,
-        min: offset_of!(ev_meta, path),
-        commands_io: true,
-        decode: |d, h, b, e| d.meta(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_OPEN,
-        min: offset_of!(ev_open, path),
-        commands_io: true,
-        decode: |d, h, b, e| d.open(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_PCACHE,
-        min: size_of::<ev_pcache>(),
-        commands_io: true,
-        decode: |d, h, b, e| d.pcache(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_URING,
-        min: size_of::<ev_uring>(),
-        commands_io: true,
-        decode: |d, h, b, e| d.uring(h, b, e),
-    },
-    Event { kind: ev_kind::EV_AIO, min: size_of::<ev_aio>(), commands_io: true, decode: |d, h, b, e| d.aio(h, b, e) },
-    Event { kind: ev_kind::EV_MAP, min: size_of::<ev_map>(), commands_io: true, decode: |d, h, b, e| d.map(h, b, e) },
-    Event {
-        kind: ev_kind::EV_FAULT,
-        min: size_of::<ev_fault>(),
-        commands_io: true,
-        decode: |d, h, b, e| d.major_fault(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_SUM,
-        min: size_of::<sum_slot>(),
-        commands_io: false,
-        decode: |d, _, b, _| d.sums.extend(crate::bpf::SlotSum::parse(b)),
-    },
-    Event { kind: ev_kind::EV_GPU, min: size_of::<ev_gpu>(), commands_io: false, decode: |d, h, b, e| d.gpu(h, b, e) },
-    Event {
-        kind: ev_kind::EV_NCCL,
-        min: size_of::<ev_nccl>(),
-        commands_io: false,
-        decode: |d, h, b, e| d.nccl(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_UNTRACED,
-        min: size_of::<ev_untraced>(),
-        commands_io: false,
-        decode: |d, h, b, e| d.untraced(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_FILE,
-        min: offset_of!(ev_file, path),
-        commands_io: false,
-        decode: |d, _, b, _| d.file_named(b),
-    },
-    Event {
-        kind: ev_kind::EV_PYPROBE,
-        min: size_of::<ev_pyprobe>(),
-        commands_io: false,
-        decode: |d, h, b, e| d.py_probe(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_PYSTACK,
-        min: offset_of!(ev_pystack, frames),
-        commands_io: false,
-        decode: |d, h, b, e| d.py_stack(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_PYCODE,
-        min: offset_of!(ev_pycode, data),
-        commands_io: false,
-        decode: |d, h, b, e| d.py_code(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_FORK,
-        min: size_of::<ev_fork>(),
-        commands_io: false,
-        decode: |d, h, b, e| d.fork(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_EXEC,
-        min: offset_of!(ev_exec, data),
-        commands_io: false,
-        decode: |d, h, b, e| d.exec(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_EXIT,
-        min: size_of::<ev_exit>(),
-        commands_io: false,
-        decode: |d, h, b, e| d.exit(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_COMM,
-        min: size_of::<ev_comm>(),
-        commands_io: false,
-        decode: |d, h, b, e| d.comm(h, b, e),
-    },
-    Event {
-        kind: ev_kind::EV_SPAN,
-        min: size_of::<ev_span>(),
-        commands_io: false,
-        decode: |_, _, b, e| e.push(&span_record(&read::<ev_span>(b))),
-    },
-    Event {
-        kind: ev_kind::EV_SCHED,
-        min: size_of::<ev_sched>(),
-        commands_io: false,
-        decode: |d, _, b, e| d.sched(b, e),
-    },
-    Event {
-        kind: ev_kind::EV_BLOCK,
-        min: size_of::<ev_block>(),
-        commands_io: false,
-        decode: |d, _, b, e| d.block(b, e),
-    },
+/// Codes of the events only the ring has (64 and up: no log kind has
+/// one), as their BPF headers declare them with EV_KIND.
+const RING_FILE: u8 = 64;
+const RING_UNTRACED: u8 = 65;
+const RING_PYPROBE: u8 = 66;
+const RING_PYCODE: u8 = 67;
+
+/// Every module's events: a code the programs send that no module
+/// decodes is counted as malformed.
+const EVENT_LISTS: &[&[Event]] = &[
+    aio::EVENTS,
+    block::EVENTS,
+    gpu::EVENTS,
+    io::EVENTS,
+    mem::EVENTS,
+    meta::EVENTS,
+    net::EVENTS,
+    open::EVENTS,
+    proc::EVENTS,
+    python::EVENTS,
+    sched::EVENTS,
+    summary::EVENTS,
 ];
 
-/// [`EVENTS`]' index + 1 by event kind (0: none): the decoder looks a
-/// record's kind up once.
-const EVENT_OF: [u8; 64] = {
-    let mut t = [0u8; 64];
-    let mut i = 0;
-    while i < EVENTS.len() {
-        let k = EVENTS[i].kind.0 as usize;
-        assert!(k < t.len() && t[k] == 0, "an event kind below 64, listed once");
-        t[k] = i as u8 + 1;
-        i += 1;
+/// (list, entry) + 1 of each code in [`EVENT_LISTS`] (0: none): the
+/// decoder looks a record's kind up once.
+const EVENT_OF: [(u8, u8); 128] = {
+    let mut t = [(0u8, 0u8); 128];
+    let mut l = 0;
+    while l < EVENT_LISTS.len() {
+        let mut i = 0;
+        while i < EVENT_LISTS[l].len() {
+            let k = EVENT_LISTS[l][i].kind as usize;
+            assert!(k < t.len() && t[k].0 == 0, "an event code below 128, decoded by one module");
+            t[k] = (l as u8 + 1, i as u8);
+            i += 1;
+        }
+        l += 1;
     }
     t
 };
+
+/// The decoder of event code `kind`.
+#[inline]
+fn event_of(kind: u8) -> Option<&'static Event> {
+    let (l, i) = *EVENT_OF.get(usize::from(kind))?;
+    EVENT_LISTS.get(usize::from(l).wrapping_sub(1))?.get(usize::from(i))
+}
 
 #[cfg(test)]
 mod tests {
@@ -462,6 +359,7 @@ mod tests {
     use crate::files::join_normalize;
 
     const EVENTS_H: &str = include_str!("../../../bpf/events.h");
+    const GPU_H: &str = include_str!("../../../bpf/mltrace/gpu.bpf.h");
 
     /// The members of C's `enum name { ... }` in `src` with their values
     /// (one without a value is the previous one's plus one, as in C).
@@ -490,16 +388,38 @@ mod tests {
             .collect()
     }
 
-    /// Every kind events.h declares is read: a new kind the decoder does
-    /// not list would be counted as malformed.
+    /// The EV_KIND codes of the BPF headers, each with its header.
+    fn ring_codes() -> Vec<(String, String, u64)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bpf/mltrace");
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            for l in text.lines().filter_map(|l| l.strip_prefix("EV_KIND(")) {
+                let (name, rest) = l.split_once(',').unwrap();
+                let code = rest.split_once(')').unwrap().0.trim().parse().unwrap();
+                out.push((e.file_name().to_string_lossy().into_owned(), name.to_string(), code));
+            }
+        }
+        out
+    }
+
+    /// Every code a BPF header sends is decoded, and every code decoded is
+    /// sent: one code space, the log's kinds' codes and 64 up for the
+    /// ring's own.
     #[test]
-    fn each_event_kind_of_events_h_is_decoded() {
-        let kinds = c_enum(EVENTS_H, "ev_kind");
-        assert!(kinds.len() >= 23, "{kinds:?}");
-        for (name, v) in kinds {
-            let i = EVENT_OF[v as usize];
-            assert!(i > 0, "{name} ({v}) has no row in EVENTS");
-            assert_eq!(EVENTS[usize::from(i) - 1].kind.0 as u64, v, "{name}");
+    fn each_ring_code_is_decoded_and_each_decoded_code_sent() {
+        let sent = ring_codes();
+        assert!(sent.len() >= 26, "{sent:?}");
+        for (file, name, code) in &sent {
+            let ev = event_of(*code as u8).unwrap_or_else(|| panic!("{file}'s {name} ({code}) has no decoder"));
+            assert_eq!(u64::from(ev.kind), *code, "{name}");
+            let log = Record::CODES.contains(&(*code as u8));
+            assert!(log == (*code < 64), "{file}'s {name} ({code}): a log kind's code below 64, the ring's own above");
+        }
+        for list in EVENT_LISTS {
+            for ev in *list {
+                assert!(sent.iter().any(|s| s.2 == u64::from(ev.kind)), "code {} is decoded, never sent", ev.kind);
+            }
         }
     }
 
@@ -509,13 +429,14 @@ mod tests {
     /// CtxSynchronize) and which is not one of `rust_only`, the variants
     /// user space makes itself; every other variant has a member.
     fn same_codes<E: Copy + PartialEq + std::fmt::Debug>(
+        src: &str,
         c_name: &str,
         all: &[E],
         code: impl Fn(E) -> u8,
         from_u8: impl Fn(u8) -> E,
         rust_only: &[E],
     ) {
-        let c: Vec<_> = c_enum(EVENTS_H, c_name).into_iter().filter(|(n, _)| !n.contains("__")).collect();
+        let c: Vec<_> = c_enum(src, c_name).into_iter().filter(|(n, _)| !n.contains("__")).collect();
         assert!(!c.is_empty(), "enum {c_name}");
         let rust = std::any::type_name::<E>().rsplit("::").next().unwrap();
         for (name, v) in &c {
@@ -533,16 +454,16 @@ mod tests {
         }
     }
 
-    /// The codes events.h and the log keep each by hand agree.
+    /// The codes the BPF headers and the log keep each by hand agree.
     #[test]
     fn the_codes_of_events_h_are_the_logs() {
-        same_codes("gpu_api", GpuApi::ALL, |e| e as u8, GpuApi::from_u8, &[]);
-        same_codes("gpu_counted", GpuCounted::ALL, |e| e as u8, GpuCounted::from_u8, &[]);
-        same_codes("nccl_api", NcclOp::ALL, |e| e as u8, NcclOp::from_u8, &[]);
-        same_codes("sched_state", SchedState::ALL, |e| e as u8, SchedState::from_u8, &[]);
-        same_codes("wake_by", WakeBy::ALL, |e| e as u8, WakeBy::from_u8, &[]);
+        same_codes(GPU_H, "gpu_api", GpuApi::ALL, |e| e as u8, GpuApi::from_u8, &[]);
+        same_codes(GPU_H, "gpu_counted", GpuCounted::ALL, |e| e as u8, GpuCounted::from_u8, &[]);
+        same_codes(GPU_H, "nccl_api", NcclOp::ALL, |e| e as u8, NcclOp::from_u8, &[]);
+        same_codes(EVENTS_H, "sched_state", SchedState::ALL, |e| e as u8, SchedState::from_u8, &[]);
+        same_codes(EVENTS_H, "wake_by", WakeBy::ALL, |e| e as u8, WakeBy::from_u8, &[]);
         let mine = [LostKind::Other, LostKind::Malformed, LostKind::UnknownFile, LostKind::Skipped];
-        same_codes("lost", LostKind::ALL, |e| e as u8, LostKind::from_u8, &mine);
+        same_codes(EVENTS_H, "lost", LostKind::ALL, |e| e as u8, LostKind::from_u8, &mine);
     }
 
     /// Each io_uring opcode the kernel side records (uring_submit's switch)

@@ -52,8 +52,8 @@ impl Summaries {
     /// Writes every live thread's scheduling span in progress (the
     /// recording is over: they would not be sent).
     pub fn open_spans(&mut self, skel: &MltraceSkel<'_>, enc: &mut FrameEncoder) {
-        match bpf::open_spans(skel) {
-            Ok(spans) => spans.iter().for_each(|e| enc.push(&crate::decode::span_record(e))),
+        match crate::decode::open_spans(skel) {
+            Ok(spans) => spans.iter().for_each(|r| enc.push(r)),
             Err(e) => {
                 self.error.get_or_insert_with(|| e.to_string());
             }

@@ -7,6 +7,17 @@ use super::io::{offset_src, IOF_REQ_PARTIAL};
 use super::{read, KernelDecoder};
 use crate::skel::types::{self, ev_aio, ev_hdr, ev_uring, op};
 
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[
+    super::Event {
+        kind: IoUring::CODE,
+        min: size_of::<ev_uring>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.uring(h, b, e),
+    },
+    super::Event { kind: Aio::CODE, min: size_of::<ev_aio>(), commands_io: true, decode: |d, h, b, e| d.aio(h, b, e) },
+];
+
 /// BPF's URF_* bits (events.h).
 const URF_FIXED_FILE: u16 = types::uring_bits::URF_FIXED_FILE.0 as u16;
 const URF_SQPOLL: u16 = types::uring_bits::URF_SQPOLL.0 as u16;

@@ -5,6 +5,14 @@ use mltrace_log::*;
 use super::{cstr, read, KernelDecoder};
 use crate::skel::types::{self, ev_block};
 
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[super::Event {
+    kind: Block::CODE,
+    min: size_of::<ev_block>(),
+    commands_io: false,
+    decode: |d, _, b, e| d.block(b, e),
+}];
+
 /// BPF's BLK_* and RQF_* bits (events.h) to the log's [`blk`] bits.
 fn block_flags(h_flags: u16, rq: u16) -> u16 {
     use types::{blk_bits as b, rq_bits as q};

@@ -5,6 +5,22 @@ use mltrace_log::*;
 use super::{read, KernelDecoder};
 use crate::skel::types::{self, ev_gpu, ev_hdr, ev_nccl};
 
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[
+    super::Event {
+        kind: GpuCall::CODE,
+        min: size_of::<ev_gpu>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.gpu(h, b, e),
+    },
+    super::Event {
+        kind: Collective::CODE,
+        min: size_of::<ev_nccl>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.nccl(h, b, e),
+    },
+];
+
 // events.h numbers the CUDA and NCCL calls as the log does.
 const _: () = {
     use types::gpu_api as g;

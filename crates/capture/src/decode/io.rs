@@ -6,6 +6,23 @@ use mltrace_log::*;
 use super::{read, KernelDecoder};
 use crate::skel::types::{self, ev_close, ev_hdr, ev_io, ev_xfer, op};
 
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[
+    super::Event { kind: Io::CODE, min: size_of::<ev_io>(), commands_io: true, decode: |d, h, b, e| d.io(h, b, e) },
+    super::Event {
+        kind: Close::CODE,
+        min: size_of::<ev_close>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.close(h, b, e),
+    },
+    super::Event {
+        kind: Transfer::CODE,
+        min: size_of::<ev_xfer>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.xfer(h, b, e),
+    },
+];
+
 /// BPF's IOF_* bits (events.h).
 const IOF_FILEPOS: u16 = types::io_bits::IOF_FILEPOS.0 as u16;
 pub(super) const IOF_REQ_PARTIAL: u16 = types::io_bits::IOF_REQ_PARTIAL.0 as u16;

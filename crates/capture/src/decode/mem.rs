@@ -6,6 +6,28 @@ use mltrace_log::*;
 use super::{read, KernelDecoder};
 use crate::skel::types::{self, ev_fault, ev_hdr, ev_map, ev_pcache, op};
 
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[
+    super::Event {
+        kind: PageCache::CODE,
+        min: size_of::<ev_pcache>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.pcache(h, b, e),
+    },
+    super::Event {
+        kind: Mapping::CODE,
+        min: size_of::<ev_map>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.map(h, b, e),
+    },
+    super::Event {
+        kind: MajorFault::CODE,
+        min: size_of::<ev_fault>(),
+        commands_io: true,
+        decode: |d, h, b, e| d.major_fault(h, b, e),
+    },
+];
+
 /// BPF's MAPF_* bit (events.h): a summary of anonymous mappings.
 const MAPF_ANON_SUMMARY: u16 = types::map_bits::MAPF_ANON_SUMMARY.0 as u16;
 

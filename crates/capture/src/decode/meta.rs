@@ -9,6 +9,18 @@ use super::{is_normal, tail, KernelDecoder, TR_ARG, TR_UNREADABLE};
 use crate::files::join_normalize;
 use crate::skel::types::{ev_hdr, ev_meta};
 
+/// The decoder's reused buffer of a metadata call's record (its paths
+/// make it large).
+pub(super) type Buf = super::Reused<ev_meta>;
+
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[super::Event {
+    kind: MetaCall::CODE,
+    min: offset_of!(ev_meta, path),
+    commands_io: true,
+    decode: |d, h, b, e| d.meta(h, b, e),
+}];
+
 impl KernelDecoder {
     /// A path made absolute: as passed when it is, else lexically joined
     /// to the path of `base`, the directory it is relative to (`/?` when

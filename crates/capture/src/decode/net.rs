@@ -5,6 +5,14 @@ use mltrace_log::*;
 use super::{read, KernelDecoder};
 use crate::skel::types::{self, ev_hdr, ev_net, op};
 
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[super::Event {
+    kind: NetCall::CODE,
+    min: size_of::<ev_net>(),
+    commands_io: true,
+    decode: |d, h, b, e| d.net(h, b, e),
+}];
+
 /// BPF's NETF_* bits (events.h) to the log's [`net`] bits.
 fn net_flags(f: u16) -> u8 {
     use types::net_bits as n;

@@ -8,6 +8,22 @@ use super::{is_normal, tail, KernelDecoder, F_DISCONNECTED, F_PASSED, TR_ABS, TR
 use crate::files::{classify, join_normalize, FileFacts};
 use crate::skel::types::{ev_file, ev_hdr, ev_open, op};
 
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[
+    super::Event {
+        kind: Open::CODE,
+        min: offset_of!(ev_open, path),
+        commands_io: true,
+        decode: |d, h, b, e| d.open(h, b, e),
+    },
+    super::Event {
+        kind: super::RING_FILE,
+        min: offset_of!(ev_file, path),
+        commands_io: false,
+        decode: |d, _, b, _| d.file_named(b),
+    },
+];
+
 pub(super) fn open_op(o: u8) -> OpenOp {
     match op(o.into()) {
         op::OP_OPEN => OpenOp::Open,

@@ -8,6 +8,40 @@ use mltrace_log::*;
 use super::{cstr, read, tail, KernelDecoder, TR_ARG, TR_UNREADABLE};
 use crate::skel::types::{self, ev_comm, ev_exec, ev_exit, ev_fork, ev_hdr, ev_ioac, ev_untraced};
 
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[
+    super::Event {
+        kind: super::RING_UNTRACED,
+        min: size_of::<ev_untraced>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.untraced(h, b, e),
+    },
+    super::Event {
+        kind: Fork::CODE,
+        min: size_of::<ev_fork>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.fork(h, b, e),
+    },
+    super::Event {
+        kind: Exec::CODE,
+        min: offset_of!(ev_exec, data),
+        commands_io: false,
+        decode: |d, h, b, e| d.exec(h, b, e),
+    },
+    super::Event {
+        kind: Exit::CODE,
+        min: size_of::<ev_exit>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.exit(h, b, e),
+    },
+    super::Event {
+        kind: Comm::CODE,
+        min: size_of::<ev_comm>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.comm(h, b, e),
+    },
+];
+
 // events.h states the ioac bits in the log's own codes.
 const _: () = {
     assert!(types::ioac_bits::IOAC_CHARS.0 == acct::CHARS as u32);

@@ -9,6 +9,28 @@ use super::{read, tail, KernelDecoder};
 use crate::python::linetable::decode_str;
 use crate::skel::types::{self, ev_hdr, ev_pycode, ev_pyprobe, ev_pystack, py_frame};
 
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[
+    super::Event {
+        kind: super::RING_PYPROBE,
+        min: size_of::<ev_pyprobe>(),
+        commands_io: false,
+        decode: |d, h, b, e| d.py_probe(h, b, e),
+    },
+    super::Event {
+        kind: mltrace_log::PyFrame::CODE,
+        min: offset_of!(ev_pystack, frames),
+        commands_io: false,
+        decode: |d, h, b, e| d.py_stack(h, b, e),
+    },
+    super::Event {
+        kind: super::RING_PYCODE,
+        min: offset_of!(ev_pycode, data),
+        commands_io: false,
+        decode: |d, h, b, e| d.py_code(h, b, e),
+    },
+];
+
 const PY_STR: usize = 256;
 const TRUNCATED: u16 = types::py_bits::PYB_TRUNCATED.0 as u16;
 const CUT: u8 = types::py_bits::PYB_QUAL_CUT.0 as u8;

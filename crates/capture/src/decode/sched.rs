@@ -6,6 +6,22 @@ use mltrace_log::*;
 use super::{cstr, read, KernelDecoder};
 use crate::skel::types::{self, ev_sched, ev_span};
 
+/// The events this module decodes (see [`super::Event`]).
+pub(super) const EVENTS: &[super::Event] = &[
+    super::Event {
+        kind: SchedSpan::CODE,
+        min: size_of::<ev_span>(),
+        commands_io: false,
+        decode: |_, _, b, e| e.push(&span_record(&read::<ev_span>(b))),
+    },
+    super::Event {
+        kind: SchedSwitch::CODE,
+        min: size_of::<ev_sched>(),
+        commands_io: false,
+        decode: |d, _, b, e| d.sched(b, e),
+    },
+];
+
 /// BPF's SPAN_* bits (events.h).
 const SPAN_WOKEN: u16 = types::span_bits::SPAN_WOKEN.0 as u16;
 const SPAN_WAKER: u16 = types::span_bits::SPAN_WAKER.0 as u16;
@@ -74,6 +90,15 @@ fn sched_record(e: &ev_sched, enc: &mut FrameEncoder) -> Option<Record> {
 }
 
 /// A span of a thread's summed scheduling (summary detail).
+/// Every thread's scheduling span in progress (bpf's `open_spans`:
+/// summary detail with scheduling), read at the end of the recording;
+/// empty where it is not loaded.
+pub(crate) fn open_spans(skel: &crate::skel::MltraceSkel<'_>) -> Result<Vec<Record>, crate::error::CaptureError> {
+    let spans =
+        crate::bpf::read_iter::<ev_span>(skel.links.open_spans.as_ref(), "reading the threads' scheduling sums")?;
+    Ok(spans.iter().map(span_record).collect())
+}
+
 pub(crate) fn span_record(e: &ev_span) -> Record {
     let h = &e.h;
     const BITS: [(u16, u8); 3] = [(SPAN_WOKEN, span::WOKEN), (SPAN_WAKER, span::WAKER), (SPAN_RUNNING, span::RUNNING)];
