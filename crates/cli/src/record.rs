@@ -156,21 +156,6 @@ pub struct Args {
     command: Vec<OsString>,
 }
 
-fn human_bytes(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", U[i])
-    }
-}
-
 fn parse_size(s: &str) -> Result<u32, String> {
     let t = s.trim().to_ascii_lowercase();
     let (num, mult) = match t.chars().last() {
@@ -392,7 +377,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 p.records,
                 rate,
                 p.lost,
-                human_bytes(p.log_bytes)
+                mltrace_model::fmt::bytes(p.log_bytes)
             );
             let _ = std::io::stderr().flush();
         }
@@ -417,7 +402,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         s.records,
         s.duration.as_secs_f64(),
         lost,
-        human_bytes(s.log_bytes),
+        mltrace_model::fmt::bytes(s.log_bytes),
         s.output.display()
     );
     for w in &s.warnings {

@@ -7,7 +7,6 @@ use mltrace_log::show;
 use mltrace_log::*;
 
 use crate::args::{ArgKey as K, ArgSink, Args, OwnedArgs};
-use crate::survey::FileTotals;
 
 /// A flow id, never 0 (splitmix64 of the parts).
 pub fn flow_id(parts: [u64; 4]) -> u64 {
@@ -125,6 +124,18 @@ pub fn is_call(r: &Record) -> bool {
     split(r).is_ok()
 }
 
+/// Which of a process's slice tracks a call or request is drawn on (the
+/// detail scene's lanes, the overview's slowest calls).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lanes {
+    Reads = 0,
+    Writes = 1,
+    Opens = 2,
+    Block = 3,
+}
+
+pub const LANE_NAMES: [&str; 4] = ["reads", "writes", "opens", "block I/O"];
+
 /// What each call kind means to the views that count calls, side by side
 /// (one exhaustive match per property: a new kind does not compile until
 /// it answers each, and no view keeps its own list of kinds).
@@ -207,8 +218,7 @@ impl Call<'_> {
 
     /// The overview's lane for it; `None` for a call that has none (CUDA
     /// and NCCL calls: the GPU's wait is counted, not drawn there).
-    pub fn lane(&self) -> Option<crate::scene::Lanes> {
-        use crate::scene::Lanes;
+    pub fn lane(&self) -> Option<Lanes> {
         let rw = |write: bool| if write { Lanes::Writes } else { Lanes::Reads };
         Some(match *self {
             Call::Io(r) => rw(r.op.is_write()),
@@ -444,6 +454,22 @@ impl Args for AioArgs<'_> {
             s.str(K::Flags, labels::AIO_PARTIAL.as_bytes());
         }
         s.int(K::Tid, i64::from(r.tid));
+    }
+}
+
+/// What the whole run read of one file: by calls, and from storage (for
+/// any process, through calls or mappings). The survey adds them up; an
+/// open shows them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileTotals {
+    pub read: u64,
+    pub storage: u64,
+}
+
+impl FileTotals {
+    /// Share of the bytes read by calls that did not come from storage.
+    pub fn hit_percent(&self) -> Option<u64> {
+        (self.read > 0).then(|| (self.read.saturating_sub(self.storage) as u128 * 100 / self.read as u128) as u64)
     }
 }
 

@@ -469,7 +469,7 @@ impl Procs {
             }
             let role = if is_root {
                 Role::Main
-            } else if self.is_worker(i) {
+            } else if self.is_worker(i as ProcIdx) {
                 Role::Worker { slot: 0, generation: 0 }
             } else {
                 Role::Other
@@ -543,12 +543,15 @@ impl Procs {
         p.parent.map(|q| q as usize).filter(|&q| q < i && p.forked && self.list[q].seen)
     }
 
-    /// Forked from a traced process without exec (not by a shell: that
-    /// is a subshell), or started by multiprocessing's spawn or forkserver.
-    fn is_worker(&self, i: usize) -> bool {
-        let p = &self.list[i];
+    /// Whether incarnation `i` is a data-loader worker: forked from a
+    /// traced process without exec (not by a shell: that is a subshell),
+    /// or started by multiprocessing's spawn or forkserver. It reads only
+    /// what [`Procs::note`] took, so it answers during a pass (`stats`
+    /// asks it record by record) as well as after.
+    pub fn is_worker(&self, i: ProcIdx) -> bool {
+        let Some(p) = self.list.get(i as usize) else { return false };
         match &p.exec {
-            None => self.live_parent(i).is_some() && !p.forked_by_shell,
+            None => self.live_parent(i as usize).is_some() && !p.forked_by_shell,
             Some((_, argv)) => argv.iter().any(|a| a.contains("multiprocessing.spawn") || a.contains("spawn_main")),
         }
     }

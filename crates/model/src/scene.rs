@@ -16,7 +16,7 @@ use mltrace_log::*;
 use crate::args::{ArgKey, Args, FnArgs, NoArgs};
 use crate::disk_counters::{DiskCounters, Sample};
 use crate::encoder::*;
-use crate::event::{self, flow_from_syscall, flow_to_disk, Call, NotCall};
+use crate::event::{self, flow_from_syscall, flow_to_disk, Call, Lanes, NotCall, LANE_NAMES};
 use crate::maps::Maps;
 use crate::proc_rates::{ProcRates, Rate, RateSample};
 use crate::procs::{ProcIdx, ProcTracker};
@@ -29,17 +29,6 @@ mod mapped;
 mod phases;
 mod summary;
 mod tasks;
-
-/// Which of a process's slice tracks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lanes {
-    Reads = 0,
-    Writes = 1,
-    Opens = 2,
-    Block = 3,
-}
-
-pub const LANE_NAMES: [&str; 4] = ["reads", "writes", "opens", "block I/O"];
 
 /// Rows of slices a lane set shows; requests that would need a deeper
 /// row go on a collapsed overflow group beside it.

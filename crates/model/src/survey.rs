@@ -9,8 +9,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use mltrace_log::*;
 
+use crate::event::FileTotals;
 use crate::grid::Grid;
-use crate::overview::{OverviewAgg, TARGET_INTERVALS};
+use crate::overview_agg::{OverviewAgg, TARGET_INTERVALS};
 use crate::procs::{ProcIdx, ProcTracker, Procs};
 
 /// Bins of the planner's event-count timeline.
@@ -99,21 +100,6 @@ pub struct Survey {
     /// Python stacks by (pid, stack id), as the calls made from them show
     /// them (see [`crate::pystack`]).
     pub py_stacks: crate::pystack::Stacks,
-}
-
-/// What the whole run read of one file: by calls, and from storage (for
-/// any process, through calls or mappings).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FileTotals {
-    pub read: u64,
-    pub storage: u64,
-}
-
-impl FileTotals {
-    /// Share of the bytes read by calls that did not come from storage.
-    pub fn hit_percent(&self) -> Option<u64> {
-        (self.read > 0).then(|| (self.read.saturating_sub(self.storage) as u128 * 100 / self.read as u128) as u64)
-    }
 }
 
 /// A file's identity in [`Survey::files`]: its path, hashed.

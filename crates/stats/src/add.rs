@@ -3,13 +3,24 @@
 use super::*;
 
 impl Stats {
+    /// Whether `pid` is a data-loader worker, as far as the log has said
+    /// so far (the model's reading:
+    /// [`mltrace_model::procs::Procs::is_worker`]).
+    fn is_worker(&self, pid: u32) -> bool {
+        self.tracker.known(pid).is_some_and(|i| self.roles.is_worker(i))
+    }
+
     /// The process `pid` is a data-loader worker of, as far as the log has
-    /// said so far (forked by it, no other program exec'd), if any.
+    /// said so far, if any.
     fn loader_parent(&self, pid: u32) -> Option<u32> {
-        let p = &self.processes[*self.current.get(&pid)?];
         // The command itself is nobody's worker, even between its fork
         // by the recorder and its exec.
-        (p.loader && p.parent != 0 && p.parent != pid && pid != self.header.root_pid).then_some(p.parent)
+        if pid == self.header.root_pid {
+            return None;
+        }
+        let i = self.tracker.known(pid)?;
+        let parent = self.roles.get(i).parent?;
+        self.roles.is_worker(i).then(|| self.tracker.pids[parent as usize])
     }
 
     fn proc(&mut self, pid: u32) -> &mut ProcStats {
@@ -25,7 +36,7 @@ impl Stats {
     }
 
     /// Whether `pid` is, as far as the log has said so far, a data-loader
-    /// worker of the trainer (forked by it, no other program exec'd).
+    /// worker of the trainer (see [`Stats::loader_parent`]).
     pub fn is_worker_now(&self, pid: u32) -> bool {
         self.trainer != 0 && self.loader_parent(pid) == Some(self.trainer)
     }
@@ -154,6 +165,7 @@ impl Stats {
         }
         let data = !matches!(op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncFileRange);
         self.calls.add_summary(op.name(), r, data);
+        let worker = self.is_worker(r.pid);
         let p = self.proc(r.pid);
         if p.exec_ts.is_none_or(|t| r.ts.saturating_add(r.dur) > t) {
             p.traced_io.summary(op, r.calls, r.failed, r.bytes);
@@ -165,7 +177,7 @@ impl Stats {
             p.reads.add_summary(r);
             if matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
                 p.read_ns += r.time;
-                if (p.loader || r.tid != r.pid) && is_data_path(path) {
+                if (worker || r.tid != r.pid) && is_data_path(path) {
                     let h = p.loader_read_latency.get_or_insert_with(Histogram::default);
                     for (slot, n) in r.hist().into_iter().enumerate() {
                         h.add_n(summary::slot_value(slot), u64::from(n));
@@ -308,8 +320,6 @@ impl Stats {
                     self.python.fork(r.parent_pid, r.pid);
                     let parent = self.current.get(&r.parent_pid).map(|&i| &self.processes[i]);
                     let parent = parent.map(|p| (p.name.clone(), p.has_cmdline));
-                    // A shell's fork is a subshell, not a data loader.
-                    let by_shell = parent.as_ref().is_some_and(|p| show::is_shell(&p.0));
                     let root = r.pid == self.header.root_pid;
                     let cmd = show::command_name(&self.header.command, NAME_MAX);
                     let has_cmd = !self.header.command.is_empty();
@@ -321,7 +331,6 @@ impl Stats {
                     let p = self.proc(r.pid);
                     p.parent = r.parent_pid;
                     p.started = Some(r.ts);
-                    p.loader = !by_shell;
                     p.maps.inherited_bytes = mapped.inherited;
                     if let Some((n, has_cmdline)) = parent {
                         p.name = n;
@@ -334,12 +343,9 @@ impl Stats {
             }
             Record::Exec(r) => {
                 let name = show::command_line(f.str(r.argv), NAME_MAX);
-                let argv = f.str_lossy(r.argv);
-                let spawn = argv.contains("multiprocessing.spawn") || argv.contains("spawn_main");
                 self.sched.exec(r.pid, r.ts);
                 self.python.gone(r.pid);
                 let p = self.proc(r.pid);
-                p.loader &= spawn;
                 p.name = name;
                 p.has_cmdline = true;
                 p.exec_ts = Some(r.ts);
@@ -401,6 +407,7 @@ impl Stats {
                 }
                 let data = !matches!(r.op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncFileRange);
                 self.calls.add("", r.op.name(), data.then_some(r.requested), r.dur);
+                let worker = self.is_worker(r.pid);
                 let p = self.proc(r.pid);
                 p.traced_io.io(r.op, r.ret);
                 p.sockets.io(&r);
@@ -411,7 +418,7 @@ impl Stats {
                     // Data reads, not waits on a pipe or socket.
                     if matches!(r.kind, FileKind::Regular | FileKind::BlockDev) {
                         p.read_ns += r.dur;
-                        if (p.loader || r.tid != r.pid) && is_data_path(f.str(r.path)) {
+                        if (worker || r.tid != r.pid) && is_data_path(f.str(r.path)) {
                             p.loader_read_latency.get_or_insert_with(Histogram::default).add(r.dur);
                         }
                         self.thread_reads.add(r.tid, |t| t.read_ns += r.dur);

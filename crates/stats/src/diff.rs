@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::ranks::StepRate;
 use crate::verdict::{Breakdown, Share};
-use crate::{bytes, duration, CacheFill, Stats};
+use crate::{bytes, duration, pct, CacheFill, Stats};
 
 /// Two recordings of the same job differ by less than these (measured:
 /// see docs/diff.md). Their start and end (the interpreter's imports,
@@ -427,10 +427,6 @@ fn changes(
     all.sort_by(|a, b| b.key().cmp(&a.key()).then_with(|| a.path.cmp(&b.path)));
     all.truncate(top);
     all
-}
-
-fn pct(f: f64) -> String {
-    format!("{:.0}%", f * 100.0)
 }
 
 /// A share's bound: `0.03`, `0.045`.

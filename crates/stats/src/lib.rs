@@ -34,7 +34,8 @@ mod summed_reads;
 pub mod timeline;
 mod verdict;
 
-pub use render::{bytes, duration};
+// One way to print each number, shared with the report and the CLI.
+pub(crate) use mltrace_model::fmt::{bytes, duration, pct, pct_or_dash};
 pub(crate) use render::{q, shorten, table};
 pub use verdict::{epoch_reads_line, Share, Verdict};
 
@@ -65,7 +66,7 @@ use mltrace_log::labels::{self, DiskIds, Outcome};
 use mltrace_log::show;
 use mltrace_log::*;
 use mltrace_model::maps::{MapClass, Maps};
-use mltrace_model::procs::is_data_path;
+use mltrace_model::procs::{is_data_path, ProcIdx, ProcInfo};
 
 const NAME_MAX: usize = 40;
 /// Processes let go ([`Stats::untraced`]) listed.
@@ -194,8 +195,10 @@ pub struct ProcStats {
     /// other than the main one otherwise (loader threads). Not their waits
     /// on a pipe for requests; `None` until one.
     pub loader_read_latency: Option<Histogram>,
-    /// Forked and never exec'd another program (or exec'd Python's
-    /// multiprocessing spawn): a data loader when its parent is the trainer.
+    /// A data-loader worker as the trace's roles have it (forked and never
+    /// exec'd another program, or exec'd Python's multiprocessing spawn),
+    /// known once the log is read: a data loader when its parent is the
+    /// trainer.
     pub loader: bool,
     /// What the trace calls it (`DataLoader worker 2 (epoch 3)`), from the
     /// model's reading of the same records; `None` before the log is read.
@@ -551,15 +554,16 @@ impl Stats {
             .map(|(i, (a, b, name))| (*a, *b, mltrace_model::survey::epoch_label(i, name)))
             .collect();
         roles.finish(&self.header, &self.tracker, &epochs);
-        let mut by_pid: HashMap<u32, Vec<&mltrace_model::procs::ProcInfo>> = HashMap::default();
-        for info in roles.list.iter().filter(|i| i.seen) {
-            by_pid.entry(info.pid).or_default().push(info);
+        let mut by_pid: HashMap<u32, Vec<(ProcIdx, &ProcInfo)>> = HashMap::default();
+        for (i, info) in roles.list.iter().enumerate().filter(|(_, info)| info.seen) {
+            by_pid.entry(info.pid).or_default().push((i as ProcIdx, info));
         }
         for p in &mut self.processes {
             let Some(all) = by_pid.get(&p.pid) else { continue };
-            let same_fork = all.iter().find(|i| i.forked && Some(i.first_ts) == p.started);
-            let info = same_fork.or_else(|| all.iter().find(|i| !i.forked)).unwrap_or(&all[0]);
+            let same_fork = all.iter().find(|(_, i)| i.forked && Some(i.first_ts) == p.started);
+            let &(i, info) = same_fork.or_else(|| all.iter().find(|(_, i)| !i.forked)).unwrap_or(&all[0]);
             p.trace_name = Some(info.name.clone());
+            p.loader = roles.is_worker(i);
             let tids =
                 std::iter::once(p.pid).chain(info.threads.iter().map(|t| t.0)).chain(info.loaders.iter().copied());
             let mut names: Vec<(u32, String)> = Vec::new();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use mltrace_log::{pyf, Frame, PyFrame, PyInterp};
 use serde_json::{json, Value};
 
-use crate::{bytes, duration, shorten, table, HashMap, HashSet, Stats};
+use crate::{bytes, duration, pct, shorten, table, HashMap, HashSet, Stats};
 
 /// Stacks whose frames are kept ((pid, stack) pairs): past it a stack's
 /// calls still count, under an unknown line.
@@ -556,7 +556,7 @@ fn pct_of(part: u64, whole: u64) -> String {
     if whole == 0 {
         return "-".into();
     }
-    format!("{:.0}%", (part as f64 / whole as f64 * 100.0).min(100.0))
+    pct((part as f64 / whole as f64).min(1.0))
 }
 
 /// The line with most time of `by`, and its share of `of_ns`.

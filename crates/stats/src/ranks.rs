@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::hist::Histogram;
 use crate::steps::{self, median, StepFrom};
 use crate::verdict::Breakdown;
-use crate::{ProcStats, Stats};
+use crate::{pct, pct_or_dash, ProcStats, Stats};
 
 /// With fewer ranks there is no median to stand out from (by step time,
 /// or by data wait).
@@ -501,7 +501,6 @@ impl Stats {
     /// ms late at the median; it computed (on CPU) 86% of its time against
     /// a median of 40%, while the others waited for it 61% of theirs`.
     pub fn straggler_text(&self, s: &Straggler) -> String {
-        let pct = |f: f64| format!("{:.0}%", f * 100.0);
         let dur = |ns: f64| crate::duration(ns.max(0.0) as u64);
         let r = &s.rank;
         let host = self.host_name(r.pid).map(|h| format!("{h}, ")).unwrap_or_default();
@@ -587,7 +586,6 @@ impl Stats {
         if ranks.len() < 2 {
             return;
         }
-        let pct = |f: Option<f64>| f.map_or_else(|| "-".into(), |f| format!("{:.0}%", f * 100.0));
         let step_word = ranks.first().map_or("run", |r| r.step_from.name());
         let _ = std::fmt::Write::write_fmt(
             o,
@@ -619,11 +617,11 @@ impl Stats {
                 local_pid(r.pid).to_string(),
                 r.step_ns.map_or_else(|| "-".into(), |n| crate::duration(n as u64)),
                 if r.collectives > 0 { format!("{}/{}", r.last_at, r.collectives) } else { "-".into() },
-                pct(r.data_wait_fraction),
-                pct(r.collective_wait_fraction),
-                pct(b.map(|b| b.gpu_wait)),
-                pct(b.map(|b| b.own_io)),
-                pct(b.map(|b| b.on_cpu)),
+                pct_or_dash(r.data_wait_fraction),
+                pct_or_dash(r.collective_wait_fraction),
+                pct_or_dash(b.map(|b| b.gpu_wait)),
+                pct_or_dash(b.map(|b| b.own_io)),
+                pct_or_dash(b.map(|b| b.on_cpu)),
                 crate::bytes(r.read_bytes),
                 r.read_mb_per_s.map_or_else(|| "-".into(), |m| format!("{m:.1}")),
                 r.read_p50_ns.map_or_else(|| "-".into(), crate::duration),

@@ -69,29 +69,6 @@ impl Stats {
     }
 }
 
-pub fn bytes(b: u64) -> String {
-    const U: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if b < 1024 {
-        return format!("{b} B");
-    }
-    let mut v = b as f64 / 1024.0;
-    let mut i = 0;
-    while v >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    format!("{v:.1} {}", U[i])
-}
-
-pub fn duration(ns: u64) -> String {
-    match ns {
-        0..=999 => format!("{ns} ns"),
-        1_000..=999_999 => format!("{:.1} µs", ns as f64 / 1e3),
-        1_000_000..=999_999_999 => format!("{:.1} ms", ns as f64 / 1e6),
-        _ => format!("{:.2} s", ns as f64 / 1e9),
-    }
-}
-
 pub(crate) fn q(h: &Histogram, q: f64) -> String {
     h.quantile(q).map(duration).unwrap_or_else(|| "-".into())
 }
@@ -121,10 +98,6 @@ fn versus_bytes(kernel: u64, traced: u64) -> String {
     }
 }
 
-fn ratio(r: Option<f64>) -> String {
-    r.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "-".into())
-}
-
 impl Stats {
     fn render_page_cache(&self, o: &mut String, top: usize) {
         if !self.has_page_cache() {
@@ -147,7 +120,7 @@ impl Stats {
                 bytes(read),
                 bytes(c.storage_read_bytes()),
                 bytes(c.during_reads),
-                ratio(c.hit_ratio(read)),
+                pct_or_dash(c.hit_ratio(read)),
                 bytes(c.faults + c.other),
                 bytes(c.writes + c.transfers),
             ]

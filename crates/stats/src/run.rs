@@ -1,16 +1,17 @@
-//! One read of a run for everything that shows it (the trace, the report,
-//! Parquet): the model's survey, with the run's verdict and each epoch's
+//! One read of a run for the views that show its verdict (the trace, the
+//! report): the model's survey, with the run's verdict and each epoch's
 //! and rank's data waits drawn in it as annotations (the model decides
-//! how they are drawn), and the stats they came from, in one pass.
+//! how they are drawn), and the stats they came from, in one pass. A view
+//! without a verdict (Parquet) reads the survey alone: [`Survey::of`].
 
 use std::io::{Read, Seek};
 
-use mltrace_log::{Frame, LogError, LogReader, Record};
+use mltrace_log::{LogError, LogReader};
 use mltrace_model::annotate::{Annotation, RankSeries, WaitSlice};
 use mltrace_model::{ArgKey, Found, Survey, Surveying};
 
 use crate::ranks::Rank;
-use crate::Stats;
+use crate::{pct, Stats};
 
 /// Ranks given a verdict lane of their own (the rest are in `stats`).
 const MAX_RANK_LANES: usize = 64;
@@ -18,8 +19,6 @@ const MAX_RANK_LANES: usize = 64;
 /// What a caller needs of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Want {
-    /// The survey alone (Parquet: it names processes, shows no verdict).
-    Survey,
     /// The survey with the verdict drawn in it where the log has
     /// scheduling records (the trace; the stats are computed, then dropped).
     Verdict,
@@ -33,37 +32,18 @@ pub struct Run {
     pub stats: Option<Stats>,
 }
 
-fn pct(f: f64) -> String {
-    format!("{:.0}%", f * 100.0)
-}
-
 /// The run as `want`ed: its survey; with [`Want::Verdict`] and
 /// [`Want::Stats`] the verdict drawn in it (nothing for a log without
 /// scheduling: there is no verdict to show); with [`Want::Stats`] the
-/// stats. `also` sees every record of the pass. One pass: the survey rides
-/// along the stats'. The reader is rewound.
-pub fn read<R: Read + Seek>(
-    reader: &mut LogReader<R>,
-    want: Want,
-    mut also: impl FnMut(&Frame<'_>, &Record),
-) -> Result<Run, LogError> {
+/// stats. One pass: the survey rides along the stats'. The reader is
+/// rewound.
+pub fn read<R: Read + Seek>(reader: &mut LogReader<R>, want: Want) -> Result<Run, LogError> {
     let sched = reader.header().has_probe(mltrace_log::subsystem::SCHEDULING);
-    if want == Want::Survey || (!sched && want == Want::Verdict) {
-        let mut pass = Surveying::new(reader)?;
-        let mut rec = Record::Lost(Default::default());
-        while let Some(mut frame) = reader.next_frame()? {
-            while frame.next_into(&mut rec) {
-                pass.add(&frame, &rec);
-                also(&frame, &rec);
-            }
-        }
-        return Ok(Run { survey: pass.finish(reader, None), stats: None });
+    if !sched && want == Want::Verdict {
+        return Ok(Run { survey: Survey::of(reader)?, stats: None });
     }
     let mut pass = Surveying::new(reader)?.alongside();
-    let stats = Stats::from_reader_with(reader, |f, rec| {
-        pass.add(f, rec);
-        also(f, rec);
-    });
+    let stats = Stats::from_reader_with(reader, |f, rec| pass.add(f, rec));
     if stats.is_err() {
         reader.rewind();
     }
@@ -82,7 +62,7 @@ pub fn read<R: Read + Seek>(
 
 /// The survey with its verdict (see [`read`]).
 pub fn survey<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<Survey, LogError> {
-    Ok(read(reader, Want::Verdict, |_, _| {})?.survey)
+    Ok(read(reader, Want::Verdict)?.survey)
 }
 
 /// `rank 19 (node2, pid 4242)`.

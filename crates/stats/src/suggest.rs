@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::verdict::{Breakdown, Workers};
-use crate::{duration, Stats};
+use crate::{duration, pct, Stats};
 
 /// The trainer waited for data at least this share of its time: below it
 /// its input is not what holds it back, and nothing is suggested.
@@ -135,10 +135,6 @@ pub struct Evidence {
     /// The Python line with most of the loaders' time in opens, closes
     /// and metadata calls, and its share of `meta_ns`.
     pub meta_line: Option<(String, f64)>,
-}
-
-fn pct(f: f64) -> String {
-    format!("{:.0}%", f * 100.0)
 }
 
 fn secs(ns: u64) -> f64 {

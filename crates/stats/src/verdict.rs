@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::{ProcStats, Stats};
+use crate::{pct, ProcStats, Stats};
 
 /// The trainer stalled (for data, or in its own file I/O) at least this
 /// share of its time.
@@ -367,10 +367,6 @@ impl Verdict {
             "suggestions_note": self.suggestions_note,
         })
     }
-}
-
-fn pct(f: f64) -> String {
-    format!("{:.0}%", f * 100.0)
 }
 
 impl Stats {

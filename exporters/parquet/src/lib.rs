@@ -1,11 +1,10 @@
 //! Parquet export: an mltrace log as one Parquet table per kind of record,
 //! for pandas, polars, DuckDB or Spark.
 //!
-//! The log is read twice: the survey ([`mltrace_stats::run::read`], as
-//! for every other view of a run) names the processes (the same names and
-//! roles the Perfetto export shows, e.g. `DataLoader worker 2`) and finds
-//! the epochs; the second pass writes each record as a row of
-//! its table. Each table is written in row groups of
+//! The log is read twice: the survey ([`Survey::of`], as for every other
+//! view of a run) names the processes (the same names and roles the
+//! Perfetto export shows, e.g. `DataLoader worker 2`) and finds the
+//! epochs; the second pass writes each record as a row of its table. Each table is written in row groups of
 //! [`Options::row_group`] rows, so memory holds one row group per table
 //! whatever the size of the log. The schemas are in [`schema`] and in
 //! docs/parquet.md; every timestamp is int64 nanoseconds on the log's clock
@@ -113,7 +112,7 @@ pub fn export_log_to<R: Read + Seek>(
     at: &Layout,
     opts: &Options,
 ) -> Result<(Survey, Vec<TableStats>), Error> {
-    let survey = mltrace_stats::run::read(reader, mltrace_stats::run::Want::Survey, |_, _| {})?.survey;
+    let survey = Survey::of(reader)?;
     let tables = export(reader, &survey, at, opts)?;
     Ok((survey, tables))
 }

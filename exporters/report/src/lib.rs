@@ -71,7 +71,7 @@ impl Report {
         log: &Path,
         budget: u64,
     ) -> Result<Report, ReportError> {
-        let run = mltrace_stats::run::read(reader, Want::Stats, |_, _| {})?;
+        let run = mltrace_stats::run::read(reader, Want::Stats)?;
         let (survey, stats) = (run.survey, run.stats.unwrap_or_else(|| unreachable!("asked for")));
         // The files to chart are known once the survey is: a second pass.
         let mut heat = FileHeat::top(&survey, HEAT_FILES);

@@ -5,13 +5,14 @@
 use std::fmt::Write as _;
 
 use mltrace_log::PhaseKind;
-use mltrace_model::overview::{Agg, Series};
+use mltrace_model::fmt::{bytes, bytes_pow2, duration, duration_rounded, pct, pct_or_dash};
+use mltrace_model::overview_agg::{Agg, Series};
 use mltrace_model::plan::FileRole;
 use mltrace_model::procs::{ProcIdx, Role};
 use mltrace_model::window;
 use mltrace_stats::calls::pow2_low;
 use mltrace_stats::diff::Diff;
-use mltrace_stats::{bytes, duration, Histogram};
+use mltrace_stats::Histogram;
 
 use crate::charts::{self, Band, ChartError, Line};
 use crate::Report;
@@ -89,26 +90,6 @@ fn in_unit(v: f64, unit: &str) -> String {
         format!("{v:.0} {unit}")
     } else {
         format!("{v:.1} {unit}")
-    }
-}
-
-/// A short duration for an axis: `512 ns`, `16 µs`, `3 ms`, `2 s`.
-fn short_ns(ns: u64) -> String {
-    match ns {
-        0..=999 => format!("{ns} ns"),
-        1_000..=999_999 => format!("{} µs", (ns as f64 / 1e3).round()),
-        1_000_000..=999_999_999 => format!("{} ms", (ns as f64 / 1e6).round()),
-        _ => format!("{} s", (ns as f64 / 1e9).round()),
-    }
-}
-
-/// `4 KiB` for a power of two.
-fn short_bytes(b: u64) -> String {
-    match b {
-        0..=1023 => format!("{b} B"),
-        b if b < 1 << 20 => format!("{} KiB", b >> 10),
-        b if b < 1 << 30 => format!("{} MiB", b >> 20),
-        b => format!("{} GiB", b >> 30),
     }
 }
 
@@ -432,13 +413,13 @@ fn compare(d: &Diff, o: &mut String) {
         o,
         "<p class=\"note\">Every figure is the one <code>mltrace stats --json</code> gives for its log; \
          <code>mltrace diff --json</code> gives them all. No measurable difference: every share of the \
-         trainer's time within {:.2} (or {} s over the shorter run), the wall time within {:.0}% (or {} s), \
-         steps per second within {:.0}%, as two recordings of one steady job differ (docs/diff.md).</p></section>",
+         trainer's time within {:.2} (or {} s over the shorter run), the wall time within {} (or {} s), \
+         steps per second within {}, as two recordings of one steady job differ (docs/diff.md).</p></section>",
         mltrace_stats::diff::NOISE_SHARE,
         mltrace_stats::diff::NOISE_JITTER_S,
-        mltrace_stats::diff::NOISE_TIME * 100.0,
+        pct(mltrace_stats::diff::NOISE_TIME),
         mltrace_stats::diff::NOISE_JITTER_S,
-        mltrace_stats::diff::NOISE_TIME * 100.0,
+        pct(mltrace_stats::diff::NOISE_TIME),
     );
 }
 
@@ -486,10 +467,10 @@ fn share_bars(d: &Diff, o: &mut String) {
                     if *v >= 0.06 {
                         let _ = write!(
                             o,
-                            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#fff\">{:.0}%</text>",
+                            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#fff\">{}</text>",
                             x + 4.0,
                             y + bar * 0.68,
-                            v * 100.0
+                            pct(*v)
                         );
                     }
                 }
@@ -591,10 +572,6 @@ fn facts(r: &Report, o: &mut String) {
     o.push_str("</table></section>\n");
 }
 
-fn pct(f: Option<f64>) -> String {
-    f.map(|f| format!("{:.0}%", f * 100.0)).unwrap_or_else(|| "-".into())
-}
-
 fn verdict(r: &Report, o: &mut String) {
     if !r.stats.header.has_probe(mltrace_log::subsystem::SCHEDULING) {
         return;
@@ -630,7 +607,7 @@ fn verdict(r: &Report, o: &mut String) {
         }
         o.push_str("</tr><tr>");
         for (_, f) in &cols {
-            let _ = write!(o, "<td>{}</td>", pct(Some(*f)));
+            let _ = write!(o, "<td>{}</td>", pct(*f));
         }
         o.push_str("</tr></table>");
     }
@@ -646,12 +623,12 @@ fn verdict(r: &Report, o: &mut String) {
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&e.name),
                 e.kind,
-                pct(e.data_wait_fraction),
-                pct(e.breakdown.map(|b| b.gpu_wait)),
-                pct(e.breakdown.map(|b| b.own_io)),
-                pct(e.cpu_fraction),
-                pct(gpu.and_then(|g| g.idle_fraction)),
-                pct(gpu.and_then(|g| g.idle_during_data_wait_fraction)),
+                pct_or_dash(e.data_wait_fraction),
+                pct_or_dash(e.breakdown.map(|b| b.gpu_wait)),
+                pct_or_dash(e.breakdown.map(|b| b.own_io)),
+                pct_or_dash(e.cpu_fraction),
+                pct_or_dash(gpu.and_then(|g| g.idle_fraction)),
+                pct_or_dash(gpu.and_then(|g| g.idle_during_data_wait_fraction)),
             );
         }
         o.push_str("</table>");
@@ -749,11 +726,11 @@ fn ranks(r: &Report, o: &mut String) -> Result<(), ChartError> {
             mltrace_log::local_pid(k.pid),
             k.step_ns.map_or_else(|| "-".into(), |n| duration(n as u64)),
             if k.collectives > 0 { format!("{} of {}", k.last_at, k.collectives) } else { "-".into() },
-            pct(k.data_wait_fraction),
-            pct(k.collective_wait_fraction),
-            pct(b.map(|b| b.gpu_wait)),
-            pct(b.map(|b| b.own_io)),
-            pct(b.map(|b| b.on_cpu)),
+            pct_or_dash(k.data_wait_fraction),
+            pct_or_dash(k.collective_wait_fraction),
+            pct_or_dash(b.map(|b| b.gpu_wait)),
+            pct_or_dash(b.map(|b| b.own_io)),
+            pct_or_dash(b.map(|b| b.on_cpu)),
             k.loaders,
             bytes_cell(k.read_bytes),
             k.read_mb_per_s.map_or_else(|| "-".into(), charts::number),
@@ -889,7 +866,7 @@ fn calls(r: &Report, o: &mut String) -> Result<(), ChartError> {
     for (k, op) in top.iter().enumerate() {
         let Some((a, b)) = trimmed(&op.sizes) else { continue };
         any = true;
-        let labels: Vec<String> = (a..=b).map(|i| short_bytes(pow2_low(i))).collect();
+        let labels: Vec<String> = (a..=b).map(|i| bytes_pow2(pow2_low(i))).collect();
         let svg = charts::bars(&format!("{}: bytes asked for", op.name), "bytes", &labels, &op.sizes[a..=b], k)?;
         bins_figure(o, "sizes", &op.name, &op.sizes, &svg);
     }
@@ -905,7 +882,7 @@ fn calls(r: &Report, o: &mut String) -> Result<(), ChartError> {
     for (k, op) in top.iter().enumerate() {
         let bins = op.latency.pow2();
         let Some((a, b)) = trimmed(&bins) else { continue };
-        let labels: Vec<String> = (a..=b).map(|i| short_ns(pow2_low(i))).collect();
+        let labels: Vec<String> = (a..=b).map(|i| duration_rounded(pow2_low(i))).collect();
         let svg = charts::bars(&format!("{}: latency", op.name), "time in the call", &labels, &bins[a..=b], k)?;
         bins_figure(o, "latency", &op.name, &bins, &svg);
     }
@@ -946,7 +923,7 @@ fn files(r: &Report, o: &mut String) {
         );
         if cache {
             let hit = f.cache.hit_ratio(f.read_bytes);
-            let _ = write!(o, "{}<td>{}</td>", bytes_cell(f.cache.storage_read_bytes()), pct(hit));
+            let _ = write!(o, "{}<td>{}</td>", bytes_cell(f.cache.storage_read_bytes()), pct_or_dash(hit));
         }
         o.push_str("</tr>");
     }
