@@ -530,6 +530,20 @@ macro_rules! records {
         /// Record kind codes, as stored in a frame's kind column. Never reuse one.
         pub(crate) const KNOWN_KINDS: &[u8] = &[$($code),+];
 
+        /// What a reader does with records of kind `K`, in the module
+        /// about `K` (stats' metadata table takes `MetaCall`s): the
+        /// reader's list of kinds is this trait's impls, and
+        /// [`Record::send_to`] the one dispatch.
+        pub trait Accept<K> {
+            /// `r`, which is `rec`'s, read from frame `f`.
+            fn accept(&mut self, f: &$crate::Frame<'_>, rec: &Record, r: K);
+        }
+
+        /// A reader of every kind: a kind it has no [`Accept`] impl for does
+        /// not compile (one that does nothing with it says so in an impl).
+        pub trait AcceptAll: $( Accept<$kind> + )+ {}
+        impl<T: $( Accept<$kind> + )+> AcceptAll for T {}
+
         impl Record {
             /// Every kind's code, in declaration order.
             pub const CODES: &'static [u8] = KNOWN_KINDS;
@@ -547,6 +561,12 @@ macro_rules! records {
 
             pub fn ts(&self) -> u64 {
                 match self { $( Record::$kind(r) => r.ts, )+ }
+            }
+
+            /// Hands the record to `to`'s [`Accept`] impl for its kind.
+            #[inline]
+            pub fn send_to<T: AcceptAll>(&self, f: &$crate::Frame<'_>, to: &mut T) {
+                match *self { $( Record::$kind(r) => Accept::<$kind>::accept(to, f, self, r), )+ }
             }
 
             /// The kind's name (`io`, `sched_switch`).

@@ -8,7 +8,9 @@ use mltrace_log::{GpuCall, GpuCount};
 use serde_json::{json, Value};
 
 use crate::kind_tables::KindTable;
+use crate::Stats;
 use crate::{duration, table};
+use mltrace_log::{Accept, Collective, Frame, GpuEvent, Record};
 use std::fmt::Write as _;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -58,5 +60,35 @@ impl KindTable for GpuCalls {
             rows.push(vec![pid.to_string(), call.to_string(), t.calls.to_string(), ns]);
         }
         o.push_str(&table(&rows));
+    }
+}
+
+// What its records add to the figures (see [`mltrace_log::Accept`]).
+
+impl Accept<GpuCall> for Stats {
+    fn accept(&mut self, _f: &Frame<'_>, _rec: &Record, r: GpuCall) {
+        self.gpu_call(&r)
+    }
+}
+
+impl Accept<Collective> for Stats {
+    fn accept(&mut self, _f: &Frame<'_>, _rec: &Record, r: Collective) {
+        self.nccl_call(&r)
+    }
+}
+
+impl Accept<GpuCount> for Stats {
+    fn accept(&mut self, _f: &Frame<'_>, _rec: &Record, r: GpuCount) {
+        self.tables.gpu_calls.count(&r)
+    }
+}
+
+impl Accept<GpuEvent> for Stats {
+    fn accept(&mut self, f: &Frame<'_>, _rec: &Record, e: GpuEvent) {
+        let gpu = self.on_host(mltrace_log::hosts::host_of(e.pid), f.str_lossy(e.group));
+        match self.gpu_events.iter_mut().find(|(g, k, _)| *g == gpu && *k == e.kind) {
+            Some((_, _, n)) => *n += 1,
+            None => self.gpu_events.push((gpu.into_owned(), e.kind, 1)),
+        }
     }
 }

@@ -407,6 +407,8 @@ pub struct Stats {
     pub sched: sched::SchedTimes,
     /// Every live process's mappings (the model's, as the trace draws them).
     maps: Maps,
+    /// What the record being added did to its process's mappings.
+    mapped: mltrace_model::maps::Applied,
     /// Bytes the trainer's workers read by calls and io_uring requests,
     /// by file (a worker as it was when it read: see [`Stats::is_worker_now`]).
     pub worker_files: HashMap<String, u64>,

@@ -8,7 +8,10 @@ use std::fmt::Write as _;
 use mltrace_log::MetaCall;
 use serde_json::{json, Value};
 
+use crate::Stats;
 use crate::{duration, shorten, table, HashMap};
+use mltrace_log::{Accept, FileKind, Frame, Record};
+use mltrace_model::procs::is_data_path;
 
 /// Directories kept apart (over all processes); the calls on any other
 /// are summed per process under [`OTHER_DIRS`].
@@ -136,6 +139,23 @@ impl crate::kind_tables::KindTable for Metadata {
         o.push_str(&table(&rows));
         if all.len() > top {
             let _ = writeln!(o, "  ({} more)", all.len() - top);
+        }
+    }
+}
+
+// What its records add to the figures (see [`mltrace_log::Accept`]).
+
+impl Accept<MetaCall> for Stats {
+    fn accept(&mut self, f: &Frame<'_>, _rec: &Record, r: MetaCall) {
+        // A lookup is the thread's own file I/O, as an open is; a
+        // loader's on its data, time spent on metadata.
+        self.own_io(r.pid, r.tid, r.ts, r.dur, FileKind::Regular);
+        self.calls.add("", r.op.name(), None, r.dur);
+        let abs = f.str(r.abs_path);
+        self.tables.metadata.add(&r, abs);
+        if is_data_path(abs) {
+            self.meta(r.pid, r.tid, r.dur, 0);
+            self.python_meta(r.pid, r.tid, r.stack, r.dur);
         }
     }
 }

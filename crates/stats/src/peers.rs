@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use mltrace_log::{FileKind, Io, NetCall};
 use serde_json::{json, Value};
 
+use crate::Stats;
 use crate::{bytes, table};
+use mltrace_log::{Accept, Frame, Record};
 use std::fmt::Write as _;
 
 /// One process's bytes on sockets: through the send/recv calls and plain
@@ -121,5 +123,15 @@ impl crate::kind_tables::KindTable for Peers {
         if peers.len() > top {
             let _ = writeln!(o, "  ({} more)", peers.len() - top);
         }
+    }
+}
+
+// What its records add to the figures (see [`mltrace_log::Accept`]).
+
+impl Accept<NetCall> for Stats {
+    fn accept(&mut self, f: &Frame<'_>, _rec: &Record, r: NetCall) {
+        self.calls.add("", r.op.name(), Some(r.requested), r.dur);
+        self.proc(r.pid).sockets.net(&r);
+        self.tables.peers.add(&f.str_lossy(r.peer), &r);
     }
 }

@@ -11,6 +11,7 @@ use mltrace_log::{pyf, Frame, PyFrame, PyInterp};
 use serde_json::{json, Value};
 
 use crate::{bytes, duration, pct, shorten, table, HashMap, HashSet, Stats};
+use mltrace_log::{Accept, Record};
 
 /// Stacks whose frames are kept ((pid, stack) pairs): past it a stack's
 /// calls still count, under an unknown line.
@@ -570,6 +571,20 @@ pub fn top_line(by: impl Iterator<Item = (Arc<str>, u64)>, of_ns: u64) -> Option
     }
     let (label, ns) = v.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
     (ns > 0 && of_ns > 0).then(|| (label.to_string(), (ns as f64 / of_ns as f64).min(1.0)))
+}
+
+// What its records add to the figures (see [`mltrace_log::Accept`]).
+
+impl Accept<PyFrame> for Stats {
+    fn accept(&mut self, f: &Frame<'_>, _rec: &Record, r: PyFrame) {
+        self.python.frame(f, &r)
+    }
+}
+
+impl Accept<PyInterp> for Stats {
+    fn accept(&mut self, f: &Frame<'_>, _rec: &Record, r: PyInterp) {
+        self.python.interp(f, &r)
+    }
 }
 
 #[cfg(test)]

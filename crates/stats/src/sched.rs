@@ -12,6 +12,8 @@ use crate::gpu_idle::GpuIdle;
 use crate::rank_waits::RankWaits;
 use crate::span_calls::{Call, SpanCalls};
 use crate::timeline::{Field, Timeline};
+use crate::Stats;
+use mltrace_log::{Accept, Frame, Record};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum St {
@@ -836,6 +838,37 @@ impl SchedTimes {
     pub fn data_wait(&self, pid: u32, workers: &[u32]) -> u64 {
         let direct: u64 = workers.iter().map(|w| self.woken_by.get(&(pid, *w)).copied().unwrap_or(0)).sum();
         direct + self.by_threads.get(&pid).copied().unwrap_or(0) + self.handed_on.get(&pid).copied().unwrap_or(0)
+    }
+}
+
+// What its records add to the figures (see [`mltrace_log::Accept`]).
+
+impl Accept<SchedSwitch> for Stats {
+    fn accept(&mut self, _f: &Frame<'_>, rec: &Record, r: SchedSwitch) {
+        // A traced process has its row even if it only ran.
+        for (bit, pid) in [(mltrace_log::sched::PREV, r.prev_pid), (mltrace_log::sched::NEXT, r.next_pid)] {
+            if r.traced & bit != 0 {
+                self.proc(pid);
+            }
+        }
+        self.sched.add(rec, Feeder::No);
+    }
+}
+
+impl Accept<SchedWake> for Stats {
+    fn accept(&mut self, _f: &Frame<'_>, rec: &Record, r: SchedWake) {
+        self.proc(r.pid);
+        let feeder = self.feeder(r.pid, r.tid, r.waker_pid, r.waker_tid);
+        self.sched.add(rec, feeder);
+    }
+}
+
+impl Accept<SchedSpan> for Stats {
+    fn accept(&mut self, _f: &Frame<'_>, rec: &Record, r: SchedSpan) {
+        self.proc(r.pid);
+        let woken = r.flags & mltrace_log::span::WOKEN != 0;
+        let feeder = if woken { self.feeder(r.pid, r.tid, r.waker_pid, r.waker_tid) } else { Feeder::No };
+        self.sched.add(rec, feeder);
     }
 }
 
