@@ -415,7 +415,7 @@ macro_rules! owner_field {
 macro_rules! records {
     ($(
         $(#[$m:meta])*
-        $code:literal $kind:ident $name:literal table $table:literal $( owner($or:ident => $oe:expr) )? {
+        $code:literal $kind:ident $name:literal table $table:literal $( owner($or:ident => $oe:expr) )? $( [$class:ident] )? {
             $(
                 $(#[$fm:meta])*
                 $c:literal $f:ident : $t:ty = $enc:ident $( ( $($arg:tt)* ) )?
@@ -529,6 +529,15 @@ macro_rules! records {
 
         /// Record kind codes, as stored in a frame's kind column. Never reuse one.
         pub(crate) const KNOWN_KINDS: &[u8] = &[$($code),+];
+
+        /// Calls the macro given with every kind in declaration order, each
+        /// with its class (`Io [call]`, `Fork []`): a reader's types that
+        /// name every kind are made from the declaration (the model's
+        /// `Call` and `NotCall`).
+        #[macro_export]
+        macro_rules! with_kinds {
+            ($reader_macro:ident) => { $reader_macro! { $( $kind [$($class)?] ),+ } };
+        }
 
         /// What a reader does with records of kind `K`, in the module
         /// about `K` (stats' metadata table takes `MetaCall`s): the

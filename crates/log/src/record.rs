@@ -894,7 +894,7 @@ records! {
     }
 
     /// open/openat/openat2/creat.
-    5 Open "open" table "syscalls" {
+    5 Open "open" table "syscalls" [call] {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -922,7 +922,7 @@ records! {
     }
 
     /// A read or write family syscall on one fd.
-    6 Io "io" table "syscalls" {
+    6 Io "io" table "syscalls" [call] {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -948,7 +948,7 @@ records! {
     }
 
     /// close(2).
-    7 Close "close" table "syscalls" {
+    7 Close "close" table "syscalls" [call] {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -966,7 +966,7 @@ records! {
     }
 
     /// sendfile / copy_file_range: bytes read from `in_fd` and written to `out_fd`.
-    8 Transfer "transfer" table "syscalls" {
+    8 Transfer "transfer" table "syscalls" [call] {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1178,7 +1178,7 @@ records! {
     /// submitting thread: `pid`/`tid`, `ts`) to its completion `dur` later.
     /// The kernel does these without read/write syscalls, and does not count
     /// them in the process's syscr/rchar (see [`IoAccounting`]).
-    18 IoUring "io_uring" table "syscalls" {
+    18 IoUring "io_uring" table "syscalls" [call] {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1212,7 +1212,7 @@ records! {
     /// `fd`/`path`/`cmd` are the first event's iocb's, when the program still
     /// had it. `ret` is the call's: iocbs submitted or events returned, or
     /// -errno. At most 16 iocbs or events are read ([`aio::PARTIAL`]).
-    19 Aio "aio" table "syscalls" {
+    19 Aio "aio" table "syscalls" [call] {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1306,7 +1306,7 @@ records! {
     /// then the messages), and the peer as text: `127.0.0.1:8080`,
     /// `[::1]:8080`, a unix socket's path, or empty when unknown. Plain
     /// read and write on a socket are [`Io`] records of kind socket.
-    22 NetCall "net_call" table "net_calls" {
+    22 NetCall "net_call" table "net_calls" [call] {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1333,7 +1333,7 @@ records! {
     /// asleep. `stream` is the stream waited on (0: the default stream,
     /// or the call has none), for `cuEventSynchronize` the event; `bytes`
     /// a copy's size; `ret` the CUresult (0 = success).
-    24 GpuCall "gpu_call" table "gpu_calls" {
+    24 GpuCall "gpu_call" table "gpu_calls" [call] {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1356,7 +1356,7 @@ records! {
     /// was seen (else -1 and 0); `peer` is ncclSend/ncclRecv's peer, or
     /// the root of a Broadcast or Reduce (-1 otherwise); `ret` the
     /// ncclResult_t (0 = success).
-    25 Collective "collective" table "collectives" {
+    25 Collective "collective" table "collectives" [call] {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,
@@ -1382,7 +1382,7 @@ records! {
     /// relative, symlinks not followed; for getdents64, `path` is empty
     /// and `abs_path` the directory listed (the fd's). `new_path` and
     /// `new_abs_path` are a rename's new name, else empty.
-    32 MetaCall "meta_call" table "metadata_calls" {
+    32 MetaCall "meta_call" table "metadata_calls" [call] {
         0 tid: u32 = thread,
         1 pid: u32 = pid_of(tid),
         3 dur: u64 = dur,

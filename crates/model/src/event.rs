@@ -32,32 +32,46 @@ pub fn flow_to_disk(b: &Block) -> u64 {
     flow_id([2, u64::from(b.dev) << 32 | u64::from(b.tid), b.sector, b.end_ts()])
 }
 
-/// Which kinds are calls, each kind named once: makes [`Call`] (and each
-/// call kind's [`Shown`], its args), [`NotCall`] and [`split`].
+/// A call kind's args as its slice shows them (its [`Shown`] variant).
+pub trait Shows {
+    type Args<'a>: Args
+    where
+        Self: 'a;
+}
+
+/// Every kind, from the log's declaration (its `[call]` class): makes
+/// [`Call`] (and each call kind's [`Shown`], its args), [`NotCall`] and
+/// [`split`].
 macro_rules! kinds {
-    (calls { $($c:ident => $args:ident),+ $(,)? } others { $($o:ident),+ $(,)? }) => {
+    ($($k:ident [$($class:ident)?]),+ $(,)?) => { kinds!(@sort [] [] $($k [$($class)?],)+); };
+    (@sort [$($c:ident)*] [$($o:ident)*] $k:ident [call], $($rest:tt)*) => {
+        kinds!(@sort [$($c)* $k] [$($o)*] $($rest)*);
+    };
+    (@sort [$($c:ident)*] [$($o:ident)*] $k:ident [], $($rest:tt)*) => {
+        kinds!(@sort [$($c)*] [$($o)* $k] $($rest)*);
+    };
+    (@sort [$($c:ident)*] [$($o:ident)*]) => {
         /// A record that is a call drawn as one slice on its thread: the
         /// syscalls, io_uring requests (submission to completion), CUDA
-        /// and NCCL calls. [`split`] names every kind, so a new kind does
-        /// not compile until it says whether it is a call, and a match on
-        /// [`Call`] or [`NotCall`] (the scene's) does not compile until it
-        /// handles the new kind.
+        /// and NCCL calls (the kinds the log declares `[call]`). A match
+        /// on [`Call`] or [`NotCall`] (the scene's) does not compile until
+        /// it handles a new kind.
         #[derive(Clone, Copy, Debug)]
         pub enum Call<'a> {
-            $($c(&'a $c),)+
+            $($c(&'a $c),)*
         }
 
         /// Every other record (see [`Call`]).
         #[derive(Clone, Copy, Debug)]
         pub enum NotCall<'a> {
-            $($o(&'a $o),)+
+            $($o(&'a $o),)*
         }
 
         /// A record as a call, or as one of the others.
         pub fn split(r: &Record) -> Result<Call<'_>, NotCall<'_>> {
             Ok(match r {
-                $(Record::$c(x) => Call::$c(x),)+
-                $(Record::$o(x) => return Err(NotCall::$o(x)),)+
+                $(Record::$c(x) => Call::$c(x),)*
+                $(Record::$o(x) => return Err(NotCall::$o(x)),)*
             })
         }
 
@@ -66,57 +80,42 @@ macro_rules! kinds {
         /// says what its slice is called and what its args are; the detail
         /// scene and the overview's slowest calls both take them from here.
         pub enum Shown<'a> {
-            $($c($args<'a>),)+
+            $($c(<$c as Shows>::Args<'a>),)*
         }
 
         impl Args for Shown<'_> {
             #[inline]
             fn write<S: ArgSink>(&self, s: &mut S) {
                 match self {
-                    $(Shown::$c(a) => a.write(s),)+
+                    $(Shown::$c(a) => a.write(s),)*
                 }
             }
         }
     };
 }
 
-kinds! {
-    calls {
-        Io => IoArgs,
-        Open => OpenArgs,
-        Close => CloseArgs,
-        Transfer => TransferArgs,
-        IoUring => UringArgs,
-        Aio => AioArgs,
-        NetCall => NetArgs,
-        MetaCall => MetaArgs,
-        GpuCall => GpuArgs,
-        Collective => NcclArgs,
-    }
-    others {
-        Fork,
-        Exec,
-        Comm,
-        Exit,
-        Lost,
-        Block,
-        Counter,
-        Phase,
-        Mark,
-        IoAccounting,
-        PageCache,
-        Mapping,
-        MajorFault,
-        SchedSwitch,
-        SchedWake,
-        SchedSpan,
-        GpuCount,
-        Env,
-        IoSummary,
-        GpuEvent,
-        PyFrame,
-        PyInterp,
-    }
+mltrace_log::with_kinds!(kinds);
+
+/// Each call kind's args (a new call kind does not compile without its line).
+macro_rules! shows {
+    ($($c:ident => $args:ident),+ $(,)?) => {
+        $(impl Shows for $c {
+            type Args<'a> = $args<'a>;
+        })+
+    };
+}
+
+shows! {
+    Io => IoArgs,
+    Open => OpenArgs,
+    Close => CloseArgs,
+    Transfer => TransferArgs,
+    IoUring => UringArgs,
+    Aio => AioArgs,
+    NetCall => NetArgs,
+    MetaCall => MetaArgs,
+    GpuCall => GpuArgs,
+    Collective => NcclArgs,
 }
 
 /// Whether a record is a call (see [`Call`]).
