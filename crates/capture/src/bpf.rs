@@ -883,7 +883,7 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
             mechanism: if plan.route != SyscallRoute::Compat { "tp_btf, per-task storage" } else { "raw_tp" }.into(),
             detail: if plan.summary && plan.route != SyscallRoute::Compat {
                 format!(
-                    "sched_switch and sched_waking, summed per traced thread between its sleeps (sched_span: \
+                    "sched_switch and sched_waking, summed per traced thread between its sleeps (a span: \
                      time on a CPU, runnable and otherwise, then the sleep, its call and its waker); {}",
                     plan.wake_context.describe()
                 )

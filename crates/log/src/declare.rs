@@ -540,7 +540,7 @@ macro_rules! records {
         }
 
         /// What a reader does with records of kind `K`, in the module
-        /// about `K` (stats' metadata table takes `MetaCall`s): the
+        /// about `K` (stats' metadata table takes the metadata calls): the
         /// reader's list of kinds is this trait's impls, and
         /// [`Record::send_to`] the one dispatch.
         pub trait Accept<K> {

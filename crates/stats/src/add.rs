@@ -236,44 +236,6 @@ impl Stats {
         }
     }
 
-    /// A CUDA call that waited for the GPU: for the other ranks, when an
-    /// NCCL collective it covers was outstanding (a sync call covers the
-    /// stream it names, or every stream when it names none or is not a
-    /// stream sync: the context, an event, a blocking copy).
-    pub(crate) fn gpu_call(&mut self, r: &GpuCall) {
-        self.proc(r.pid).gpu_wait_ns += r.dur;
-        self.tables.gpu_calls.call(r);
-        let mut kind = sched::CallKind::Gpu;
-        if let Some(streams) = self.nccl_outstanding.get_mut(&r.pid) {
-            let before = streams.len();
-            if r.call == GpuApi::StreamSynchronize && r.stream != 0 {
-                streams.retain(|&s| s != r.stream);
-            } else {
-                streams.clear();
-            }
-            if streams.len() < before {
-                kind = sched::CallKind::Collective;
-            }
-        }
-        if kind == sched::CallKind::Collective {
-            self.sched.episode(r.pid, r.ts, r.ts.saturating_add(r.dur));
-        }
-        self.sched.call(r.pid, r.tid, r.ts, r.ts.saturating_add(r.dur), kind);
-    }
-
-    /// An NCCL call: a rank arriving at a collective.
-    pub(crate) fn nccl_call(&mut self, r: &Collective) {
-        self.tables.collectives.add(r);
-        if r.op.is_group() {
-            return;
-        }
-        self.arrivals.arrive(r.pid, r.ts);
-        let streams = self.nccl_outstanding.entry(r.pid).or_default();
-        if !streams.contains(&r.stream) && streams.len() < 64 {
-            streams.push(r.stream);
-        }
-    }
-
     /// A call of `pid`'s thread `tid` on a file of `kind`: its own I/O when
     /// the file is one (a pipe or socket is how data comes, not I/O).
     pub(crate) fn own_io(&mut self, pid: u32, tid: u32, ts: u64, dur: u64, kind: FileKind) {

@@ -8,9 +8,9 @@ use mltrace_log::{GpuCall, GpuCount};
 use serde_json::{json, Value};
 
 use crate::kind_tables::KindTable;
-use crate::Stats;
 use crate::{duration, table};
-use mltrace_log::{Accept, Collective, Frame, GpuEvent, Record};
+use crate::{sched, Stats};
+use mltrace_log::{Accept, Collective, Frame, GpuApi, GpuEvent, Record};
 use std::fmt::Write as _;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,6 +64,46 @@ impl KindTable for GpuCalls {
 }
 
 // What its records add to the figures (see [`mltrace_log::Accept`]).
+
+impl Stats {
+    /// A CUDA call that waited for the GPU: for the other ranks, when an
+    /// NCCL collective it covers was outstanding (a sync call covers the
+    /// stream it names, or every stream when it names none or is not a
+    /// stream sync: the context, an event, a blocking copy).
+    fn gpu_call(&mut self, r: &GpuCall) {
+        self.proc(r.pid).gpu_wait_ns += r.dur;
+        self.tables.gpu_calls.call(r);
+        let mut kind = sched::CallKind::Gpu;
+        if let Some(streams) = self.nccl_outstanding.get_mut(&r.pid) {
+            let before = streams.len();
+            if r.call == GpuApi::StreamSynchronize && r.stream != 0 {
+                streams.retain(|&s| s != r.stream);
+            } else {
+                streams.clear();
+            }
+            if streams.len() < before {
+                kind = sched::CallKind::Collective;
+            }
+        }
+        if kind == sched::CallKind::Collective {
+            self.sched.episode(r.pid, r.ts, r.ts.saturating_add(r.dur));
+        }
+        self.sched.call(r.pid, r.tid, r.ts, r.ts.saturating_add(r.dur), kind);
+    }
+
+    /// An NCCL call: a rank arriving at a collective.
+    fn nccl_call(&mut self, r: &Collective) {
+        self.tables.collectives.add(r);
+        if r.op.is_group() {
+            return;
+        }
+        self.arrivals.arrive(r.pid, r.ts);
+        let streams = self.nccl_outstanding.entry(r.pid).or_default();
+        if !streams.contains(&r.stream) && streams.len() < 64 {
+            streams.push(r.stream);
+        }
+    }
+}
 
 impl Accept<GpuCall> for Stats {
     fn accept(&mut self, _f: &Frame<'_>, _rec: &Record, r: GpuCall) {
