@@ -18,6 +18,8 @@ pub struct Allowance {
     pub name: &'static str,
     pub value: f64,
     pub emulated: f64,
+    /// A share of the figure (rates, times), not an absolute width (shares).
+    pub relative: bool,
     /// Why the figure and the workload's clock may differ by it.
     pub why: &'static str,
     /// What was measured that it rests on.
@@ -48,7 +50,13 @@ impl Allowance {
 
     fn check_width(&self, got: f64, want: f64, width: f64, what: impl std::fmt::Display) {
         let delta = got - want;
-        crate::tools::note_allowance(&format!("{} {what} {delta:+.4} {width:.4}", self.name.replace(' ', "_")));
+        // Noted in the allowance's own terms: relative ones as a share of `want`.
+        let (d, w) = if self.relative {
+            (delta / want.abs().max(f64::MIN_POSITIVE), width / want.abs().max(f64::MIN_POSITIVE))
+        } else {
+            (delta, width)
+        };
+        crate::tools::note_allowance(&format!("{} {what} {d:+.4} {w:.4}", self.name.replace(' ', "_")));
         assert!(
             delta.abs() <= width,
             "{what}: {got:.4} against {want:.4} measured, {delta:+.4} apart, past the {} allowance of {width:.4} \
@@ -66,6 +74,7 @@ pub const WAIT_SHARE: Allowance = Allowance {
     name: "wait share",
     value: 0.05,
     emulated: 0.15,
+    relative: false,
     why: "the workload's clock brackets its wait in user space (queue.get, \
           the call), the trace the kernel's sleep: the Python around the \
           call, and a wake-up's time to reach user space, fall apart",
@@ -79,6 +88,7 @@ pub const CPU_SHARE: Allowance = Allowance {
     name: "CPU share",
     value: 0.02,
     emulated: 0.15,
+    relative: false,
     why: "both read the kernel's own accounting; they differ by the \
           scheduler tick's granularity and the switches at the edges of the \
           trainer's life",
@@ -92,6 +102,7 @@ pub const COMPAT_RUNNABLE: Allowance = Allowance {
     name: "runnable on the compat route",
     value: 0.05,
     emulated: 0.15,
+    relative: false,
     why: "the compat route once read runnable 0.022 against the run delay's \
           0.001 with none lost, most likely a switch-in the kernel's trace \
           lacked (now placed by the verdict); kept until runs show it unneeded",
@@ -106,6 +117,7 @@ pub const LATE_CLOCK_SHARE: Allowance = Allowance {
     name: "share against a late clock",
     value: 0.1,
     emulated: 0.1,
+    relative: false,
     why: "the workload's clock starts after its exec, its imports and its \
           workers' start; the share is of its life in the log",
     measured: "none on record: set when the rank and epoch checks were \
@@ -117,6 +129,7 @@ pub const RATE: Allowance = Allowance {
     name: "rate",
     value: 0.1,
     emulated: 0.1,
+    relative: true,
     why: "the log's steps are the trainer's, timed by their waits' edges; \
           the workload times its loop from the first step",
     measured: "none on record: set when diff_e2e was written; spread over \
@@ -128,6 +141,7 @@ pub const WAIT_TIME: Allowance = Allowance {
     name: "wait time",
     value: 0.2,
     emulated: 0.2,
+    relative: true,
     why: "short waits (a few ms) are dominated by a wake-up's latency to \
           user space, which the workload's clock includes",
     measured: "none on record: set when step_waits_e2e was written \
@@ -140,6 +154,7 @@ pub const THREAD_WAIT: Allowance = Allowance {
     name: "thread loader wait",
     value: 0.2,
     emulated: 0.2,
+    relative: true,
     why: "loader threads share the trainer's process: their hand-offs \
           through a queue wake the trainer late by a switch interval",
     measured: "none on record: set when thread_loaders_e2e was written \
