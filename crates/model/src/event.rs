@@ -215,6 +215,34 @@ impl Call<'_> {
         matches!(*self, Call::Io(Io { summed: true, .. }) | Call::Close(Close { summed: true, .. }))
     }
 
+    /// Its thread and the socket's file name, for a call made on a socket
+    /// (a read or write of one, a network call).
+    pub fn socket(&self) -> Option<(u32, StrId)> {
+        match *self {
+            Call::Io(r) if r.kind == FileKind::Socket => Some((r.tid, r.path)),
+            Call::NetCall(r) => Some((r.tid, r.path)),
+            _ => None,
+        }
+    }
+
+    /// Its thread and what it brought in, before its path is looked at: a
+    /// read recorded on its own, an io_uring read, a receive. A failed
+    /// call brings nothing.
+    pub fn brought_in(&self) -> Option<(u32, BroughtIn)> {
+        let n = |ret: i64| u64::try_from(ret).ok();
+        Some(match *self {
+            Call::Io(r) if !r.summed && !r.op.is_write() => (r.tid, BroughtIn::File(r.path, r.kind, n(r.ret)?)),
+            Call::IoUring(r) if r.op.is_read() => (r.tid, BroughtIn::Uring(r.path, n(r.ret)?)),
+            Call::NetCall(r) if !r.op.is_send() && r.ret >= 0 => (r.tid, BroughtIn::Received(r.bytes)),
+            _ => return None,
+        })
+    }
+
+    /// Whether its time is time waiting for the GPU (a CUDA call).
+    pub fn waits_for_gpu(&self) -> bool {
+        matches!(self, Call::GpuCall(_))
+    }
+
     /// The overview's lane for it; `None` for a call that has none (CUDA
     /// and NCCL calls: the GPU's wait is counted, not drawn there).
     pub fn lane(&self) -> Option<Lanes> {
@@ -228,6 +256,16 @@ impl Call<'_> {
             Call::GpuCall(_) | Call::Collective(_) => return None,
         })
     }
+}
+
+/// What a call may have brought into its thread ([`Call::brought_in`]).
+pub enum BroughtIn {
+    /// From a file of this kind: data when the path is a data file's.
+    File(StrId, FileKind, u64),
+    /// Through io_uring: data when the path is a data file's.
+    Uring(StrId, u64),
+    /// Received from the network.
+    Received(u64),
 }
 
 /// Name keys: the top byte is the record kind's code (never reused), so

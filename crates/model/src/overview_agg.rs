@@ -216,8 +216,10 @@ impl OverviewAgg {
     /// A syscall record of incarnation `idx` (or a CUDA call that waited
     /// for the GPU: its time, split across the intervals it covers).
     pub fn syscall(&mut self, f: &Frame<'_>, rec: &Record, idx: ProcIdx) {
-        if let Record::GpuCall(r) = rec {
-            let (start, end) = (r.ts, r.ts.saturating_add(r.dur));
+        let Ok(call) = event::split(rec) else { return };
+        if call.waits_for_gpu() {
+            let (_, start, dur, _) = call.timing();
+            let end = start.saturating_add(dur);
             let grid = self.grid;
             let (a, z) = (grid.index(start), grid.index(end.saturating_sub(1).max(start)));
             if self.procs.len() <= idx as usize {
@@ -229,7 +231,6 @@ impl OverviewAgg {
             }
             return;
         }
-        let Ok(call) = event::split(rec) else { return };
         let Some(lane) = call.lane() else { return };
         let (_, ts, dur, ret) = call.timing();
         let failed = ret < 0 && ret != RET_UNKNOWN;

@@ -11,6 +11,8 @@ use mltrace_log::labels;
 use mltrace_log::show;
 use mltrace_log::*;
 
+use crate::event::{self, BroughtIn as Read};
+
 /// A process incarnation, dense from 0 in order of first sight.
 pub type ProcIdx = u32;
 
@@ -250,10 +252,8 @@ pub fn socket_inode(path: &[u8]) -> Option<u64> {
 /// The thread and socket of a call on a socket.
 fn on_socket(f: &Frame<'_>, rec: &Record) -> Option<(u32, u64)> {
     let (tid, path) = match *rec {
-        Record::Io(r) if r.kind == FileKind::Socket => (r.tid, r.path),
         Record::IoSummary(r) if r.kind == FileKind::Socket => (r.tid, r.path),
-        Record::NetCall(r) => (r.tid, r.path),
-        _ => return None,
+        _ => event::split(rec).ok()?.socket()?,
     };
     Some((tid, socket_inode(f.str(path))?))
 }
@@ -303,31 +303,17 @@ pub fn is_data_path(path: &[u8]) -> bool {
     !(code || system || path.is_empty())
 }
 
-/// What a record may have brought in, before its path is looked at.
-enum Read {
-    /// From a file of this kind: data when the path is a data file's.
-    File(StrId, FileKind, u64),
-    /// Through io_uring: data when the path is a data file's.
-    Uring(StrId, u64),
-    /// Received from the network.
-    Received(u64),
-}
-
 /// The thread and bytes of a record that brought the job's data into a
 /// thread other than `p`'s main one and not yet one of its loaders: a
 /// read of a data file, or a receive from the network. Each kind's arm
 /// gives its thread and what it read; its path is tested last, as most
 /// reads are a main thread's or a known loader's.
 fn data_in(f: &Frame<'_>, rec: &Record, p: &ProcInfo) -> Option<(u32, u64)> {
-    let n = |ret: i64| u64::try_from(ret).ok();
     let (tid, read) = match *rec {
-        Record::Io(r) if !r.summed && !r.op.is_write() => (r.tid, Read::File(r.path, r.kind, n(r.ret)?)),
         Record::IoSummary(r) if r.op.io().is_some_and(|o| !o.is_write()) => {
             (r.tid, Read::File(r.path, r.kind, r.bytes))
         }
-        Record::IoUring(r) if r.op.is_read() => (r.tid, Read::Uring(r.path, n(r.ret)?)),
-        Record::NetCall(r) if !r.op.is_send() && r.ret >= 0 => (r.tid, Read::Received(r.bytes)),
-        _ => return None,
+        _ => event::split(rec).ok()?.brought_in()?,
     };
     if tid == p.pid || p.loaders.contains(&tid) || p.collective.contains(&tid) {
         return None;

@@ -132,3 +132,10 @@ impl Accept<GpuEvent> for Stats {
         }
     }
 }
+
+/// A CUDA call on `pid`'s main thread that waited for the GPU from `ts`
+/// for `dur` ns: the other modules' tests' GPU wait.
+#[cfg(test)]
+pub(crate) fn gpu_wait(ts: u64, dur: u64, pid: u32) -> Record {
+    Record::GpuCall(GpuCall { ts, dur, pid, tid: pid, ..Default::default() })
+}

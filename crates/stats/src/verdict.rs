@@ -934,7 +934,7 @@ mod tests {
     /// until its worker woke it, 100 runnable, 100 in a timed sleep.
     #[test]
     fn the_breakdown_adds_up_with_gpu_waits_and_own_io() {
-        let gpu = Record::GpuCall(GpuCall { ts: 300, dur: 300, pid: 10, tid: 10, ..Default::default() });
+        let gpu = crate::gpu_calls::gpu_wait(300, 300, 10);
         let write = Record::Io(Io {
             ts: 600,
             dur: 100,
@@ -1006,7 +1006,7 @@ mod tests {
     #[test]
     fn a_call_longer_than_the_history_is_said() {
         let s_ = 1_000_000_000u64;
-        let gpu = Record::GpuCall(GpuCall { ts: 120 * s_, dur: 150 * s_, pid: 10, tid: 10, ..Default::default() });
+        let gpu = crate::gpu_calls::gpu_wait(120 * s_, 150 * s_, 10);
         let s = stats(
             &[
                 sw(100, 0, SchedState::Runnable, 10),
