@@ -271,10 +271,10 @@ done
 # The report: one line per kernel, route and check.
 status=0
 {
-  printf '%-26s %-8s %-6s %s\n' kernel route result check
+  printf '%-26s %-10s %-6s %s\n' kernel route result check
   for s in "${series[@]}"; do
     while read -r k route result check rest; do
-      printf '%-26s %-8s %-6s %s %s\n' "$k" "$route" "$result" "$check" "$rest"
+      printf '%-26s %-10s %-6s %s %s\n' "$k" "$route" "$result" "$check" "$rest"
       [ "$result" != fail ] || status=1
     done <"$out/$s/results.txt"
   done

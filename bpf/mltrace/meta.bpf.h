@@ -68,6 +68,26 @@ static __always_inline u64 meta_base(struct ev_meta *e, u32 off, u32 len, s32 di
 	return dirfd == AT_FDCWD ? cwd_key(id) : file_key(fd_file(dirfd), id, NULL);
 }
 
+/* A stat of a fd, not of a path (glibc's fstat is newfstatat(fd, "",
+ * buf, AT_EMPTY_PATH)): on_meta would not record it, so the entry programs
+ * do not start it and its exit finds no call. Decided from the flags and
+ * the path's first byte (an unreadable or NULL path is no path either). */
+static __always_inline bool fd_stat(u8 op, struct pt_regs *regs, bool fast)
+{
+	u64 flags;
+	char c = 0;
+
+	if (op == OP_NEWFSTATAT)
+		flags = ARG(4);
+	else if (op == OP_STATX)
+		flags = ARG(3);
+	else
+		return false;
+	if (!(flags & AT_EMPTY_PATH))
+		return false;
+	return bpf_probe_read_user(&c, 1, (const void *)ARG(2)) || c == 0;
+}
+
 /*
  * Metadata calls at their exit: the path (two for rename and its kin), the
  * directory a relative one is relative to, the result. getdents64's

@@ -59,12 +59,14 @@ static __always_inline void opened_named(struct inflight *st)
 /* Syscall exit: `v` is the entry state; on the fast route `st` is the
  * thread's own state (the same memory; it outlives the call) and `t` the
  * thread. The caller marks the call handled after this returns. */
-static __always_inline void leave(struct inflight *v, struct inflight *st, struct task_struct *t,
+static __always_inline void leave(u8 op, struct inflight *v, struct inflight *st, struct task_struct *t,
 				  struct pt_regs *regs, s64 ret, u64 id, bool fast)
 {
 	u64 now = bpf_ktime_get_boot_ns();
 
-	switch (v->op) {
+	/* v->op, passed apart so that a program of one operation (the
+	 * trampoline route's) has only its handler. */
+	switch (op) {
 	case OP_READ ... OP_PWRITEV2:
 	case OP_FSYNC ... OP_SYNC_FILE_RANGE:
 		on_io(v, st, t, regs, ret, now, id, fast);
@@ -123,6 +125,8 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	if (op >= OP_MMAP && op <= OP_MREMAP && !record_map(op, (void *)ctx->args[0], false))
 		return 0;
+	if (fd_stat(op, (void *)ctx->args[0], false))
+		return 0;
 	enter(&v, op, (void *)ctx->args[0], id, false);
 	if (bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY))
 		count_lost(LOST_MAP);
@@ -148,7 +152,7 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	/* No copy of the state (stack is short, see save_args): only this
 	 * thread touches its entry, which goes once the call is handled. */
 	flush_pcache(vp, id);
-	leave(vp, NULL, NULL, (void *)ctx->args[0], ctx->args[1], id, false);
+	leave(vp->op, vp, NULL, NULL, (void *)ctx->args[0], ctx->args[1], id, false);
 	bpf_map_delete_elem(&inflight, &tid);
 	return 0;
 }
@@ -156,9 +160,10 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 /* The fast route: tp_btf programs, state in task storage. */
 /* The fast route's work at a syscall's entry and exit, given the user's
  * registers (typed: plain loads) and the call's number. */
+static __always_inline int fast_start(struct pt_regs *regs, u8 op);
+
 static __always_inline int fast_enter(struct pt_regs *regs, u64 nr)
 {
-	struct inflight *st;
 	u8 op;
 
 	if (nr >= MAX_SYSCALL_NR)
@@ -166,12 +171,23 @@ static __always_inline int fast_enter(struct pt_regs *regs, u64 nr)
 	op = sys_op[nr];
 	if (op == OP_NONE)
 		return 0;
+	return fast_start(regs, op);
+}
+
+/* A recorded call of operation `op` starts: on the fast, per-call and
+ * trampoline routes. */
+static __always_inline int fast_start(struct pt_regs *regs, u8 op)
+{
+	struct inflight *st;
+
 	st = state_of(bpf_get_current_task_btf());
 	if (!st && adopt)
 		st = adopt_task(bpf_get_current_task_btf());
 	if (!st)
 		return 0;
 	if (op >= OP_MMAP && op <= OP_MREMAP && !record_map(op, regs, true))
+		return 0;
+	if (fd_stat(op, regs, true))
 		return 0;
 	/* The ids are only needed to name the file a close is about. */
 	enter(st, op, regs, op == OP_CLOSE ? bpf_get_current_pid_tgid() : 0, true);
@@ -198,7 +214,7 @@ static __always_inline int fast_exit(struct pt_regs *regs, u64 nr, long ret)
 	}
 	/* The state itself, not a copy (stack is short, see save_args). */
 	flush_pcache(st, ((u64)t->tgid << 32) | (u32)t->pid);
-	leave(st, st, t, regs, ret, ((u64)t->tgid << 32) | (u32)t->pid, true);
+	leave(st->op, st, st, t, regs, ret, ((u64)t->tgid << 32) | (u32)t->pid, true);
 	st->op = OP_NONE;
 	return 0;
 }
@@ -244,3 +260,113 @@ int call_exit(struct call_ctx *ctx)
 {
 	return fast_exit((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()), (u32)ctx->nr, ctx->ret);
 }
+
+/*
+ * The trampoline route: the fast route's work, run by fentry and fexit
+ * programs on each recorded call's own kernel function (__x64_sys_NAME,
+ * which takes the user's registers), so a call mltrace does not record
+ * runs no program, and no call takes the syscall tracepoints' slow path.
+ * Each program is of one operation: its exit has only that handler (see
+ * leave). User space loads the pairs of the calls it records (mappings and
+ * the set*id calls only when they are), and the route only where the
+ * kernel has BPF trampolines and every one of those functions.
+ */
+#if defined(__TARGET_ARCH_arm64)
+#define SYS_FN(name) "__arm64_sys_" #name
+#else
+#define SYS_FN(name) "__x64_sys_" #name
+#endif
+
+static __always_inline int tramp_exit(struct pt_regs *regs, u8 op, long ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct inflight *st = state_of(t);
+	u64 id;
+
+	if (!st || st->op != op)
+		return 0;
+	if (op == OP_SETID) {
+		st->op = OP_NONE;
+		if (setid_escapes(t, t->tgid, (u32)regs->orig_ax))
+			bpf_task_storage_delete(&tstore, t);
+		return 0;
+	}
+	id = ((u64)t->tgid << 32) | (u32)t->pid;
+	flush_pcache(st, id);
+	leave(op, st, st, t, regs, ret, id, true);
+	st->op = OP_NONE;
+	return 0;
+}
+
+#define TRAMPOLINE(name, op)							\
+	SEC("fentry/" SYS_FN(name))						\
+	int BPF_PROG(tr_enter_##name, struct pt_regs *regs)			\
+	{									\
+		return fast_start(regs, op);					\
+	}									\
+	SEC("fexit/" SYS_FN(name))						\
+	int BPF_PROG(tr_exit_##name, struct pt_regs *regs, long ret)		\
+	{									\
+		return tramp_exit(regs, op, ret);				\
+	}
+
+/* Every call crates/capture/src/syscalls.rs can record, by the name its
+ * tracepoints and kernel function have (a test checks the two lists). */
+TRAMPOLINE(read, OP_READ)
+TRAMPOLINE(pread64, OP_PREAD64)
+TRAMPOLINE(readv, OP_READV)
+TRAMPOLINE(preadv, OP_PREADV)
+TRAMPOLINE(preadv2, OP_PREADV2)
+TRAMPOLINE(write, OP_WRITE)
+TRAMPOLINE(pwrite64, OP_PWRITE64)
+TRAMPOLINE(writev, OP_WRITEV)
+TRAMPOLINE(pwritev, OP_PWRITEV)
+TRAMPOLINE(pwritev2, OP_PWRITEV2)
+TRAMPOLINE(openat, OP_OPENAT)
+TRAMPOLINE(openat2, OP_OPENAT2)
+TRAMPOLINE(close, OP_CLOSE)
+TRAMPOLINE(sendfile64, OP_SENDFILE)
+TRAMPOLINE(copy_file_range, OP_COPY_FILE_RANGE)
+TRAMPOLINE(fsync, OP_FSYNC)
+TRAMPOLINE(fdatasync, OP_FDATASYNC)
+TRAMPOLINE(sync_file_range, OP_SYNC_FILE_RANGE)
+TRAMPOLINE(io_submit, OP_IO_SUBMIT)
+TRAMPOLINE(io_getevents, OP_IO_GETEVENTS)
+TRAMPOLINE(io_pgetevents, OP_IO_PGETEVENTS)
+TRAMPOLINE(sendto, OP_SENDTO)
+TRAMPOLINE(recvfrom, OP_RECVFROM)
+TRAMPOLINE(sendmsg, OP_SENDMSG)
+TRAMPOLINE(recvmsg, OP_RECVMSG)
+TRAMPOLINE(sendmmsg, OP_SENDMMSG)
+TRAMPOLINE(recvmmsg, OP_RECVMMSG)
+TRAMPOLINE(open, OP_OPEN)
+TRAMPOLINE(creat, OP_CREAT)
+TRAMPOLINE(getdents64, OP_GETDENTS64)
+TRAMPOLINE(newfstatat, OP_NEWFSTATAT)
+TRAMPOLINE(statx, OP_STATX)
+TRAMPOLINE(faccessat, OP_FACCESSAT)
+TRAMPOLINE(faccessat2, OP_FACCESSAT2)
+TRAMPOLINE(readlinkat, OP_READLINKAT)
+TRAMPOLINE(renameat, OP_RENAMEAT)
+TRAMPOLINE(renameat2, OP_RENAMEAT2)
+TRAMPOLINE(unlinkat, OP_UNLINKAT)
+TRAMPOLINE(mkdirat, OP_MKDIRAT)
+TRAMPOLINE(newstat, OP_STAT)
+TRAMPOLINE(newlstat, OP_LSTAT)
+TRAMPOLINE(access, OP_ACCESS)
+TRAMPOLINE(readlink, OP_READLINK)
+TRAMPOLINE(rename, OP_RENAME)
+TRAMPOLINE(unlink, OP_UNLINK)
+TRAMPOLINE(mkdir, OP_MKDIR)
+TRAMPOLINE(rmdir, OP_RMDIR)
+TRAMPOLINE(mmap, OP_MMAP)
+TRAMPOLINE(munmap, OP_MUNMAP)
+TRAMPOLINE(mremap, OP_MREMAP)
+TRAMPOLINE(setuid, OP_SETID)
+TRAMPOLINE(setreuid, OP_SETID)
+TRAMPOLINE(setresuid, OP_SETID)
+TRAMPOLINE(setfsuid, OP_SETID)
+TRAMPOLINE(setgid, OP_SETID)
+TRAMPOLINE(setregid, OP_SETID)
+TRAMPOLINE(setresgid, OP_SETID)
+TRAMPOLINE(setfsgid, OP_SETID)

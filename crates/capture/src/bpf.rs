@@ -123,6 +123,12 @@ pub enum SyscallRoute {
     /// per-task storage as on the fast route. Only when asked for: each
     /// recorded call costs more than on the fast route.
     Calls,
+    /// fentry/fexit programs on each recorded call's own kernel function
+    /// (`__x64_sys_NAME`; Linux 5.11+ with BPF trampolines): a call
+    /// mltrace does not record runs no program and keeps the kernel's fast
+    /// syscall path; state in per-task storage. Taken where the kernel has
+    /// it.
+    Trampoline,
     /// tp_btf programs with per-task storage (Linux 5.11+): no hashing on
     /// the hot path, BTF pointer loads instead of helper calls.
     Fast,
@@ -134,6 +140,7 @@ pub enum SyscallRoute {
 pub fn route_name(r: SyscallRoute) -> &'static str {
     match r {
         SyscallRoute::Calls => "per-call",
+        SyscallRoute::Trampoline => "trampoline",
         SyscallRoute::Fast => "fast",
         SyscallRoute::Compat => "compat",
     }
@@ -167,6 +174,32 @@ pub fn call_names(mappings: bool, setid: bool) -> Vec<&'static str> {
     syscalls::traced(mappings, setid).iter().map(|&(nr, o)| syscalls::tracepoint_name(nr, o)).collect()
 }
 
+/// The kernel function behind system call `name` (as its tracepoints
+/// name it): what the trampoline route's programs attach to.
+pub fn syscall_function(name: &str) -> String {
+    #[cfg(target_arch = "aarch64")]
+    return format!("__arm64_sys_{name}");
+    #[cfg(not(target_arch = "aarch64"))]
+    format!("__x64_sys_{name}")
+}
+
+/// Whether this kernel can have the trampoline route: the fast route's
+/// needs, BPF trampolines (an fentry program loads and attaches: that
+/// depends on the kernel's configuration, not its version), and a
+/// function in its BTF for every call recorded (`calls`); else why not.
+pub fn trampoline_possible(kernel: &KernelBtf, calls: &[&str]) -> Result<(), String> {
+    if !fast_possible(kernel) {
+        return Err("needs Linux 5.11 or newer with BTF (task storage for tracing programs)".into());
+    }
+    crate::features::program_loads(true).map_err(|e| format!("needs BPF trampolines (fentry here: {e})"))?;
+    let missing: Vec<&str> = calls.iter().copied().filter(|c| !kernel.has_function(&syscall_function(c))).collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the kernel's BTF has no function for {}", missing.join(", ")))
+    }
+}
+
 /// Whether this kernel can have the fast route: task storage for tracing
 /// programs came in 5.11, and tp_btf needs the kernel's BTF.
 pub fn fast_possible(kernel: &KernelBtf) -> bool {
@@ -177,6 +210,7 @@ impl SyscallRoute {
     pub fn describe(self) -> &'static str {
         match self {
             SyscallRoute::Calls => "per-call tracepoints, per-task storage",
+            SyscallRoute::Trampoline => "fentry/fexit on each recorded call's kernel function, per-task storage",
             SyscallRoute::Fast => "tp_btf, per-task storage",
             SyscallRoute::Compat => "raw_tp, hash maps",
         }
@@ -219,6 +253,8 @@ pub struct Plan {
     pub fast_possible: bool,
     /// Whether it can have the per-call route, or why not.
     pub calls_possible: Result<(), String>,
+    /// Whether it can have the trampoline route, or why not.
+    pub trampoline_possible: Result<(), String>,
     /// Why tracefs cannot be used (not root, not mounted and not
     /// mountable): page cache, io_uring and fault start times are then
     /// left out.
@@ -236,10 +272,21 @@ impl Plan {
         let tracefs_mounted = if let Tracefs::MountedNow(at) = state { Some(at) } else { None };
         let tracefs_unusable = if let Tracefs::Unusable(why) = state { Some(why) } else { None };
         let tracefs = tracefs_unusable.is_none();
-        let calls_ok = calls_possible(kernel, &call_names(cfg.mappings, cfg.only_ids.is_some()), tracefs);
+        let names = call_names(cfg.mappings, cfg.only_ids.is_some());
+        let calls_ok = calls_possible(kernel, &names, tracefs);
+        let tramp_ok = match cfg.route {
+            None | Some(SyscallRoute::Trampoline) => trampoline_possible(kernel, &names),
+            Some(_) => Err("not tried (another route was asked for)".into()),
+        };
         // Not the per-call route by itself: measured slower where most
         // calls are recorded (docs/performance.md), it is asked for.
-        let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
+        let route = cfg.route.unwrap_or(if tramp_ok.is_ok() {
+            SyscallRoute::Trampoline
+        } else if fast_ok {
+            SyscallRoute::Fast
+        } else {
+            SyscallRoute::Compat
+        });
         let page_cache = if cfg.page_cache && tracefs { PageCacheRoute::choose(kernel) } else { None };
         let uring = match (&tracefs_unusable, cfg.uring) {
             (_, false) => Err("turned off (--io-uring off)".to_string()),
@@ -270,6 +317,7 @@ impl Plan {
             fallback: None,
             fast_possible: fast_ok,
             calls_possible: calls_ok,
+            trampoline_possible: tramp_ok,
             tracefs_unusable,
             tracefs_mounted,
         }
@@ -300,6 +348,12 @@ pub fn load<'obj>(
             crate::system::kernel_release()
         )));
     }
+    if let (Some(SyscallRoute::Trampoline), Err(why)) = (cfg.route, &plan.trampoline_possible) {
+        return Err(CaptureError::Unsupported(format!(
+            "the trampoline syscall route {why}; this is {}: use --syscall-probes fast, compat or auto",
+            crate::system::kernel_release()
+        )));
+    }
     if let (Some(SyscallRoute::Calls), Err(why)) = (cfg.route, &plan.calls_possible) {
         return Err(CaptureError::Unsupported(format!(
             "the per-call syscall route {why}; this is {}: use --syscall-probes fast, compat or auto",
@@ -309,10 +363,15 @@ pub fn load<'obj>(
     let with_uring = plan.uring.is_ok();
     let mut tries = Vec::new();
     // Without a route asked for: the chosen one, then those below it.
-    let order = [SyscallRoute::Calls, SyscallRoute::Fast, SyscallRoute::Compat];
+    let order = [SyscallRoute::Calls, SyscallRoute::Trampoline, SyscallRoute::Fast, SyscallRoute::Compat];
     let first = order.iter().position(|&r| r == plan.route).unwrap_or(0);
     for (i, &route) in order.iter().enumerate() {
-        let below = i > first && (route != SyscallRoute::Fast || plan.fast_possible);
+        let possible = match route {
+            SyscallRoute::Fast => plan.fast_possible,
+            SyscallRoute::Trampoline => plan.trampoline_possible.is_ok(),
+            _ => true,
+        };
+        let below = i > first && possible;
         let wanted = route == plan.route || (cfg.route.is_none() && below);
         if wanted {
             tries.push((route, with_uring));
@@ -405,6 +464,7 @@ fn load_route<'obj>(
     // The per-call route is the fast one with other syscall programs.
     let fast = plan.route != SyscallRoute::Compat;
     let calls = plan.route == SyscallRoute::Calls;
+    let tramp = plan.route == SyscallRoute::Trampoline;
     let progs = &mut open.progs;
     for (p, on) in [
         (&mut progs.sys_enter, !fast),
@@ -413,8 +473,8 @@ fn load_route<'obj>(
         (&mut progs.sched_exec, !fast),
         (&mut progs.sched_exit, !fast),
         (&mut progs.task_rename, !fast),
-        (&mut progs.fast_sys_enter, fast && !calls),
-        (&mut progs.fast_sys_exit, fast && !calls),
+        (&mut progs.fast_sys_enter, fast && !calls && !tramp),
+        (&mut progs.fast_sys_exit, fast && !calls && !tramp),
         (&mut progs.call_enter, calls),
         (&mut progs.call_exit, calls),
         (&mut progs.fast_sched_fork, fast),
@@ -448,6 +508,13 @@ fn load_route<'obj>(
     // Attached below, once per recorded call.
     open.progs.call_enter.set_autoattach(false);
     open.progs.call_exit.set_autoattach(false);
+    // The trampoline route: the pair of each recorded call.
+    let names = call_names(plan.mappings, cfg.only_ids.is_some());
+    for mut p in open.open_object_mut().progs_mut() {
+        if let Some(call) = trampoline_call(&p.name().to_string_lossy()) {
+            p.set_autoload(tramp && names.contains(&call.as_str()));
+        }
+    }
     // The uprobes (CUDA driver and NCCL calls): loaded when asked for, as
     // uprobe_multi links where the kernel has them.
     let progs = &mut open.progs;
@@ -537,6 +604,11 @@ fn load_route<'obj>(
         }
     }
     Ok(Loaded { skel, call_links: links })
+}
+
+/// The call a trampoline program is for (`tr_enter_NAME`, `tr_exit_NAME`).
+pub fn trampoline_call(prog: &str) -> Option<String> {
+    prog.strip_prefix("tr_enter_").or_else(|| prog.strip_prefix("tr_exit_")).map(str::to_string)
 }
 
 /// The loaded programs, and on the per-call route the links of its two
@@ -970,5 +1042,39 @@ pub fn write_prog_stats(skel: &MltraceSkel<'_>, loaded_since: u64, startup_cpu_n
     out.push_str(&format!("(recorder,run) 1 {}\n", now.saturating_sub(startup_cpu_ns)));
     if let Err(e) = std::fs::write(&path, out) {
         eprintln!("mltrace: MLTRACE_BPF_STATS: {}: {e}", std::path::Path::new(&path).display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The trampoline route has a pair of programs for every call the
+    /// other routes can record, of the same operation, and no other.
+    #[test]
+    fn each_recorded_call_has_its_trampoline_pair() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bpf");
+        let ops = crate::decode::tests::c_enum(&std::fs::read_to_string(root.join("events.h")).unwrap(), "op");
+        let src = std::fs::read_to_string(root.join("mltrace/syscalls.bpf.h")).unwrap();
+        let declared: Vec<(&str, u64)> = src
+            .lines()
+            .filter_map(|l| l.strip_prefix("TRAMPOLINE(")?.strip_suffix(')')?.split_once(", "))
+            .map(|(name, op)| (name, ops.iter().find(|o| o.0 == op).unwrap_or_else(|| panic!("{op}")).1))
+            .collect();
+        let recorded = syscalls::traced(true, true);
+        assert_eq!(declared.len(), recorded.len(), "{declared:?}");
+        for (nr, o) in recorded {
+            let name = syscalls::tracepoint_name(nr, o);
+            assert!(declared.contains(&(name, u64::from(o.0))), "{name}: no TRAMPOLINE({name}, op {})", o.0);
+        }
+        let mut storage = MaybeUninit::uninit();
+        let mut open = MltraceSkelBuilder::default().open(&mut storage).expect("open the object");
+        let mut progs: Vec<String> =
+            open.open_object_mut().progs_mut().filter_map(|p| trampoline_call(&p.name().to_string_lossy())).collect();
+        progs.sort();
+        progs.dedup();
+        let mut names: Vec<String> = declared.iter().map(|d| d.0.to_string()).collect();
+        names.sort();
+        assert_eq!(progs, names);
     }
 }

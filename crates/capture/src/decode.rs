@@ -354,7 +354,7 @@ fn event_of(kind: u8) -> Option<&'static Event> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::files::join_normalize;
 
@@ -363,7 +363,7 @@ mod tests {
 
     /// The members of C's `enum name { ... }` in `src` with their values
     /// (one without a value is the previous one's plus one, as in C).
-    fn c_enum(src: &str, name: &str) -> Vec<(String, u64)> {
+    pub(crate) fn c_enum(src: &str, name: &str) -> Vec<(String, u64)> {
         let at = src.find(&format!("enum {name} {{")).unwrap_or_else(|| panic!("no enum {name}"));
         let mut body = src[at..].split_once('{').unwrap().1.split_once("};").unwrap().0.to_string();
         while let Some(i) = body.find("/*") {

@@ -45,17 +45,6 @@ fn check(name: &'static str, status: Status, detail: impl Into<String>) -> Check
     Check { name, status, detail: detail.into() }
 }
 
-fn probe_program(fentry: bool) -> Result<(), String> {
-    let mut storage = MaybeUninit::<OpenObject>::uninit();
-    let mut open = ProbeSkelBuilder::default().open(&mut storage).map_err(|e| e.to_string())?;
-    open.progs.probe_fentry.set_autoload(fentry);
-    open.progs.probe_kprobe.set_autoload(!fentry);
-    open.progs.probe_uprobe.set_autoload(false);
-    let mut skel = open.load().map_err(|e| format!("load: {e}"))?;
-    skel.attach().map_err(|e| format!("attach: {e}"))?;
-    Ok(())
-}
-
 /// Loads a uprobe program and attaches it to libc's `getpid` (what the
 /// CUDA probes do to libcuda).
 fn probe_uprobe() -> Result<(), String> {
@@ -176,9 +165,10 @@ pub fn run() -> Vec<Check> {
     // back from one to the other, and a test of both must see both.
     let mut plan = None;
     let fast = bpf::fast_possible(&kernel);
-    for route in [SyscallRoute::Calls, SyscallRoute::Fast, SyscallRoute::Compat] {
+    for route in [SyscallRoute::Calls, SyscallRoute::Trampoline, SyscallRoute::Fast, SyscallRoute::Compat] {
         let name = match route {
             SyscallRoute::Calls => "per-call route",
+            SyscallRoute::Trampoline => "trampoline route",
             SyscallRoute::Fast => "fast route",
             SyscallRoute::Compat => "compat route",
         };
@@ -188,7 +178,9 @@ pub fn run() -> Vec<Check> {
         }
         let cfg = BpfConfig { ring_bytes: 1 << 16, route: Some(route), ..Default::default() };
         let mut p = Plan::new(&cfg, &kernel);
-        if let (SyscallRoute::Calls, Err(why)) = (route, &p.calls_possible) {
+        if let (SyscallRoute::Calls, Err(why)) | (SyscallRoute::Trampoline, Err(why)) =
+            (route, if route == SyscallRoute::Calls { &p.calls_possible } else { &p.trampoline_possible })
+        {
             out.push(check(name, Status::Absent, why.clone()));
             continue;
         }
@@ -292,9 +284,9 @@ pub fn run() -> Vec<Check> {
         out.push(check("block probes", Status::Info, "older route: requests issued directly start at block_rq_issue"));
     }
     let unused = "not used by this mltrace (tracepoints are)";
-    out.push(match probe_program(true) {
-        Ok(()) => check("fentry/fexit", Status::Ok, format!("available; {unused}")),
-        Err(e) => check("fentry/fexit", Status::Absent, format!("{e}; {unused}")),
+    out.push(match crate::features::program_loads(true) {
+        Ok(()) => check("fentry/fexit", Status::Ok, "available (the trampoline route's programs)"),
+        Err(e) => check("fentry/fexit", Status::Absent, format!("{e}: no trampoline route (tracepoints instead)")),
     });
     let uprobes = probe_uprobe();
     for lib in crate::cuda::LIBRARIES {
@@ -338,7 +330,7 @@ pub fn run() -> Vec<Check> {
         Err(e) => check("NVML", Status::Absent, e.to_string()),
     });
     let kprobe_pmu = std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists();
-    out.push(match probe_program(false) {
+    out.push(match crate::features::program_loads(false) {
         Ok(()) => check("kprobes", Status::Ok, format!("available; {unused}")),
         Err(e) if !kprobe_pmu => {
             check("kprobes", Status::Absent, format!("{e} (no kprobe PMU: CONFIG_KPROBES is off); {unused}"))

@@ -2,8 +2,25 @@
 //! tracepoints exist decides which programs load (and `mltrace doctor`
 //! reports the same choices).
 
-use libbpf_rs::btf::types::{DataSec, MemberAttr, Struct, Typedef, Var};
+use libbpf_rs::btf::types::{DataSec, Func, MemberAttr, Struct, Typedef, Var};
 use libbpf_rs::btf::Btf;
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+
+use crate::probe_skel::ProbeSkelBuilder;
+
+/// Whether this kernel loads and attaches an fentry program (`fentry`) or
+/// a kprobe: learnt for real, since both depend on the kernel's
+/// configuration and the machine's security settings, not its version.
+pub fn program_loads(fentry: bool) -> Result<(), String> {
+    let mut storage = std::mem::MaybeUninit::<libbpf_rs::OpenObject>::uninit();
+    let mut open = ProbeSkelBuilder::default().open(&mut storage).map_err(|e| e.to_string())?;
+    open.progs.probe_fentry.set_autoload(fentry);
+    open.progs.probe_kprobe.set_autoload(!fentry);
+    open.progs.probe_uprobe.set_autoload(false);
+    let mut skel = open.load().map_err(|e| format!("load: {e}"))?;
+    skel.attach().map_err(|e| format!("attach: {e}"))?;
+    Ok(())
+}
 
 pub struct KernelBtf {
     btf: Option<Btf<'static>>,
@@ -16,6 +33,11 @@ impl KernelBtf {
 
     pub fn available(&self) -> bool {
         self.btf.is_some()
+    }
+
+    /// Whether the kernel's BTF has function `name` (what fentry attaches to).
+    pub fn has_function(&self, name: &str) -> bool {
+        self.btf.as_ref().is_some_and(|b| b.type_by_name::<Func<'_>>(name).is_some())
     }
 
     /// Whether the kernel has the tracepoint `name` (it then has a
