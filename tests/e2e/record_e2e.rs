@@ -100,10 +100,13 @@ fn known_io_is_recorded_exactly_and_matches_proc_pid_io() {
     };
     // `make test-kernels` may force the route for a whole run.
     let forced = std::env::var("MLTRACE_SYSCALL_PROBES").unwrap_or_default();
-    let mechanism = match forced.as_str() {
-        "compat" => "raw_tp",
-        "per-call" => "per-call tracepoints",
-        _ => "tp_btf",
+    let mechanism: &[&str] = match forced.as_str() {
+        "compat" => &["raw_tp"],
+        "per-call" => &["per-call tracepoints"],
+        "trampoline" => &["fentry/fexit"],
+        "fast" => &["tp_btf"],
+        // What auto takes: trampolines where the kernel has them.
+        _ => &["fentry/fexit", "tp_btf"],
     };
     check_known_io(known_io(&[]), mechanism);
 }
@@ -114,7 +117,7 @@ fn known_io_on_the_per_call_route() {
     let Some(_turn) = require_root!() else {
         return;
     };
-    check_known_io(known_io(&["--syscall-probes", "per-call"]), "per-call tracepoints");
+    check_known_io(known_io(&["--syscall-probes", "per-call"]), &["per-call tracepoints"]);
 }
 
 /// The per-call route's promise: a call mltrace does not record runs no
@@ -180,12 +183,13 @@ fn known_io_on_the_compat_route() {
     let Some(_turn) = require_root!() else {
         return;
     };
-    check_known_io(known_io(&["--syscall-probes", "compat"]), "raw_tp");
+    check_known_io(known_io(&["--syscall-probes", "compat"]), &["raw_tp"]);
 }
 
-fn check_known_io(run: Run, mechanism: &str) {
+fn check_known_io(run: Run, mechanism: &[&str]) {
     let h = LogReader::open(&run.log).unwrap().header().clone();
-    assert!(h.probes.iter().any(|p| p.subsystem == "syscalls" && p.mechanism.starts_with(mechanism)), "{:?}", h.probes);
+    let on = |p: &mltrace_log::Probe| mechanism.iter().any(|m| p.mechanism.starts_with(m));
+    assert!(h.probes.iter().any(|p| p.subsystem == "syscalls" && on(p)), "{mechanism:?}: {:?}", h.probes);
     let kv = &run.kv;
     let (pid, child) = (kv["pid"] as u32, kv["child_pid"] as u32);
     let thread = kv["thread_tid"] as u32;
@@ -614,15 +618,23 @@ fn doctor_reports_real_checks_and_the_probe_choice() {
     // (6.18) has task storage: the fast route is chosen (the per-call one
     // is asked for).
     assert!(line("per-call route").contains(" per-call tracepoints (with"), "{text}");
-    assert!(line("programs").contains(" ok ") && line("programs").contains("record uses the fast route"), "{text}");
-    assert!(line("syscall probes").contains("tp_btf, per-task storage: sys_enter + sys_exit"), "{text}");
+    // The trampoline route where fentry loads (not on these VMs: the
+    // route says why not); else the fast one.
+    if line("fentry/fexit").contains(" ok ") {
+        assert!(line("trampoline route").contains(" ok ") && line("trampoline route").contains("loaded and attached"));
+        assert!(line("programs").contains("record uses the trampoline route"), "{text}");
+        assert!(line("syscall probes").contains("fentry/fexit on each recorded call's kernel function"), "{text}");
+    } else {
+        assert!(line("trampoline route").contains("absent  needs BPF trampolines (fentry here:"), "{text}");
+        assert!(line("programs").contains(" ok ") && line("programs").contains("record uses the fast route"), "{text}");
+        assert!(line("syscall probes").contains("tp_btf, per-task storage: sys_enter + sys_exit"), "{text}");
+    }
     // This kernel (6.18) has block_io_start: the 6.5+ route is chosen.
     assert!(line("block probes").contains("block_io_start, block_rq_issue, block_rq_complete"), "{text}");
     // This kernel (6.18) inserts large folios: the tracepoint has their order.
     assert!(line("page-cache probe").contains("filemap:mm_filemap_add_to_page_cache, PAGE_SIZE << order"), "{text}");
-    // These machines have no kprobes and refuse fentry: reported, not needed.
+    // These machines have no kprobes: reported, not needed.
     assert!(line("kprobes").contains("absent"), "{text}");
-    assert!(line("fentry/fexit").contains("absent"), "{text}");
     assert!(text.contains("mltrace record can run here."));
 
     let out = std::process::Command::new("setpriv")

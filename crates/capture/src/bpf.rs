@@ -928,7 +928,10 @@ pub fn probes(plan: &Plan) -> Vec<mltrace_log::Probe> {
         },
         mltrace_log::Probe {
             subsystem: mltrace_log::subsystem::PROCESSES.into(),
-            mechanism: plan.route.describe().into(),
+            // The fast route's programs on every route with task storage.
+            mechanism: if plan.route == SyscallRoute::Compat { plan.route } else { SyscallRoute::Fast }
+                .describe()
+                .into(),
             detail: "sched_process_fork, sched_process_exec, sched_process_exit (with the thread's I/O accounting), \
                      sched_process_free, task_rename"
                 .into(),

@@ -155,6 +155,12 @@ impl KernelDecoder {
         KernelDecoder { pre_exec: Some(root_pid), page_size, ..Default::default() }
     }
 
+    /// Whether the file table keeps the names of identities named anew,
+    /// for the sums that come after (`--detail summary`; on by default).
+    pub fn keep_replaced_names(&mut self, on: bool) {
+        self.files.keep_replaced = on;
+    }
+
     /// A decoder whose file table forgets identities unused for
     /// `generation` others (see [`FileTable`]).
     pub fn with_file_generation(root_pid: u32, generation: usize) -> Self {

@@ -187,8 +187,13 @@ pub struct FileTable {
     /// (its file closed, the address given to the next one), oldest
     /// first, at most [`REPLACED`]: a summary's sum comes a second or so
     /// after its calls, and names the identity and the inode it was for.
-    replaced: HashMap<(u64, u64), Entry>,
+    replaced: rustc_hash::FxHashMap<(u64, u64), Entry>,
     replaced_order: std::collections::VecDeque<(u64, u64)>,
+    /// Whether `replaced` is kept: only a summary's sums look there (in
+    /// full detail a record never names an identity's earlier file, as the
+    /// kernel names the new one before its calls), and on a small-file
+    /// loader keeping it was a fifth of the recorder's consumer.
+    pub keep_replaced: bool,
 }
 
 /// Names kept for identities named anew: far more than a second's worth
@@ -209,8 +214,9 @@ impl FileTable {
             old: Map::default(),
             retired: Map::default(),
             generation: generation.max(1),
-            replaced: HashMap::new(),
+            replaced: rustc_hash::FxHashMap::default(),
             replaced_order: std::collections::VecDeque::new(),
+            keep_replaced: true,
             forget: Vec::new(),
             forgotten: 0,
         }
@@ -293,6 +299,9 @@ impl FileTable {
     }
 
     fn keep_replaced(&mut self, key: u64, e: Entry) {
+        if !self.keep_replaced {
+            return;
+        }
         let id = (key, e.ino);
         if self.replaced.insert(id, e).is_none() {
             self.replaced_order.push_back(id);

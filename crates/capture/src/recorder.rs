@@ -276,7 +276,13 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let (free_tx, free_rx) = bounded::<EncodedFrame>(4);
     let consumer = Consumer {
         enc,
-        dec: consumer::decoder(attaching.as_ref(), pid as u32, opts.file_generation, !uprobes.is_empty()),
+        dec: consumer::decoder(
+            attaching.as_ref(),
+            pid as u32,
+            opts.file_generation,
+            !uprobes.is_empty(),
+            opts.bpf.summary_slow_ns.is_some(),
+        ),
         frames: frames_tx,
         free: free_rx,
         frame_records: opts.frame_records,

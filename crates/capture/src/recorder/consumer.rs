@@ -52,6 +52,7 @@ pub(super) fn decoder(
     pid: u32,
     file_generation: usize,
     watch: bool,
+    summary: bool,
 ) -> KernelDecoder {
     let mut d = match attaching {
         None => KernelDecoder::with_file_generation(pid, file_generation),
@@ -60,6 +61,7 @@ pub(super) fn decoder(
     // SAFETY: getuid has no preconditions.
     d.hide_others_block_io(unsafe { libc::getuid() } != 0);
     d.watch_libraries(watch);
+    d.keep_replaced_names(summary);
     d
 }
 
