@@ -23,7 +23,6 @@ pub mod rank_waits;
 pub mod ranks;
 mod render;
 mod render_maps;
-pub mod run;
 pub mod sched;
 mod span_calls;
 pub mod step_waits;

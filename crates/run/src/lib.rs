@@ -10,8 +10,9 @@ use mltrace_log::{LogError, LogReader};
 use mltrace_model::annotate::{Annotation, RankSeries, WaitSlice};
 use mltrace_model::{ArgKey, Found, Survey, Surveying};
 
-use crate::ranks::Rank;
-use crate::{pct, Stats};
+use mltrace_model::fmt::pct;
+use mltrace_stats::ranks::Rank;
+use mltrace_stats::Stats;
 
 /// Ranks given a verdict lane of their own (the rest are in `stats`).
 const MAX_RANK_LANES: usize = 64;
