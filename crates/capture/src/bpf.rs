@@ -1,4 +1,11 @@
-//! Loading and attaching the BPF programs, and the maps user space touches.
+//! Loading and attaching the BPF programs, the traced set, and what
+//! spans every program (the drop counters, the runs the kernel skipped,
+//! reading a task iterator). Each subsystem's maps are read by its own
+//! module, beside its decoder state: the summary sums in
+//! `summary.rs`, the CUDA call counts in [`crate::cuda`], the file
+//! identities the kernel should forget in [`crate::files`], io_uring's
+//! opcodes, the anonymous mmaps and the open scheduling spans in
+//! `decode/` (aio.rs, mem.rs, sched.rs).
 
 use std::mem::MaybeUninit;
 
@@ -7,7 +14,7 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
 use crate::error::CaptureError;
 use crate::features::{BlockRoute, FaultRoute, KernelBtf, PageCacheRoute, UringRoute, WakeContext};
-use crate::skel::types::{self, lost};
+use crate::skel::types::lost;
 use crate::skel::{MltraceSkel, MltraceSkelBuilder};
 use crate::syscalls;
 use crate::system::Tracefs;
@@ -327,7 +334,7 @@ impl Plan {
 /// The tracepoints scheduling capture attaches to.
 pub const SCHED_TRACEPOINTS: [&str; 3] = ["sched_switch", "sched_waking", "sched_migrate_task"];
 
-fn bpf_err(stage: &str) -> impl FnOnce(libbpf_rs::Error) -> CaptureError + '_ {
+pub(crate) fn bpf_err(stage: &str) -> impl FnOnce(libbpf_rs::Error) -> CaptureError + '_ {
     move |source| CaptureError::Bpf { stage: stage.to_string(), source }
 }
 
@@ -650,20 +657,6 @@ pub fn attach_faults(skel: &MltraceSkel<'_>, plan: &mut Plan) -> Option<crate::f
     }
 }
 
-/// The anonymous mmaps counted for processes that have not exited:
-/// (pid, calls, bytes).
-pub fn anon_counts(skel: &MltraceSkel<'_>) -> Vec<(u32, u64, u64)> {
-    let word = |b: &[u8], i: usize| b.get(i..i + 8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
-    let map = &skel.maps.anon_maps;
-    map.keys()
-        .filter_map(|k| {
-            let pid = u32::from_ne_bytes(k.get(..4)?.try_into().ok()?);
-            let v = map.lookup(&k, MapFlags::ANY).ok().flatten()?;
-            Some((pid, word(&v, 0)?, word(&v, 8)?))
-        })
-        .collect()
-}
-
 /// Starts tracing a running process `pid` and each thread it has now (the
 /// kernel side adopts the threads it could not add here at their first
 /// recorded syscall, and follows the children they start).
@@ -722,114 +715,6 @@ pub fn traced_pids(skel: &MltraceSkel<'_>) -> Vec<u32> {
         .collect()
 }
 
-/// Makes the kernel side forget file identities user space has forgotten
-/// (so it names them again if they are used again), then moves to `epoch`
-/// so threads stop trusting the last file they remember.
-pub fn forget_files(skel: &MltraceSkel<'_>, keys: &[u64], epoch: u64) -> Result<(), CaptureError> {
-    for k in keys {
-        // Already gone (the kernel's LRU evicted it) is fine.
-        let _ = skel.maps.files_seen.delete(&k.to_ne_bytes());
-    }
-    skel.maps
-        .files_epoch
-        .update(&0u32.to_ne_bytes(), &epoch.to_ne_bytes(), MapFlags::ANY)
-        .map_err(bpf_err("updating the file epoch"))
-}
-
-/// One second's sums of one process's calls of one operation on one file
-/// (bpf's `io_sums`, `record --detail summary`).
-#[derive(Clone, Copy, Debug)]
-pub struct IoSum {
-    pub key: types::io_sum_key,
-    pub sum: types::io_sum,
-}
-
-/// Takes the sums of the seconds that have `ended` out of the
-/// kernel's map (those still being added to stay); `all`: every sum (the
-/// recording is over), each read and deleted at once, so that a call
-/// still adding to it cannot be lost between the two. Read in batches
-/// (every batch: see [`crate::batch`]); an old kernel without batch
-/// operations (before 5.6) is read key by key.
-pub fn take_io_sums(skel: &MltraceSkel<'_>, ended: impl Fn(u64) -> bool, all: bool, out: &mut Vec<IoSum>) {
-    let map = &skel.maps.io_sums;
-    let (ksz, vsz) = (size_of::<types::io_sum_key>(), size_of::<types::io_sum>());
-    let mut done: Vec<u8> = Vec::new();
-    // Every key taken, back to back: only a failed batch (then read key by
-    // key) needs them, to take none twice; no allocation per sum.
-    let mut taken: Vec<u8> = Vec::new();
-    let mut take = |k: &[u8], v: &[u8], deleted: bool, taken: &mut Vec<u8>| {
-        if k.len() != ksz || v.len() < vsz {
-            return;
-        }
-        // SAFETY: plain-data C structs of exactly these sizes, from the kernel.
-        let key: types::io_sum_key = unsafe { std::ptr::read_unaligned(k.as_ptr().cast()) };
-        if !deleted && !ended(key.sec) {
-            return;
-        }
-        let sum: types::io_sum = unsafe { std::ptr::read_unaligned(v.as_ptr().cast()) };
-        out.push(IoSum { key, sum });
-        taken.extend_from_slice(k);
-        if !deleted {
-            done.extend_from_slice(k);
-        }
-    };
-    if crate::batch::for_each(map, all, |k, v| take(k, v, all, &mut taken)).is_err() {
-        // Key by key: what a batch gave before it failed is not taken twice.
-        let before: std::collections::HashSet<Vec<u8>> = taken.chunks(ksz).map(<[u8]>::to_vec).collect();
-        for k in map.keys() {
-            if before.contains(&k) {
-                continue;
-            }
-            if let Ok(Some(v)) = map.lookup(&k, MapFlags::ANY) {
-                take(&k, &v, false, &mut taken);
-            }
-        }
-    }
-    if done.is_empty() {
-        return;
-    }
-    let n = (done.len() / ksz) as u32;
-    if map.delete_batch(&done, n, MapFlags::ANY, MapFlags::ANY).is_err() {
-        for k in done.chunks(ksz) {
-            let _ = map.delete(k);
-        }
-    }
-}
-
-/// One filling of a thread's summary slot (bpf's `struct sum_slot`): sent
-/// by its thread, or read by the `sum_slots` iterator.
-#[derive(Clone, Copy, Debug)]
-pub struct SlotSum {
-    pub slot: u32,
-    pub seq: u32,
-    pub sum: IoSum,
-}
-
-impl SlotSum {
-    /// From the bytes of a `struct sum_slot`; None when short.
-    pub fn parse(b: &[u8]) -> Option<SlotSum> {
-        if b.len() < size_of::<types::sum_slot>() {
-            return None;
-        }
-        // SAFETY: a plain-data C struct of at least this size, from the kernel.
-        let s: types::sum_slot = unsafe { std::ptr::read_unaligned(b.as_ptr().cast()) };
-        Some(SlotSum { slot: s.slot, seq: s.seq, sum: IoSum { key: s.key, sum: s.sum } })
-    }
-}
-
-/// The threads' summary slots that hold sums and are not being changed
-/// (the fast routes' `record --detail summary`), read through the
-/// `sum_slots` task iterator; empty where it is not loaded.
-pub fn slot_sums(skel: &MltraceSkel<'_>, out: &mut Vec<SlotSum>) -> Result<(), CaptureError> {
-    use std::io::Read;
-    let Some(link) = skel.links.sum_slots.as_ref() else { return Ok(()) };
-    let mut it = libbpf_rs::Iter::new(link).map_err(bpf_err("reading the summary slots"))?;
-    let mut buf = Vec::new();
-    it.read_to_end(&mut buf).map_err(|e| bpf_err("reading the summary slots")(libbpf_rs::Error::from(e)))?;
-    out.extend(buf.chunks_exact(size_of::<types::sum_slot>()).filter_map(SlotSum::parse));
-    Ok(())
-}
-
 /// The records a task iterator writes, as `T`s (plain-data C structs of
 /// the skeleton's types); empty where it is not loaded (`link` None).
 pub fn read_iter<T: Copy>(link: Option<&libbpf_rs::Link>, what: &'static str) -> Result<Vec<T>, CaptureError> {
@@ -843,26 +728,6 @@ pub fn read_iter<T: Copy>(link: Option<&libbpf_rs::Link>, what: &'static str) ->
         // SAFETY: T is a plain-data C struct of this size, from the kernel.
         .map(|b| unsafe { std::ptr::read_unaligned(b.as_ptr().cast()) })
         .collect())
-}
-
-/// The CUDA calls counted so far (see bpf's gpu_counts): (pid, call code, calls).
-pub fn gpu_counts(skel: &MltraceSkel<'_>) -> Vec<(u32, u32, u64)> {
-    let map = &skel.maps.gpu_counts;
-    let word = |b: &[u8], i: usize| b.get(i..i + 4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
-    map.keys()
-        .filter_map(|k| {
-            let v = map.lookup(&k, MapFlags::ANY).ok().flatten()?;
-            Some((word(&k, 0)?, word(&k, 4)?, u64::from_ne_bytes(v.get(..8)?.try_into().ok()?)))
-        })
-        .collect()
-}
-
-/// Forgets the count of an exited process's `call`.
-pub fn forget_gpu_count(skel: &MltraceSkel<'_>, pid: u32, call: u32) {
-    let mut k = [0u8; 8];
-    k[..4].copy_from_slice(&pid.to_ne_bytes());
-    k[4..].copy_from_slice(&call.to_ne_bytes());
-    let _ = skel.maps.gpu_counts.delete(&k);
 }
 
 /// Drop counters summed over CPUs, indexed like `mltrace_log::LostKind`.
@@ -899,22 +764,6 @@ pub fn read_skipped(skel: &MltraceSkel<'_>) -> u64 {
             }
         })
         .sum()
-}
-
-/// io_uring submissions of traced processes by opcode, summed over CPUs
-/// (every opcode: only reads and writes become records).
-pub fn read_uring_ops(skel: &MltraceSkel<'_>) -> Vec<mltrace_log::UringOpCount> {
-    let mut out = Vec::new();
-    for op in 0..=u8::MAX {
-        if let Ok(Some(per_cpu)) = skel.maps.uring_ops.lookup_percpu(&u32::from(op).to_ne_bytes(), MapFlags::ANY) {
-            let n: u64 =
-                per_cpu.iter().filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()))).sum();
-            if n > 0 {
-                out.push(mltrace_log::UringOpCount { opcode: op, name: mltrace_log::show::uring_opcode(op), count: n });
-            }
-        }
-    }
-    out
 }
 
 /// What is attached, for the log header and `mltrace doctor`.

@@ -16,8 +16,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use libbpf_rs::{Link, UprobeMultiOpts, UprobeOpts};
+use libbpf_rs::{MapCore, MapFlags};
 
 use crate::bpf::Skeleton;
+use crate::skel::MltraceSkel;
 
 /// The entry programs, by what they read of the call's arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -540,7 +542,7 @@ impl GpuCounts {
     /// that has exited and said 0 is forgotten (its sums leave the map).
     pub fn round(&mut self, skel: &Skeleton<'_>, now: u64, enc: &mut mltrace_log::FrameEncoder) {
         let dur = now.saturating_sub(self.since);
-        for (pid, call, n) in crate::bpf::gpu_counts(skel) {
+        for (pid, call, n) in gpu_counts(skel) {
             let key = (pid, call);
             let last = self.seen.insert(key, n).unwrap_or(0);
             // Fewer than before: the entry was made again.
@@ -555,7 +557,7 @@ impl GpuCounts {
                     count,
                 }));
             } else if !Path::new(&format!("/proc/{pid}")).exists() {
-                crate::bpf::forget_gpu_count(skel, pid, call);
+                forget_gpu_count(skel, pid, call);
                 self.seen.remove(&key);
             }
         }
@@ -620,6 +622,26 @@ pub fn mapped_by(pid: u32) -> Vec<PathBuf> {
         .collect();
     out.dedup();
     out
+}
+
+/// The CUDA calls counted so far (see bpf's gpu_counts): (pid, call code, calls).
+pub fn gpu_counts(skel: &MltraceSkel<'_>) -> Vec<(u32, u32, u64)> {
+    let map = &skel.maps.gpu_counts;
+    let word = |b: &[u8], i: usize| b.get(i..i + 4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
+    map.keys()
+        .filter_map(|k| {
+            let v = map.lookup(&k, MapFlags::ANY).ok().flatten()?;
+            Some((word(&k, 0)?, word(&k, 4)?, u64::from_ne_bytes(v.get(..8)?.try_into().ok()?)))
+        })
+        .collect()
+}
+
+/// Forgets the count of an exited process's `call`.
+pub fn forget_gpu_count(skel: &MltraceSkel<'_>, pid: u32, call: u32) {
+    let mut k = [0u8; 8];
+    k[..4].copy_from_slice(&pid.to_ne_bytes());
+    k[4..].copy_from_slice(&call.to_ne_bytes());
+    let _ = skel.maps.gpu_counts.delete(&k);
 }
 
 #[cfg(test)]

@@ -19,7 +19,9 @@ mod python;
 mod sched;
 mod summary;
 
+pub(crate) use aio::read_uring_ops;
 pub(crate) use io::io_op;
+pub(crate) use mem::anon_summaries;
 pub(crate) use sched::open_spans;
 
 use crate::files::FileTable;
@@ -111,7 +113,7 @@ pub struct KernelDecoder {
     /// By pid: its last exec's id (low 16 bits) and time, for summaries.
     pub(crate) execs: rustc_hash::FxHashMap<u32, (u16, u64)>,
     /// Summary slots their threads sent, for [`crate::summary::Summaries`].
-    pub(crate) sums: Vec<crate::bpf::SlotSum>,
+    pub(crate) sums: Vec<crate::summary::SlotSum>,
     files: FileTable,
     /// Paths by (dev, inode), for page-cache insertions.
     inodes: InodeNames,

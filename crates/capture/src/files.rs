@@ -4,7 +4,12 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use libbpf_rs::{MapCore, MapFlags};
 use mltrace_log::{FileKind, FrameEncoder, StrId};
+
+use crate::bpf::bpf_err;
+use crate::error::CaptureError;
+use crate::skel::MltraceSkel;
 
 /// Super-block magics (include/uapi/linux/magic.h) that mark non-files.
 const PIPEFS_MAGIC: u64 = 0x5049_5045;
@@ -357,6 +362,20 @@ impl FileTable {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Makes the kernel side forget file identities user space has forgotten
+/// (so it names them again if they are used again), then moves to `epoch`
+/// so threads stop trusting the last file they remember.
+pub fn forget_files(skel: &MltraceSkel<'_>, keys: &[u64], epoch: u64) -> Result<(), CaptureError> {
+    for k in keys {
+        // Already gone (the kernel's LRU evicted it) is fine.
+        let _ = skel.maps.files_seen.delete(&k.to_ne_bytes());
+    }
+    skel.maps
+        .files_epoch
+        .update(&0u32.to_ne_bytes(), &epoch.to_ne_bytes(), MapFlags::ANY)
+        .map_err(bpf_err("updating the file epoch"))
 }
 
 #[cfg(test)]

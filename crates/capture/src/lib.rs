@@ -5,6 +5,8 @@
 //! - [`launch`]: starts the command paused so its first syscall is traced.
 //! - [`decode`] + [`files`]: kernel records -> log records.
 //! - [`recorder`]: `mltrace record` end to end.
+//! - [`relay`]: the command's output, copied through us; [`mllog`]: its
+//!   MLLOG lines as Phase and Mark records.
 //! - [`verifier`]: which program the kernel refused, and why.
 
 pub mod attach;
@@ -26,6 +28,7 @@ pub mod mllog;
 mod output;
 pub mod python;
 pub mod recorder;
+pub mod relay;
 mod summary;
 pub mod syscalls;
 pub mod system;

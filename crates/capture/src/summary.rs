@@ -3,10 +3,12 @@
 //! on the fast routes, in bpf's `io_sums` on the compat one); once a second
 //! has ended, its sums become [`IoSummary`] records.
 
+use libbpf_rs::{MapCore, MapFlags};
 use mltrace_log::{FrameEncoder, IoSummary, Record, SumOp, SUM_BUCKETS};
 
-use crate::bpf::{self, IoSum, SlotSum};
+use crate::bpf::bpf_err;
 use crate::decode::KernelDecoder;
+use crate::error::CaptureError;
 use crate::skel::types::{self, op};
 use crate::skel::MltraceSkel;
 
@@ -44,7 +46,7 @@ impl Summaries {
     /// Reads the threads' slots; before the ring is drained, so that a slot
     /// a thread sent as this read skipped it (being changed) is drained after.
     pub fn read_slots(&mut self, skel: &MltraceSkel<'_>) {
-        if let Err(e) = bpf::slot_sums(skel, &mut self.read) {
+        if let Err(e) = slot_sums(skel, &mut self.read) {
             self.error.get_or_insert_with(|| e.to_string());
         }
     }
@@ -76,7 +78,7 @@ impl Summaries {
             s
         };
         self.buf.clear();
-        bpf::take_io_sums(skel, |sec| full_second(sec, now / SEC) < before, last, &mut self.buf);
+        take_io_sums(skel, |sec| full_second(sec, now / SEC) < before, last, &mut self.buf);
         for s in &mut self.buf {
             s.key.sec = full_second(s.key.sec, now / SEC);
         }
@@ -166,6 +168,100 @@ fn sum_op(code: u32) -> Option<SumOp> {
 fn full_second(low: u64, now: u64) -> u64 {
     const MASK: u64 = 0xff_ffff;
     now - (now.wrapping_sub(low) & MASK)
+}
+
+/// One second's sums of one process's calls of one operation on one file
+/// (bpf's `io_sums`, `record --detail summary`).
+#[derive(Clone, Copy, Debug)]
+pub struct IoSum {
+    pub key: types::io_sum_key,
+    pub sum: types::io_sum,
+}
+
+/// Takes the sums of the seconds that have `ended` out of the
+/// kernel's map (those still being added to stay); `all`: every sum (the
+/// recording is over), each read and deleted at once, so that a call
+/// still adding to it cannot be lost between the two. Read in batches
+/// (every batch: see [`crate::batch`]); an old kernel without batch
+/// operations (before 5.6) is read key by key.
+pub fn take_io_sums(skel: &MltraceSkel<'_>, ended: impl Fn(u64) -> bool, all: bool, out: &mut Vec<IoSum>) {
+    let map = &skel.maps.io_sums;
+    let (ksz, vsz) = (size_of::<types::io_sum_key>(), size_of::<types::io_sum>());
+    let mut done: Vec<u8> = Vec::new();
+    // Every key taken, back to back: only a failed batch (then read key by
+    // key) needs them, to take none twice; no allocation per sum.
+    let mut taken: Vec<u8> = Vec::new();
+    let mut take = |k: &[u8], v: &[u8], deleted: bool, taken: &mut Vec<u8>| {
+        if k.len() != ksz || v.len() < vsz {
+            return;
+        }
+        // SAFETY: plain-data C structs of exactly these sizes, from the kernel.
+        let key: types::io_sum_key = unsafe { std::ptr::read_unaligned(k.as_ptr().cast()) };
+        if !deleted && !ended(key.sec) {
+            return;
+        }
+        let sum: types::io_sum = unsafe { std::ptr::read_unaligned(v.as_ptr().cast()) };
+        out.push(IoSum { key, sum });
+        taken.extend_from_slice(k);
+        if !deleted {
+            done.extend_from_slice(k);
+        }
+    };
+    if crate::batch::for_each(map, all, |k, v| take(k, v, all, &mut taken)).is_err() {
+        // Key by key: what a batch gave before it failed is not taken twice.
+        let before: std::collections::HashSet<Vec<u8>> = taken.chunks(ksz).map(<[u8]>::to_vec).collect();
+        for k in map.keys() {
+            if before.contains(&k) {
+                continue;
+            }
+            if let Ok(Some(v)) = map.lookup(&k, MapFlags::ANY) {
+                take(&k, &v, false, &mut taken);
+            }
+        }
+    }
+    if done.is_empty() {
+        return;
+    }
+    let n = (done.len() / ksz) as u32;
+    if map.delete_batch(&done, n, MapFlags::ANY, MapFlags::ANY).is_err() {
+        for k in done.chunks(ksz) {
+            let _ = map.delete(k);
+        }
+    }
+}
+
+/// One filling of a thread's summary slot (bpf's `struct sum_slot`): sent
+/// by its thread, or read by the `sum_slots` iterator.
+#[derive(Clone, Copy, Debug)]
+pub struct SlotSum {
+    pub slot: u32,
+    pub seq: u32,
+    pub sum: IoSum,
+}
+
+impl SlotSum {
+    /// From the bytes of a `struct sum_slot`; None when short.
+    pub fn parse(b: &[u8]) -> Option<SlotSum> {
+        if b.len() < size_of::<types::sum_slot>() {
+            return None;
+        }
+        // SAFETY: a plain-data C struct of at least this size, from the kernel.
+        let s: types::sum_slot = unsafe { std::ptr::read_unaligned(b.as_ptr().cast()) };
+        Some(SlotSum { slot: s.slot, seq: s.seq, sum: IoSum { key: s.key, sum: s.sum } })
+    }
+}
+
+/// The threads' summary slots that hold sums and are not being changed
+/// (the fast routes' `record --detail summary`), read through the
+/// `sum_slots` task iterator; empty where it is not loaded.
+pub fn slot_sums(skel: &MltraceSkel<'_>, out: &mut Vec<SlotSum>) -> Result<(), CaptureError> {
+    use std::io::Read;
+    let Some(link) = skel.links.sum_slots.as_ref() else { return Ok(()) };
+    let mut it = libbpf_rs::Iter::new(link).map_err(bpf_err("reading the summary slots"))?;
+    let mut buf = Vec::new();
+    it.read_to_end(&mut buf).map_err(|e| bpf_err("reading the summary slots")(libbpf_rs::Error::from(e)))?;
+    out.extend(buf.chunks_exact(size_of::<types::sum_slot>()).filter_map(SlotSum::parse));
+    Ok(())
 }
 
 #[cfg(test)]

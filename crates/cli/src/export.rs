@@ -376,7 +376,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let mut reader = crate::open_log(log)?;
     let log_name = log.display().to_string();
     old_format(&log_name, reader.version());
-    let survey = mltrace_stats::run::survey(&mut reader).with_context(|| format!("reading {log_name}"))?;
+    let survey = mltrace_run::survey(&mut reader).with_context(|| format!("reading {log_name}"))?;
     for d in &survey.diagnostics {
         eprintln!("mltrace: {log_name}: {d}");
     }

@@ -1,43 +1,24 @@
 //! `mltrace stats`: what a log says, in tables. Streams the log once;
 //! memory grows with processes and distinct files, not with events.
 
-mod add;
-mod async_io;
-pub mod calls;
-pub mod collectives;
-pub mod diff;
-mod glob;
-pub mod gpu_calls;
-pub mod gpu_idle;
-mod hist;
-pub mod hosts;
-mod json;
-pub mod kernel;
-pub mod kind_tables;
-pub mod mapped;
-pub mod metadata;
-pub mod network;
-pub mod peers;
-pub mod python_lines;
-pub mod rank_waits;
-pub mod ranks;
-mod render;
-mod render_maps;
-pub mod run;
-pub mod sched;
-mod span_calls;
-pub mod step_waits;
-pub mod steps;
-pub mod suggest;
-mod summary;
-mod summed_reads;
-pub mod timeline;
-mod verdict;
+// Three trees, each using only those before it: accumulation, judgement,
+// presentation.
+pub mod acc;
+pub mod judge;
+pub mod show;
+
+// The modules' paths before the trees, for the crate's users.
+pub use acc::{
+    calls, collectives, gpu_calls, gpu_idle, hosts, kernel, kind_tables, mapped, metadata, network, peers,
+    python_lines, rank_waits, sched, steps, timeline,
+};
+use acc::{summary, summed_reads};
+pub use judge::{diff, ranks, step_waits, suggest};
 
 // One way to print each number, shared with the report and the CLI.
+pub use judge::verdict::{Share, Verdict};
 pub(crate) use mltrace_model::fmt::{bytes, duration, pct, pct_or_dash};
-pub(crate) use render::{q, shorten, table};
-pub use verdict::{epoch_reads_line, Share, Verdict};
+pub use show::verdict::epoch_reads_line;
 
 kind_tables::kind_tables! {
     /// CUDA driver calls per process and call.
@@ -57,13 +38,12 @@ use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek};
 
-pub use async_io::{AioStats, UringStats};
+pub use acc::async_io::{AioStats, UringStats};
+pub use acc::hist::Histogram;
 pub use calls::{CallDist, Calls};
-pub use hist::Histogram;
 use kernel::{Check, KernelIo, TracedIo};
 use mapped::{FileMaps, ProcMaps};
 use mltrace_log::labels::{self, DiskIds, Outcome};
-use mltrace_log::show;
 use mltrace_log::*;
 use mltrace_model::maps::{MapClass, Maps};
 use mltrace_model::procs::{is_data_path, ProcIdx, ProcInfo};
@@ -71,6 +51,15 @@ use mltrace_model::procs::{is_data_path, ProcIdx, ProcInfo};
 const NAME_MAX: usize = 40;
 /// Processes let go ([`Stats::untraced`]) listed.
 const MAX_UNTRACED: usize = 256;
+
+/// `s` cut to `max` characters, its tail kept (`…` in front).
+pub(crate) fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let tail: String = s.chars().rev().take(max - 1).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("…{tail}")
+}
 
 /// Count, bytes and latency of one kind of operation.
 #[derive(Clone, Default)]
@@ -580,6 +569,25 @@ impl Stats {
             p.loader_word = info.loader_word();
         }
         self.roles = roles;
+    }
+
+    /// Whether the log holds scheduling: recorded with it on (a recording
+    /// that had none to record still says so), or has its records.
+    pub fn has_sched(&self) -> bool {
+        self.sched.records > 0 || self.header.has_probe(mltrace_log::subsystem::SCHEDULING)
+    }
+
+    /// The trainer: the command `record` ran (its first incarnation).
+    pub fn trainer(&self) -> Option<&ProcStats> {
+        let t = self.trainer;
+        self.processes.iter().find(|p| p.pid == t && t != 0)
+    }
+
+    /// Its data-loader workers: children it forked that did not exec
+    /// another program (or exec'd Python's multiprocessing spawn), as the
+    /// trace's roles have it.
+    pub fn workers_of(&self, trainer: &ProcStats) -> Vec<&ProcStats> {
+        self.processes.iter().filter(|p| p.parent == trainer.pid && p.pid != trainer.pid && p.loader).collect()
     }
 
     pub fn total_lost(&self) -> u64 {

@@ -20,8 +20,8 @@ use mltrace_model::heat::FileHeat;
 use mltrace_model::plan::{self, Plan, Split};
 use mltrace_model::window::{self, WindowRequest};
 use mltrace_model::Survey;
+use mltrace_run::Want;
 use mltrace_stats::diff::{Diff, RunFigures};
-use mltrace_stats::run::Want;
 use mltrace_stats::Stats;
 
 pub use charts::ChartError;
@@ -71,7 +71,7 @@ impl Report {
         log: &Path,
         budget: u64,
     ) -> Result<Report, ReportError> {
-        let run = mltrace_stats::run::read(reader, Want::Stats)?;
+        let run = mltrace_run::read(reader, Want::Stats)?;
         let (survey, stats) = (run.survey, run.stats.unwrap_or_else(|| unreachable!("asked for")));
         // The files to chart are known once the survey is: a second pass.
         let mut heat = FileHeat::top(&survey, HEAT_FILES);

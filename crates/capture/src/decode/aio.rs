@@ -1,11 +1,13 @@
 //! Asynchronous I/O: io_uring requests and libaio calls (ev_uring,
 //! ev_aio).
 
+use libbpf_rs::{MapCore, MapFlags};
 use mltrace_log::*;
 
 use super::io::{offset_src, IOF_REQ_PARTIAL};
 use super::{read, KernelDecoder};
 use crate::skel::types::{self, ev_aio, ev_hdr, ev_uring, op};
+use crate::skel::MltraceSkel;
 
 /// The events this module decodes (see [`super::Event`]).
 pub(super) const EVENTS: &[super::Event] = &[
@@ -121,4 +123,24 @@ impl KernelDecoder {
             block_reqs: e.nblk,
         }));
     }
+}
+
+/// io_uring submissions of traced processes by opcode, summed over CPUs
+/// (every opcode: only reads and writes become records).
+pub fn read_uring_ops(skel: &MltraceSkel<'_>) -> Vec<mltrace_log::UringOpCount> {
+    let mut out = Vec::new();
+    for code in 0..=u8::MAX {
+        if let Ok(Some(per_cpu)) = skel.maps.uring_ops.lookup_percpu(&u32::from(code).to_ne_bytes(), MapFlags::ANY) {
+            let n: u64 =
+                per_cpu.iter().filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()))).sum();
+            if n > 0 {
+                out.push(mltrace_log::UringOpCount {
+                    opcode: code,
+                    name: mltrace_log::show::uring_opcode(code),
+                    count: n,
+                });
+            }
+        }
+    }
+    out
 }

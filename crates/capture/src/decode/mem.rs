@@ -1,10 +1,12 @@
 //! Memory: mappings, major faults and page-cache insertions (ev_map,
 //! ev_fault, ev_pcache).
 
+use libbpf_rs::{MapCore, MapFlags};
 use mltrace_log::*;
 
 use super::{read, KernelDecoder};
 use crate::skel::types::{self, ev_fault, ev_hdr, ev_map, ev_pcache, op};
+use crate::skel::MltraceSkel;
 
 /// The events this module decodes (see [`super::Event`]).
 pub(super) const EVENTS: &[super::Event] = &[
@@ -149,6 +151,40 @@ impl KernelDecoder {
             offset: e.index.wrapping_mul(self.page_size),
             bytes: u64::from(e.pages) * self.page_size,
             during: cache_during(h.op),
+        }));
+    }
+}
+
+/// The anonymous mmaps counted for processes that have not exited:
+/// (pid, calls, bytes).
+fn anon_counts(skel: &MltraceSkel<'_>) -> Vec<(u32, u64, u64)> {
+    let word = |b: &[u8], i: usize| b.get(i..i + 8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
+    let map = &skel.maps.anon_maps;
+    map.keys()
+        .filter_map(|k| {
+            let pid = u32::from_ne_bytes(k.get(..4)?.try_into().ok()?);
+            let v = map.lookup(&k, MapFlags::ANY).ok().flatten()?;
+            Some((pid, word(&v, 0)?, word(&v, 8)?))
+        })
+        .collect()
+}
+
+/// The anonymous mmaps of processes still alive (the kernel side sends
+/// the others' at their exit).
+pub(crate) fn anon_summaries(skel: &MltraceSkel<'_>, enc: &mut FrameEncoder) {
+    let ts = crate::system::boottime_ns();
+    for (pid, calls, bytes) in anon_counts(skel) {
+        let path = enc.intern(b"");
+        enc.push(&Record::Mapping(Mapping {
+            ts,
+            pid,
+            tid: pid,
+            op: MapOp::Anonymous,
+            fd: -1,
+            path,
+            len: bytes,
+            ret: calls as i64,
+            ..Default::default()
         }));
     }
 }

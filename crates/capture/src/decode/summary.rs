@@ -12,5 +12,5 @@ pub(super) const EVENTS: &[super::Event] = &[super::Event {
     kind: IoSummary::CODE,
     min: size_of::<sum_slot>(),
     commands_io: false,
-    decode: |d, _, b, _| d.sums.extend(crate::bpf::SlotSum::parse(b)),
+    decode: |d, _, b, _| d.sums.extend(crate::summary::SlotSum::parse(b)),
 }];

@@ -11,7 +11,8 @@ use crate::bpf;
 use crate::error::CaptureError;
 use crate::identity::{self, User};
 use crate::launch::{self, CommandError};
-use crate::mllog::{MllogSource, ModuleChannel, OutputRelay};
+use crate::mllog::MllogSource;
+use crate::relay::{ModuleChannel, OutputRelay};
 use crate::system;
 
 /// Checks the privileges and what is to be traced: the processes to attach

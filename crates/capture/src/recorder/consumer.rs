@@ -227,26 +227,6 @@ impl Consumer<'_> {
         let _ = self.frames.send(f);
     }
 
-    /// The anonymous mmaps of processes still alive (the kernel side sends
-    /// the others' at their exit).
-    fn anon_summaries(&mut self, skel: &Skeleton<'_>) {
-        let ts = system::boottime_ns();
-        for (pid, calls, bytes) in bpf::anon_counts(skel) {
-            let path = self.enc.intern(b"");
-            self.enc.push(&Record::Mapping(Mapping {
-                ts,
-                pid,
-                tid: pid,
-                op: MapOp::Anonymous,
-                fd: -1,
-                path,
-                len: bytes,
-                ret: calls as i64,
-                ..Default::default()
-            }));
-        }
-    }
-
     /// Turns new drops (kernel counters and our own) into Lost records.
     fn account_losses(&mut self, skel: &Skeleton<'_>) {
         let DecodeStats { malformed, unknown_file, .. } = self.dec.stats;
@@ -325,7 +305,7 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: 
         let forget = c.dec.files_mut().take_forgotten();
         if !forget.is_empty() {
             epoch += 1;
-            match bpf::forget_files(skel, &forget, epoch) {
+            match crate::files::forget_files(skel, &forget, epoch) {
                 Ok(()) => forgot_at = Some(Instant::now()),
                 // The kernel side may still trust them: keep them all.
                 Err(_) => kernel_untold = true,
@@ -351,7 +331,7 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: 
             }
             c.phases.finish(system::boottime_ns(), &mut c.enc);
             c.dec.py.finish(&mut c.enc);
-            c.anon_summaries(skel);
+            crate::decode::anon_summaries(skel, &mut c.enc);
             c.cut();
             return Ok((
                 c.lost_seen,

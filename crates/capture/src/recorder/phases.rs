@@ -8,7 +8,8 @@ use std::thread::{Scope, ScopedJoinHandle};
 use crossbeam_channel::Sender;
 use mltrace_log::*;
 
-use crate::mllog::{ClockMap, Copier, FileFollower, MllogMsg, MllogSource, ModuleChannel, OutputRelay};
+use crate::mllog::{ClockMap, FileFollower, MllogMsg, MllogSource};
+use crate::relay::{Copier, ModuleChannel, OutputRelay};
 
 /// The readers of a recording's phases, not yet started.
 pub(super) struct Readers {

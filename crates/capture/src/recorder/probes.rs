@@ -87,7 +87,7 @@ pub(super) fn read_at_end(
     let _ = accounting.send(system::live_accounting(&bpf::traced_pids(skel)));
     // While the probes are still attached, so the two compare.
     let disks = if plan.block.is_some() { system::disk_snapshot() } else { None };
-    let uring_ops = if plan.uring.is_ok() { bpf::read_uring_ops(skel) } else { Vec::new() };
+    let uring_ops = if plan.uring.is_ok() { crate::decode::read_uring_ops(skel) } else { Vec::new() };
     bpf::write_prog_stats(skel, loaded_since, startup_cpu);
     (disks, uring_ops)
 }
