@@ -35,6 +35,24 @@ struct {
 	__type(value, struct py_layout);
 } py_procs SEC(".maps");
 
+/* With stacks off, each CPU's last process found decided (not Python, or
+ * read): its next calls skip py_procs' lookup, as long as no process's
+ * entry has been forgotten since (py_forgets: exec and exit are the only
+ * ways a decided process becomes undecided). */
+struct py_quick {
+	u32 tgid;
+	u32 forgets;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct py_quick);
+} py_quick SEC(".maps");
+
+u32 py_forgets = 0;
+
 /* Interpreter files user space has read (see struct py_bin). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -270,14 +288,23 @@ __noinline int py_codes_new(u64 id, u32 depth)
  */
 __noinline u32 py_stack(u64 id)
 {
-	u32 zero = 0, tgid = id >> 32, depth = 0, *known;
-	struct py_layout *l = bpf_map_lookup_elem(&py_procs, &tgid);
+	u32 zero = 0, tgid = id >> 32, depth = 0, *known, forgets = py_forgets;
+	struct py_quick *q = py_stacks_on ? NULL : bpf_map_lookup_elem(&py_quick, &zero);
+	struct py_layout *l;
 	u64 ts, f, h = 0xcbf29ce484222325ULL;
 	struct py_heap *hp;
 
-	/* Not Python, or read with stacks off: no more than a lookup. */
-	if (l && (l->state == PY_NO || (l->state == PY_READY && !py_stacks_on)))
+	if (q && q->tgid == tgid && q->forgets == forgets)
 		return 0;
+	l = bpf_map_lookup_elem(&py_procs, &tgid);
+	/* Not Python, or read with stacks off: no more than a lookup. */
+	if (l && (l->state == PY_NO || (l->state == PY_READY && !py_stacks_on))) {
+		if (q) {
+			q->tgid = tgid;
+			q->forgets = forgets;
+		}
+		return 0;
+	}
 	hp = bpf_map_lookup_elem(&py_heap, &zero);
 	if (!hp)
 		return 0;
@@ -436,5 +463,6 @@ static __always_inline void py_fork(u32 ptgid, u32 ctgid)
 /* After an exec, or once the process is gone: user space decides anew. */
 static __always_inline void py_forget(u32 tgid)
 {
+	__sync_fetch_and_add(&py_forgets, 1);
 	bpf_map_delete_elem(&py_procs, &tgid);
 }
