@@ -27,8 +27,9 @@ pub struct Summaries {
     buf: Vec<IoSum>,
     /// Each sum's (start, end).
     spans: Vec<(u64, u64)>,
-    /// Slot sums of seconds that have not ended yet (whole seconds).
-    pending: Vec<IoSum>,
+    /// Slot sums of seconds that have not ended yet, by (whole) second:
+    /// a round takes the seconds that ended without looking at the rest.
+    pending: std::collections::BTreeMap<u64, Vec<IoSum>>,
     /// The threads' slots read by the iterator this round, before the
     /// ring was drained (see [`Self::read_slots`]).
     read: Vec<SlotSum>,
@@ -91,16 +92,12 @@ impl Summaries {
         }
         for r in dec.sums.drain(..) {
             if !self.taken.remove(&(r.sum.key.tid, r.slot, r.seq)) {
-                self.pending.push(whole(r.sum));
+                let s = whole(r.sum);
+                self.pending.entry(s.key.sec).or_default().push(s);
             }
         }
-        let mut i = 0;
-        while i < self.pending.len() {
-            if self.pending[i].key.sec < before {
-                self.buf.push(self.pending.swap_remove(i));
-            } else {
-                i += 1;
-            }
+        while let Some(e) = self.pending.first_entry().filter(|e| *e.key() < before) {
+            self.buf.extend(e.remove());
         }
         // The second of an exec: the calls before it were the old
         // program's, those after the new one's.
