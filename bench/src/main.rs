@@ -428,7 +428,9 @@ fn main() -> Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = root.join("target/bench");
     fs::create_dir_all(&dir)?;
-    let mltrace = root.join("target/release/mltrace");
+    // BENCH_MLTRACE=PATH measures another build in this build's place (its
+    // section 1b, say, which only this build's column has).
+    let mltrace = std::env::var_os("BENCH_MLTRACE").map_or_else(|| root.join("target/release/mltrace"), PathBuf::from);
     if !mltrace.exists() {
         bail!("{} missing: `cargo build --release -p mltrace` first (make bench does)", mltrace.display());
     }

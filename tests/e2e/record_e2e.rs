@@ -104,9 +104,7 @@ fn known_io_is_recorded_exactly_and_matches_proc_pid_io() {
         "compat" => &["raw_tp"],
         "per-call" => &["per-call tracepoints"],
         "trampoline" => &["fentry/fexit"],
-        "fast" => &["tp_btf"],
-        // What auto takes: trampolines where the kernel has them.
-        _ => &["fentry/fexit", "tp_btf"],
+        _ => &["tp_btf"],
     };
     check_known_io(known_io(&[]), mechanism);
 }
@@ -619,16 +617,14 @@ fn doctor_reports_real_checks_and_the_probe_choice() {
     // is asked for).
     assert!(line("per-call route").contains(" per-call tracepoints (with"), "{text}");
     // The trampoline route where fentry loads (not on these VMs: the
-    // route says why not); else the fast one.
+    // route says why not); record takes the fast one either way.
     if line("fentry/fexit").contains(" ok ") {
         assert!(line("trampoline route").contains(" ok ") && line("trampoline route").contains("loaded and attached"));
-        assert!(line("programs").contains("record uses the trampoline route"), "{text}");
-        assert!(line("syscall probes").contains("fentry/fexit on each recorded call's kernel function"), "{text}");
     } else {
         assert!(line("trampoline route").contains("absent  needs BPF trampolines (fentry here:"), "{text}");
-        assert!(line("programs").contains(" ok ") && line("programs").contains("record uses the fast route"), "{text}");
-        assert!(line("syscall probes").contains("tp_btf, per-task storage: sys_enter + sys_exit"), "{text}");
     }
+    assert!(line("programs").contains(" ok ") && line("programs").contains("record uses the fast route"), "{text}");
+    assert!(line("syscall probes").contains("tp_btf, per-task storage: sys_enter + sys_exit"), "{text}");
     // This kernel (6.18) has block_io_start: the 6.5+ route is chosen.
     assert!(line("block probes").contains("block_io_start, block_rq_issue, block_rq_complete"), "{text}");
     // This kernel (6.18) inserts large folios: the tracepoint has their order.

@@ -133,8 +133,9 @@ pub enum SyscallRoute {
     /// fentry/fexit programs on each recorded call's own kernel function
     /// (`__x64_sys_NAME`; Linux 5.11+ with BPF trampolines): a call
     /// mltrace does not record runs no program and keeps the kernel's fast
-    /// syscall path; state in per-task storage. Taken where the kernel has
-    /// it.
+    /// syscall path; state in per-task storage. Only when asked for: a
+    /// summary check lost a file's open on 6.12 under QEMU (see
+    /// docs/performance.md).
     Trampoline,
     /// tp_btf programs with per-task storage (Linux 5.11+): no hashing on
     /// the hot path, BTF pointer loads instead of helper calls.
@@ -282,18 +283,15 @@ impl Plan {
         let names = call_names(cfg.mappings, cfg.only_ids.is_some());
         let calls_ok = calls_possible(kernel, &names, tracefs);
         let tramp_ok = match cfg.route {
-            None | Some(SyscallRoute::Trampoline) => trampoline_possible(kernel, &names),
-            Some(_) => Err("not tried (another route was asked for)".into()),
+            Some(SyscallRoute::Trampoline) => trampoline_possible(kernel, &names),
+            _ => Err("not tried (only taken when asked for)".into()),
         };
-        // Not the per-call route by itself: measured slower where most
-        // calls are recorded (docs/performance.md), it is asked for.
-        let route = cfg.route.unwrap_or(if tramp_ok.is_ok() {
-            SyscallRoute::Trampoline
-        } else if fast_ok {
-            SyscallRoute::Fast
-        } else {
-            SyscallRoute::Compat
-        });
+        // Neither the per-call route by itself (measured slower where most
+        // calls are recorded) nor the trampoline one (on 6.12 under QEMU
+        // a summary check found a file's sums without its name, twice in
+        // two runs, not explained yet: docs/performance.md): they are
+        // asked for.
+        let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
         let page_cache = if cfg.page_cache && tracefs { PageCacheRoute::choose(kernel) } else { None };
         let uring = match (&tracefs_unusable, cfg.uring) {
             (_, false) => Err("turned off (--io-uring off)".to_string()),

@@ -208,8 +208,9 @@ pub fn run() -> Vec<Check> {
                 // The perf events, for real: the same as `record` does.
                 drop(bpf::attach_faults(&skel, &mut p));
                 // What record takes by itself: the first that loads of
-                // those below the per-call route (only taken when asked).
-                if route != SyscallRoute::Calls {
+                // the fast and compat routes (the per-call and trampoline
+                // ones are only taken when asked).
+                if !matches!(route, SyscallRoute::Calls | SyscallRoute::Trampoline) {
                     plan.get_or_insert(p);
                 }
             }
@@ -285,7 +286,7 @@ pub fn run() -> Vec<Check> {
     }
     let unused = "not used by this mltrace (tracepoints are)";
     out.push(match crate::features::program_loads(true) {
-        Ok(()) => check("fentry/fexit", Status::Ok, "available (the trampoline route's programs)"),
+        Ok(()) => check("fentry/fexit", Status::Ok, "available (the trampoline route's, --syscall-probes trampoline)"),
         Err(e) => check("fentry/fexit", Status::Absent, format!("{e}: no trampoline route (tracepoints instead)")),
     });
     let uprobes = probe_uprobe();

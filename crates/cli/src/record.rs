@@ -95,10 +95,10 @@ pub struct Args {
     /// The NVML library to load (default: $MLTRACE_NVML_LIBRARY, else libnvidia-ml.so.1)
     #[arg(long, value_name = "PATH")]
     nvml_library: Option<PathBuf>,
-    /// How syscalls are followed: auto (trampoline, else fast, else
-    /// compat), trampoline (fentry/fexit on each recorded call's kernel
-    /// function and task storage, Linux 5.11+ with BPF trampolines: other
-    /// calls run nothing), fast (tp_btf on
+    /// How syscalls are followed: auto (fast, else compat), trampoline
+    /// (fentry/fexit on each recorded call's kernel function and task
+    /// storage, Linux 5.11+ with BPF trampolines: other calls run nothing),
+    /// fast (tp_btf on
     /// every call and task storage, Linux 5.11+), per-call (each recorded
     /// call's own tracepoints and task storage, Linux 5.15+, root: other
     /// calls run nothing, recorded ones cost more) or compat (raw_tp and
