@@ -238,9 +238,13 @@ struct task_io_accounting {
 	u64 cancelled_write_bytes;
 } __attribute__((preserve_access_index));
 
-/* x86's thread_info holds the task's CPU from 5.16 on (before, task_struct did). */
+/* x86's thread_info holds the task's CPU from 5.16 on (before, task_struct did);
+ * arm64's also the task's preempt_count (its low half is the count). */
 struct thread_info {
 	u32 cpu;
+#if defined(__TARGET_ARCH_arm64)
+	u64 preempt_count;
+#endif
 } __attribute__((preserve_access_index));
 
 typedef struct {

@@ -539,11 +539,17 @@ static __always_inline int nccl_init_enter(u64 newcomm, s32 nranks, s32 rank)
 
 /* ncclCommInitRank(ncclComm_t *newcomm, int nranks, ncclUniqueId id, int rank)
  * and ncclCommInitRankConfig(..., rank, ncclConfig_t *config): the 128-byte
- * ncclUniqueId goes on the stack, so rank is the third register argument. */
+ * ncclUniqueId goes on the stack, so rank is the third register argument.
+ * On arm64 (AAPCS64) the caller passes a pointer to a copy of it instead:
+ * rank is the fourth. */
 SEC("uprobe")
 int nccl_comm_init_rank(struct pt_regs *ctx)
 {
+#if defined(__TARGET_ARCH_x86)
 	return nccl_init_enter(PT_REGS_PARM1(ctx), (s32)PT_REGS_PARM2(ctx), (s32)PT_REGS_PARM3(ctx));
+#else
+	return nccl_init_enter(PT_REGS_PARM1(ctx), (s32)PT_REGS_PARM2(ctx), (s32)PT_REGS_PARM4(ctx));
+#endif
 }
 
 /* ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist): comms[i]

@@ -191,8 +191,15 @@ static __always_inline u8 wake_by(void)
 	if (!pc_known || !bpf_core_field_exists(t->se.cfs_rq))
 		return WB_UNKNOWN;
 	rq = BPF_CORE_READ(t, se.cfs_rq, rq);
+#if defined(__TARGET_ARCH_x86)
 	if (!rq || bpf_probe_read_kernel(&pc, sizeof(pc), rq + pc_delta))
 		return WB_UNKNOWN;
+#else
+	/* arm64: the count is the running task's own, in its thread_info. */
+	if (!rq)
+		return WB_UNKNOWN;
+	pc = (int)BPF_CORE_READ(t, thread_info.preempt_count);
+#endif
 	if (!(pc & (HARDIRQ_MASK | NMI_MASK)))
 		return pc & SOFTIRQ_OFFSET ? WB_SOFTIRQ : WB_TASK;
 	hb = rq + hb_delta;
