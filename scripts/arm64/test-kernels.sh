@@ -178,8 +178,8 @@ run_guest() {
     if [ $smoke = 1 ]; then
       echo "TESTS=/dev/null"
     else
-      echo "TESTS=$tests"
-      echo "TARGET_TMP=/src/target/arm64/tmp"
+      echo "TESTS=/src/target/arm64/tests.txt"
+      echo "TARGET_TMP=/src/target/arm64/aarch64-unknown-linux-gnu/tmp"
     fi
     # Every route's load in doctor; the checks on the fast route (record's own choice).
     if [ $smoke = 1 ]; then echo "MLTRACE_KERNEL_ROUTES=\"${MLTRACE_KERNEL_ROUTES:-}\""
@@ -196,7 +196,7 @@ run_guest() {
   # The guest's root is read-only: the shared folders' mount points first.
   # (Only the scripts and the binary's folder of the repository: a
   # read-only folder above the results' would hide them.)
-  mkdir -p "$groot$root/scripts" "$groot$(dirname "$bin")" "$groot$kdir" "$groot$res" "$groot/src" "$root/target/arm64/tmp"
+  mkdir -p "$groot$root/scripts" "$groot$(dirname "$bin")" "$groot$kdir" "$groot$res" "$groot/src" "$root/target/arm64/aarch64-unknown-linux-gnu/tmp"
   local limit=${MLTRACE_GUEST_LIMIT:-3000} t0=$SECONDS
   truncate -s 0 "$res/disk.img" && truncate -s 2G "$res/disk.img"
   echo "test-arm64: booting $v under qemu-system-aarch64 (-cpu $cpu; full emulation, several minutes)" >&2
