@@ -111,26 +111,39 @@ ensure() {
 }
 
 # Runs a command in the chroot with the repository at /src and the host's
-# cargo registry (crates are fetched the way the host fetches them).
+# cargo registry (crates are fetched the way the host fetches them), in a
+# mount namespace of its own: its mounts go with it, and two runs at once
+# (a build and the wheel's) do not unmount each other's.
 run() {
-  local reg=${CARGO_HOME:-$HOME/.cargo}/registry mnts=()
+  local reg=${CARGO_HOME:-$HOME/.cargo}/registry
   mkdir -p "$reg" "$dir/src" "$dir/root/.cargo/registry"
   cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
-  trap 'umount_under "$dir/src"; umount_under "$dir/root/.cargo/registry"; umount_under "$dir/proc"; umount_under "$dir/dev"' EXIT
+  # The CAs this machine trusts (a proxy's own, where there is one), for
+  # pip and cargo in the chroot.
+  [ -f /etc/ssl/certs/ca-certificates.crt ] &&
+    cp /etc/ssl/certs/ca-certificates.crt "$dir/etc/ssl/host-ca-certificates.crt"
+  unshare --mount --propagation private "$0" _inside "$reg" "$@"
+}
+
+inside() {
+  local reg=$1
+  shift
   mount --bind "$root" "$dir/src"
   mount --bind "$reg" "$dir/root/.cargo/registry"
   mount -t proc proc "$dir/proc"
   mount --bind /dev "$dir/dev"
-  local rc=0
-  chroot "$dir" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin LC_ALL=C.UTF-8 TERM=dumb \
+  local ca=/etc/ssl/host-ca-certificates.crt
+  [ -f "$dir$ca" ] || ca=
+  exec chroot "$dir" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin LC_ALL=C.UTF-8 TERM=dumb \
     ${http_proxy:+http_proxy=$http_proxy} ${https_proxy:+https_proxy=$https_proxy} \
-    sh -c 'cd /src && exec "$@"' sh "$@" || rc=$?
-  return $rc
+    ${ca:+SSL_CERT_FILE=$ca PIP_CERT=$ca CARGO_HTTP_CAINFO=$ca} \
+    sh -c 'cd /src && exec "$@"' sh "$@"
 }
 
 case "${1:-}" in
   "") ensure; echo "$dir" ;;
   run) shift; [ -f "$dir/.mltrace-stamp" ] || ensure; run "$@" ;;
+  _inside) shift; inside "$@" ;;
   -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2 ;;
   *) fail "unknown argument $1 (expected nothing, or run CMD...)" ;;
 esac
