@@ -58,7 +58,9 @@ if [ $wheel = 1 ]; then
   version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
   rm -f dist/mltrace_ebpf-"$version"-*aarch64*.whl
   # The venv lives in the chroot (its Python), the build in target/arm64-wheel.
-  "$tc" run sh -c "set -e; $cross CARGO_TARGET_DIR=/src/target/arm64-wheel
+  # maturin's zig sets the linker and C compiler (glibc 2.17's symbols):
+  # none of the cross settings above.
+  "$tc" run sh -c "set -e; export CARGO_TARGET_DIR=/src/target/arm64-wheel
     v=/opt/wheel-venv
     \$v/bin/pip freeze 2>/dev/null | grep -qx maturin==$maturin_v && \$v/bin/pip freeze | grep -qx ziglang==$zig_v ||
       { python3 -m venv \$v && \$v/bin/pip install -q maturin==$maturin_v ziglang==$zig_v; }
