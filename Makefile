@@ -9,7 +9,8 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTHON := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 DEMO   := out/demo
 
-.PHONY: deps build demo test test-tools lint fuzz bench soak clean test-kernels test-kernels-smoke wheel-deps wheel dist check-wheel
+.PHONY: deps build demo test test-tools lint fuzz bench soak clean test-kernels test-kernels-smoke wheel-deps wheel dist check-wheel \
+	arm64 test-arm64
 
 deps:
 	@scripts/install-deps.sh
@@ -124,6 +125,26 @@ dist: wheel
 	chmod 755 dist/mltrace-$(VERSION)-x86_64-linux
 	cd dist && sha256sum mltrace-$(VERSION)-x86_64-linux > mltrace-$(VERSION)-x86_64-linux.sha256
 	@cat dist/mltrace-$(VERSION)-x86_64-linux.sha256
+
+# arm64 (aarch64), built on this x86_64 machine in a Debian sid chroot with
+# Debian's own Rust and libstd-rust-dev:arm64 (scripts/arm64/toolchain.sh,
+# cached in ~/.cache/mltrace/arm64): the release binary,
+# target/aarch64-unknown-linux-gnu/release/mltrace, and the aarch64
+# manylinux2014 wheel in dist/, the same version and features as x86_64's.
+# Root (debootstrap, chroot).
+arm64:
+	$(SUDO) scripts/arm64/build.sh --wheel
+
+# The aarch64 build's readers against x86_64's (tests/golden's outputs under
+# qemu-user, to the byte), then Debian's arm64 6.1, 6.12 and 6.12 with
+# 16 KiB pages booted under qemu-system-aarch64 (full emulation), each
+# running doctor, a recording checked against /proc/PID/io and loaded in
+# Perfetto's importer, and end-to-end checks built for aarch64 (see
+# scripts/arm64/test-kernels.sh). Root.
+test-arm64: arm64
+	$(SUDO) scripts/arm64/build.sh --tests
+	$(SUDO) scripts/arm64/readers.sh
+	$(SUDO) scripts/arm64/test-kernels.sh
 
 # The wheel in a fresh venv and the binary alone in a Debian bullseye root
 # (root; see the script).

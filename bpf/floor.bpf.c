@@ -134,7 +134,7 @@ int BPF_PROG(latency_exit, struct pt_regs *regs, long ret)
 	}
 	r->ts = s->ts;
 	r->dur = bpf_ktime_get_boot_ns() - s->ts;
-	r->nr = regs->orig_ax;
+	r->nr = PT_REGS_SYSCALL_NR(regs);
 	r->ret = ret;
 	/* No wakeup per record: the consumer polls, as mltrace batches wakeups. */
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);

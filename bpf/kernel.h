@@ -9,8 +9,8 @@
 #ifndef MLTRACE_KERNEL_H
 #define MLTRACE_KERNEL_H
 
-#if !defined(__TARGET_ARCH_x86)
-#error "mltrace's BPF programs support x86_64 only for now (pt_regs layout below)"
+#if !defined(__TARGET_ARCH_x86) && !defined(__TARGET_ARCH_arm64)
+#error "mltrace's BPF programs support x86_64 and arm64 (pt_regs layouts below)"
 #endif
 
 /* Make bpf_tracing.h use the kernel's pt_regs field names. */
@@ -76,10 +76,35 @@ struct bpf_raw_tracepoint_args {
 	__u64 args[0];
 };
 
+#if defined(__TARGET_ARCH_x86)
 struct pt_regs {
 	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
 	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
 } __attribute__((preserve_access_index));
+
+/* The number of the syscall a thread's saved registers are in. */
+#define PT_REGS_SYSCALL_NR(r) ((r)->orig_ax)
+#define PT_REGS_SYSCALL_NR_CORE(r) BPF_CORE_READ(r, orig_ax)
+#else
+/* arm64: bpf_tracing.h reads the arguments through user_pt_regs (regs[0]
+ * is x0; a syscall's first argument is orig_x0, as x0 becomes its return
+ * value). The entry code sets syscallno to -1 (NO_SYSCALL) on every entry
+ * from user space that is not a syscall. */
+struct user_pt_regs {
+	__u64 regs[31];
+	__u64 sp;
+	__u64 pc;
+	__u64 pstate;
+} __attribute__((preserve_access_index));
+
+struct pt_regs {
+	__u64 orig_x0;
+	__s32 syscallno;
+} __attribute__((preserve_access_index));
+
+#define PT_REGS_SYSCALL_NR(r) ((r)->syscallno)
+#define PT_REGS_SYSCALL_NR_CORE(r) BPF_CORE_READ(r, syscallno)
+#endif
 
 typedef struct {
 	int counter;
@@ -213,9 +238,13 @@ struct task_io_accounting {
 	u64 cancelled_write_bytes;
 } __attribute__((preserve_access_index));
 
-/* x86's thread_info holds the task's CPU from 5.16 on (before, task_struct did). */
+/* x86's thread_info holds the task's CPU from 5.16 on (before, task_struct did);
+ * arm64's also the task's preempt_count (its low half is the count). */
 struct thread_info {
 	u32 cpu;
+#if defined(__TARGET_ARCH_arm64)
+	u64 preempt_count;
+#endif
 } __attribute__((preserve_access_index));
 
 typedef struct {
@@ -249,7 +278,9 @@ struct sched_entity {
 	u64 prev_sum_exec_runtime; /* sum_exec_runtime when it last got a CPU */
 } __attribute__((preserve_access_index));
 
-/* x86_64: the user's thread pointer, which is pthread_self(). */
+/* x86_64: the user's thread pointer, which is pthread_self(). arm64's
+ * thread_struct has no fsbase (its thread pointer, uw.tp_value, is not
+ * pthread_self()): bpf_core_field_exists() says so to python.bpf.h. */
 struct thread_struct {
 	unsigned long fsbase;
 } __attribute__((preserve_access_index));
@@ -445,10 +476,14 @@ struct io_event {
 	s64 res2;
 };
 
-/* A perf_event program's context: the sample's registers (x86_64's 21),
- * period and address. */
+/* A perf_event program's context: the sample's registers (x86_64's 21;
+ * arm64's user_pt_regs, 34), period and address. */
 struct bpf_perf_event_data {
+#if defined(__TARGET_ARCH_x86)
 	unsigned long regs[21];
+#else
+	unsigned long regs[34];
+#endif
 	u64 sample_period;
 	u64 addr;
 };

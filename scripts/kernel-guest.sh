@@ -32,9 +32,10 @@ if [ -z "$HOST" ]; then
   done
   if [ -n "$disk" ] && mkfs.ext4 -q -F "$disk" && mount "$disk" /mnt; then
     # Some tests keep their files under the repository's target/tmp (a
-    # real disk on the host): here that is the scratch disk too.
+    # real disk on the host): here that is the scratch disk too
+    # (TARGET_TMP: where the tests were built to find it, when not beside BIN).
     mkdir -p /mnt/tmp /mnt/target-tmp && export TMPDIR=/mnt/tmp
-    mount --bind /mnt/target-tmp "$(dirname "$BIN")/../tmp" 2>/dev/null
+    mount --bind /mnt/target-tmp "${TARGET_TMP:-$(dirname "$BIN")/../tmp}" 2>/dev/null
   else
     result - fail disk "no scratch disk to format and mount"
   fi

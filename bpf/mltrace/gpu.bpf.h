@@ -399,13 +399,18 @@ static __always_inline int nccl_enter(u8 op, u64 count, u64 dt, u64 comm, u64 st
 }
 
 /* The n-th (7 or more) argument of a call, at its entry: on the stack above
- * the return address (x86-64 SysV). 0 when unreadable. */
+ * the return address (x86-64 SysV). 0 when unreadable. On arm64 (AAPCS64)
+ * the 7th and 8th are still in registers (x6, x7). */
 static __always_inline u64 stack_arg(struct pt_regs *ctx, u32 n)
 {
+#if defined(__TARGET_ARCH_x86)
 	u64 v = 0;
 
 	bpf_probe_read_user(&v, sizeof(v), (const void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
 	return v;
+#else
+	return n == 7 ? PT_REGS_PARM7(ctx) : PT_REGS_PARM8(ctx);
+#endif
 }
 
 /* ncclAllReduce(send, recv, count, datatype, op, comm, stream) */
@@ -534,11 +539,17 @@ static __always_inline int nccl_init_enter(u64 newcomm, s32 nranks, s32 rank)
 
 /* ncclCommInitRank(ncclComm_t *newcomm, int nranks, ncclUniqueId id, int rank)
  * and ncclCommInitRankConfig(..., rank, ncclConfig_t *config): the 128-byte
- * ncclUniqueId goes on the stack, so rank is the third register argument. */
+ * ncclUniqueId goes on the stack, so rank is the third register argument.
+ * On arm64 (AAPCS64) the caller passes a pointer to a copy of it instead:
+ * rank is the fourth. */
 SEC("uprobe")
 int nccl_comm_init_rank(struct pt_regs *ctx)
 {
+#if defined(__TARGET_ARCH_x86)
 	return nccl_init_enter(PT_REGS_PARM1(ctx), (s32)PT_REGS_PARM2(ctx), (s32)PT_REGS_PARM3(ctx));
+#else
+	return nccl_init_enter(PT_REGS_PARM1(ctx), (s32)PT_REGS_PARM2(ctx), (s32)PT_REGS_PARM4(ctx));
+#endif
 }
 
 /* ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist): comms[i]

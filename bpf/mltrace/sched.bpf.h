@@ -95,6 +95,7 @@ static __always_inline u8 switch_state(bool preempt, struct task_struct *prev)
 #define THREAD_SIZE (16 << 10)
 #define ENOSYS 38
 
+#if defined(__TARGET_ARCH_x86)
 #define NR_FUTEX 202  /* x86_64 */
 
 /* The registers a thread entered its sleeping call with, or NULL. */
@@ -106,6 +107,24 @@ static __always_inline struct pt_regs *call_regs(void *top)
 		return NULL;
 	return regs;
 }
+#define CALL_ARG1(regs) BPF_CORE_READ(regs, di)
+#else
+/* arm64 (asm-generic numbers): the entry code sets syscallno to -1 on any
+ * entry from user space that is not a syscall, and the registers sit at
+ * the very top of the stack (16 KiB with 4 and 16 KiB pages; 64 KiB-page
+ * kernels name no call). */
+#define NR_FUTEX 98
+
+static __always_inline struct pt_regs *call_regs(void *top)
+{
+	struct pt_regs *regs = top - bpf_core_type_size(struct pt_regs);
+
+	if ((u32)BPF_CORE_READ(regs, syscallno) >= MAX_SYSCALL_NR)
+		return NULL;
+	return regs;
+}
+#define CALL_ARG1(regs) BPF_CORE_READ(regs, orig_x0)
+#endif
 
 /* A futex inside its process's GIL (cond, mutex, switch_cond or
  * switch_mutex): the thread waits for the GIL, whoever drops it. */
@@ -116,7 +135,7 @@ static __always_inline bool on_gil(struct task_struct *t, struct pt_regs *regs)
 
 	tgid = BPF_CORE_READ(t, tgid);
 	l = bpf_map_lookup_elem(&py_procs, &tgid);
-	return l && l->state == PY_READY && BPF_CORE_READ(regs, di) - l->runtime - l->gil_off < l->gil_size;
+	return l && l->state == PY_READY && CALL_ARG1(regs) - l->runtime - l->gil_off < l->gil_size;
 }
 
 static __always_inline s16 sleeping_call(struct task_struct *t)
@@ -128,11 +147,13 @@ static __always_inline s16 sleeping_call(struct task_struct *t)
 	if (!stack)
 		return -1;
 	regs = call_regs(stack + THREAD_SIZE);
+#if defined(__TARGET_ARCH_x86)
 	if (!regs)
 		regs = call_regs(stack + THREAD_SIZE - 16);
+#endif
 	if (!regs)
 		return -1;
-	nr = BPF_CORE_READ(regs, orig_ax);
+	nr = PT_REGS_SYSCALL_NR_CORE(regs);
 	return nr == NR_FUTEX && on_gil(t, regs) ? CALL_GIL : nr;
 }
 
@@ -170,8 +191,15 @@ static __always_inline u8 wake_by(void)
 	if (!pc_known || !bpf_core_field_exists(t->se.cfs_rq))
 		return WB_UNKNOWN;
 	rq = BPF_CORE_READ(t, se.cfs_rq, rq);
+#if defined(__TARGET_ARCH_x86)
 	if (!rq || bpf_probe_read_kernel(&pc, sizeof(pc), rq + pc_delta))
 		return WB_UNKNOWN;
+#else
+	/* arm64: the count is the running task's own, in its thread_info. */
+	if (!rq)
+		return WB_UNKNOWN;
+	pc = (int)BPF_CORE_READ(t, thread_info.preempt_count);
+#endif
 	if (!(pc & (HARDIRQ_MASK | NMI_MASK)))
 		return pc & SOFTIRQ_OFFSET ? WB_SOFTIRQ : WB_TASK;
 	hb = rq + hb_delta;
@@ -297,8 +325,13 @@ static __always_inline void on_wake(struct task_struct *p, u8 op, s32 dest, u8 t
 /* A timed sleep its timer ended, shorter than this, is summed in the span
  * (a loop paced by nanosleep sleeps thousands of times a second). */
 #define SPAN_TIMED_NS 10000000ULL
+#if defined(__TARGET_ARCH_x86)
 #define NR_NANOSLEEP 35         /* x86_64, as sleeping_call reads them */
 #define NR_CLOCK_NANOSLEEP 230
+#else
+#define NR_NANOSLEEP 101        /* arm64 */
+#define NR_CLOCK_NANOSLEEP 115
+#endif
 
 static __always_inline void span_close(struct sched_acc *a, u64 now)
 {

@@ -143,7 +143,7 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	if (!vp)
 		return 0;
 	if (vp->op == OP_SETID) {
-		u32 nr = BPF_CORE_READ((struct pt_regs *)ctx->args[0], orig_ax);
+		u32 nr = PT_REGS_SYSCALL_NR_CORE((struct pt_regs *)ctx->args[0]);
 
 		setid_escapes((void *)bpf_get_current_task(), id >> 32, nr);
 		bpf_map_delete_elem(&inflight, &tid);
@@ -228,7 +228,7 @@ int BPF_PROG(fast_sys_enter, struct pt_regs *regs, long nr)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(fast_sys_exit, struct pt_regs *regs, long ret)
 {
-	return fast_exit(regs, regs->orig_ax, ret);
+	return fast_exit(regs, PT_REGS_SYSCALL_NR(regs), ret);
 }
 
 /*

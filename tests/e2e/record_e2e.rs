@@ -211,8 +211,9 @@ fn check_known_io(run: Run, mechanism: &[&str]) {
     assert!(recs.iter().any(|r| matches!(r.rec, Record::Exit(x) if x.pid == pid && x.process_exit && x.status == 0)));
     assert!(recs.iter().any(|r| matches!(r.rec, Record::Exit(x) if x.tid == thread && !x.process_exit)));
 
-    // The pages its writes put in the page cache (5200 bytes: two pages),
-    // each once, inside the writes; its reads found them cached.
+    // The pages its writes put in the page cache (5200 bytes: two 4 KiB
+    // pages, one of 16 KiB), each once, inside the writes; its reads found
+    // them cached.
     let mut filled: Vec<(u64, u64, CacheDuring, u32)> = recs
         .iter()
         .filter_map(|r| match r.rec {
@@ -230,7 +231,10 @@ fn check_known_io(run: Run, mechanism: &[&str]) {
     if tmpfs {
         assert!(filled.is_empty(), "tmpfs pages never pass the page-cache tracepoint: {filled:?}");
     } else {
-        assert_eq!(filled, vec![(0, 4096, CacheDuring::Write, pid), (4096, 4096, CacheDuring::Write, pid)]);
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+        let pages: Vec<_> = (0..5200u64.div_ceil(page)).map(|i| (i * page, page, CacheDuring::Write, pid)).collect();
+        assert_eq!(filled, pages);
     }
 
     // Every operation on the long-named file, in order, exactly.

@@ -59,7 +59,11 @@ int main(void) {
 	int pipefd[2];
 
 	snapshot("start", s0, sizeof s0);
+#ifdef SYS_mkdir
 	syscall(SYS_mkdir, DIRNAME, 0755);
+#else /* arm64 has only mkdirat */
+	syscall(SYS_mkdirat, AT_FDCWD, DIRNAME, 0755);
+#endif
 
 	/* Relative path from the cwd; write, pwrite64, writev. */
 	int fd = sys_open(AT_FDCWD, DIRNAME "/" FILENAME, O_CREAT | O_WRONLY | O_TRUNC, 0640);

@@ -145,12 +145,31 @@ pub struct Library {
 }
 
 /// Folders the NVIDIA driver installs `libcuda.so.1` into.
+#[cfg(target_arch = "x86_64")]
 const DRIVER_DIRS: [&str; 5] =
     ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/wsl/lib", "/usr/local/nvidia/lib64"];
+#[cfg(target_arch = "aarch64")]
+const DRIVER_DIRS: [&str; 5] = [
+    "/usr/lib/aarch64-linux-gnu",
+    "/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib/wsl/lib",
+    "/usr/local/nvidia/lib64",
+];
 
 /// Where NCCL packages (libnccl2, the CUDA toolkit's) put `libnccl.so.2`.
+#[cfg(target_arch = "x86_64")]
 const NCCL_DIRS: [&str; 4] =
     ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/cuda/lib64", "/usr/local/nccl/lib"];
+#[cfg(target_arch = "aarch64")]
+const NCCL_DIRS: [&str; 4] =
+    ["/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/local/cuda/lib64", "/usr/local/nccl/lib"];
+
+/// How `ldconfig -p` tags this architecture's libraries.
+#[cfg(target_arch = "x86_64")]
+const LDCONFIG_ARCH: &str = "x86-64";
+#[cfg(target_arch = "aarch64")]
+const LDCONFIG_ARCH: &str = "AArch64";
 
 pub static CUDA: Library = Library {
     subsystem: mltrace_log::subsystem::CUDA,
@@ -260,12 +279,12 @@ fn is_stub(p: &Path) -> bool {
     p.components().any(|c| c.as_os_str() == "stubs")
 }
 
-/// `soname` paths in `ldconfig -p` output (x86-64 entries).
+/// `soname` paths in `ldconfig -p` output (this architecture's entries).
 fn from_ldconfig(text: &str, soname: &str) -> Vec<PathBuf> {
     text.lines()
         .filter_map(|l| {
             let (lhs, path) = l.trim().split_once(" => ")?;
-            (lhs.strip_prefix(soname).is_some_and(|r| r.starts_with(' ')) && lhs.contains("x86-64"))
+            (lhs.strip_prefix(soname).is_some_and(|r| r.starts_with(' ')) && lhs.contains(LDCONFIG_ARCH))
                 .then(|| PathBuf::from(path.trim()))
         })
         .collect()
@@ -649,6 +668,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(target_arch = "x86_64")] // the lines name x86-64 libraries
     fn ldconfig_lines() {
         let text = "3 libs found in cache `/etc/ld.so.cache'\n\
             \tlibcuda.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcuda.so.1\n\

@@ -253,7 +253,15 @@ impl PerCpu {
 
     fn context(&self, hot_count: u64, source: &'static str) -> Option<WakeContext> {
         let rq = self.runqueues? as i64;
+        #[cfg(not(target_arch = "aarch64"))]
         let count = self.preempt_count.or(self.pcpu_hot.map(|h| h + hot_count))?;
+        // arm64 keeps the count in the running task's thread_info, where the
+        // programs read it: only the runqueue (for hrtimer_bases) is needed.
+        #[cfg(target_arch = "aarch64")]
+        let count = {
+            let _ = hot_count;
+            rq as u64
+        };
         Some(WakeContext::Known {
             preempt_count: count as i64 - rq,
             hrtimer_bases: self.hrtimer_bases.map(|h| h as i64 - rq),

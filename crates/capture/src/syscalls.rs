@@ -106,6 +106,9 @@ const CALLS: &[Call] = &[
     // Not in the libc crate for x86_64 (asm/unistd_64.h: 333).
     #[cfg(target_arch = "x86_64")]
     (333, op::OP_IO_PGETEVENTS, "io_pgetevents", None),
+    // Nor for aarch64 (asm-generic/unistd.h: 292).
+    #[cfg(target_arch = "aarch64")]
+    (292, op::OP_IO_PGETEVENTS, "io_pgetevents", None),
 ];
 
 /// The mapping calls, recorded when mappings are.
@@ -174,9 +177,21 @@ pub fn sleep_call(nr: i16) -> SleepCall {
     }
     match nr {
         SYS_futex | SYS_futex_waitv => SleepCall::Futex,
-        SYS_poll | SYS_ppoll => SleepCall::Poll,
-        SYS_select | SYS_pselect6 => SleepCall::Select,
-        SYS_epoll_wait | SYS_epoll_pwait | SYS_epoll_pwait2 => SleepCall::EpollWait,
+        SYS_ppoll => SleepCall::Poll,
+        SYS_pselect6 => SleepCall::Select,
+        SYS_epoll_pwait | SYS_epoll_pwait2 => SleepCall::EpollWait,
+        // The calls that newer architectures (aarch64) only have as the
+        // calls above.
+        #[cfg(target_arch = "x86_64")]
+        SYS_poll => SleepCall::Poll,
+        #[cfg(target_arch = "x86_64")]
+        SYS_select => SleepCall::Select,
+        #[cfg(target_arch = "x86_64")]
+        SYS_epoll_wait => SleepCall::EpollWait,
+        #[cfg(target_arch = "x86_64")]
+        SYS_pause => SleepCall::Signal,
+        #[cfg(target_arch = "x86_64")]
+        SYS_open => SleepCall::OpenClose,
         SYS_nanosleep | SYS_clock_nanosleep => SleepCall::Nanosleep,
         SYS_read | SYS_readv | SYS_pread64 | SYS_preadv | SYS_preadv2 => SleepCall::Read,
         SYS_write | SYS_writev | SYS_pwrite64 | SYS_pwritev | SYS_pwritev2 => SleepCall::Write,
@@ -185,13 +200,15 @@ pub fn sleep_call(nr: i16) -> SleepCall {
         SYS_accept | SYS_accept4 => SleepCall::Accept,
         SYS_connect => SleepCall::Connect,
         SYS_wait4 | SYS_waitid => SleepCall::Wait,
-        SYS_pause | SYS_rt_sigsuspend | SYS_rt_sigtimedwait => SleepCall::Signal,
+        SYS_rt_sigsuspend | SYS_rt_sigtimedwait => SleepCall::Signal,
         SYS_ioctl => SleepCall::Ioctl,
         SYS_io_getevents | SYS_io_uring_enter => SleepCall::AsyncIo,
         // io_pgetevents: libc names it on no arch (x86_64's number).
         #[cfg(target_arch = "x86_64")]
         333 => SleepCall::AsyncIo,
-        SYS_open | SYS_openat | SYS_openat2 | SYS_close => SleepCall::OpenClose,
+        #[cfg(target_arch = "aarch64")]
+        292 => SleepCall::AsyncIo,
+        SYS_openat | SYS_openat2 | SYS_close => SleepCall::OpenClose,
         SYS_fsync | SYS_fdatasync | SYS_sync_file_range | SYS_msync => SleepCall::Sync,
         SYS_mmap | SYS_munmap | SYS_mremap | SYS_mprotect | SYS_madvise => SleepCall::Mapping,
         SYS_flock | SYS_fcntl => SleepCall::Lock,

@@ -791,7 +791,10 @@ pub fn from_file(path: &Path) -> Option<Discovery> {
     }
     let lib = f.needed.iter().find(|n| named(n).is_some_and(|n| n.lib))?;
     let beside = path.parent().map(|d| d.join("../lib"));
+    #[cfg(target_arch = "x86_64")]
     let dirs = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/local/lib", "/usr/lib", "/lib"];
+    #[cfg(target_arch = "aarch64")]
+    let dirs = ["/usr/lib/aarch64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/local/lib", "/usr/lib", "/lib"];
     let found = beside.into_iter().chain(dirs.iter().map(PathBuf::from)).map(|d| d.join(lib)).find(|p| p.exists())?;
     let f = read_facts(&found).ok()?;
     f.runtime.is_some().then(|| from_facts(&found, &f, false))
