@@ -287,7 +287,7 @@ static __always_inline int tramp_exit(struct pt_regs *regs, u8 op, long ret)
 		return 0;
 	if (op == OP_SETID) {
 		st->op = OP_NONE;
-		if (setid_escapes(t, t->tgid, (u32)regs->orig_ax))
+		if (setid_escapes(t, t->tgid, (u32)PT_REGS_SYSCALL_NR(regs)))
 			bpf_task_storage_delete(&tstore, t);
 		return 0;
 	}

@@ -911,11 +911,18 @@ mod tests {
             .filter_map(|l| l.strip_prefix("TRAMPOLINE(")?.strip_suffix(')')?.split_once(", "))
             .map(|(name, op)| (name, ops.iter().find(|o| o.0 == op).unwrap_or_else(|| panic!("{op}")).1))
             .collect();
-        let recorded = syscalls::traced(true, true);
-        assert_eq!(declared.len(), recorded.len(), "{declared:?}");
-        for (nr, o) in recorded {
+        let recorded: Vec<&str> =
+            syscalls::traced(true, true).into_iter().map(|(nr, o)| syscalls::tracepoint_name(nr, o)).collect();
+        for (nr, o) in syscalls::traced(true, true) {
             let name = syscalls::tracepoint_name(nr, o);
             assert!(declared.contains(&(name, u64::from(o.0))), "{name}: no TRAMPOLINE({name}, op {})", o.0);
+        }
+        // The calls only x86_64 has (newer architectures have the *at ones).
+        let x86_only =
+            ["open", "creat", "newstat", "newlstat", "access", "readlink", "rename", "unlink", "mkdir", "rmdir"];
+        for (name, _) in &declared {
+            let elsewhere = cfg!(not(target_arch = "x86_64")) && x86_only.contains(name);
+            assert!(recorded.contains(name) || elsewhere, "TRAMPOLINE({name}) records no call of this arch");
         }
         let mut storage = MaybeUninit::uninit();
         let mut open = MltraceSkelBuilder::default().open(&mut storage).expect("open the object");
