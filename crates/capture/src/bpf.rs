@@ -133,9 +133,8 @@ pub enum SyscallRoute {
     /// fentry/fexit programs on each recorded call's own kernel function
     /// (`__x64_sys_NAME`; Linux 5.11+ with BPF trampolines): a call
     /// mltrace does not record runs no program and keeps the kernel's fast
-    /// syscall path; state in per-task storage. Only when asked for: a
-    /// summary check lost a file's open on 6.12 under QEMU (see
-    /// docs/performance.md).
+    /// syscall path; state in per-task storage. Only when asked for, until
+    /// its cost is measured on a real kernel (docs/performance.md).
     Trampoline,
     /// tp_btf programs with per-task storage (Linux 5.11+): no hashing on
     /// the hot path, BTF pointer loads instead of helper calls.
@@ -287,10 +286,9 @@ impl Plan {
             _ => Err("not tried (only taken when asked for)".into()),
         };
         // Neither the per-call route by itself (measured slower where most
-        // calls are recorded) nor the trampoline one (on 6.12 under QEMU
-        // a summary check found a file's sums without its name, twice in
-        // two runs, not explained yet: docs/performance.md): they are
-        // asked for.
+        // calls are recorded) nor the trampoline one (its cost, the reason
+        // to take it, is not measured on a real kernel yet:
+        // docs/performance.md): they are asked for.
         let route = cfg.route.unwrap_or(if fast_ok { SyscallRoute::Fast } else { SyscallRoute::Compat });
         let page_cache = if cfg.page_cache && tracefs { PageCacheRoute::choose(kernel) } else { None };
         let uring = match (&tracefs_unusable, cfg.uring) {
