@@ -193,9 +193,12 @@ pub fn run() -> Vec<Check> {
         }
         let cfg = BpfConfig { ring_bytes: 1 << 16, route: Some(route), ..Default::default() };
         let mut p = Plan::new(&cfg, &kernel);
-        if let (SyscallRoute::Calls, Err(why)) | (SyscallRoute::Trampoline, Err(why)) =
-            (route, if route == SyscallRoute::Calls { &p.calls_possible } else { &p.trampoline_possible })
-        {
+        let possible = match route {
+            SyscallRoute::Calls => &p.calls_possible,
+            SyscallRoute::Trampoline => &p.trampoline_possible,
+            _ => &Ok(()),
+        };
+        if let Err(why) = possible {
             out.push(check(name, Status::Absent, why.clone()));
             continue;
         }
