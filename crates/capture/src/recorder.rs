@@ -82,6 +82,9 @@ pub struct RecordOptions {
     /// `--time-resolution`: times rounded to multiples of this many ns
     /// before they are written (1: as measured).
     pub time_resolution_ns: u64,
+    /// Where a copy of the log's header and of each frame written goes
+    /// (the live metrics: `record --metrics`, `--otlp`).
+    pub tap: Option<mltrace_log::tap::FrameTap>,
 }
 
 /// A `kill -9` loses at most this much. Each frame restarts its string
@@ -110,6 +113,7 @@ impl RecordOptions {
             mllog: MllogSource::Output,
             attach: None,
             time_resolution_ns: 1,
+            tap: None,
         }
     }
 }
@@ -228,13 +232,12 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         let what = what.to_string();
         move |source| CaptureError::Io { what, source }
     };
-    let writer = match out.file.try_clone().and_then(|f| {
-        LogWriter::new(
-            f,
-            &header(&opts, &plan, pid as u32, start, phases_probe.clone(), uprobe_probes.clone()),
-            opts.zstd_level,
-        )
-    }) {
+    let log_header = header(&opts, &plan, pid as u32, start, phases_probe.clone(), uprobe_probes.clone());
+    let tap = opts.tap.take();
+    if let Some(t) = &tap {
+        let _ = t.tx.send(mltrace_log::tap::Tapped::Header(Box::new(log_header.clone())));
+    }
+    let writer = match out.file.try_clone().and_then(|f| LogWriter::new(f, &log_header, opts.zstd_level)) {
         Ok(w) => w,
         Err(source) => {
             abort_child(child);
@@ -314,7 +317,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let outcome = std::thread::scope(|s| {
         let writer_h = std::thread::Builder::new()
             .name("mltrace-writer".into())
-            .spawn_scoped(s, move || writer_loop(writer, frames_rx, free_tx, shared_ref))
+            .spawn_scoped(s, move || writer_loop(writer, frames_rx, free_tx, tap, shared_ref))
             .map_err(io_err("starting the writer thread"))?;
         let consumer_h = std::thread::Builder::new()
             .name("mltrace-consumer".into())

@@ -88,6 +88,14 @@ enum Cmd {
         /// The same as one JSON document (every file; names in docs/stats-json.md)
         #[arg(long)]
         json: bool,
+        /// Also give the verdict over a window from here: seconds from the
+        /// start (90, 1h30m), a UTC time (2026-11-22 21:04:10.5) or a phase
+        /// ("EPOCH 12"); the tables stay the whole run's
+        #[arg(long, value_name = "TIME")]
+        from: Option<String>,
+        /// The window's end (default: the run's end)
+        #[arg(long, value_name = "TIME")]
+        to: Option<String>,
     },
     /// Compare two runs: wall time, steps/s, the verdict's shares, the loaders' reads, the page cache, the files whose reads changed most (text, or JSON with --json)
     Diff(diff::Args),
@@ -114,8 +122,11 @@ pub fn open_log(log: &std::path::Path) -> anyhow::Result<mltrace_log::LogReader<
     }
 }
 
-fn stats(log: &std::path::Path, top: usize, json: bool) -> anyhow::Result<i32> {
+fn stats(log: &std::path::Path, top: usize, json: bool, from: Option<String>, to: Option<String>) -> anyhow::Result<i32> {
     let mut r = open_log(log)?;
+    if from.is_some() || to.is_some() {
+        return window_stats(&mut r, top, json, from, to);
+    }
     let s = mltrace_stats::Stats::from_reader(&mut r)?;
     if json {
         use std::io::Write;
@@ -125,6 +136,63 @@ fn stats(log: &std::path::Path, top: usize, json: bool) -> anyhow::Result<i32> {
         out.flush()?;
     } else {
         print!("{}", s.render(top));
+    }
+    Ok(0)
+}
+
+/// `stats --from/--to`: the whole run's stats, and the verdict over the
+/// window (computed as an epoch's, and as the live metrics' windows).
+fn window_stats(
+    r: &mut mltrace_log::LogReader<std::io::BufReader<std::fs::File>>,
+    top: usize,
+    json: bool,
+    from: Option<String>,
+    to: Option<String>,
+) -> anyhow::Result<i32> {
+    let run = mltrace_run::read(r, mltrace_run::Want::Stats)?;
+    let s = run.stats.expect("asked for the stats");
+    let req = mltrace_model::window::WindowRequest { from, to, pids: Vec::new() };
+    let w = mltrace_model::window::resolve(&run.survey, &req)?;
+    let (a, b) = (w.from, w.to.min(run.survey.end()));
+    let v = s.window_verdict(a, b, "window".into());
+    let ranks = s.ranks();
+    let rank_waits: Vec<(usize, u32, Option<f64>)> =
+        ranks.iter().map(|k| (k.rank, k.pid, s.window_data_wait(k.pid, a, b))).collect();
+    let rel = |t: u64| t.saturating_sub(run.survey.start()) as f64 / 1e9;
+    if json {
+        let mut doc = s.to_json();
+        let mut win = v.as_ref().map_or(serde_json::json!({"kind": "no-scheduling-data"}), |v| v.to_json());
+        win["from_s"] = rel(a).into();
+        win["to_s"] = rel(b).into();
+        win["ranks"] = rank_waits
+            .iter()
+            .map(|(rank, pid, f)| serde_json::json!({"rank": rank, "pid": pid, "data_wait_fraction": f}))
+            .collect();
+        doc["window"] = win;
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(0);
+    }
+    print!("{}", s.render(top));
+    let span = format!(
+        "{} to {}",
+        mltrace_model::window::describe(&run.survey, a),
+        mltrace_model::window::describe(&run.survey, b)
+    );
+    match v.as_ref().and_then(|v| v.breakdown.map(|bd| (v, bd))) {
+        Some((v, bd)) => {
+            let shares: Vec<String> = bd
+                .shares()
+                .filter(|sh| (sh.of)(&bd) >= 0.005)
+                .map(|sh| format!("{} {}", sh.name, mltrace_model::fmt::pct((sh.of)(&bd))))
+                .collect();
+            println!("\nWindow {span}: {}; {}", v.kind, shares.join(", "));
+            for (rank, _, f) in rank_waits.iter().filter(|_| ranks.len() > 1) {
+                if let Some(f) = f {
+                    println!("  rank {rank}: data wait {}", mltrace_model::fmt::pct(*f));
+                }
+            }
+        }
+        None => println!("\nWindow {span}: no verdict (no scheduling records of the trainer in it)"),
     }
     Ok(0)
 }
@@ -160,7 +228,7 @@ fn main() -> ExitCode {
         Cmd::Import(a) => import::run(a),
         Cmd::Report(a) => report::run(a),
         Cmd::Merge(a) => merge::run(a),
-        Cmd::Stats { log, top, json } => stats(&log, top, json),
+        Cmd::Stats { log, top, json, from, to } => stats(&log, top, json, from, to),
         Cmd::Diff(a) => diff::run(a),
         Cmd::Doctor => doctor(),
         Cmd::Dump { log } => dump::run(&log).map(|_| 0),

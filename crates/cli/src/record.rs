@@ -153,6 +153,26 @@ pub struct Args {
     /// With -p or -a: stop recording after this long (e.g. 30s, 10m, 1h)
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     duration: Option<std::time::Duration>,
+    /// Serve live metrics at http://ADDRESS:PORT/metrics while recording
+    /// (Prometheus/OpenMetrics text): a PORT alone listens on loopback,
+    /// any other address only when named (0.0.0.0:9400); docs/metrics.md
+    #[arg(long, value_name = "[ADDRESS:]PORT")]
+    metrics: Option<String>,
+    /// Push the same metrics over OTLP/HTTP (protobuf) to a collector every
+    /// --metrics-interval (http://HOST[:4318][/v1/metrics])
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
+    /// The live metrics' "last interval" window, and how often they are pushed
+    #[arg(long, default_value = "10s", value_name = "TIME", value_parser = parse_duration)]
+    metrics_interval: std::time::Duration,
+    /// After the command ends, how long /metrics stays up for a last scrape
+    /// (it closes as soon as a scrape has seen the end; 0: at once)
+    #[arg(long, default_value = "15s", value_name = "TIME", value_parser = parse_linger)]
+    metrics_linger: std::time::Duration,
+    /// The job name pushes carry (resource attribute mltrace.job; default:
+    /// the command's name)
+    #[arg(long, value_name = "NAME")]
+    metrics_job: Option<String>,
     /// The command to run, after `--` (or from its first word on: an
     /// option mltrace does not know before that is an error, not a command)
     #[arg(trailing_var_arg = true, value_name = "CMD")]
@@ -186,6 +206,51 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         return Err(format!("{s}: expected a time between 0 and 30 days"));
     }
     Ok(std::time::Duration::from_secs_f64(v * mult))
+}
+
+fn parse_linger(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim() {
+        "0" | "0s" => Ok(std::time::Duration::ZERO),
+        _ => parse_duration(s),
+    }
+}
+
+/// The live metrics asked for: bound and started before the recording,
+/// so a port in use stops it before it starts.
+fn live_options(a: &Args) -> anyhow::Result<Option<mltrace_live::LiveOptions>> {
+    if a.metrics.is_none() && a.otlp.is_none() {
+        return Ok(None);
+    }
+    let listen = a.metrics.as_deref().map(mltrace_live::parse_listen).transpose()?;
+    let otlp = a.otlp.as_deref().map(mltrace_live::otlp::Target::parse).transpose()?;
+    let job = a.metrics_job.clone().unwrap_or_else(|| {
+        let cmd = a.command.first().map(|c| std::path::Path::new(c).file_name().unwrap_or(c.as_os_str()));
+        cmd.map_or("attached".into(), |c| c.to_string_lossy().into_owned())
+    });
+    Ok(Some(mltrace_live::LiveOptions {
+        listen,
+        otlp,
+        interval: a.metrics_interval.max(std::time::Duration::from_secs(1)),
+        linger: a.metrics_linger,
+        job,
+        host: mltrace_capture::system::hostname(),
+    }))
+}
+
+fn live_metrics(
+    live_opts: Option<mltrace_live::LiveOptions>,
+    opts: &mut RecordOptions,
+) -> anyhow::Result<Option<mltrace_live::Live>> {
+    let Some(live_opts) = live_opts else { return Ok(None) };
+    // Ten seconds of frames: more and the live view has fallen behind.
+    let (tap, rx) = mltrace_log::tap::FrameTap::new(10);
+    let missed = tap.skipped.clone();
+    opts.tap = Some(tap);
+    let live = mltrace_live::Live::start(live_opts, rx, missed)?;
+    if let Some(addr) = live.listen() {
+        eprintln!("mltrace: live metrics at http://{addr}/metrics");
+    }
+    Ok(Some(live))
 }
 
 fn parse_slow(s: &str) -> Result<std::time::Duration, String> {
@@ -243,6 +308,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             anyhow::ensure!(!given, "{flag} is for -p and -a; a command is recorded until it ends");
         }
     }
+    let live_opts = live_options(&a)?;
     let output = crate::template::expand(&a.output, &crate::template::Values::current())?;
     let mut opts = RecordOptions::new(a.command, output);
     if !a.pid.is_empty() || a.all {
@@ -386,6 +452,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             let _ = std::io::stderr().flush();
         }
     }));
+    let live_metrics = live_metrics(live_opts, &mut opts)?;
     let s = record(opts)?;
     if live {
         eprint!("\r\x1b[2K");
@@ -424,6 +491,14 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     }
     if let Some(e) = &s.write_error {
         eprintln!("mltrace: writing the log failed part-way: {e}; what was written before is readable");
+    }
+    // Last: what the live metrics delivered (a dead collector shows here).
+    if let Some(l) = live_metrics {
+        let summary = l.finish();
+        eprintln!("mltrace: {}", summary.line());
+        for p in &summary.problems {
+            eprintln!("mltrace: live metrics: {p}");
+        }
     }
     Ok(s.exit_code)
 }

@@ -22,6 +22,7 @@ pub mod labels;
 mod reader;
 pub mod record;
 pub mod show;
+pub mod tap;
 mod v1;
 mod varint;
 mod writer;
@@ -32,7 +33,7 @@ pub use header::{
     subsystem, Attach, ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount,
 };
 pub use hosts::{global_pid, host_of, local_pid, HostInfo};
-pub use reader::{describe_ts, CutFrame, Diagnostic, Frame, FrameSpan, LogReader};
+pub use reader::{describe_ts, CutFrame, Diagnostic, Frame, FrameSpan, LogReader, PayloadReader};
 pub use record::*;
 pub use writer::{EncodedFrame, FrameEncoder, LogWriter, RecordWriter, DEFAULT_FRAME_RECORDS};
 

@@ -199,6 +199,44 @@ impl Frame<'_> {
     }
 }
 
+/// Reads frames handed over before they are compressed: a recording's
+/// own frames, read while it runs (the live metrics), with the same
+/// decoder as a log's.
+pub struct PayloadReader {
+    dec: Decoder,
+    diags: Vec<Diagnostic>,
+}
+
+impl Default for PayloadReader {
+    fn default() -> Self {
+        PayloadReader { dec: Decoder::new(crate::frame::FORMAT_MAJOR), diags: Vec::new() }
+    }
+}
+
+impl PayloadReader {
+    /// The frame of `payload` (an [`crate::EncodedFrame`]'s), numbered `n`
+    /// in messages; an error says what is wrong with it.
+    pub fn frame<'a>(&'a mut self, payload: &'a [u8], n: u64, first_ts: u64, last_ts: u64) -> Result<Frame<'a>, String> {
+        let records = self.dec.reset(payload).map_err(|e| format!("frame {n}: {}", e.0))?;
+        let header = FrameHeader {
+            kind: FrameKind::Records as u8,
+            flags: 0,
+            payload_len: payload.len() as u32,
+            raw_len: payload.len() as u32,
+            records: records as u32,
+            payload_crc: 0,
+            first_ts,
+            last_ts,
+        };
+        Ok(Frame { payload, dec: &mut self.dec, diags: &mut self.diags, header, offset: n, failed: false })
+    }
+
+    /// What could not be decoded so far.
+    pub fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.diags)
+    }
+}
+
 /// What [`LogReader::scan_span`] found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FrameSpan {

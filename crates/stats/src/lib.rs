@@ -16,7 +16,7 @@ use acc::{summary, summed_reads};
 pub use judge::{diff, ranks, step_waits, suggest};
 
 // One way to print each number, shared with the report and the CLI.
-pub use judge::verdict::{Share, Verdict};
+pub use judge::verdict::{Breakdown, Share, Verdict};
 pub(crate) use mltrace_model::fmt::{bytes, duration, pct, pct_or_dash};
 pub use show::verdict::epoch_reads_line;
 
@@ -375,6 +375,10 @@ pub struct Stats {
     /// A summary's loader threads (pid, tid), known before its records
     /// are read: their sums come a second or two after their wake-ups.
     summed_loaders: HashSet<(u32, u32)>,
+    /// A run being recorded ([`Stats::live`]): its summed threads' data
+    /// reads so far, to learn its loader threads as they pass the bound
+    /// (the whole log's pass knows them from the start).
+    live_loaders: Option<HashMap<(u32, u32), u64>>,
     summed_reads: summed_reads::SummedReads,
     pub files: HashMap<String, FileStats>,
     pub lost: Vec<(LostKind, u64)>,
@@ -440,7 +444,7 @@ fn summarised(group: &str, name: &str) -> bool {
 }
 
 /// NVML's device utilisation, by its name or the one older logs use.
-fn is_gpu_utilisation(name: &str) -> bool {
+pub fn is_gpu_utilisation(name: &str) -> bool {
     name == mltrace_log::GPU_UTILISATION || name == mltrace_log::GPU_UTILISATION_OLD
 }
 
@@ -535,6 +539,37 @@ impl Stats {
         s.diagnostics = reader.take_diagnostics().iter().map(|d| d.describe(&header)).collect();
         s.trailer = reader.trailer().cloned();
         Ok(s)
+    }
+
+    /// A run still being recorded, read as its frames are written (the
+    /// live metrics): [`Stats::add`] each record; the trainer's timeline
+    /// and the ranks' waits grow from the recording's start in bins of
+    /// `bin_ns`, so [`Stats::window_verdict`] gives any window so far.
+    /// The whole-log pass's end ([`Stats::from_reader_with`]) is not run:
+    /// a state still going on is not counted until it ends.
+    pub fn live(header: Header, bin_ns: u64) -> Stats {
+        let mut s = Stats::new(header);
+        let lo = s.header.start.boottime_ns;
+        s.sched.timeline = Some(timeline::Timeline::growing(lo, bin_ns));
+        s.sched.rank_waits = Some(rank_waits::RankWaits::growing(lo, bin_ns));
+        if s.header.is_summary() {
+            s.live_loaders = Some(HashMap::default());
+        }
+        s
+    }
+
+    /// A live run's summed loader threads, learnt as their data reads pass
+    /// the bound the whole-log pass uses ([`summed_loaders`]).
+    pub(crate) fn learn_summed_loader(&mut self, f: &Frame<'_>, r: &IoSummary) {
+        let Some(seen) = self.live_loaders.as_mut() else { return };
+        if r.tid == r.pid || !is_summed_loader_read(f, r) {
+            return;
+        }
+        let n = seen.entry((r.pid, r.tid)).or_default();
+        *n += r.bytes;
+        if *n >= mltrace_model::procs::LOADER_BYTES {
+            self.summed_loaders.insert((r.pid, r.tid));
+        }
     }
 
     /// Gives each process the name the trace gives it (the model's roles),
@@ -679,17 +714,22 @@ fn summed_loaders<R: Read + Seek>(reader: &mut LogReader<R>) -> Result<HashSet<(
     while let Some(mut f) = reader.next_frame()? {
         while let Some(rec) = f.next_record() {
             let Record::IoSummary(r) = rec else { continue };
-            let data = match r.kind {
-                FileKind::Regular | FileKind::BlockDev => is_data_path(f.str(r.path)),
-                FileKind::Socket => true,
-                _ => false,
-            };
-            if r.tid != r.pid && data && r.op.io().is_some_and(|o| !o.is_write()) {
+            if r.tid != r.pid && is_summed_loader_read(&f, &r) {
                 *bytes.entry((r.pid, r.tid)).or_default() += r.bytes;
             }
         }
     }
     Ok(bytes.into_iter().filter(|&(_, b)| b >= LOADER_BYTES).map(|(k, _)| k).collect())
+}
+
+/// Sums of data reads (files, sockets): what makes a summed thread a loader.
+fn is_summed_loader_read(f: &Frame<'_>, r: &IoSummary) -> bool {
+    let data = match r.kind {
+        FileKind::Regular | FileKind::BlockDev => is_data_path(f.str(r.path)),
+        FileKind::Socket => true,
+        _ => false,
+    };
+    data && r.op.io().is_some_and(|o| !o.is_write())
 }
 
 #[cfg(test)]

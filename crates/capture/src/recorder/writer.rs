@@ -6,6 +6,8 @@ use std::sync::atomic::Ordering;
 use crossbeam_channel::{Receiver, Sender};
 use mltrace_log::*;
 
+use mltrace_log::tap::{FrameTap, Tapped};
+
 use super::Shared;
 use crate::output::OutputFile;
 use crate::system;
@@ -14,6 +16,7 @@ pub(super) fn writer_loop(
     mut writer: LogWriter<File>,
     frames: Receiver<EncodedFrame>,
     free: Sender<EncodedFrame>,
+    tap: Option<FrameTap>,
     shared: &Shared,
 ) -> (LogWriter<File>, Option<String>) {
     let mut error = None;
@@ -24,6 +27,14 @@ pub(super) fn writer_loop(
                 *shared.write_error.lock().unwrap() = error.clone();
             }
             shared.log_bytes.store(writer.bytes_written(), Ordering::Relaxed);
+            // What was written, to the live reader: a copy (the buffer goes
+            // back to the consumer), dropped and counted when it lags.
+            if let Some(t) = tap.as_ref().filter(|_| f.records > 0 && error.is_none()) {
+                let copy = Tapped::Frame { payload: f.payload.clone(), first_ts: f.first_ts, last_ts: f.last_ts };
+                if t.tx.try_send(copy).is_err() {
+                    t.skipped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
         let _ = free.try_send(f);
     }

@@ -446,6 +446,7 @@ impl Accept<Close> for Stats {
 
 impl Accept<IoSummary> for Stats {
     fn accept(&mut self, f: &Frame<'_>, _rec: &Record, r: IoSummary) {
+        self.learn_summed_loader(f, &r);
         self.io_summary(f, &r)
     }
 }

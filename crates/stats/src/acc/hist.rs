@@ -103,6 +103,18 @@ impl Histogram {
         out
     }
 
+    /// How many values are at most `v` (exact to the bucket holding `v`,
+    /// counted in when its smallest value is at most `v`).
+    pub fn count_at_most(&self, v: u64) -> u64 {
+        let last = bucket(v);
+        self.counts[..=last.min(BUCKETS - 1)].iter().sum()
+    }
+
+    /// The values' sum, each taken as its bucket's middle (~3%).
+    pub fn approx_sum(&self) -> u128 {
+        self.counts.iter().enumerate().map(|(b, &c)| u128::from(value(b)) * u128::from(c)).sum()
+    }
+
     pub fn merge(&mut self, o: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
             *a += b;

@@ -120,6 +120,9 @@ pub struct Timeline {
     lo: u64,
     width: u64,
     bins: Vec<Span>,
+    /// A run still being recorded ([`Timeline::growing`]): bins are added
+    /// as time goes on, and merged in pairs past [`BINS`].
+    growing: bool,
 }
 
 impl Timeline {
@@ -128,7 +131,52 @@ impl Timeline {
         let len = hi.saturating_sub(lo).saturating_add(1);
         let width = len.div_ceil(BINS as u64).max(1);
         let n = len.div_ceil(width) as usize;
-        Timeline { lo, width, bins: vec![Span::default(); n.clamp(1, BINS)] }
+        Timeline { lo, width, bins: vec![Span::default(); n.clamp(1, BINS)], growing: false }
+    }
+
+    /// Bins of `width` ns from `lo` on, added as later times come (a run
+    /// being recorded, whose end is not known); past [`BINS`] bins, pairs
+    /// are merged (the width doubles), so memory stays bounded however
+    /// long the run.
+    pub fn growing(lo: u64, width: u64) -> Self {
+        Timeline { lo, width: width.max(1), bins: vec![Span::default()], growing: true }
+    }
+
+    /// The bins' width in ns (a growing timeline's doubles as it ages).
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+
+    /// Where the first bin starts.
+    pub fn start(&self) -> u64 {
+        self.lo
+    }
+
+    /// A growing timeline reaches `ts`.
+    fn reach(&mut self, ts: u64) {
+        if !self.growing {
+            return;
+        }
+        let mut need = (ts.saturating_sub(self.lo) / self.width) as usize + 1;
+        while need > BINS {
+            let merged: Vec<Span> = self
+                .bins
+                .chunks(2)
+                .map(|c| {
+                    let mut m = c[0];
+                    if let Some(o) = c.get(1) {
+                        m.add_scaled(o, 1.0);
+                    }
+                    m
+                })
+                .collect();
+            self.bins = merged;
+            self.width *= 2;
+            need = (ts.saturating_sub(self.lo) / self.width) as usize + 1;
+        }
+        if need > self.bins.len() {
+            self.bins.resize(need, Span::default());
+        }
     }
 
     /// Forgets everything added.
@@ -151,6 +199,7 @@ impl Timeline {
 
     /// Adds `amount` (bytes) to `field` at `ts`.
     pub fn add_at(&mut self, field: Field, ts: u64, amount: f64) {
+        self.reach(ts);
         let i = self.index(ts);
         *slot(&mut self.bins[i], field) += amount;
     }
@@ -173,6 +222,7 @@ impl Timeline {
         if to <= from {
             return;
         }
+        self.reach(to - 1);
         let (a, b) = (self.index(from), self.index(to - 1));
         if a == b {
             *slot(&mut self.bins[a], field) += sign * (to - from) as f64;
@@ -189,6 +239,11 @@ impl Timeline {
     /// bins at its edges.
     pub fn window(&self, from: u64, to: u64) -> Span {
         let mut out = Span::default();
+        if to <= from {
+            return out;
+        }
+        // Past a growing timeline's last bin there is nothing yet.
+        let to = if self.growing { to.min(self.bin_start(self.bins.len())) } else { to };
         if to <= from {
             return out;
         }
@@ -230,6 +285,23 @@ mod tests {
         assert_eq!(t.window(0, 100).read_bytes, 1000.0);
         assert_eq!(t.window(100, 400).read_bytes, 3000.0);
         assert_eq!(t.window(490, 510).read_bytes, 7.0);
+    }
+
+    #[test]
+    fn a_growing_timeline_merges_pairs_and_keeps_every_ns() {
+        let mut t = Timeline::growing(1000, 10);
+        t.add(Field::Cpu, 1000, 1025);
+        assert_eq!(t.bins.len(), 3);
+        assert_eq!(t.window(1000, 1020).cpu, 20.0);
+        // Nothing yet past the last bin.
+        assert_eq!(t.window(1030, 5000).cpu, 0.0);
+        // Far on: the bins merge (the width doubles) and nothing is lost.
+        let far = 1000 + BINS as u64 * 10 * 3;
+        t.add(Field::Sleep, far - 40, far);
+        assert!(t.bins.len() <= BINS && t.width() == 40);
+        assert_eq!(t.window(0, u64::MAX).cpu, 25.0);
+        assert_eq!(t.window(0, u64::MAX).sleep, 40.0);
+        assert_eq!(t.window(1000, 1040).cpu, 25.0);
     }
 
     #[test]

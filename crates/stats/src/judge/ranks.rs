@@ -166,6 +166,13 @@ impl Stats {
     /// ahead at times this counts fewer steps than were taken). `None`
     /// when none has [`steps::MIN_POINTS`].
     pub fn step_rate(&self, pid: u32) -> Option<StepRate> {
+        let (from, points) = self.step_points(pid)?;
+        steps::rate(&points).map(|per_s| StepRate { per_s, points: points.len(), from })
+    }
+
+    /// Process `pid`'s step points (each step's start or end, in order)
+    /// from the first source [`Stats::step_rate`] would take.
+    pub fn step_points(&self, pid: u32) -> Option<(StepFrom, Vec<u64>)> {
         let ends =
             |e: Option<&Vec<crate::acc::sched::Episode>>| e.map(|e| e.iter().map(|x| x.to).collect::<Vec<u64>>());
         let marks = [self.step_marks.get(&pid), self.step_marks.get(&0)].into_iter().flatten().next().cloned();
@@ -180,7 +187,7 @@ impl Stats {
         ];
         sources.into_iter().find_map(|(from, points)| {
             let points = points?;
-            steps::rate(&points).map(|per_s| StepRate { per_s, points: points.len(), from })
+            steps::rate(&points).is_some().then_some((from, points))
         })
     }
 

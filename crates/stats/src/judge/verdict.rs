@@ -156,6 +156,9 @@ impl Breakdown {
         Some(b)
     }
 
+    /// Every kind [`Breakdown::kind`] gives.
+    pub const KINDS: [&'static str; 6] = ["input-bound", "io-bound", "collective-bound", "gpu-bound", "cpu-bound", "mixed"];
+
     /// The kind: a stall (data, own I/O, the other ranks) of a fifth of
     /// the time names it (the largest); else waiting for the GPU or on CPU
     /// half the time; else `mixed`.
@@ -494,42 +497,49 @@ impl Stats {
     }
 
     fn epoch_verdicts(&self) -> Vec<EpochVerdict> {
-        let Some(tl) = self.sched.timeline.as_ref() else { return Vec::new() };
-        let gpus = self.sched.gpu.has_gpus();
-        let cache = self.has_page_cache();
         let mut epochs = self.epochs.clone();
         epochs.sort_by_key(|e| (e.0, e.1));
-        epochs
-            .into_iter()
-            .map(|(start, end, name)| {
-                let w = tl.window(start, end);
-                let b = Breakdown::of(
-                    w.total(),
-                    w.data_wait,
-                    w.collective_wait + w.collective_call,
-                    w.gpu_wait,
-                    w.own_io,
-                    w.cpu,
-                    w.runnable,
-                )
-                .map(|b| b.with_gil(w.total(), self.sched.gil_seen.then_some(w.gil_wait)));
-                EpochVerdict {
-                    name,
-                    start,
-                    end,
-                    kind: b.map_or("no-scheduling-data", |b| b.kind()),
-                    data_wait_fraction: b.map(|b| b.data_wait),
-                    cpu_fraction: b.map(|b| b.on_cpu),
-                    breakdown: b,
-                    gpu: gpus.then(|| GpuOverlap {
-                        idle_fraction: ratio(w.gpu_idle, w.gpu_sampled),
-                        idle_during_data_wait_fraction: ratio(w.gpu_idle_data_wait, w.gpu_idle),
-                    }),
-                    read_bytes: w.read_bytes,
-                    storage_bytes: cache.then_some(w.storage_bytes),
-                }
-            })
-            .collect()
+        epochs.into_iter().filter_map(|(start, end, name)| self.window_verdict(start, end, name)).collect()
+    }
+
+    /// The verdict over `[start, end)` of the trainer's timeline: an
+    /// epoch's, `stats --from/--to`'s, and the live metrics' windows (one
+    /// computation for all three); `None` without scheduling records.
+    pub fn window_verdict(&self, start: u64, end: u64, name: String) -> Option<EpochVerdict> {
+        let tl = self.sched.timeline.as_ref()?;
+        let w = tl.window(start, end);
+        let b = Breakdown::of(
+            w.total(),
+            w.data_wait,
+            w.collective_wait + w.collective_call,
+            w.gpu_wait,
+            w.own_io,
+            w.cpu,
+            w.runnable,
+        )
+        .map(|b| b.with_gil(w.total(), self.sched.gil_seen.then_some(w.gil_wait)));
+        Some(EpochVerdict {
+            name,
+            start,
+            end,
+            kind: b.map_or("no-scheduling-data", |b| b.kind()),
+            data_wait_fraction: b.map(|b| b.data_wait),
+            cpu_fraction: b.map(|b| b.on_cpu),
+            breakdown: b,
+            gpu: self.sched.gpu.has_gpus().then(|| GpuOverlap {
+                idle_fraction: ratio(w.gpu_idle, w.gpu_sampled),
+                idle_during_data_wait_fraction: ratio(w.gpu_idle_data_wait, w.gpu_idle),
+            }),
+            read_bytes: w.read_bytes,
+            storage_bytes: self.has_page_cache().then_some(w.storage_bytes),
+        })
+    }
+
+    /// Process `pid`'s main thread's share of `[start, end)` asleep until
+    /// one of its loaders woke it (a rank's data wait over a window).
+    pub fn window_data_wait(&self, pid: u32, start: u64, end: u64) -> Option<f64> {
+        let rw = self.sched.rank_waits.as_ref()?;
+        (end > start).then(|| (rw.window(pid, start, end) / (end - start) as f64).clamp(0.0, 1.0))
     }
 
     pub fn verdict(&self) -> Verdict {

@@ -40,28 +40,7 @@ impl Verdict {
                 "cache_fraction": w.cache_fraction,
             })
         });
-        let epochs: Vec<Value> = self
-            .epochs
-            .iter()
-            .map(|e| {
-                let (idle, during) = gpu(&e.gpu);
-                json!({
-                    "name": e.name,
-                    "start": e.start,
-                    "end": e.end,
-                    "kind": e.kind,
-                    "data_wait_fraction": e.data_wait_fraction,
-                    "cpu_fraction": e.cpu_fraction,
-                    "breakdown": e.breakdown.map(|b| b.to_json()),
-                    "gpu_idle_fraction": idle,
-                    "gpu_idle_during_data_wait_fraction": during,
-                    "read_bytes": e.read_bytes.round() as u64,
-                    "from_storage_bytes": e.storage_bytes.map(|b| b.round() as u64),
-                    "cache_hit_fraction": e.cache_hit_fraction(),
-                    "read_mb_per_s": e.read_mb_per_s(),
-                })
-            })
-            .collect();
+        let epochs: Vec<Value> = self.epochs.iter().map(EpochVerdict::to_json).collect();
         json!({
             "kind": self.kind,
             "text": self.text,
@@ -76,6 +55,32 @@ impl Verdict {
             "straggler": self.straggler,
             "suggestions": self.suggestions.iter().map(|s| s.to_json()).collect::<Vec<_>>(),
             "suggestions_note": self.suggestions_note,
+        })
+    }
+}
+
+impl EpochVerdict {
+    /// An epoch's entry of `verdict.epochs` (and `stats --from/--to`'s
+    /// `window`).
+    pub fn to_json(&self) -> Value {
+        let (idle, during) = match &self.gpu {
+            Some(g) => (Value::from(g.idle_fraction), Value::from(g.idle_during_data_wait_fraction)),
+            None => (Value::Null, Value::Null),
+        };
+        json!({
+            "name": self.name,
+            "start": self.start,
+            "end": self.end,
+            "kind": self.kind,
+            "data_wait_fraction": self.data_wait_fraction,
+            "cpu_fraction": self.cpu_fraction,
+            "breakdown": self.breakdown.map(|b| b.to_json()),
+            "gpu_idle_fraction": idle,
+            "gpu_idle_during_data_wait_fraction": during,
+            "read_bytes": self.read_bytes.round() as u64,
+            "from_storage_bytes": self.storage_bytes.map(|b| b.round() as u64),
+            "cache_hit_fraction": self.cache_hit_fraction(),
+            "read_mb_per_s": self.read_mb_per_s(),
         })
     }
 }

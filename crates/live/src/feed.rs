@@ -1,0 +1,134 @@
+//! The live reader: decodes each tapped frame into the live stats, and
+//! every second takes a snapshot; every interval hands it to the pusher.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mltrace_log::tap::Tapped;
+use mltrace_log::{PayloadReader, Record};
+use mltrace_stats::Stats;
+
+use crate::snapshot::{self, Carry, Snapshot, Window};
+use crate::{otlp, LiveOptions, Shared};
+
+/// The live timeline's bins (the windows are whole bins when the
+/// interval is whole seconds).
+pub const BIN_NS: u64 = 1_000_000_000;
+/// How far behind now the windows end: a frame is written each second,
+/// and a state is recorded when it ends.
+const SETTLE_NS: u64 = 2_000_000_000;
+const TICK: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+pub struct Outcome {
+    pub frames_missed: u64,
+    pub problems: Vec<String>,
+}
+
+/// The interval window ending at the last whole interval `SETTLE_NS`
+/// ago (or at `end`, once the recording is over), and the run so far.
+pub fn windows(start: u64, now: u64, interval: u64, over: Option<u64>) -> Vec<Window> {
+    let end = match over {
+        Some(end) => end.max(start),
+        None => {
+            let settled = now.saturating_sub(SETTLE_NS).max(start);
+            start + (settled - start) / interval * interval
+        }
+    };
+    let from = end.saturating_sub(interval).max(start);
+    if end <= start {
+        return Vec::new();
+    }
+    vec![Window { name: "interval", from, to: end }, Window { name: "run", from: start, to: end }]
+}
+
+pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shared: Arc<Shared>) -> Outcome {
+    let mut out = Outcome::default();
+    let Ok(Tapped::Header(header)) = rx.recv() else { return out };
+    let start = header.start.boottime_ns;
+    let mut stats = Stats::live(*header, BIN_NS);
+    let interval = (opts.interval.as_nanos() as u64).max(BIN_NS);
+    let mut reader = PayloadReader::default();
+    let mut carry = Carry::default();
+    let (push_tx, push_rx) = sync_channel::<Arc<Snapshot>>(1);
+    let pusher = opts.otlp.clone().map(|t| {
+        let res = otlp::Resources { host: opts.host.clone(), job: opts.job.clone(), rank: None };
+        let sh = shared.clone();
+        std::thread::Builder::new()
+            .name("mltrace-otlp".into())
+            .spawn(move || push_loop(t, res, push_rx, &sh))
+            .expect("spawning the OTLP pusher's thread")
+    });
+    let (mut frames, mut rec) = (0u64, Record::Lost(Default::default()));
+    let mut next_tick = Instant::now() + TICK;
+    let mut next_push = Instant::now() + opts.interval;
+    let publish = |snap: Snapshot| {
+        let snap = Arc::new(snap);
+        *shared.latest.lock().unwrap_or_else(|e| e.into_inner()) = snap.clone();
+        snap
+    };
+    let take = |stats: &Stats, carry: &mut Carry, over: Option<u64>| {
+        let w = windows(start, snapshot::now_boottime_ns(), interval, over);
+        let dropped = shared.pushes_dropped.load(Ordering::Relaxed);
+        snapshot::take(stats, &w, carry, missed.load(Ordering::Relaxed), dropped)
+    };
+    let push = |snap: Arc<Snapshot>| {
+        if pusher.is_some() {
+            shared.pushes.fetch_add(1, Ordering::Relaxed);
+            if let Err(TrySendError::Full(_)) = push_tx.try_send(snap) {
+                // The last push is still going: this one is dropped.
+                shared.pushes_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    };
+    loop {
+        let wait = next_tick.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(wait) {
+            Ok(Tapped::Frame { payload, first_ts, last_ts }) => {
+                frames += 1;
+                match reader.frame(&payload, frames, first_ts, last_ts) {
+                    Ok(mut f) => {
+                        while f.next_into(&mut rec) {
+                            stats.add(&f, &rec);
+                        }
+                    }
+                    Err(e) => out.problems.push(e),
+                }
+            }
+            Ok(Tapped::Header(_)) => {}
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if Instant::now() >= next_tick {
+            next_tick += TICK;
+            let snap = publish(take(&stats, &mut carry, None));
+            if Instant::now() >= next_push {
+                next_push += opts.interval;
+                push(snap);
+            }
+        }
+    }
+    // The end: every record is in; the windows end at the last one.
+    let end = stats.last_ts.unwrap_or(start);
+    let snap = publish(take(&stats, &mut carry, Some(end)));
+    shared.ended.store(true, Ordering::Relaxed);
+    push(snap);
+    drop(push_tx);
+    if let Some(h) = pusher {
+        let _ = h.join();
+    }
+    out.problems.extend(reader.take_diagnostics().iter().map(|d| d.to_string()));
+    out.frames_missed = missed.load(Ordering::Relaxed);
+    out
+}
+
+fn push_loop(t: otlp::Target, res: otlp::Resources, rx: Receiver<Arc<Snapshot>>, shared: &Shared) {
+    for snap in rx {
+        if let Err(e) = otlp::post(&t, &otlp::encode(&snap, &res)) {
+            shared.pushes_dropped.fetch_add(1, Ordering::Relaxed);
+            *shared.last_push_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+        }
+    }
+}
