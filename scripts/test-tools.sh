@@ -7,6 +7,8 @@
 #   venv/      the Python packages of tests/tools/requirements.txt
 #   torch/     PyTorch, tests/tools/requirements-torch.txt (a venv of its own)
 #   node/      the npm packages of tests/tools/package-lock.json
+#   prometheus/ Prometheus' server, from Debian's package (pinned by
+#              version and sha256), for the live metrics' test
 # System packages (python3-venv, node, npm, chromium) come from
 # scripts/install-deps.sh. Quick when already filled: a stamp holds what
 # was filled.
@@ -76,6 +78,20 @@ with zipfile.ZipFile(whl) as z:
             f.write(z.read(f"{dist}/{n}"))
 EOF
 
+# Prometheus' server: Debian's package, unpacked (one static binary).
+prom_deb=prometheus_2.42.0+ds-5+deb12u1_amd64.deb
+prom_sha256=81d59a24fce84f7fbe97a45a4f2914b6a5881b5cd1db2a6a0e129e515e1a5f55
+if ! echo "$prom_sha256  $tools/downloads/$prom_deb" | sha256sum -c --status 2>/dev/null; then
+  rm -f "$tools/downloads/$prom_deb"
+  (cd "$tools/downloads" && apt-get download -q "prometheus=2.42.0+ds-5+deb12u1" 2>&1 | grep -v unsandboxed >&2 || true)
+  echo "$prom_sha256  $tools/downloads/$prom_deb" | sha256sum -c --quiet || { echo "test-tools: $prom_deb: missing or wrong sha256" >&2; exit 1; }
+fi
+rm -rf "$tools/prometheus" "$tools/downloads/prometheus-deb"
+dpkg-deb -x "$tools/downloads/$prom_deb" "$tools/downloads/prometheus-deb"
+mkdir -p "$tools/prometheus"
+mv "$tools/downloads/prometheus-deb/usr/bin/prometheus" "$tools/prometheus/prometheus"
+rm -rf "$tools/downloads/prometheus-deb"
+
 # Python packages: a venv of the machine's python3, never its own packages.
 rm -rf "$tools/venv"
 "$python" -m venv "$tools/venv"
@@ -97,6 +113,8 @@ cp "$repo/tests/tools/package.json" "$repo/tests/tools/package-lock.json" "$tool
 "$tools/venv/bin/python" -c 'import pyarrow.parquet, pyarrow.dataset, duckdb'
 "$tools/venv/bin/python" -m pip check >&2
 NODE_PATH=$tools/node/node_modules node -e 'require("playwright-core")'
+"$tools/prometheus/prometheus" --version >/dev/null
+"$tools/venv/bin/python" -c 'import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2'
 "$tools/torch/bin/python" -c 'import torch.distributed as d; assert d.is_gloo_available()'
 "$tools/torch/bin/python" -m pip check >&2
 echo "$want" >"$tools/stamp"

@@ -18,6 +18,7 @@ mod golden;
 mod jitter_e2e;
 mod mapping_e2e;
 mod metadata_e2e;
+mod metrics_e2e;
 mod mllog_e2e;
 mod nccl_e2e;
 mod net_e2e;

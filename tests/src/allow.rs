@@ -154,9 +154,23 @@ pub const THREAD_WAIT: Allowance = Allowance {
     measured: "at most 0.048 of the wait apart in 66 checks (one make test from a fresh clone and 10 runs of the timed modules, 2026-12-05); at least 0.3 s",
 };
 
+/// A share the live metrics reported against `stats --from/--to` for the
+/// same window of the log: one computation on the same records, so they
+/// differ only by what had not arrived when the window was taken.
+pub const LIVE_AGAINST_LOG: Allowance = Allowance {
+    name: "live against the log",
+    value: 0.02,
+    emulated: 0.02,
+    relative: false,
+    why: "issue 58's bound: a window is taken 2 s after its end, and a state \
+          that began in it and ended later (a long sleep) is in the log's \
+          figure only",
+    measured: "a 3 s window of a forked loader: 0.6445682 live, 0.6445681 from the log (2026-12-06)",
+};
+
 /// Every allowance, for the table's own test and for `make test`'s reader.
 pub const ALL: &[&Allowance] =
-    &[&WAIT_SHARE, &CPU_SHARE, &COMPAT_RUNNABLE, &LATE_CLOCK_SHARE, &RATE, &WAIT_TIME, &THREAD_WAIT];
+    &[&WAIT_SHARE, &CPU_SHARE, &COMPAT_RUNNABLE, &LATE_CLOCK_SHARE, &RATE, &WAIT_TIME, &THREAD_WAIT, &LIVE_AGAINST_LOG];
 
 #[cfg(test)]
 mod tests {

@@ -123,6 +123,12 @@ pub fn python_with(module: &str) -> Option<PathBuf> {
     None
 }
 
+/// Prometheus' server (Debian's package, unpacked by `make test-tools`).
+pub fn prometheus() -> Option<PathBuf> {
+    let p = tools_dir().join("prometheus/prometheus");
+    present(&p, "Prometheus", "a real Prometheus scraping the live metrics").then_some(p)
+}
+
 /// uv, a launcher that runs Python as its child (from the tests' venv).
 pub fn uv() -> Option<PathBuf> {
     let p = tools_dir().join("venv/bin/uv");

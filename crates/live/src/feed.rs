@@ -20,6 +20,8 @@ pub const BIN_NS: u64 = 1_000_000_000;
 /// and a state is recorded when it ends.
 const SETTLE_NS: u64 = 2_000_000_000;
 const TICK: Duration = Duration::from_secs(1);
+/// How long the end waits for the last push.
+const LAST_PUSH: Duration = Duration::from_secs(3);
 
 #[derive(Default)]
 pub struct Outcome {
@@ -53,12 +55,16 @@ pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shar
     let mut reader = PayloadReader::default();
     let mut carry = Carry::default();
     let (push_tx, push_rx) = sync_channel::<Arc<Snapshot>>(1);
+    let (done_tx, done_rx) = sync_channel::<()>(1);
     let pusher = opts.otlp.clone().map(|t| {
         let res = otlp::Resources { host: opts.host.clone(), job: opts.job.clone(), rank: None };
         let sh = shared.clone();
         std::thread::Builder::new()
             .name("mltrace-otlp".into())
-            .spawn(move || push_loop(t, res, push_rx, &sh))
+            .spawn(move || {
+                push_loop(t, res, push_rx, &sh);
+                let _ = done_tx.send(());
+            })
             .expect("spawning the OTLP pusher's thread")
     });
     let (mut frames, mut rec) = (0u64, Record::Lost(Default::default()));
@@ -116,8 +122,12 @@ pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shar
     shared.ended.store(true, Ordering::Relaxed);
     push(snap);
     drop(push_tx);
-    if let Some(h) = pusher {
-        let _ = h.join();
+    // The last push gets a few seconds; a collector that holds it longer
+    // does not hold `record` (the push is counted as dropped).
+    if pusher.is_some() && done_rx.recv_timeout(LAST_PUSH).is_err() {
+        shared.pushes_dropped.fetch_add(1, Ordering::Relaxed);
+        let mut e = shared.last_push_error.lock().unwrap_or_else(|e| e.into_inner());
+        e.get_or_insert_with(|| format!("the last push took over {} s", LAST_PUSH.as_secs()));
     }
     out.problems.extend(reader.take_diagnostics().iter().map(|d| d.to_string()));
     out.frames_missed = missed.load(Ordering::Relaxed);

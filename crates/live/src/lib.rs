@@ -204,3 +204,91 @@ fn plural(n: u64) -> &'static str {
         "s"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_alone_is_loopback_and_other_addresses_only_when_named() {
+        assert_eq!(parse_listen("9400").unwrap(), "127.0.0.1:9400".parse().unwrap());
+        assert_eq!(parse_listen("0.0.0.0:9400").unwrap(), "0.0.0.0:9400".parse().unwrap());
+        assert_eq!(parse_listen("[::1]:9400").unwrap(), "[::1]:9400".parse().unwrap());
+        assert!(parse_listen("localhost:9400").unwrap().ip().is_loopback());
+        for bad in ["", "x", "host:port", "99999"] {
+            let e = parse_listen(bad).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--metrics {bad}:")), "{e}");
+        }
+    }
+
+    #[test]
+    fn otlp_urls() {
+        let t = otlp::Target::parse("http://collector:4318").unwrap();
+        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("collector", 4318, "/v1/metrics"));
+        let t = otlp::Target::parse("http://127.0.0.1:9999/custom/v1/metrics").unwrap();
+        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 9999, "/custom/v1/metrics"));
+        let t = otlp::Target::parse("http://[::1]:4000").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 4000));
+        for bad in ["collector:4318", "https://c:4318", "http://:4318", "http://c:0", "http://c:x"] {
+            assert!(otlp::Target::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn windows_end_on_whole_intervals_settled_and_at_the_end_on_the_last_record() {
+        let s = 1_000_000_000_000u64;
+        let sec = 1_000_000_000;
+        // 13.5 s in, 2 s settling: 11.5 s settled, the last whole 4 s is 8 s.
+        let w = feed::windows(s, s + 13 * sec + sec / 2, 4 * sec, None);
+        assert_eq!((w[0].from, w[0].to), (s + 4 * sec, s + 8 * sec));
+        assert_eq!((w[1].from, w[1].to), (s, s + 8 * sec));
+        assert!(feed::windows(s, s + sec, 4 * sec, None).is_empty());
+        let w = feed::windows(s, s + 100 * sec, 4 * sec, Some(s + 9 * sec));
+        assert_eq!((w[0].from, w[0].to, w[1].from), (s + 5 * sec, s + 9 * sec, s));
+    }
+
+    #[test]
+    fn a_scrape_is_openmetrics_text_with_help_units_and_eof() {
+        use snapshot::{Point, Value};
+        let snap = Snapshot {
+            families: vec![
+                (&metrics::DISK_IO, vec![Point {
+                    labels: vec![("disk.io.direction", "read".into()), ("role", "loader".into())],
+                    value: Value::F64(4096.0),
+                }]),
+                (&metrics::READ_DURATION, vec![Point {
+                    labels: vec![("role", "loader".into())],
+                    value: Value::Hist { bounds: &[0.001, 0.01], counts: vec![2, 1, 1], count: 4, sum: 0.5 },
+                }]),
+            ],
+            ..Default::default()
+        };
+        let text = prom::render(&Arc::new(snap));
+        assert!(text.contains("# TYPE process_disk_io_bytes counter"), "{text}");
+        assert!(text.contains("process_disk_io_bytes_total{disk_io_direction=\"read\",role=\"loader\"} 4096.0"), "{text}");
+        assert!(text.contains("mltrace_read_duration_seconds_bucket{le=\"0.01\",role=\"loader\"} 3"), "{text}");
+        assert!(text.contains("mltrace_read_duration_seconds_bucket{le=\"+Inf\",role=\"loader\"} 4"), "{text}");
+        assert!(text.trim_end().ends_with("# EOF"), "{text}");
+    }
+
+    #[test]
+    fn otlp_requests_keep_names_units_and_bucket_counts() {
+        use snapshot::{Point, Value};
+        let snap = Snapshot {
+            taken_unix_ns: 2,
+            start_unix_ns: 1,
+            families: vec![(&metrics::READ_DURATION, vec![Point {
+                labels: vec![("role", "loader".into())],
+                value: Value::Hist { bounds: &[0.001, 0.01], counts: vec![2, 1, 1], count: 4, sum: 0.5 },
+            }])],
+        };
+        let res = otlp::Resources { host: "h".into(), job: "j".into(), rank: None };
+        let req = otlp::request(&snap, &res);
+        let m = &req.resource_metrics[0].scope_metrics[0].metrics[0];
+        assert_eq!((m.name.as_str(), m.unit.as_str()), ("mltrace.read.duration", "s"));
+        let Some(opentelemetry_proto::tonic::metrics::v1::metric::Data::Histogram(h)) = &m.data else { panic!() };
+        assert_eq!(h.data_points[0].bucket_counts, vec![2, 1, 1]);
+        assert_eq!(h.data_points[0].explicit_bounds, vec![0.001, 0.01]);
+        assert_eq!((h.data_points[0].start_time_unix_nano, h.data_points[0].time_unix_nano), (1, 2));
+    }
+}

@@ -108,7 +108,7 @@ metrics! {
         "End of the window the shares are over, in seconds since the Unix epoch";
     RANK_DATA_WAIT: "mltrace.rank.data_wait.share", Gauge, Ratio, ["window", "rank"],
         "Share of each rank's main thread's time asleep until one of its loaders woke it";
-    STEP_DURATION: "mltrace.step.duration", Gauge, Seconds, ["window", "quantile"],
+    STEP_DURATION: "mltrace.step.duration", Gauge, Seconds, ["window", "percentile"],
         "The trainer's time per step (from its step marks, collectives or batches), p50 and p99";
     STRAGGLER_RANK: "mltrace.straggler.rank", Gauge, Rank, [],
         "The rank holding the job back, as stats names it (absent while there is none)";
@@ -138,4 +138,88 @@ metrics! {
         "Frames of the log the live view fell behind on and did not read (its figures undercount)";
     PUSHES_DROPPED: "mltrace.otlp.pushes.dropped", Counter, Pushes, [],
         "OTLP pushes dropped: the collector was down, slow, or refused them";
+}
+
+/// docs/metrics.md's row for `m`.
+pub fn doc_row(m: &Metric) -> String {
+    let kind = match m.kind {
+        Kind::Gauge => "gauge",
+        Kind::Counter => "counter",
+        Kind::Histogram => "histogram",
+    };
+    let labels: Vec<String> = m.labels.iter().map(|l| format!("`{l}`")).collect();
+    let labels = if labels.is_empty() { "none".to_string() } else { labels.join(", ") };
+    format!("| `{}` | `{}` | {kind} | `{}` | {labels} | {} |", m.name, m.prometheus_series(), m.unit.otel(), m.help)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_list_every_metric_as_declared() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let missing: Vec<String> = ALL.iter().map(|m| doc_row(m)).filter(|r| !doc.contains(r.as_str())).collect();
+        assert!(missing.is_empty(), "docs/metrics.md lacks these rows (or has them otherwise):\n{}", missing.join("\n"));
+    }
+
+    #[test]
+    fn names_are_unique_and_labels_never_name_a_process_or_file() {
+        let mut names: Vec<&str> = ALL.iter().map(|m| m.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+        for m in ALL {
+            for l in m.labels {
+                assert!(!["pid", "tid", "path", "file", "comm"].contains(l), "{}: {l}", m.name);
+            }
+        }
+    }
+
+    #[test]
+    fn prometheus_series_carry_unit_and_total() {
+        assert_eq!(DISK_IO.prometheus_series(), "process_disk_io_bytes_total");
+        assert_eq!(BREAKDOWN.prometheus_series(), "mltrace_breakdown_share");
+        assert_eq!(READ_DURATION.prometheus_series(), "mltrace_read_duration_seconds");
+        assert_eq!(prometheus_label("disk.io.direction"), "disk_io_direction");
+    }
+}
+
+#[cfg(test)]
+mod dashboard {
+    use super::*;
+
+    /// Every query of docs/grafana-dashboard.json names series this
+    /// table exports (a renamed metric breaks the dashboard here first).
+    #[test]
+    fn the_dashboard_queries_only_exported_series() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/grafana-dashboard.json");
+        let d: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut known: Vec<String> = ALL.iter().map(|m| m.prometheus_series()).collect();
+        known.extend(ALL.iter().filter(|m| m.kind == Kind::Histogram).map(|m| format!("{}_bucket", m.prometheus_series())));
+        let mut exprs: Vec<String> = d["panels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap().to_string()))
+            .collect();
+        exprs.extend(d["templating"]["list"].as_array().unwrap().iter().map(|v| v["definition"].as_str().unwrap().into()));
+        assert!(exprs.len() >= 10);
+        for e in &exprs {
+            let names: Vec<&str> = e
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| w.starts_with("mltrace_") || w.starts_with("process_") || w.starts_with("hw_"))
+                .collect();
+            assert!(!names.is_empty(), "{e}");
+            for n in names {
+                assert!(known.iter().any(|k| k == n), "{e}: {n} is not exported");
+            }
+        }
+        // Labels it groups or filters by are the metrics' own.
+        for label in ["window", "share", "kind", "rank", "percentile", "role", "disk_io_direction", "hw_id", "le"] {
+            let declared = ALL.iter().any(|m| m.labels.iter().any(|l| prometheus_label(l) == label));
+            assert!(declared || label == "le", "{label}");
+        }
+    }
 }

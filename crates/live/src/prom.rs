@@ -41,16 +41,9 @@ impl prometheus_client::collector::Collector for Scrape {
                     }
                     (Value::F64(v), _) => e.encode_gauge(v)?,
                     (Value::Hist { bounds, counts, count, sum }, _) => {
-                        let mut cum = 0;
-                        let mut b: Vec<(f64, u64)> = bounds
-                            .iter()
-                            .zip(counts)
-                            .map(|(&le, &n)| {
-                                cum += n;
-                                (le, cum)
-                            })
-                            .collect();
-                        b.push((f64::INFINITY, *count));
+                        // Per bucket: the encoder makes them cumulative.
+                        let inf = std::iter::once(f64::INFINITY);
+                        let b: Vec<(f64, u64)> = bounds.iter().copied().chain(inf).zip(counts.iter().copied()).collect();
                         e.encode_histogram::<prometheus_client::encoding::NoLabelSet>(*sum, *count, &b, None)?
                     }
                 }

@@ -134,9 +134,9 @@ pub fn take(stats: &Stats, windows: &[Window], carry: &mut Carry, frames_missed:
                 points.windows(2).filter(|p| p[0] >= w.from && p[1] <= w.to).map(|p| p[1] - p[0]).collect();
             if !steps.is_empty() {
                 steps.sort_unstable();
-                for (q, name) in [(0.5, "0.5"), (0.99, "0.99")] {
+                for (q, name) in [(0.5, "50"), (0.99, "99")] {
                     let secs = quantile(&steps, q) as f64 / 1e9;
-                    s.gauge(&m::STEP_DURATION, &[("window", w.name), ("quantile", name)], secs);
+                    s.gauge(&m::STEP_DURATION, &[("window", w.name), ("percentile", name)], secs);
                 }
             }
         }
