@@ -33,6 +33,10 @@ mod floor {
     include!(concat!(env!("OUT_DIR"), "/floor.skel.rs"));
 }
 
+/// Where the live tools push: a port nothing listens on (a dead collector,
+/// the case that must cost nothing).
+const LIVE_OTLP: &str = "http://127.0.0.1:9/v1/metrics";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Tool {
     Untraced,
@@ -59,6 +63,11 @@ enum Tool {
     /// The baseline build's summary (with BENCH_BASELINE): whether a change
     /// made the summary slower.
     MltraceBaselineSummary,
+    /// Full detail and the summary with the live metrics on (`--metrics`
+    /// served, `--otlp` pushed every second to a port nothing listens on):
+    /// what the live view adds, side by side with the same mode without.
+    MltraceLive,
+    MltraceSummaryLive,
     Bpftrace,
     Strace,
 }
@@ -77,6 +86,8 @@ impl Tool {
             Tool::MltraceBaseline => "mltrace baseline",
             Tool::MltraceSummary => "mltrace summary",
             Tool::MltraceBaselineSummary => "mltrace baseline summary",
+            Tool::MltraceLive => "mltrace + live metrics",
+            Tool::MltraceSummaryLive => "mltrace summary + live metrics",
             Tool::Bpftrace => "bpftrace printf",
             Tool::Strace => "strace -f",
         }
@@ -312,7 +323,9 @@ impl Bench {
             | Tool::MltraceStacks
             | Tool::MltraceBaseline
             | Tool::MltraceSummary
-            | Tool::MltraceBaselineSummary => {
+            | Tool::MltraceBaselineSummary
+            | Tool::MltraceLive
+            | Tool::MltraceSummaryLive => {
                 let log = out.with_extension("bin");
                 let sched = if tool == Tool::MltraceNoSched { "off" } else { "on" };
                 let bin = match (tool, &self.baseline) {
@@ -321,14 +334,25 @@ impl Bench {
                 };
                 let mode: &[&str] = match tool {
                     Tool::MltraceSummary | Tool::MltraceBaselineSummary => &["--detail", "summary", "--slow", "1ms"],
+                    Tool::MltraceLive => &["--sched", "on", "--metrics", "127.0.0.1:0", "--otlp", LIVE_OTLP],
+                    Tool::MltraceSummaryLive => {
+                        &["--detail", "summary", "--slow", "1ms", "--metrics", "127.0.0.1:0", "--otlp", LIVE_OTLP]
+                    }
                     Tool::MltracePerCall => &["--sched", "on", "--syscall-probes", "per-call"],
                     Tool::MltraceStacks => &["--sched", "on", "--py-stacks", "on"],
                     _ => &["--sched", sched],
+                };
+                let live: &[&str] = match tool {
+                    Tool::MltraceLive | Tool::MltraceSummaryLive => {
+                        &["--metrics-interval", "1s", "--metrics-linger", "0"]
+                    }
+                    _ => &[],
                 };
                 let (s, rss) = rss_of(
                     Command::new(bin)
                         .args(["record", "-q", "-f", "--gpu", "off"])
                         .args(mode)
+                        .args(live)
                         .arg("-o")
                         .arg(&log)
                         .arg("--")
@@ -470,6 +494,13 @@ fn main() -> Result<()> {
             tools.push(Tool::MltraceSummary);
             if baseline.is_some() && wanted(Tool::MltraceBaselineSummary) {
                 tools.push(Tool::MltraceBaselineSummary);
+            }
+            if String::from_utf8_lossy(&help.stdout).contains("--metrics") {
+                for t in [Tool::MltraceLive, Tool::MltraceSummaryLive] {
+                    if wanted(t) {
+                        tools.push(t);
+                    }
+                }
             }
         } else {
             skipped.push(format!("{}: this mltrace has no `record --detail`", Tool::MltraceSummary.name()));

@@ -207,6 +207,22 @@ pub fn overhead(
             );
         }
     }
+    // The live metrics: what they add to the same mode, side by side.
+    for (wi, key) in [(0, "a"), (1, "b")].into_iter().chain(p) {
+        for (with, without, mode) in
+            [(Tool::MltraceLive, Tool::Mltrace, "full"), (Tool::MltraceSummaryLive, Tool::MltraceSummary, "summary")]
+        {
+            if let (Some(l), Some(m), Some(u)) = (med(wi, with), med(wi, without), med(wi, Tool::Untraced)) {
+                let _ = writeln!(
+                    table,
+                    "  ({key}) live metrics on {mode}: {:+.1}% time against {mode} without ({:+.1}% and {:+.1}% over untraced)",
+                    (l as f64 / m.max(1) as f64 - 1.0) * 100.0,
+                    (l as f64 / u.max(1) as f64 - 1.0) * 100.0,
+                    (m as f64 / u.max(1) as f64 - 1.0) * 100.0,
+                );
+            }
+        }
+    }
     // The mode meant to be left on every job.
     for (wi, key) in [(1, "b")].into_iter().chain(p) {
         if let (Some(m), Some(u)) = (med(wi, Tool::MltraceSummary), med(wi, Tool::Untraced)) {

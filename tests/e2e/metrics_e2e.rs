@@ -75,7 +75,11 @@ impl Prometheus {
         );
         let until = Instant::now() + Duration::from_secs(60);
         while TcpStream::connect(("127.0.0.1", port)).is_err() || http(port, "GET", "/-/ready").0 != 200 {
-            assert!(Instant::now() < until, "Prometheus not ready: {}", std::fs::read_to_string(dir.join("prometheus.log")).unwrap());
+            assert!(
+                Instant::now() < until,
+                "Prometheus not ready: {}",
+                std::fs::read_to_string(dir.join("prometheus.log")).unwrap()
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
         Prometheus { _child: child, port }
@@ -83,8 +87,7 @@ impl Prometheus {
 
     /// The first series of `query` over `[from, to]` (Unix s), by second.
     fn range(&self, query: &str, from: f64, to: f64) -> Vec<(f64, f64)> {
-        let target =
-            format!("/api/v1/query_range?query={}&start={from:.3}&end={to:.3}&step=1", escape(query));
+        let target = format!("/api/v1/query_range?query={}&start={from:.3}&end={to:.3}&step=1", escape(query));
         let (status, body) = http(self.port, "GET", &target);
         assert_eq!(status, 200, "{query}: {body}");
         let v: Value = serde_json::from_str(&body).unwrap();
@@ -150,7 +153,8 @@ fn prometheus_scrapes_the_verdict_live_and_each_window_matches_stats() {
     let prom = Prometheus::start(&prom_bin, dir.path(), port);
     let log = dir.path().join("live.bin");
     // A port alone: loopback.
-    let extra = ["--metrics", &port.to_string(), "--metrics-interval", "4s", "--metrics-linger", "10s"].map(String::from);
+    let extra =
+        ["--metrics", &port.to_string(), "--metrics-interval", "4s", "--metrics-linger", "10s"].map(String::from);
     let began = unix_now();
     let mut cmd = Command::new(mltrace_bin());
     cmd.args(record_args(&log, &extra, &py, "14")).current_dir(dir.path());
@@ -283,7 +287,11 @@ fn otlp_delivers_the_same_figures_and_a_dead_collector_is_a_counted_drop() {
     let (a, b) = (w("run", "mltrace.window.start"), w("run", "mltrace.window.end"));
     let live = point(end, "mltrace.breakdown.share", &[("window", "run"), ("share", "data_wait")]).unwrap();
     let logged = window(&log, dir.path(), a, b);
-    allow::LIVE_AGAINST_LOG.check(live, logged["breakdown"]["data_wait"].as_f64().unwrap(), format_args!("OTLP run ({logged})"));
+    allow::LIVE_AGAINST_LOG.check(
+        live,
+        logged["breakdown"]["data_wait"].as_f64().unwrap(),
+        format_args!("OTLP run ({logged})"),
+    );
     let read = point(end, "process.disk.io", &[("disk.io.direction", "read"), ("role", "loader")]).unwrap();
     assert!(read > 0.0, "the loader's reads: {end}");
 
@@ -309,4 +317,3 @@ fn otlp_delivers_the_same_figures_and_a_dead_collector_is_a_counted_drop() {
     let ok = mltrace(&["stats", "--json", log.to_str().unwrap()], dir.path());
     assert!(ok.status.success());
 }
-

@@ -122,7 +122,13 @@ pub fn open_log(log: &std::path::Path) -> anyhow::Result<mltrace_log::LogReader<
     }
 }
 
-fn stats(log: &std::path::Path, top: usize, json: bool, from: Option<String>, to: Option<String>) -> anyhow::Result<i32> {
+fn stats(
+    log: &std::path::Path,
+    top: usize,
+    json: bool,
+    from: Option<String>,
+    to: Option<String>,
+) -> anyhow::Result<i32> {
     let mut r = open_log(log)?;
     if from.is_some() || to.is_some() {
         return window_stats(&mut r, top, json, from, to);

@@ -252,20 +252,29 @@ mod tests {
         use snapshot::{Point, Value};
         let snap = Snapshot {
             families: vec![
-                (&metrics::DISK_IO, vec![Point {
-                    labels: vec![("disk.io.direction", "read".into()), ("role", "loader".into())],
-                    value: Value::F64(4096.0),
-                }]),
-                (&metrics::READ_DURATION, vec![Point {
-                    labels: vec![("role", "loader".into())],
-                    value: Value::Hist { bounds: &[0.001, 0.01], counts: vec![2, 1, 1], count: 4, sum: 0.5 },
-                }]),
+                (
+                    &metrics::DISK_IO,
+                    vec![Point {
+                        labels: vec![("disk.io.direction", "read".into()), ("role", "loader".into())],
+                        value: Value::F64(4096.0),
+                    }],
+                ),
+                (
+                    &metrics::READ_DURATION,
+                    vec![Point {
+                        labels: vec![("role", "loader".into())],
+                        value: Value::Hist { bounds: &[0.001, 0.01], counts: vec![2, 1, 1], count: 4, sum: 0.5 },
+                    }],
+                ),
             ],
             ..Default::default()
         };
         let text = prom::render(&Arc::new(snap));
         assert!(text.contains("# TYPE process_disk_io_bytes counter"), "{text}");
-        assert!(text.contains("process_disk_io_bytes_total{disk_io_direction=\"read\",role=\"loader\"} 4096.0"), "{text}");
+        assert!(
+            text.contains("process_disk_io_bytes_total{disk_io_direction=\"read\",role=\"loader\"} 4096.0"),
+            "{text}"
+        );
         assert!(text.contains("mltrace_read_duration_seconds_bucket{le=\"0.01\",role=\"loader\"} 3"), "{text}");
         assert!(text.contains("mltrace_read_duration_seconds_bucket{le=\"+Inf\",role=\"loader\"} 4"), "{text}");
         assert!(text.trim_end().ends_with("# EOF"), "{text}");
@@ -277,10 +286,13 @@ mod tests {
         let snap = Snapshot {
             taken_unix_ns: 2,
             start_unix_ns: 1,
-            families: vec![(&metrics::READ_DURATION, vec![Point {
-                labels: vec![("role", "loader".into())],
-                value: Value::Hist { bounds: &[0.001, 0.01], counts: vec![2, 1, 1], count: 4, sum: 0.5 },
-            }])],
+            families: vec![(
+                &metrics::READ_DURATION,
+                vec![Point {
+                    labels: vec![("role", "loader".into())],
+                    value: Value::Hist { bounds: &[0.001, 0.01], counts: vec![2, 1, 1], count: 4, sum: 0.5 },
+                }],
+            )],
         };
         let res = otlp::Resources { host: "h".into(), job: "j".into(), rank: None };
         let req = otlp::request(&snap, &res);

@@ -161,7 +161,11 @@ mod tests {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md");
         let doc = std::fs::read_to_string(path).unwrap();
         let missing: Vec<String> = ALL.iter().map(|m| doc_row(m)).filter(|r| !doc.contains(r.as_str())).collect();
-        assert!(missing.is_empty(), "docs/metrics.md lacks these rows (or has them otherwise):\n{}", missing.join("\n"));
+        assert!(
+            missing.is_empty(),
+            "docs/metrics.md lacks these rows (or has them otherwise):\n{}",
+            missing.join("\n")
+        );
     }
 
     #[test]
@@ -197,14 +201,18 @@ mod dashboard {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/grafana-dashboard.json");
         let d: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let mut known: Vec<String> = ALL.iter().map(|m| m.prometheus_series()).collect();
-        known.extend(ALL.iter().filter(|m| m.kind == Kind::Histogram).map(|m| format!("{}_bucket", m.prometheus_series())));
+        known.extend(
+            ALL.iter().filter(|m| m.kind == Kind::Histogram).map(|m| format!("{}_bucket", m.prometheus_series())),
+        );
         let mut exprs: Vec<String> = d["panels"]
             .as_array()
             .unwrap()
             .iter()
             .flat_map(|p| p["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap().to_string()))
             .collect();
-        exprs.extend(d["templating"]["list"].as_array().unwrap().iter().map(|v| v["definition"].as_str().unwrap().into()));
+        exprs.extend(
+            d["templating"]["list"].as_array().unwrap().iter().map(|v| v["definition"].as_str().unwrap().into()),
+        );
         assert!(exprs.len() >= 10);
         for e in &exprs {
             let names: Vec<&str> = e

@@ -50,7 +50,9 @@ impl Target {
             None => (rest, ""),
         };
         let path = if path.is_empty() || path == "/" { "/v1/metrics" } else { path };
-        let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| bad("the port is not a number from 1 to 65535"));
+        let port = |p: &str| {
+            p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| bad("the port is not a number from 1 to 65535"))
+        };
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
             let (h, tail) = v6.split_once(']').ok_or_else(|| bad("an IPv6 address needs its closing ]"))?;
             match tail.strip_prefix(':') {

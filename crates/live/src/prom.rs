@@ -43,7 +43,8 @@ impl prometheus_client::collector::Collector for Scrape {
                     (Value::Hist { bounds, counts, count, sum }, _) => {
                         // Per bucket: the encoder makes them cumulative.
                         let inf = std::iter::once(f64::INFINITY);
-                        let b: Vec<(f64, u64)> = bounds.iter().copied().chain(inf).zip(counts.iter().copied()).collect();
+                        let b: Vec<(f64, u64)> =
+                            bounds.iter().copied().chain(inf).zip(counts.iter().copied()).collect();
                         e.encode_histogram::<prometheus_client::encoding::NoLabelSet>(*sum, *count, &b, None)?
                     }
                 }

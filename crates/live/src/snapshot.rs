@@ -15,7 +15,12 @@ pub enum Value {
     F64(f64),
     /// Counts per bucket (one more than the bounds: the last is open),
     /// their total and the sum of the values.
-    Hist { bounds: &'static [f64], counts: Vec<u64>, count: u64, sum: f64 },
+    Hist {
+        bounds: &'static [f64],
+        counts: Vec<u64>,
+        count: u64,
+        sum: f64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -216,7 +216,13 @@ impl Default for PayloadReader {
 impl PayloadReader {
     /// The frame of `payload` (an [`crate::EncodedFrame`]'s), numbered `n`
     /// in messages; an error says what is wrong with it.
-    pub fn frame<'a>(&'a mut self, payload: &'a [u8], n: u64, first_ts: u64, last_ts: u64) -> Result<Frame<'a>, String> {
+    pub fn frame<'a>(
+        &'a mut self,
+        payload: &'a [u8],
+        n: u64,
+        first_ts: u64,
+        last_ts: u64,
+    ) -> Result<Frame<'a>, String> {
         let records = self.dec.reset(payload).map_err(|e| format!("frame {n}: {}", e.0))?;
         let header = FrameHeader {
             kind: FrameKind::Records as u8,

@@ -157,7 +157,8 @@ impl Breakdown {
     }
 
     /// Every kind [`Breakdown::kind`] gives.
-    pub const KINDS: [&'static str; 6] = ["input-bound", "io-bound", "collective-bound", "gpu-bound", "cpu-bound", "mixed"];
+    pub const KINDS: [&'static str; 6] =
+        ["input-bound", "io-bound", "collective-bound", "gpu-bound", "cpu-bound", "mixed"];
 
     /// The kind: a stall (data, own I/O, the other ranks) of a fifth of
     /// the time names it (the largest); else waiting for the GPU or on CPU
