@@ -25,6 +25,9 @@ const LAST_PUSH: Duration = Duration::from_secs(3);
 
 #[derive(Default)]
 pub struct Outcome {
+    /// Records read live, and the reader's own CPU time (ns): its cost.
+    pub records: u64,
+    pub cpu_ns: u64,
     pub frames_missed: u64,
     pub problems: Vec<String>,
 }
@@ -131,7 +134,17 @@ pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shar
     }
     out.problems.extend(reader.take_diagnostics().iter().map(|d| d.to_string()));
     out.frames_missed = missed.load(Ordering::Relaxed);
+    out.records = stats.records;
+    out.cpu_ns = thread_cpu_ns();
     out
+}
+
+/// This thread's CPU time so far.
+fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 fn push_loop(t: otlp::Target, res: otlp::Resources, rx: Receiver<Arc<Snapshot>>, shared: &Shared) {

@@ -77,6 +77,9 @@ pub struct LiveSummary {
     pub pushes_dropped: u64,
     pub last_push_error: Option<String>,
     pub frames_missed: u64,
+    /// Records read live, and the live reader's CPU time (ns).
+    pub records: u64,
+    pub cpu_ns: u64,
     /// What the live reader could not decode (never expected).
     pub problems: Vec<String>,
 }
@@ -162,6 +165,8 @@ impl Live {
             pushes_dropped: self.shared.pushes_dropped.load(Ordering::Relaxed),
             last_push_error: self.shared.last_push_error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             frames_missed: out.frames_missed,
+            records: out.records,
+            cpu_ns: out.cpu_ns,
             problems: out.problems,
         }
     }
@@ -193,6 +198,7 @@ impl LiveSummary {
                 plural(self.frames_missed)
             ));
         }
+        parts.push(format!("read {} records live in {:.2} s of CPU", self.records, self.cpu_ns as f64 / 1e9));
         format!("live metrics: {}", parts.join("; "))
     }
 }
