@@ -317,3 +317,65 @@ fn otlp_delivers_the_same_figures_and_a_dead_collector_is_a_counted_drop() {
     let ok = mltrace(&["stats", "--json", log.to_str().unwrap()], dir.path());
     assert!(ok.status.success());
 }
+
+/// Four plain ranks (tests/workloads/plain_ranks.py), rank 2's loader
+/// three times as slow, pushed over OTLP: each rank's data wait in the last
+/// push is what `stats --from/--to` gives that rank for the same window,
+/// and the straggler is the rank `stats` names.
+#[test]
+fn each_rank_and_the_straggler_live_as_stats_has_them() {
+    let Some(_turn) = require_root!() else { return };
+    let Some(sys_py) = system_python() else { return };
+    let Some(py) = tools::python_with("opentelemetry.proto") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("data.bin"), vec![7u8; 1 << 20]).unwrap();
+    let pushes = d.join("pushes.jsonl");
+    let (_rx, port) = receiver(&py, &pushes);
+    let url = format!("http://127.0.0.1:{port}");
+    let script = repo().join("tests/workloads/plain_ranks.py");
+    let args = [
+        "record",
+        "-f",
+        "--gpu",
+        "off",
+        "-o",
+        "ranks.bin",
+        "--otlp",
+        &url,
+        "--metrics-interval",
+        "2s",
+        "--",
+        &sys_py,
+        script.to_str().unwrap(),
+        "data.bin",
+        "4",
+        "30",
+        "30",
+        "40",
+        "2",
+        "120",
+    ];
+    let out = mltrace(&args, d);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let got: Vec<Value> =
+        std::fs::read_to_string(&pushes).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let end = got.last().unwrap_or_else(|| panic!("no push: {stderr}"));
+    let w = |name: &str| point(end, name, &[("window", "run")]).unwrap();
+    let logged = window(&d.join("ranks.bin"), d, w("mltrace.window.start"), w("mltrace.window.end"));
+    let ranks = logged["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 4, "{logged}");
+    for r in ranks {
+        let k = r["rank"].to_string();
+        let live = point(end, "mltrace.rank.data_wait.share", &[("window", "run"), ("rank", &k)])
+            .unwrap_or_else(|| panic!("rank {k} not pushed: {end}"));
+        let want = r["data_wait_fraction"].as_f64().unwrap();
+        allow::LIVE_AGAINST_LOG.check(live, want, format_args!("rank {k}'s data wait"));
+    }
+    let whole = mltrace(&["stats", "--json", "ranks.bin"], d);
+    let whole: Value = serde_json::from_slice(&whole.stdout).unwrap();
+    let straggler = &whole["verdict"]["straggler"];
+    assert_eq!(straggler["rank"], 2, "{straggler}");
+    assert_eq!(point(end, "mltrace.straggler.rank", &[]), Some(2.0), "{end}");
+}

@@ -159,7 +159,7 @@ fn window_stats(
     let s = run.stats.expect("asked for the stats");
     let req = mltrace_model::window::WindowRequest { from, to, pids: Vec::new() };
     let w = mltrace_model::window::resolve(&run.survey, &req)?;
-    let (a, b) = (w.from, w.to.min(run.survey.end()));
+    let (a, b) = (w.from, w.to);
     let v = s.window_verdict(a, b, "window".into());
     let ranks = s.ranks();
     let rank_waits: Vec<(usize, u32, Option<f64>)> =

@@ -33,10 +33,12 @@ pub struct Outcome {
 }
 
 /// The interval window ending at the last whole interval `SETTLE_NS`
-/// ago (or at `end`, once the recording is over), and the run so far.
-pub fn windows(start: u64, now: u64, interval: u64, over: Option<u64>) -> Vec<Window> {
+/// ago (or, once the recording is over, at the end of the bin of `bin`
+/// ns holding its last record: a window that cuts a bin counts a share
+/// of it, and after the last record there is nothing), and the run so far.
+pub fn windows(start: u64, now: u64, interval: u64, over: Option<(u64, u64)>) -> Vec<Window> {
     let end = match over {
-        Some(end) => end.max(start),
+        Some((end, bin)) => start + end.saturating_sub(start).div_ceil(bin.max(1)).max(1) * bin.max(1),
         None => {
             let settled = now.saturating_sub(SETTLE_NS).max(start);
             start + (settled - start) / interval * interval
@@ -78,7 +80,9 @@ pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shar
         *shared.latest.lock().unwrap_or_else(|e| e.into_inner()) = snap.clone();
         snap
     };
-    let take = |stats: &Stats, carry: &mut Carry, over: Option<u64>| {
+    let take = |stats: &mut Stats, carry: &mut Carry, over: Option<(u64, u64)>| {
+        // Workers and loader threads as the trace would name them so far.
+        stats.name_as_the_trace_so_far();
         let w = windows(start, snapshot::now_boottime_ns(), interval, over);
         let dropped = shared.pushes_dropped.load(Ordering::Relaxed);
         snapshot::take(stats, &w, carry, missed.load(Ordering::Relaxed), dropped)
@@ -112,7 +116,7 @@ pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shar
         }
         if Instant::now() >= next_tick {
             next_tick += TICK;
-            let snap = publish(take(&stats, &mut carry, None));
+            let snap = publish(take(&mut stats, &mut carry, None));
             if Instant::now() >= next_push {
                 next_push += opts.interval;
                 push(snap);
@@ -121,7 +125,8 @@ pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shar
     }
     // The end: every record is in; the windows end at the last one.
     let end = stats.last_ts.unwrap_or(start);
-    let snap = publish(take(&stats, &mut carry, Some(end)));
+    let bin = stats.sched.timeline.as_ref().map_or(BIN_NS, |t| t.width());
+    let snap = publish(take(&mut stats, &mut carry, Some((end, bin))));
     shared.ended.store(true, Ordering::Relaxed);
     push(snap);
     drop(push_tx);

@@ -249,7 +249,8 @@ mod tests {
         assert_eq!((w[0].from, w[0].to), (s + 4 * sec, s + 8 * sec));
         assert_eq!((w[1].from, w[1].to), (s, s + 8 * sec));
         assert!(feed::windows(s, s + sec, 4 * sec, None).is_empty());
-        let w = feed::windows(s, s + 100 * sec, 4 * sec, Some(s + 9 * sec));
+        // The end: up to the end of the last record's bin.
+        let w = feed::windows(s, s + 100 * sec, 4 * sec, Some((s + 9 * sec - 5, sec)));
         assert_eq!((w[0].from, w[0].to, w[1].from), (s + 5 * sec, s + 9 * sec, s));
     }
 

@@ -107,7 +107,7 @@ metrics! {
     WINDOW_END: "mltrace.window.end", Gauge, Seconds, ["window"],
         "End of the window the shares are over, in seconds since the Unix epoch";
     RANK_DATA_WAIT: "mltrace.rank.data_wait.share", Gauge, Ratio, ["window", "rank"],
-        "Share of each rank's main thread's time asleep until one of its loaders woke it";
+        "Share of the window each rank's main thread spent asleep until one of its loaders woke it";
     STEP_DURATION: "mltrace.step.duration", Gauge, Seconds, ["window", "percentile"],
         "The trainer's time per step (from its step marks, collectives or batches), p50 and p99";
     STRAGGLER_RANK: "mltrace.straggler.rank", Gauge, Rank, [],

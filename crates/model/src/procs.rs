@@ -333,7 +333,7 @@ fn data_in(f: &Frame<'_>, rec: &Record, p: &ProcInfo) -> Option<(u32, u64)> {
 }
 
 /// All incarnations.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Procs {
     pub list: Vec<ProcInfo>,
 }

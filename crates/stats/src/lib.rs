@@ -606,6 +606,15 @@ impl Stats {
         self.roles = roles;
     }
 
+    /// [`Stats::name_as_the_trace`] for a run still being read (the live
+    /// metrics): the roles are finished on a copy, the reading goes on.
+    pub fn name_as_the_trace_so_far(&mut self) {
+        let reading = std::mem::replace(&mut self.roles, Default::default());
+        self.roles = reading.clone();
+        self.name_as_the_trace();
+        self.roles = reading;
+    }
+
     /// Whether the log holds scheduling: recorded with it on (a recording
     /// that had none to record still says so), or has its records.
     pub fn has_sched(&self) -> bool {
