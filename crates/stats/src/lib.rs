@@ -609,7 +609,7 @@ impl Stats {
     /// [`Stats::name_as_the_trace`] for a run still being read (the live
     /// metrics): the roles are finished on a copy, the reading goes on.
     pub fn name_as_the_trace_so_far(&mut self) {
-        let reading = std::mem::replace(&mut self.roles, Default::default());
+        let reading = std::mem::take(&mut self.roles);
         self.roles = reading.clone();
         self.name_as_the_trace();
         self.roles = reading;
