@@ -136,7 +136,7 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
 }
 
 /// Builds tests/workloads/fake_nvml.c as a libnvidia-ml.so.1 in `dir`.
-fn fake_nvml(dir: &Path) -> PathBuf {
+pub(crate) fn fake_nvml(dir: &Path) -> PathBuf {
     let lib = dir.join("libnvidia-ml.so.1");
     let st = Command::new("cc")
         .args(["-O2", "-shared", "-fPIC", "-o"])

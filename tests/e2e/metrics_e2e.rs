@@ -379,3 +379,53 @@ fn each_rank_and_the_straggler_live_as_stats_has_them() {
     assert_eq!(straggler["rank"], 2, "{straggler}");
     assert_eq!(point(end, "mltrace.straggler.rank", &[]), Some(2.0), "{end}");
 }
+
+/// The GPUs, with the stand-in NVML (tests/workloads/fake_nvml.c): its
+/// scripted utilisation (87% and 12%) and memory in use (12 and 3 GiB)
+/// arrive as OpenTelemetry's `hw.gpu.*`, by GPU.
+#[test]
+fn gpu_utilisation_and_memory_live_as_the_driver_reports_them() {
+    let Some(_turn) = require_root!() else { return };
+    let Some(py) = tools::python_with("opentelemetry.proto") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lib = crate::counters_e2e::fake_nvml(d);
+    let pushes = d.join("pushes.jsonl");
+    let (_rx, port) = receiver(&py, &pushes);
+    let url = format!("http://127.0.0.1:{port}");
+    let args = [
+        "record",
+        "-q",
+        "-f",
+        "--gpu",
+        "required",
+        "--nvml-library",
+        lib.to_str().unwrap(),
+        "--sample-interval",
+        "50ms",
+        "-o",
+        "gpu.bin",
+        "--otlp",
+        &url,
+        "--metrics-interval",
+        "1s",
+        "--",
+        "sleep",
+        "3",
+    ];
+    let out = mltrace(&args, d);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let got: Vec<Value> =
+        std::fs::read_to_string(&pushes).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let with_gpus: Vec<&Value> =
+        got.iter().filter(|p| point(p, "hw.gpu.utilization", &[("hw.id", "1")]).is_some()).collect();
+    assert!(with_gpus.len() >= 2, "{} of {} pushes have GPUs: {stderr}", with_gpus.len(), got.len());
+    const GIB: f64 = (1u64 << 30) as f64;
+    for p in with_gpus {
+        let at = |name: &str, id: &str| point(p, name, &[("hw.id", id)]).unwrap_or(f64::NAN);
+        assert!((at("hw.gpu.utilization", "0") - 0.87).abs() < 1e-9, "{p}");
+        assert!((at("hw.gpu.utilization", "1") - 0.12).abs() < 1e-9, "{p}");
+        assert_eq!((at("hw.gpu.memory.usage", "0"), at("hw.gpu.memory.usage", "1")), (12.0 * GIB, 3.0 * GIB), "{p}");
+    }
+}

@@ -293,6 +293,7 @@ mod tests {
         let snap = Snapshot {
             taken_unix_ns: 2,
             start_unix_ns: 1,
+            rank: Some(3),
             families: vec![(
                 &metrics::READ_DURATION,
                 vec![Point {
@@ -309,5 +310,9 @@ mod tests {
         assert_eq!(h.data_points[0].bucket_counts, vec![2, 1, 1]);
         assert_eq!(h.data_points[0].explicit_bounds, vec![0.001, 0.01]);
         assert_eq!((h.data_points[0].start_time_unix_nano, h.data_points[0].time_unix_nano), (1, 2));
+        let attrs = &req.resource_metrics[0].resource.as_ref().unwrap().attributes;
+        let rank = attrs.iter().find(|kv| kv.key == "mltrace.rank").and_then(|kv| kv.value.clone());
+        let v = rank.and_then(|v| v.value);
+        assert_eq!(v, Some(opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue("3".into())));
     }
 }

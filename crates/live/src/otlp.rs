@@ -154,8 +154,8 @@ pub fn request(snap: &Snapshot, res: &Resources) -> ExportMetricsServiceRequest 
         })
         .collect();
     let mut attributes = vec![kv("service.name", "mltrace"), kv("host.name", &res.host), kv("mltrace.job", &res.job)];
-    if let Some(r) = &res.rank {
-        attributes.push(kv("mltrace.rank", r));
+    if let Some(r) = res.rank.clone().or(snap.rank.map(|r| r.to_string())) {
+        attributes.push(kv("mltrace.rank", &r));
     }
     ExportMetricsServiceRequest {
         resource_metrics: vec![pb::ResourceMetrics {

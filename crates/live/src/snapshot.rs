@@ -35,6 +35,9 @@ pub struct Snapshot {
     /// When it was taken, and when the recording started (Unix ns).
     pub taken_unix_ns: u64,
     pub start_unix_ns: u64,
+    /// The job's rank when this recording holds one rank that has its rank
+    /// from its environment (one recorder per node): a resource attribute.
+    pub rank: Option<usize>,
     pub families: Vec<(&'static Metric, Vec<Point>)>,
 }
 
@@ -115,9 +118,13 @@ pub fn take(stats: &Stats, windows: &[Window], carry: &mut Carry, frames_missed:
     let mut s = Snapshot {
         taken_unix_ns: unix_ns(stats, now_boottime_ns()),
         start_unix_ns: unix_ns(stats, stats.header.start.boottime_ns),
+        rank: None,
         families: Vec::new(),
     };
     let ranks = stats.ranks();
+    if let [r] = ranks.as_slice() {
+        s.rank = r.rank_from.map(|_| r.rank);
+    }
     for w in windows {
         let Some(v) = stats.window_verdict(w.from, w.to, w.name.to_string()) else { continue };
         let Some(b) = v.breakdown else { continue };
@@ -208,7 +215,8 @@ fn per_role(stats: &Stats, s: &mut Snapshot) {
 fn gpus(stats: &Stats, carry: &mut Carry, s: &mut Snapshot) {
     let mut now = Vec::new();
     for ((group, name, _), (sum, n, _)) in &stats.utilisation {
-        let Some(id) = group.strip_prefix("GPU ") else { continue };
+        // `GPU 0 (H100)`: its index.
+        let Some(id) = group.strip_prefix("GPU ").and_then(|g| g.split_whitespace().next()) else { continue };
         let metric = if mltrace_stats::is_gpu_utilisation(name) {
             (&m::GPU_UTILIZATION, 0.01)
         } else if name == "framebuffer used" {
