@@ -6,8 +6,10 @@
 //! same window of the log, within [`allow::LIVE_AGAINST_LOG`]; the kind
 //! turns from input-bound to cpu-bound as the phases do; the endpoint
 //! answers nothing but /metrics, on loopback. OTLP: a receiver decoding
-//! with OpenTelemetry's Python protos gets the same figures; a collector
-//! that never answers costs the job nothing and is counted and said.
+//! with OpenTelemetry's Python protos gets the same figures (summary
+//! detail); a collector that never answers costs the job nothing and is
+//! counted and said; four ranks and their straggler, and the GPUs (the
+//! stand-in NVML), arrive as `stats` has them.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -256,7 +258,9 @@ fn otlp_delivers_the_same_figures_and_a_dead_collector_is_a_counted_drop() {
     let (_rx, port) = receiver(&py, &pushes);
     let log = dir.path().join("otlp.bin");
     let url = format!("http://127.0.0.1:{port}");
-    let extra = ["--otlp", &url, "--metrics-interval", "2s", "--metrics-job", "phased"].map(String::from);
+    // The summary, the mode meant to be left on (Prometheus' test records full detail).
+    let extra = ["--detail", "summary", "--otlp", &url, "--metrics-interval", "2s", "--metrics-job", "phased"]
+        .map(String::from);
     let args = record_args(&log, &extra, &sys_py, "5");
     let out = mltrace(&args.iter().map(String::as_str).collect::<Vec<_>>(), dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
