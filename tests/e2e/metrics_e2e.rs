@@ -241,6 +241,12 @@ fn receiver(py: &Path, out: &Path) -> (Spawned, u16) {
     (child, port)
 }
 
+/// What the receiver got: one JSON value a push.
+fn received(file: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
 /// The value of `name`'s point whose attributes include `attrs`.
 fn point(push: &Value, name: &str, attrs: &[(&str, &str)]) -> Option<f64> {
     let m = push["metrics"].as_array()?.iter().find(|m| m["name"] == name)?;
@@ -267,8 +273,7 @@ fn otlp_delivers_the_same_figures_and_a_dead_collector_is_a_counted_drop() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let last = stderr.lines().last().unwrap();
     assert!(last.contains(&format!("to {url}")) && !last.contains("dropped"), "{stderr}");
-    let got: Vec<Value> =
-        std::fs::read_to_string(&pushes).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let got = received(&pushes);
     assert!(got.len() >= 3, "{} pushes: {stderr}", got.len());
     let end = got.last().unwrap();
     assert_eq!(end["path"], "/v1/metrics");
@@ -363,8 +368,7 @@ fn each_rank_and_the_straggler_live_as_stats_has_them() {
     let out = mltrace(&args, d);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let got: Vec<Value> =
-        std::fs::read_to_string(&pushes).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let got = received(&pushes);
     let end = got.last().unwrap_or_else(|| panic!("no push: {stderr}"));
     let w = |name: &str| point(end, name, &[("window", "run")]).unwrap();
     let logged = window(&d.join("ranks.bin"), d, w("mltrace.window.start"), w("mltrace.window.end"));
@@ -420,8 +424,7 @@ fn gpu_utilisation_and_memory_live_as_the_driver_reports_them() {
     let out = mltrace(&args, d);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let got: Vec<Value> =
-        std::fs::read_to_string(&pushes).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let got = received(&pushes);
     let with_gpus: Vec<&Value> =
         got.iter().filter(|p| point(p, "hw.gpu.utilization", &[("hw.id", "1")]).is_some()).collect();
     assert!(with_gpus.len() >= 2, "{} of {} pushes have GPUs: {stderr}", with_gpus.len(), got.len());
