@@ -10,11 +10,14 @@ use std::os::unix::fs::MetadataExt;
 /// /proc answers for files still mapped or open).
 const CAPACITY: usize = 65536;
 
+/// A path, and its hash (what a new naming is compared by).
+type Named = (u64, Vec<u8>);
+
 #[derive(Default)]
 pub struct InodeNames {
     /// (kernel dev, inode) -> the path's hash and the path, or the pid
     /// /proc was asked for in vain.
-    map: HashMap<(u32, u64), Result<(u64, Vec<u8>), u32>>,
+    map: HashMap<(u32, u64), Result<Named, u32>>,
     /// Lookups /proc answered, and could not.
     pub resolved: u64,
     pub unresolved: u64,
