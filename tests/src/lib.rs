@@ -44,6 +44,9 @@ pub const TIMED: &[&str] = &[
     "diff_e2e",
     "gil_e2e",
     "jitter_e2e",
+    // The kind must turn cpu-bound when the trainer computes: a
+    // neighbour's load would make it wait for a CPU instead.
+    "metrics_e2e",
     "ranks_e2e",
     "sched_e2e",
     "step_waits_e2e",
