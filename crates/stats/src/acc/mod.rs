@@ -9,6 +9,7 @@ pub mod calls;
 pub mod collectives;
 pub mod gpu_calls;
 pub mod gpu_idle;
+pub mod grid;
 pub(crate) mod hist;
 pub mod hosts;
 pub mod kernel;

@@ -5,19 +5,16 @@
 
 use std::collections::HashMap;
 
+use crate::acc::grid::{merge_pairs, Grid};
+
 /// Bins over the log's span (a 1 h run: 3.6 s each; the overview's
 /// intervals are about 1.8 s).
 pub const BINS: usize = 1000;
 
 pub struct RankWaits {
-    lo: u64,
-    width: u64,
-    n: usize,
+    grid: Grid,
     /// By pid: ns of data wait of its main thread per bin.
     by_pid: HashMap<u32, Vec<f64>>,
-    /// A run still being recorded: bins added as time goes on, merged in
-    /// pairs past [`BINS`] (see [`RankWaits::growing`]).
-    growing: bool,
 }
 
 /// One process's data wait over the run: from `start`, a share of each
@@ -32,35 +29,23 @@ pub struct WaitSeries {
 impl RankWaits {
     /// Bins over `[lo, hi]`; times outside go to the first or last bin.
     pub fn new(lo: u64, hi: u64) -> Self {
-        let len = hi.saturating_sub(lo).saturating_add(1);
-        let width = len.div_ceil(BINS as u64).max(1);
-        let n = (len.div_ceil(width) as usize).clamp(1, BINS);
-        RankWaits { lo, width, n, by_pid: HashMap::new(), growing: false }
+        RankWaits { grid: Grid::over(lo, hi, BINS), by_pid: HashMap::new() }
     }
 
-    /// Bins of `width` ns from `lo` on, added as later times come (as
-    /// [`crate::acc::timeline::Timeline::growing`]).
+    /// Bins of `width` ns from `lo` on, added as later times come, as many
+    /// as the trainer's growing [`Timeline`](crate::acc::timeline::Timeline)
+    /// keeps (so a rank's windows are as exact as the trainer's).
     pub fn growing(lo: u64, width: u64) -> Self {
-        RankWaits { lo, width: width.max(1), n: 1, by_pid: HashMap::new(), growing: true }
+        RankWaits { grid: Grid::growing(lo, width, crate::acc::timeline::BINS), by_pid: HashMap::new() }
     }
 
     fn reach(&mut self, ts: u64) {
-        if !self.growing {
-            return;
-        }
-        let mut need = (ts.saturating_sub(self.lo) / self.width) as usize + 1;
-        while need > BINS {
+        let n = self.grid.n;
+        let merges = self.grid.reach(ts);
+        if merges > 0 || self.grid.n != n {
             for bins in self.by_pid.values_mut() {
-                *bins = bins.chunks(2).map(|c| c.iter().sum()).collect();
-            }
-            self.width *= 2;
-            self.n = self.n.div_ceil(2);
-            need = (ts.saturating_sub(self.lo) / self.width) as usize + 1;
-        }
-        if need > self.n {
-            self.n = need;
-            for bins in self.by_pid.values_mut() {
-                bins.resize(need, 0.0);
+                merge_pairs(bins, merges, |a, b| *a += b);
+                bins.resize(self.grid.n, 0.0);
             }
         }
     }
@@ -69,22 +54,7 @@ impl RankWaits {
     /// bins, and the cut share of those at its edges.
     pub fn window(&self, pid: u32, from: u64, to: u64) -> f64 {
         let Some(bins) = self.by_pid.get(&pid) else { return 0.0 };
-        let to = to.min(self.lo + self.n as u64 * self.width);
-        if to <= from {
-            return 0.0;
-        }
-        let (a, b) = (self.index(from), self.index(to - 1));
-        (a..=b)
-            .map(|i| {
-                let bs = self.lo + i as u64 * self.width;
-                let cut = to.min(bs + self.width).saturating_sub(from.max(bs));
-                bins[i] * cut as f64 / self.width as f64
-            })
-            .sum()
-    }
-
-    fn index(&self, ts: u64) -> usize {
-        ((ts.saturating_sub(self.lo) / self.width) as usize).min(self.n - 1)
+        self.grid.cuts(from, to).map(|(i, share)| bins[i] * share).sum()
     }
 
     /// Process `pid`'s main thread waited for data over `[from, to)`.
@@ -93,13 +63,10 @@ impl RankWaits {
             return;
         }
         self.reach(to - 1);
-        let (a, b) = (self.index(from), self.index(to - 1));
-        let (lo, width, n) = (self.lo, self.width, self.n);
+        let n = self.grid.n;
         let bins = self.by_pid.entry(pid).or_insert_with(|| vec![0.0; n]);
-        for (i, bin) in bins.iter_mut().enumerate().take(b + 1).skip(a) {
-            let s = if i == a { from } else { lo + i as u64 * width };
-            let e = if i == b { to } else { lo + (i as u64 + 1) * width };
-            *bin += e.saturating_sub(s) as f64;
+        for (i, ns) in self.grid.split(from, to) {
+            bins[i] += ns as f64;
         }
     }
 
@@ -110,12 +77,12 @@ impl RankWaits {
 
     /// `pid`'s waits as shares of each bin (zeros: it never waited for data).
     pub fn series(&self, pid: u32) -> WaitSeries {
-        let w = self.width as f64;
+        let g = self.grid;
         let fractions = match self.by_pid.get(&pid) {
-            Some(bins) => bins.iter().map(|ns| (ns / w).min(1.0)).collect(),
-            None => vec![0.0; self.n],
+            Some(bins) => bins.iter().map(|ns| (ns / g.width as f64).min(1.0)).collect(),
+            None => vec![0.0; g.n],
         };
-        WaitSeries { start: self.lo, step: self.width, fractions }
+        WaitSeries { start: g.lo, step: g.width, fractions }
     }
 }
 
@@ -147,7 +114,7 @@ mod tests {
         assert_eq!(r.window(7, 0, 300), 200.0);
         assert_eq!(r.window(7, 100, 200), 100.0);
         assert_eq!(r.window(8, 0, 300), 0.0);
-        let far = BINS as u64 * 100 * 3;
+        let far = crate::acc::timeline::BINS as u64 * 100 * 3;
         r.add(7, far - 10, far);
         assert_eq!(r.window(7, 0, u64::MAX), 210.0);
     }

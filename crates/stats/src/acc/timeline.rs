@@ -6,6 +6,8 @@
 //! the bins it covers; a window that cuts a bin takes the cut share of it
 //! (so an epoch's figures are exact to within a bin at each edge).
 
+use crate::acc::grid::{merge_pairs, Grid};
+
 /// Bins over the log's span (a 1 h run: 0.22 s each).
 pub const BINS: usize = 16_384;
 
@@ -117,21 +119,15 @@ fn slot(s: &mut Span, f: Field) -> &mut f64 {
 }
 
 pub struct Timeline {
-    lo: u64,
-    width: u64,
+    grid: Grid,
     bins: Vec<Span>,
-    /// A run still being recorded ([`Timeline::growing`]): bins are added
-    /// as time goes on, and merged in pairs past [`BINS`].
-    growing: bool,
 }
 
 impl Timeline {
     /// Bins over `[lo, hi]`; times outside go to the first or last bin.
     pub fn new(lo: u64, hi: u64) -> Self {
-        let len = hi.saturating_sub(lo).saturating_add(1);
-        let width = len.div_ceil(BINS as u64).max(1);
-        let n = len.div_ceil(width) as usize;
-        Timeline { lo, width, bins: vec![Span::default(); n.clamp(1, BINS)], growing: false }
+        let grid = Grid::over(lo, hi, BINS);
+        Timeline { grid, bins: vec![Span::default(); grid.n] }
     }
 
     /// Bins of `width` ns from `lo` on, added as later times come (a run
@@ -139,57 +135,24 @@ impl Timeline {
     /// are merged (the width doubles), so memory stays bounded however
     /// long the run.
     pub fn growing(lo: u64, width: u64) -> Self {
-        Timeline { lo, width: width.max(1), bins: vec![Span::default()], growing: true }
+        Timeline { grid: Grid::growing(lo, width, BINS), bins: vec![Span::default()] }
     }
 
     /// The bins' width in ns (a growing timeline's doubles as it ages).
     pub fn width(&self) -> u64 {
-        self.width
-    }
-
-    /// Where the first bin starts.
-    pub fn start(&self) -> u64 {
-        self.lo
+        self.grid.width
     }
 
     /// A growing timeline reaches `ts`.
     fn reach(&mut self, ts: u64) {
-        if !self.growing {
-            return;
-        }
-        let mut need = (ts.saturating_sub(self.lo) / self.width) as usize + 1;
-        while need > BINS {
-            let merged: Vec<Span> = self
-                .bins
-                .chunks(2)
-                .map(|c| {
-                    let mut m = c[0];
-                    if let Some(o) = c.get(1) {
-                        m.add_scaled(o, 1.0);
-                    }
-                    m
-                })
-                .collect();
-            self.bins = merged;
-            self.width *= 2;
-            need = (ts.saturating_sub(self.lo) / self.width) as usize + 1;
-        }
-        if need > self.bins.len() {
-            self.bins.resize(need, Span::default());
-        }
+        let merges = self.grid.reach(ts);
+        merge_pairs(&mut self.bins, merges, |a, b| a.add_scaled(b, 1.0));
+        self.bins.resize(self.grid.n, Span::default());
     }
 
     /// Forgets everything added.
     pub fn clear(&mut self) {
         self.bins.fill(Span::default());
-    }
-
-    fn index(&self, ts: u64) -> usize {
-        ((ts.saturating_sub(self.lo) / self.width) as usize).min(self.bins.len() - 1)
-    }
-
-    fn bin_start(&self, i: usize) -> u64 {
-        self.lo + i as u64 * self.width
     }
 
     /// Adds `[from, to)` to `field`, split across the bins it covers.
@@ -200,7 +163,7 @@ impl Timeline {
     /// Adds `amount` (bytes) to `field` at `ts`.
     pub fn add_at(&mut self, field: Field, ts: u64, amount: f64) {
         self.reach(ts);
-        let i = self.index(ts);
+        let i = self.grid.index(ts);
         *slot(&mut self.bins[i], field) += amount;
     }
 
@@ -223,15 +186,8 @@ impl Timeline {
             return;
         }
         self.reach(to - 1);
-        let (a, b) = (self.index(from), self.index(to - 1));
-        if a == b {
-            *slot(&mut self.bins[a], field) += sign * (to - from) as f64;
-            return;
-        }
-        for i in a..=b {
-            let s = if i == a { from } else { self.bin_start(i) };
-            let e = if i == b { to } else { self.bin_start(i + 1) };
-            *slot(&mut self.bins[i], field) += sign * e.saturating_sub(s) as f64;
+        for (i, ns) in self.grid.split(from, to) {
+            *slot(&mut self.bins[i], field) += sign * ns as f64;
         }
     }
 
@@ -239,19 +195,8 @@ impl Timeline {
     /// bins at its edges.
     pub fn window(&self, from: u64, to: u64) -> Span {
         let mut out = Span::default();
-        if to <= from {
-            return out;
-        }
-        // Past a growing timeline's last bin there is nothing yet.
-        let to = if self.growing { to.min(self.bin_start(self.bins.len())) } else { to };
-        if to <= from {
-            return out;
-        }
-        let (a, b) = (self.index(from), self.index(to - 1));
-        for i in a..=b {
-            let (bs, be) = (self.bin_start(i), self.bin_start(i) + self.width);
-            let cut = to.min(be).saturating_sub(from.max(bs));
-            out.add_scaled(&self.bins[i], cut as f64 / self.width as f64);
+        for (i, share) in self.grid.cuts(from, to) {
+            out.add_scaled(&self.bins[i], share);
         }
         out
     }
@@ -264,7 +209,7 @@ mod tests {
     #[test]
     fn intervals_split_exactly_and_windows_prorate() {
         let mut t = Timeline::new(0, BINS as u64 * 10 - 1);
-        assert_eq!(t.width, 10);
+        assert_eq!(t.width(), 10);
         t.add(Field::Cpu, 5, 35);
         t.add(Field::DataWait, 100, 200);
         assert_eq!(t.window(0, 40).cpu, 30.0);
