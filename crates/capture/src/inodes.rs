@@ -60,13 +60,6 @@ fn from_fds(pid: u32, dev: u32, ino: u64) -> Option<Vec<u8>> {
     None
 }
 
-fn hash(path: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = rustc_hash::FxHasher::default();
-    path.hash(&mut h);
-    h.finish()
-}
-
 impl InodeNames {
     /// A file the kernel side named (a regular file).
     pub fn named(&mut self, dev: u32, ino: u64, path: &[u8]) {
@@ -76,7 +69,7 @@ impl InodeNames {
         // Every open of a file names it again: the same name is told by its
         // hash (a 64-bit hash of a few dozen bytes, not their comparison:
         // this ran on every open, a tenth of the consumer's time on (b)).
-        let h = hash(path);
+        let h = mltrace_log::hash_bytes(path);
         match self.map.get(&(dev, ino)) {
             Some(Ok((had, p))) if *had == h && p.len() == path.len() => {}
             _ => {
@@ -114,7 +107,7 @@ impl InodeNames {
             if self.map.len() >= CAPACITY {
                 self.map.clear();
             }
-            self.map.insert((dev, ino), found.map(|p| (hash(&p), p)).ok_or(pid));
+            self.map.insert((dev, ino), found.map(|p| (mltrace_log::hash_bytes(&p), p)).ok_or(pid));
         }
         self.known(dev, ino)
     }

@@ -62,7 +62,7 @@ pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shar
     let (push_tx, push_rx) = sync_channel::<Arc<Snapshot>>(1);
     let (done_tx, done_rx) = sync_channel::<()>(1);
     let pusher = opts.otlp.clone().map(|t| {
-        let res = otlp::Resources { host: opts.host.clone(), job: opts.job.clone(), rank: None };
+        let res = otlp::Resources { host: opts.host.clone(), job: opts.job.clone() };
         let sh = shared.clone();
         std::thread::Builder::new()
             .name("mltrace-otlp".into())
@@ -83,7 +83,7 @@ pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shar
     let take = |stats: &mut Stats, carry: &mut Carry, over: Option<(u64, u64)>| {
         // Workers and loader threads as the trace would name them so far.
         stats.name_as_the_trace_so_far();
-        let w = windows(start, snapshot::now_boottime_ns(), interval, over);
+        let w = windows(start, mltrace_sample::boottime_ns(), interval, over);
         let dropped = shared.pushes_dropped.load(Ordering::Relaxed);
         snapshot::take(stats, &w, carry, missed.load(Ordering::Relaxed), dropped)
     };
@@ -127,7 +127,6 @@ pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shar
     let end = stats.last_ts.unwrap_or(start);
     let bin = stats.sched.timeline.as_ref().map_or(BIN_NS, |t| t.width());
     let snap = publish(take(&mut stats, &mut carry, Some((end, bin))));
-    shared.ended.store(true, Ordering::Relaxed);
     push(snap);
     drop(push_tx);
     // The last push gets a few seconds; a collector that holds it longer
@@ -140,16 +139,8 @@ pub fn run(opts: LiveOptions, rx: Receiver<Tapped>, missed: Arc<AtomicU64>, shar
     out.problems.extend(reader.take_diagnostics().iter().map(|d| d.to_string()));
     out.frames_missed = missed.load(Ordering::Relaxed);
     out.records = stats.records;
-    out.cpu_ns = thread_cpu_ns();
+    out.cpu_ns = mltrace_sample::thread_cpu_ns();
     out
-}
-
-/// This thread's CPU time so far.
-fn thread_cpu_ns() -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 fn push_loop(t: otlp::Target, res: otlp::Resources, rx: Receiver<Arc<Snapshot>>, shared: &Shared) {

@@ -92,8 +92,6 @@ struct Shared {
     pushes_dropped: AtomicU64,
     last_push_error: Mutex<Option<String>>,
     stop_server: AtomicBool,
-    /// The snapshot after the recording's end is published.
-    ended: AtomicBool,
 }
 
 /// The running live view.
@@ -302,7 +300,7 @@ mod tests {
                 }],
             )],
         };
-        let res = otlp::Resources { host: "h".into(), job: "j".into(), rank: None };
+        let res = otlp::Resources { host: "h".into(), job: "j".into() };
         let req = otlp::request(&snap, &res);
         let m = &req.resource_metrics[0].scope_metrics[0].metrics[0];
         assert_eq!((m.name.as_str(), m.unit.as_str()), ("mltrace.read.duration", "s"));

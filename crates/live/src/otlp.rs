@@ -73,11 +73,10 @@ impl Target {
     }
 }
 
-/// The resource the points belong to.
+/// The resource the points belong to (with the snapshot's rank).
 pub struct Resources {
     pub host: String,
     pub job: String,
-    pub rank: Option<String>,
 }
 
 fn kv(key: &str, v: &str) -> KeyValue {
@@ -154,8 +153,8 @@ pub fn request(snap: &Snapshot, res: &Resources) -> ExportMetricsServiceRequest 
         })
         .collect();
     let mut attributes = vec![kv("service.name", "mltrace"), kv("host.name", &res.host), kv("mltrace.job", &res.job)];
-    if let Some(r) = res.rank.clone().or(snap.rank.map(|r| r.to_string())) {
-        attributes.push(kv("mltrace.rank", &r));
+    if let Some(r) = snap.rank {
+        attributes.push(kv("mltrace.rank", &r.to_string()));
     }
     ExportMetricsServiceRequest {
         resource_metrics: vec![pb::ResourceMetrics {

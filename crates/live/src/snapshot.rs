@@ -42,10 +42,6 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn points(&self, metric: &Metric) -> &[Point] {
-        self.families.iter().find(|(m, _)| m.name == metric.name).map_or(&[], |(_, p)| p.as_slice())
-    }
-
     fn push(&mut self, metric: &'static Metric, labels: &[(&'static str, &str)], value: Value) {
         debug_assert_eq!(labels.len(), metric.labels.len(), "{}", metric.name);
         let p = Point { labels: labels.iter().map(|(k, v)| (*k, v.to_string())).collect(), value };
@@ -116,7 +112,7 @@ pub fn unix_ns(stats: &Stats, ts: u64) -> u64 {
 /// far), with the live view's own counters.
 pub fn take(stats: &Stats, windows: &[Window], carry: &mut Carry, frames_missed: u64, pushes_dropped: u64) -> Snapshot {
     let mut s = Snapshot {
-        taken_unix_ns: unix_ns(stats, now_boottime_ns()),
+        taken_unix_ns: unix_ns(stats, mltrace_sample::boottime_ns()),
         start_unix_ns: unix_ns(stats, stats.header.start.boottime_ns),
         rank: None,
         families: Vec::new(),
@@ -232,12 +228,4 @@ fn gpus(stats: &Stats, carry: &mut Carry, s: &mut Snapshot) {
         now.push((key, (*sum, *n)));
     }
     carry.gpu = now;
-}
-
-/// The clock the log's records are on.
-pub fn now_boottime_ns() -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }

@@ -35,7 +35,7 @@ pub use header::{
 pub use hosts::{global_pid, host_of, local_pid, HostInfo};
 pub use reader::{describe_ts, CutFrame, Diagnostic, Frame, FrameSpan, LogReader, PayloadReader};
 pub use record::*;
-pub use writer::{EncodedFrame, FrameEncoder, LogWriter, RecordWriter, DEFAULT_FRAME_RECORDS};
+pub use writer::{hash_bytes, EncodedFrame, FrameEncoder, LogWriter, RecordWriter, DEFAULT_FRAME_RECORDS};
 
 /// Version of this crate, written into headers.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -43,7 +43,9 @@ impl Hasher for FxHasher {
 
 type FxBuild = BuildHasherDefault<FxHasher>;
 
-fn hash_bytes(s: &[u8]) -> u64 {
+/// Fx's hash of a byte string: the frame's interner's, and the one the
+/// recorder and stats key paths by.
+pub fn hash_bytes(s: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write(s);
     h.0

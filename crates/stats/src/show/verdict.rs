@@ -15,13 +15,18 @@ impl Breakdown {
     }
 }
 
+/// `gpu_idle_fraction` and `gpu_idle_during_data_wait_fraction` (null
+/// without GPU counters).
+fn gpu_json(g: &Option<GpuOverlap>) -> (Value, Value) {
+    match g {
+        Some(g) => (Value::from(g.idle_fraction), Value::from(g.idle_during_data_wait_fraction)),
+        None => (Value::Null, Value::Null),
+    }
+}
+
 impl Verdict {
     pub fn to_json(&self) -> Value {
-        let gpu = |g: &Option<GpuOverlap>| match g {
-            Some(g) => (Value::from(g.idle_fraction), Value::from(g.idle_during_data_wait_fraction)),
-            None => (Value::Null, Value::Null),
-        };
-        let (idle, during) = gpu(&self.gpu);
+        let (idle, during) = gpu_json(&self.gpu);
         let workers = self.workers.as_ref().map_or(Value::Null, |w| {
             json!({
                 "kind": w.kind,
@@ -63,10 +68,7 @@ impl EpochVerdict {
     /// An epoch's entry of `verdict.epochs` (and `stats --from/--to`'s
     /// `window`).
     pub fn to_json(&self) -> Value {
-        let (idle, during) = match &self.gpu {
-            Some(g) => (Value::from(g.idle_fraction), Value::from(g.idle_during_data_wait_fraction)),
-            None => (Value::Null, Value::Null),
-        };
+        let (idle, during) = gpu_json(&self.gpu);
         json!({
             "name": self.name,
             "start": self.start,
