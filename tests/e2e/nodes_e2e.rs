@@ -67,7 +67,10 @@ fn output_templates_name_each_node_and_rank() {
 /// least the bytes sent, in both directions, in stats and in the trace.
 #[test]
 fn loopback_transfer_shows_in_network_counters() {
-    let Some(_turn) = require_root!() else {
+    // Alone: `lo`'s counters are the machine's, and a neighbouring test's
+    // download over loopback (net_e2e) once read 184 MB against the 48 MiB
+    // sent here, past the bound of three times.
+    let Some(_turn) = require_root!(alone) else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

@@ -67,7 +67,7 @@ pub enum Turn {
 pub fn turn(module: &str) -> Turn {
     let name = module.rsplit("::").next().unwrap_or(module);
     // A test that panicked held its turn: the others go on.
-    if TIMED.contains(&name) {
+    if TIMED.contains(&name) || name == ALONE {
         Turn::Alone(MACHINE.write().unwrap_or_else(|e| e.into_inner()))
     } else {
         Turn::Shared(MACHINE.read().unwrap_or_else(|e| e.into_inner()))
@@ -89,12 +89,21 @@ pub fn root_turn(module: &str) -> Option<Turn> {
     panic!("the BPF end-to-end tests need root (or set MLTRACE_SKIP_BPF_TESTS=1 to skip them)");
 }
 
+/// The turn of one test that must have the machine to itself though its
+/// module need not: it reads machine-wide counters a neighbour's traffic
+/// shows in (`require_root!(alone)`).
+pub const ALONE: &str = "alone";
+
 /// `let Some(_turn) = require_root!() else { return };` at a BPF test's
-/// start: root, and the test's turn on the machine, held to its end.
+/// start: root, and the test's turn on the machine, held to its end;
+/// `require_root!(alone)`: that turn alone on the machine ([`ALONE`]).
 #[macro_export]
 macro_rules! require_root {
     () => {
         $crate::root_turn(module_path!())
+    };
+    (alone) => {
+        $crate::root_turn($crate::ALONE)
     };
 }
 
