@@ -118,8 +118,16 @@ fn more_workers_for_a_cpu_bound_loader_beside_idle_cpus() {
     );
     let Some(one) = one else { return };
     let s = fired(&one, "more_workers");
-    close(f(&s["loaders_cpu_fraction"]), own(&one, "w0_cpu_ns", "w0_wall_ns"), 0.1, "the worker's share on CPU");
-    close(f(&s["cpu_idle_fraction"]), one.kv["idle_ppm"] as f64 / 1e6, 0.1, "the machine's idle share");
+    allow::SUGGESTION_SHARE.check(
+        f(&s["loaders_cpu_fraction"]),
+        own(&one, "w0_cpu_ns", "w0_wall_ns"),
+        "the worker's share on CPU",
+    );
+    allow::SUGGESTION_SHARE.check(
+        f(&s["cpu_idle_fraction"]),
+        one.kv["idle_ppm"] as f64 / 1e6,
+        "the machine's idle share",
+    );
     assert_eq!(s["cpus"].as_u64(), Some(one.kv["cpus"] as u64), "{s}");
     assert_eq!(s["loaders"], 1, "{s}");
     let more = (f(&s["idle_cpus"]) / f(&s["loaders_cpu_fraction"])).floor().max(1.0) as u64;
@@ -174,8 +182,12 @@ fn deeper_prefetch_for_a_sleeping_loader_behind_a_bursty_trainer() {
     );
     let Some(shallow) = shallow else { return };
     let s = fired(&shallow, "deeper_prefetch");
-    close(f(&s["loaders_sleep_fraction"]), asleep(&shallow), 0.1, "the worker's share asleep");
-    close(f(&s["data_wait_fraction"]), own(&shallow, "blocked_ns", "total_ns"), 0.1, "the trainer's wait");
+    allow::SUGGESTION_SHARE.check(f(&s["loaders_sleep_fraction"]), asleep(&shallow), "the worker's share asleep");
+    allow::SUGGESTION_SHARE.check(
+        f(&s["data_wait_fraction"]),
+        own(&shallow, "blocked_ns", "total_ns"),
+        "the trainer's wait",
+    );
     not_fired(&shallow, &["more_workers", "storage_bound", "metadata"], "a sleeping worker");
 
     let deep = run("deep", "16");
@@ -256,7 +268,11 @@ fn storage_bound_for_random_reads_from_a_cold_cache() {
     );
     let Some(cold) = cold else { return };
     let s = fired(&cold, "storage_bound");
-    close(f(&s["loaders_read_fraction"]), own(&cold, "w0_read_ns", "w0_wall_ns"), 0.1, "the worker's share in reads");
+    allow::SUGGESTION_SHARE.check(
+        f(&s["loaders_read_fraction"]),
+        own(&cold, "w0_read_ns", "w0_wall_ns"),
+        "the worker's share in reads",
+    );
     // The disk's share busy: the workload's over its own clock, mltrace's
     // over the recording, which adds the interpreter's start and end
     // (the disk idle then).
@@ -264,7 +280,8 @@ fn storage_bound_for_random_reads_from_a_cold_cache() {
     let span = cold.kv["total_ns"] as f64 / f(&cold.json["duration_ns"]);
     let busy = f(&s["disk_busy_fraction"]);
     eprintln!("disk busy {busy:.3}; the workload measured {mine:.3} over {span:.2} of the recording");
-    assert!(busy <= mine + 0.1 && busy >= mine * span - 0.1, "disk busy {busy:.3} against {mine:.3} measured");
+    let width = allow::SUGGESTION_SHARE.get();
+    assert!(busy <= mine + width && busy >= mine * span - width, "disk busy {busy:.3} against {mine:.3} measured");
     assert!(f(&s["cache_fraction"]) < 0.05, "{s}");
     let rate = f(&s["disk_read_mb_per_s"]);
     let own_rate = cold.kv["w0_read_bytes"] as f64 / (cold.kv["total_ns"] as f64 / 1e9) / 1e6;
@@ -323,10 +340,10 @@ fn slow_path_names_the_one_slow_file() {
     let Some(r) = r else { return };
     let s = fired(&r, "slow_path");
     assert_eq!((s["path"].as_str(), s["kind"].as_str()), (Some(big.as_str()), Some("file")), "{s}");
-    close(f(&s["read_time_share"]), own(&r, &key, "w0_read_ns"), 0.1, "its share of the read time");
+    allow::SUGGESTION_SHARE.check(f(&s["read_time_share"]), own(&r, &key, "w0_read_ns"), "its share of the read time");
     let bytes = (60 * 100 * 4096) as f64 / r.kv["w0_read_bytes"] as f64;
     close(f(&s["bytes_share"]), bytes, 0.01, "its share of the bytes");
-    close(f(&s["read_s"]), r.kv[&key] as f64 / 1e9, 0.1 * r.kv[&key] as f64 / 1e9, "its read time (s)");
+    allow::SUGGESTION_TIME.check_relative(f(&s["read_s"]), r.kv[&key] as f64 / 1e9, 0.0, "its read time (s)");
     not_fired(&r, &["metadata", "deeper_prefetch"], "one slow file");
 
     // After the verdict in the text, and near it in the report.
@@ -349,7 +366,8 @@ fn slow_path_names_the_one_slow_file() {
 /// A C loader of 4000 small files in four directories that tries four
 /// names that do not exist before each (as a loader trying extensions
 /// does): opens take most of its time in file calls. Metadata fires, with
-/// the opens it counted and its own split between opens and reads; no
+/// the opens it counted and its own split between opens and reads (run
+/// untraced as well: traced, its clocks hold the probes); no
 /// file or directory stands out.
 #[test]
 fn metadata_for_small_files_looked_for_before_each_open() {
@@ -370,6 +388,9 @@ fn metadata_for_small_files_looked_for_before_each_open() {
     std::fs::write(dir.join("tiny.list"), list).unwrap();
     let bin = compile_workload("meta_loader", dir);
     let (steps, per_batch, probes) = (100, 200, 4);
+    let args = [steps.to_string(), per_batch.to_string(), probes.to_string(), "300".into()];
+    let list = dir.join("tiny.list");
+    let cmd = [bin.to_str().unwrap(), list.to_str().unwrap(), &args[0], &args[1], &args[2], &args[3]];
     let r = until(
         "a loader whose opens outweigh its reads",
         |r| {
@@ -380,23 +401,27 @@ fn metadata_for_small_files_looked_for_before_each_open() {
                 .then_some(())
                 .ok_or(format!("opens {share:.2} of file time, waited {wait:.2}"))
         },
-        || {
-            let args = [steps.to_string(), per_batch.to_string(), probes.to_string(), "300".into()];
-            let list = dir.join("tiny.list");
-            record(
-                dir,
-                "tiny",
-                &[bin.to_str().unwrap(), list.to_str().unwrap(), &args[0], &args[1], &args[2], &args[3]],
-            )
-        },
+        || record(dir, "tiny", &cmd),
     );
     let Some(r) = r else { return };
     let s = fired(&r, "metadata");
     assert_eq!(s["opens"].as_u64(), Some(r.kv["w0_opens"] as u64), "every open it made: {s}");
     assert_eq!(r.kv["w0_opens"], steps * per_batch * (probes + 1), "the workload's own count");
-    let (meta, read) = (r.kv["w0_meta_ns"] as f64, r.kv["w0_read_ns"] as f64);
-    close(f(&s["meta_share"]), meta / (meta + read), 0.1, "opens' and closes' share of its file time");
     // The calls' own times, inside what its clock saw around them.
+    let (meta, read) = (r.kv["w0_meta_ns"] as f64, r.kv["w0_read_ns"] as f64);
     assert!(f(&s["meta_s"]) <= meta / 1e9 && f(&s["read_s"]) <= read / 1e9, "{s} against {meta} and {read} ns");
+    // The split against the same loader's clocks untraced, right after: traced,
+    // its clocks also hold the probes' own cost (0.6 µs an open, 0.9 µs a
+    // read here), which is outside the calls mltrace times and pulled the
+    // traced clocks' share 0.07-0.10 under mltrace's.
+    let out = proc::output(Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let own = key_values(&String::from_utf8_lossy(&out.stdout));
+    let (meta, read) = (own["w0_meta_ns"] as f64, own["w0_read_ns"] as f64);
+    allow::SUGGESTION_SHARE.check(
+        f(&s["meta_share"]),
+        meta / (meta + read),
+        "opens' and closes' share of its file time, untraced",
+    );
     not_fired(&r, &["slow_path", "storage_bound", "deeper_prefetch"], "small files looked for");
 }

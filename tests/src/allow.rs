@@ -168,9 +168,45 @@ pub const LIVE_AGAINST_LOG: Allowance = Allowance {
     measured: "a 3 s window of a forked loader: 0.6445682 live, 0.6445681 from the log (2026-12-06)",
 };
 
+/// A suggestion's figure (a loader's share on CPU, asleep, in reads, its
+/// opens' share of file time; the machine's idle share) against the
+/// workload's own clocks, in shares.
+pub const SUGGESTION_SHARE: Allowance = Allowance {
+    name: "suggestion share",
+    value: 0.1,
+    emulated: 0.15,
+    relative: false,
+    why: "the workload's clocks bracket its calls and sleeps in user space \
+          (the probes' own cost, a wake-up's way back, included), the trace \
+          the kernel's part; a share over a worker's life also starts at \
+          its clock, not its fork",
+    measured: "at most 0.035 apart in 21 checks (suggest_e2e 3 times, 2026-12-06); the opens' share against the traced loader's clocks read 0.07-0.10 apart (0.100 failed a CI run), so that check holds the loader untraced",
+};
+
+/// A suggestion's time (s) against the workload's own, relative.
+pub const SUGGESTION_TIME: Allowance = Allowance {
+    name: "suggestion time",
+    value: 0.1,
+    emulated: 0.15,
+    relative: true,
+    why: "the workload's clock around each read also holds the probes' \
+          own cost, outside the call the trace times",
+    measured: "at most 0.034 of the time apart in 3 checks (suggest_e2e 3 times, 2026-12-06)",
+};
+
 /// Every allowance, for the table's own test and for `make test`'s reader.
-pub const ALL: &[&Allowance] =
-    &[&WAIT_SHARE, &CPU_SHARE, &COMPAT_RUNNABLE, &LATE_CLOCK_SHARE, &RATE, &WAIT_TIME, &THREAD_WAIT, &LIVE_AGAINST_LOG];
+pub const ALL: &[&Allowance] = &[
+    &WAIT_SHARE,
+    &CPU_SHARE,
+    &COMPAT_RUNNABLE,
+    &LATE_CLOCK_SHARE,
+    &RATE,
+    &WAIT_TIME,
+    &THREAD_WAIT,
+    &LIVE_AGAINST_LOG,
+    &SUGGESTION_SHARE,
+    &SUGGESTION_TIME,
+];
 
 #[cfg(test)]
 mod tests {
