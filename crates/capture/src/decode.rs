@@ -255,8 +255,8 @@ impl KernelDecoder {
         if key == 0 && ino == 0 {
             return (enc.intern(b""), FileKind::Unknown);
         }
-        if let Some(p) = self.inodes.known(dev, ino) {
-            return (enc.intern(p), FileKind::Regular);
+        if let Some(n) = self.inodes.known(dev, ino) {
+            return (n.id_in(enc), FileKind::Regular);
         }
         if let Some(found) = self.files.lookup_ino(key, ino, enc) {
             return found;

@@ -1,11 +1,14 @@
 //! File identities named by the kernel (EV_FILE) and what user space makes
 //! of them: a display path and a [`FileKind`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use libbpf_rs::{MapCore, MapFlags};
 use mltrace_log::{FileKind, FrameEncoder, StrId};
+
+use crate::name::{Cached, Name, Shared};
 
 use crate::bpf::bpf_err;
 use crate::error::CaptureError;
@@ -47,9 +50,9 @@ fn is_tty(rdev: u32) -> bool {
 /// The kind of a file and the name to show for it. Non-files get the names
 /// the kernel uses in /proc/PID/fd: `pipe:[123]`, `socket:[456]`,
 /// `anon_inode:[eventfd]`, `memfd:name`.
-pub fn classify(f: &FileFacts<'_>) -> (FileKind, Vec<u8>) {
+pub fn classify<'a>(f: &FileFacts<'a>) -> (FileKind, Cow<'a, [u8]>) {
     let fmt = f.mode & S_IFMT;
-    let named = |prefix: &str| format!("{prefix}:[{}]", f.ino).into_bytes();
+    let named = |prefix: &str| Cow::Owned(format!("{prefix}:[{}]", f.ino).into_bytes());
     if f.magic == PIPEFS_MAGIC || (fmt == S_IFIFO && f.disconnected) {
         return (FileKind::Pipe, named("pipe"));
     }
@@ -63,10 +66,10 @@ pub fn classify(f: &FileFacts<'_>) -> (FileKind, Vec<u8>) {
         } else {
             name.extend_from_slice(f.path);
         }
-        return (FileKind::AnonInode, name);
+        return (FileKind::AnonInode, Cow::Owned(name));
     }
     if f.disconnected && f.path.starts_with(b"memfd:") {
-        return (FileKind::Memfd, f.path.to_vec());
+        return (FileKind::Memfd, Cow::Borrowed(f.path));
     }
     let kind = match fmt {
         S_IFREG => FileKind::Regular,
@@ -86,9 +89,9 @@ pub fn classify(f: &FileFacts<'_>) -> (FileKind, Vec<u8>) {
             return (kind, named("inode"));
         }
         p.extend_from_slice(b" (detached)");
-        return (kind, p);
+        return (kind, Cow::Owned(p));
     }
-    (kind, f.path.to_vec())
+    (kind, Cow::Borrowed(f.path))
 }
 
 /// Lexically joins `rel` onto the absolute directory `base` and removes
@@ -119,16 +122,11 @@ pub fn join_normalize(base: &[u8], rel: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Interning cache: a file's string id in the encoder's current frame.
-#[derive(Clone, Copy, Default)]
-struct Cached {
-    generation: u64,
-    id: StrId,
-}
-
 struct Entry {
-    path: Box<[u8]>,
+    name: Shared,
     kind: FileKind,
+    /// The name's id in the frame, kept here too: a read finds it without
+    /// a second pointer to follow.
     cached: Cached,
     /// The inode, when an open's absolute passed path named it (0 otherwise).
     passed_ino: u64,
@@ -141,7 +139,7 @@ impl Entry {
     fn id_in(&mut self, enc: &mut FrameEncoder) -> (StrId, FileKind) {
         let generation = enc.generation();
         if self.cached.generation != generation {
-            self.cached = Cached { generation, id: enc.intern(&self.path) };
+            self.cached = Cached { generation, id: self.name.id_in(enc) };
         }
         (self.cached.id, self.kind)
     }
@@ -227,29 +225,36 @@ impl FileTable {
         }
     }
 
-    pub fn insert(&mut self, key: u64, kind: FileKind, path: Vec<u8>) {
-        self.insert_entry(key, kind, path, 0, 0);
+    pub fn insert(&mut self, key: u64, kind: FileKind, path: &[u8]) {
+        self.insert_entry(key, kind, Name::new(path), 0, 0);
     }
 
     /// Names `key` as inode `ino`: a sum that comes later for the same key
     /// and another inode is not this file's (see [`FileTable::lookup_ino`]).
-    pub fn insert_ino(&mut self, key: u64, kind: FileKind, path: Vec<u8>, ino: u64) {
-        self.insert_entry(key, kind, path, 0, ino);
+    pub fn insert_ino(&mut self, key: u64, kind: FileKind, name: Shared, ino: u64) {
+        self.insert_entry(key, kind, name, 0, ino);
     }
 
     /// Names `key` by the absolute path an open passed (inode `ino`): a
     /// later walk of the same file keeps this name (see [`FileTable::passed_name`]).
-    pub fn insert_passed(&mut self, key: u64, kind: FileKind, path: Vec<u8>, ino: u64) {
-        self.insert_entry(key, kind, path, ino, ino);
+    pub fn insert_passed(&mut self, key: u64, kind: FileKind, name: Shared, ino: u64) {
+        self.insert_entry(key, kind, name, ino, ino);
     }
 
-    fn insert_entry(&mut self, key: u64, kind: FileKind, path: Vec<u8>, passed_ino: u64, ino: u64) {
-        let before = [self.old.remove(&key), self.retired.remove(&key)];
-        let cached = Cached { generation: u64::MAX, id: StrId(0) };
-        let prev = self.live.insert(key, Entry { path: path.into_boxed_slice(), kind, cached, passed_ino, ino });
-        for e in before.into_iter().chain([prev]).flatten() {
-            if e.ino != 0 && e.ino != ino {
-                self.keep_replaced(key, e);
+    fn insert_entry(&mut self, key: u64, kind: FileKind, name: Shared, passed_ino: u64, ino: u64) {
+        let entry = Entry { name, kind, cached: Cached::NONE, passed_ino, ino };
+        // An identity seen before is most often live: the other two are
+        // looked in only when they hold any.
+        let before = [
+            if self.old.is_empty() { None } else { self.old.remove(&key) },
+            if self.retired.is_empty() { None } else { self.retired.remove(&key) },
+        ];
+        let prev = self.live.insert(key, entry);
+        if self.keep_replaced {
+            for e in before.into_iter().chain([prev]).flatten() {
+                if e.ino != 0 && e.ino != ino {
+                    self.keep_replaced(key, e);
+                }
             }
         }
         self.maybe_rotate();
@@ -268,7 +273,7 @@ impl FileTable {
     }
 
     pub fn path(&self, key: u64) -> Option<&[u8]> {
-        self.get(key).map(|e| &*e.path)
+        self.get(key).map(|e| e.name.path())
     }
 
     /// What `key` names, if it was named for inode `ino` (or the inode is
@@ -301,6 +306,17 @@ impl FileTable {
         self.live.insert(key, e);
         self.maybe_rotate();
         Some(found)
+    }
+
+    /// As [`FileTable::lookup`], with the path: one probe for a live identity.
+    #[inline]
+    pub fn resolve(&mut self, key: u64, enc: &mut FrameEncoder) -> Option<(StrId, FileKind, &[u8])> {
+        if !self.live.contains_key(&key) {
+            self.lookup(key, enc)?;
+        }
+        let e = self.live.get_mut(&key)?;
+        let (id, kind) = e.id_in(enc);
+        Some((id, kind, e.name.path()))
     }
 
     fn keep_replaced(&mut self, key: u64, e: Entry) {
@@ -382,6 +398,11 @@ pub fn forget_files(skel: &MltraceSkel<'_>, keys: &[u64], epoch: u64) -> Result<
 mod tests {
     use super::*;
 
+    fn classify(f: &FileFacts<'_>) -> (FileKind, Vec<u8>) {
+        let (kind, name) = super::classify(f);
+        (kind, name.into_owned())
+    }
+
     fn facts(mode: u16, magic: u64, path: &[u8], disconnected: bool) -> FileFacts<'_> {
         FileFacts { mode, magic, rdev: 0, ino: 77, path, disconnected }
     }
@@ -425,10 +446,10 @@ mod tests {
         let mut enc = FrameEncoder::new();
         let name = |k: u64| format!("/f{k}").into_bytes();
         // 0 is used all along; 1..=20 once each.
-        t.insert(0, FileKind::Regular, name(0));
+        t.insert(0, FileKind::Regular, &name(0));
         let mut forgotten = Vec::new();
         for k in 1..=20 {
-            t.insert(k, FileKind::Regular, name(k));
+            t.insert(k, FileKind::Regular, &name(k));
             assert!(t.lookup(0, &mut enc).is_some(), "in use, never forgotten");
             assert!(t.len() <= 3 * 4 + 1, "{}", t.len());
             forgotten.extend(t.take_forgotten());
@@ -443,7 +464,7 @@ mod tests {
         // The newest are still known.
         assert_eq!(t.path(20), Some(&b"/f20"[..]));
         // Named again by the kernel side after being forgotten: known again.
-        t.insert(1, FileKind::Regular, name(1));
+        t.insert(1, FileKind::Regular, &name(1));
         assert_eq!(t.path(1), Some(&b"/f1"[..]));
     }
 
@@ -452,7 +473,7 @@ mod tests {
         let mut t = FileTable::with_generation(2);
         let mut enc = FrameEncoder::new();
         for k in 1..=6 {
-            t.insert(k, FileKind::Regular, format!("/f{k}").into_bytes());
+            t.insert(k, FileKind::Regular, format!("/f{k}").as_bytes());
         }
         let gone = t.take_forgotten();
         assert!(!gone.is_empty());
@@ -470,8 +491,8 @@ mod tests {
     fn a_reused_address_keeps_its_old_name_for_its_old_inode() {
         let mut t = FileTable::default();
         let mut enc = FrameEncoder::new();
-        t.insert_ino(7, FileKind::Pipe, b"pipe:[11]".to_vec(), 11);
-        t.insert_ino(7, FileKind::Regular, b"/data/a".to_vec(), 500);
+        t.insert_ino(7, FileKind::Pipe, Name::new(b"pipe:[11]"), 11);
+        t.insert_ino(7, FileKind::Regular, Name::new(b"/data/a"), 500);
         let (a, pipe) = (enc.intern(b"/data/a"), enc.intern(b"pipe:[11]"));
         assert_eq!(t.lookup_ino(7, 500, &mut enc), Some((a, FileKind::Regular)));
         assert_eq!(t.lookup_ino(7, 11, &mut enc), Some((pipe, FileKind::Pipe)));
@@ -487,9 +508,9 @@ mod tests {
     fn a_sum_names_a_file_forgotten_since_its_calls() {
         let mut t = FileTable::with_generation(2);
         let mut enc = FrameEncoder::new();
-        t.insert_ino(1, FileKind::Pipe, b"pipe:[11]".to_vec(), 11);
+        t.insert_ino(1, FileKind::Pipe, Name::new(b"pipe:[11]"), 11);
         for k in 2..=7 {
-            t.insert_ino(k, FileKind::Regular, format!("/f{k}").into_bytes(), 100 + k);
+            t.insert_ino(k, FileKind::Regular, Name::new(format!("/f{k}").as_bytes()), 100 + k);
         }
         assert!(t.take_forgotten().contains(&1));
         t.release_retired();

@@ -6,18 +6,19 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::os::unix::fs::MetadataExt;
 
+use crate::name::{Name, Shared};
+
 /// Files remembered at most; past this the table starts again (and
 /// /proc answers for files still mapped or open).
 const CAPACITY: usize = 65536;
 
-/// A path, and its hash (what a new naming is compared by).
-type Named = (u64, Vec<u8>);
-
 #[derive(Default)]
 pub struct InodeNames {
-    /// (kernel dev, inode) -> the path's hash and the path, or the pid
-    /// /proc was asked for in vain.
-    map: HashMap<(u32, u64), Result<Named, u32>>,
+    /// (kernel dev, inode) -> its name's hash and the name (shared with
+    /// the file table), or the pid /proc was asked for in vain. The hash
+    /// is here, not only in the name, so that a naming that changes
+    /// nothing reads no more than the table.
+    map: HashMap<(u32, u64), Result<(u64, Shared), u32>>,
     /// Lookups /proc answered, and could not.
     pub resolved: u64,
     pub unresolved: u64,
@@ -61,8 +62,9 @@ fn from_fds(pid: u32, dev: u32, ino: u64) -> Option<Vec<u8>> {
 }
 
 impl InodeNames {
-    /// A file the kernel side named (a regular file).
-    pub fn named(&mut self, dev: u32, ino: u64, path: &[u8]) {
+    /// A file the kernel side named (a regular file): its name, the one
+    /// held when the inode had the same.
+    pub fn named(&mut self, dev: u32, ino: u64, path: &[u8]) -> Shared {
         if self.map.len() >= CAPACITY {
             self.map.clear();
         }
@@ -70,18 +72,21 @@ impl InodeNames {
         // hash (a 64-bit hash of a few dozen bytes, not their comparison:
         // this ran on every open, a tenth of the consumer's time on (b)).
         let h = mltrace_log::hash_bytes(path);
-        match self.map.get(&(dev, ino)) {
-            Some(Ok((had, p))) if *had == h && p.len() == path.len() => {}
+        let slot = self.map.entry((dev, ino)).or_insert(Err(0));
+        match slot {
+            Ok((had, n)) if *had == h => n.clone(),
             _ => {
-                self.map.insert((dev, ino), Ok((h, path.to_vec())));
+                let n = Name::new(path);
+                *slot = Ok((h, n.clone()));
+                n
             }
         }
     }
 
-    /// The path of (dev, ino) if a file of that inode was named.
-    pub fn known(&self, dev: u32, ino: u64) -> Option<&[u8]> {
+    /// The name of (dev, ino) if a file of that inode was named.
+    pub fn known(&self, dev: u32, ino: u64) -> Option<&Name> {
         match self.map.get(&(dev, ino)) {
-            Some(Ok((_, p))) => Some(p),
+            Some(Ok((_, n))) => Some(n),
             _ => None,
         }
     }
@@ -107,9 +112,10 @@ impl InodeNames {
             if self.map.len() >= CAPACITY {
                 self.map.clear();
             }
-            self.map.insert((dev, ino), found.map(|p| (mltrace_log::hash_bytes(&p), p)).ok_or(pid));
+            let named = found.map(|p| (mltrace_log::hash_bytes(&p), Name::new(&p)));
+            self.map.insert((dev, ino), named.ok_or(pid));
         }
-        self.known(dev, ino)
+        self.known(dev, ino).map(Name::path)
     }
 }
 

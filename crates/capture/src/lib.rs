@@ -25,6 +25,7 @@ pub mod identity;
 pub mod inodes;
 pub mod launch;
 pub mod mllog;
+pub mod name;
 mod output;
 pub mod python;
 pub mod recorder;

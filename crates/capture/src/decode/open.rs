@@ -6,6 +6,7 @@ use mltrace_log::*;
 
 use super::{is_normal, tail, KernelDecoder, F_DISCONNECTED, F_PASSED, TR_ABS, TR_UNREADABLE};
 use crate::files::{classify, join_normalize, FileFacts};
+use crate::name::Name;
 use crate::skel::types::{ev_file, ev_hdr, ev_open, op};
 
 /// The events this module decodes (see [`super::Event`]).
@@ -35,22 +36,25 @@ pub(super) fn open_op(o: u8) -> OpenOp {
 
 impl KernelDecoder {
     /// Remembers what file identity `key` is (from an ev_file, or an open
-    /// that names its file).
+    /// that names its file): its name and kind, unless an open's passed
+    /// path named it already.
     fn name(&mut self, key: u64, facts: &FileFacts<'_>, flags: u8, dev: u32) {
         if flags & F_PASSED == 0 && self.files.passed_name(key, facts.ino) {
             return;
         }
-        let (kind, mut path) = classify(facts);
-        if flags & TR_ABS != 0 {
+        let (kind, path) = classify(facts);
+        let name = if flags & TR_ABS != 0 {
             // Only the end of the path fit: say so in the name itself.
-            path.splice(0..0, b"...".iter().copied());
+            Name::new(&[&b"..."[..], &path].concat())
         } else if kind == FileKind::Regular {
-            self.inodes.named(dev, facts.ino, &path);
-        }
-        if flags & F_PASSED != 0 {
-            self.files.insert_passed(key, kind, path, facts.ino);
+            self.inodes.named(dev, facts.ino, &path)
         } else {
-            self.files.insert_ino(key, kind, path, facts.ino);
+            Name::new(&path)
+        };
+        if flags & F_PASSED != 0 {
+            self.files.insert_passed(key, kind, name, facts.ino);
+        } else {
+            self.files.insert_ino(key, kind, name, facts.ino);
         }
     }
 
@@ -104,17 +108,25 @@ impl KernelDecoder {
         // Most often the file is named by the very path passed: one id.
         let mut same_as_passed = false;
         let (abs, kind) = if e.ret >= 0 {
-            match self.files.lookup(e.file, enc) {
-                Some((id, kind)) => {
-                    let name = self.files.path(e.file);
-                    if name.is_some_and(|p| p.starts_with(b"...")) {
+            match self.files.resolve(e.file, enc) {
+                Some((id, kind, name)) => {
+                    if name.starts_with(b"...") {
                         trunc |= mltrace_log::trunc::ABS;
                     }
-                    same_as_passed = name == Some(passed);
+                    same_as_passed = name == passed;
+                    if self.path_filter.as_ref().is_some_and(|p| !crate::attach::under(name, p)) {
+                        self.stats.filtered += 1;
+                        self.open_buf.give_back(e);
+                        return;
+                    }
                     (id, kind)
                 }
                 None => {
                     self.stats.unknown_file += 1;
+                    if self.path_filter.is_some() && !self.keeps(e.file) {
+                        self.open_buf.give_back(e);
+                        return;
+                    }
                     (enc.intern(&join_normalize(b"/", passed)), FileKind::Unknown)
                 }
             }
@@ -137,10 +149,6 @@ impl KernelDecoder {
             }
             (enc.intern(&joined), FileKind::Unknown)
         };
-        if e.ret >= 0 && !self.keeps(e.file) {
-            self.open_buf.give_back(e);
-            return;
-        }
         let path = if same_as_passed { abs } else { enc.intern(passed) };
         enc.push(&Record::Open(Open {
             stack: h.stack,
