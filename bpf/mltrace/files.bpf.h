@@ -69,6 +69,26 @@ static __always_inline u64 file_ino(struct file *f, bool fast)
 	return BPF_CORE_READ(f, f_inode, i_ino);
 }
 
+/* What files_seen and a thread's last files keep of a file's inode: its
+ * number with its device mixed in. The number alone does not tell files
+ * apart: a fresh filesystem's numbers and pipefs' or procfs' are all
+ * small, and a pipe once took the name of a data file that had had its
+ * struct file and its number (6.12 under QEMU, a scratch ext4). */
+static __always_inline u64 inode_ident(u64 ino, u32 dev)
+{
+	return ino ^ ((u64)dev * 0x9e3779b97f4a7c15ULL);
+}
+
+static __always_inline u64 file_ident(struct file *f, bool fast)
+{
+	if (fast && bpf_ksym_exists(bpf_rdonly_cast)) {
+		struct inode *i = bpf_core_cast(f, struct file)->f_inode;
+
+		return inode_ident(i->i_ino, i->i_sb->s_dev);
+	}
+	return inode_ident(BPF_CORE_READ(f, f_inode, i_ino), BPF_CORE_READ(f, f_inode, i_sb, s_dev));
+}
+
 static __always_inline u64 file_pos(struct file *f, bool fast)
 {
 	if (fast && bpf_ksym_exists(bpf_rdonly_cast))
@@ -294,16 +314,16 @@ static __always_inline u32 passed_names_it(const char *p, u32 len)
 }
 
 /* The thread's two last files (see struct inflight). */
-static __always_inline void remember_file(struct inflight *st, u64 key, u64 ino, u64 epoch)
+static __always_inline void remember_file(struct inflight *st, u64 key, u64 ident, u64 epoch)
 {
 	if (st->last_epoch == epoch) {
 		st->prev_file = st->last_file;
-		st->prev_ino = st->last_ino;
+		st->prev_ident = st->last_ident;
 	} else {
 		st->prev_file = 0;
 	}
 	st->last_file = key;
-	st->last_ino = ino;
+	st->last_ident = ident;
 	st->last_epoch = epoch;
 }
 
@@ -315,38 +335,38 @@ static __always_inline void remember_file(struct inflight *st, u64 key, u64 ino,
 static __always_inline u64 file_key(struct file *f, u64 id, struct inflight *st)
 {
 	u64 key = (u64)f;
-	u64 ino, epoch = 0;
+	u64 ident, epoch = 0;
 	u64 *seen;
 	u32 zero = 0;
 
 	if (!f)
 		return 0;
 	/* Only the fast route keeps `st`: it may also cast. */
-	ino = file_ino(f, st != NULL);
+	ident = file_ident(f, st != NULL);
 	if (st) {
 		u64 *e = bpf_map_lookup_elem(&files_epoch, &zero);
 		if (e)
 			epoch = *e;
 		if (st->last_epoch == epoch) {
-			if (st->last_file == key && st->last_ino == ino)
+			if (st->last_file == key && st->last_ident == ident)
 				return key;
-			if (st->prev_file == key && st->prev_ino == ino) {
+			if (st->prev_file == key && st->prev_ident == ident) {
 				st->prev_file = st->last_file;
-				st->prev_ino = st->last_ino;
+				st->prev_ident = st->last_ident;
 				st->last_file = key;
-				st->last_ino = ino;
+				st->last_ident = ident;
 				return key;
 			}
 		}
 	}
 	seen = bpf_map_lookup_elem(&files_seen, &key);
-	if (!(seen && *seen == ino)) {
+	if (!(seen && *seen == ident)) {
 		if (emit_path(key, (u64)__builtin_preserve_access_index(&f->f_path), (u64)BPF_CORE_READ(f, f_inode), 0, id))
 			return key;
-		bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
+		bpf_map_update_elem(&files_seen, &key, &ident, BPF_ANY);
 	}
 	if (st)
-		remember_file(st, key, ino, epoch);
+		remember_file(st, key, ident, epoch);
 	return key;
 }
 
@@ -357,12 +377,12 @@ static __always_inline u64 cwd_key(u64 id)
 	struct fs_struct *fs = BPF_CORE_READ(task, fs);
 	struct dentry *d = BPF_CORE_READ(fs, pwd.dentry);
 	u64 key = (u64)d | 1;
-	u64 ino = BPF_CORE_READ(d, d_inode, i_ino);
+	u64 ident = inode_ident(BPF_CORE_READ(d, d_inode, i_ino), BPF_CORE_READ(d, d_inode, i_sb, s_dev));
 	u64 *seen = bpf_map_lookup_elem(&files_seen, &key);
 
-	if (seen && *seen == ino)
+	if (seen && *seen == ident)
 		return key;
 	if (emit_path(key, (u64)__builtin_preserve_access_index(&fs->pwd), (u64)BPF_CORE_READ(d, d_inode), F_BASE, id) == 0)
-		bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
+		bpf_map_update_elem(&files_seen, &key, &ident, BPF_ANY);
 	return key;
 }

@@ -219,6 +219,8 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 	u8 trunc = 0;
 	u8 op = v->op;
 	u64 start = v->ts;
+	/* files_seen's entry for the file, when it holds another inode. */
+	u64 *stale = NULL, ident = 0;
 
 	if (!hp)
 		return 0;
@@ -265,19 +267,25 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 		 * (a slot reused for the same inode: a file reopened in a loop). */
 		struct file *f = fd_file(ret);
 		u64 key = (u64)f;
-		u64 ino = 0, *seen, *epoch = bpf_map_lookup_elem(&files_epoch, &zero);
+		u64 *seen, *epoch = bpf_map_lookup_elem(&files_epoch, &zero);
 
 		e->file = key;
-		if (f)
-			ino = load_word((void *)load_word(f, bpf_core_field_offset(struct file, f_inode)),
-					bpf_core_field_offset(struct inode, i_ino));
+		if (f) {
+			u64 inode = load_word(f, bpf_core_field_offset(struct file, f_inode));
+			u64 sb = load_word((void *)inode, bpf_core_field_offset(struct inode, i_sb));
+
+			ident = inode_ident(load_word((void *)inode, bpf_core_field_offset(struct inode, i_ino)),
+					    (u32)load_word((void *)sb, bpf_core_field_offset(struct super_block, s_dev)));
+		}
 		/* The thread's last file (fast route), else files_seen. */
 		if (f && epoch && v->last_epoch == *epoch &&
-		    ((v->last_file == key && v->last_ino == ino) || (v->prev_file == key && v->prev_ino == ino)))
-			seen = &ino;
+		    ((v->last_file == key && v->last_ident == ident) || (v->prev_file == key && v->prev_ident == ident)))
+			seen = &ident;
 		else
 			seen = bpf_map_lookup_elem(&files_seen, &key);
-		if (!(seen && f && *seen == ino)) {
+		if (seen && seen != &ident && *seen != ident)
+			stale = seen;
+		if (!(seen && f && *seen == ident)) {
 			/* --path judges the kernel's own path: walk then. */
 			e->named = name_in_open(key, len, !want_path_on && passed_names_it(e->path, len));
 			alen = e->named ? e->abs_len : 0;
@@ -301,5 +309,10 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 		count_lost(LOST_RING);
 		return 0;
 	}
+	/* On the fast route the opener remembers the file itself, not in
+	 * files_seen: an entry there is of the file this identity was before,
+	 * and would let that file, opened here again, go unnamed. */
+	if (e->named && stale)
+		*stale = ident;
 	return e->named;
 }

@@ -44,10 +44,10 @@ struct inflight {
 	u64 ts;         /* entry time of the recorded syscall in progress */
 	u64 file;       /* close: the file, identified at entry */
 	u64 last_file;  /* the last file identity this thread named, and its */
-	u64 last_ino;   /* inode: repeated I/O on it skips the files_seen lookup */
+	u64 last_ident; /* inode (inode_ident): repeated I/O on it skips files_seen */
 	u64 last_epoch; /* ... unless user space forgot files since (files_epoch) */
 	u64 prev_file;  /* the one before (same epoch): a read-then-write loop */
-	u64 prev_ino;   /* alternates between two files */
+	u64 prev_ident; /* alternates between two files */
 	u32 nblk;       /* block requests started during the call so far */
 	u8 op;          /* OP_NONE outside recorded syscalls */
 	u8 _pad[3];
@@ -150,7 +150,7 @@ struct {
 	__type(value, struct tstate);
 } tstore SEC(".maps");
 
-/* file identity -> inode number it had when its path was sent */
+/* file identity -> its inode's inode_ident when its path was sent */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);

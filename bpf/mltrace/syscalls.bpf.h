@@ -41,19 +41,19 @@ static __always_inline void opened_named(struct inflight *st)
 {
 	u32 zero = 0;
 	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
-	u64 key, ino;
+	u64 key, ident;
 
 	if (!hp)
 		return;
 	key = hp->open.file;
-	ino = hp->open.ino;
+	ident = inode_ident(hp->open.ino, hp->open.dev);
 	if (st) {
 		u64 *epoch = bpf_map_lookup_elem(&files_epoch, &zero);
 
-		remember_file(st, key, ino, epoch ? *epoch : 0);
+		remember_file(st, key, ident, epoch ? *epoch : 0);
 		return;
 	}
-	bpf_map_update_elem(&files_seen, &key, &ino, BPF_ANY);
+	bpf_map_update_elem(&files_seen, &key, &ident, BPF_ANY);
 }
 
 /* Syscall exit: `v` is the entry state; on the fast route `st` is the

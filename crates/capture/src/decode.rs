@@ -250,24 +250,32 @@ impl KernelDecoder {
     /// The path id and kind of the file an [`IoSummary`](mltrace_log::IoSummary)
     /// sums: by its inode for a regular file (its struct file may have
     /// been reused since, by the next file the loader opened), else by its
-    /// identity; none for a close.
-    pub fn summed_file(&mut self, key: u64, dev: u32, ino: u64, pid: u32, enc: &mut FrameEncoder) -> (StrId, FileKind) {
+    /// identity; none for a close. `None` when no name is known yet (see
+    /// [`Self::unnamed_sum`]).
+    pub fn summed_file(
+        &mut self,
+        key: u64,
+        dev: u32,
+        ino: u64,
+        pid: u32,
+        enc: &mut FrameEncoder,
+    ) -> Option<(StrId, FileKind)> {
         if key == 0 && ino == 0 {
-            return (enc.intern(b""), FileKind::Unknown);
+            return Some((enc.intern(b""), FileKind::Unknown));
         }
         if let Some(n) = self.inodes.known(dev, ino) {
-            return (n.id_in(enc), FileKind::Regular);
+            return Some((n.id_in(enc), FileKind::Regular));
         }
-        if let Some(found) = self.files.lookup_ino(key, ino, enc) {
-            return found;
+        if let Some(found) = self.files.lookup_ino(key, crate::files::inode_ident(dev, ino), enc) {
+            return Some(found);
         }
-        match self.inodes.lookup(dev, ino, pid) {
-            Some(p) => (enc.intern(p), FileKind::Regular),
-            None => {
-                self.stats.unknown_file += 1;
-                (enc.intern(b"?"), FileKind::Unknown)
-            }
-        }
+        self.inodes.lookup(dev, ino, pid).map(|p| (enc.intern(p), FileKind::Regular))
+    }
+
+    /// A sum whose file no name was found for: counted, and shown as `?`.
+    pub fn unnamed_sum(&mut self, enc: &mut FrameEncoder) -> (StrId, FileKind) {
+        self.stats.unknown_file += 1;
+        (enc.intern(b"?"), FileKind::Unknown)
     }
 
     /// Decodes one ring record into zero or more log records.

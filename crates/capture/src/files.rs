@@ -122,15 +122,27 @@ pub fn join_normalize(base: &[u8], rel: &[u8]) -> Vec<u8> {
     out
 }
 
+/// An inode's identity for the table: its number with its device mixed
+/// in (0: not known). The number alone is not the file: a fresh
+/// filesystem's numbers and pipefs' are all small, and a pipe once kept
+/// the name of a data file that had had its number and its struct file.
+pub fn inode_ident(dev: u32, ino: u64) -> u64 {
+    if ino == 0 {
+        return 0;
+    }
+    ino ^ u64::from(dev).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
 struct Entry {
     name: Shared,
     kind: FileKind,
     /// The name's id in the frame, kept here too: a read finds it without
     /// a second pointer to follow.
     cached: Cached,
-    /// The inode, when an open's absolute passed path named it (0 otherwise).
+    /// The inode ([`inode_ident`]), when an open's absolute passed path
+    /// named it (0 otherwise).
     passed_ino: u64,
-    /// The inode it was named for (0: not known).
+    /// The inode ([`inode_ident`]) it was named for (0: not known).
     ino: u64,
 }
 
@@ -229,7 +241,8 @@ impl FileTable {
         self.insert_entry(key, kind, Name::new(path), 0, 0);
     }
 
-    /// Names `key` as inode `ino`: a sum that comes later for the same key
+    /// Names `key` as inode `ino` (an [`inode_ident`], as every `ino` of
+    /// this table): a sum that comes later for the same key
     /// and another inode is not this file's (see [`FileTable::lookup_ino`]).
     pub fn insert_ino(&mut self, key: u64, kind: FileKind, name: Shared, ino: u64) {
         self.insert_entry(key, kind, name, 0, ino);
@@ -499,6 +512,18 @@ mod tests {
         assert_eq!(t.lookup_ino(7, 12, &mut enc), None, "an inode it never named");
         // Without an inode to check, the newest name.
         assert_eq!(t.lookup_ino(7, 0, &mut enc), Some((a, FileKind::Regular)));
+    }
+
+    /// One inode number on two filesystems is two files.
+    #[test]
+    fn an_inode_number_is_told_apart_by_its_device() {
+        let mut t = FileTable::default();
+        let (data, pipe) = (inode_ident(8 << 20 | 1, 597), inode_ident(14, 597));
+        assert_ne!(data, pipe);
+        t.insert_passed(3, FileKind::Regular, Name::new(b"/data/597"), data);
+        assert!(t.passed_name(3, data));
+        assert!(!t.passed_name(3, pipe), "a pipe of the same number is named anew");
+        assert_eq!(inode_ident(5, 0), 0, "not known stays not known");
     }
 
     /// A sum read from a thread's slot a second after its calls may name

@@ -22,6 +22,13 @@ const _: fn(&types::io_sum) -> &[u32; SUM_BUCKETS] = |s| &s.hist;
 /// in it have been added by then (a program runs for microseconds).
 const SETTLE_NS: u64 = 100_000_000;
 
+/// How long after its second a sum whose file has no name yet waits for
+/// the open that names it: a slot read from its thread can come before
+/// that open is decoded, as the ring's reader stops at a record another
+/// CPU reserved and has not sent (a guest's CPU held up for longer than
+/// the settling time, under full emulation).
+const NAME_WAIT_NS: u64 = 3 * SEC;
+
 #[derive(Default)]
 pub struct Summaries {
     buf: Vec<IoSum>,
@@ -38,6 +45,8 @@ pub struct Summaries {
     taken: rustc_hash::FxHashSet<(u32, u32, u32)>,
     /// Why the slots could not be read, the first time.
     pub error: Option<String>,
+    /// Times a sum waited a round for its file's name.
+    pub waited: u64,
     /// Records written, and calls they sum.
     pub records: u64,
     pub calls: u64,
@@ -126,7 +135,16 @@ impl Summaries {
         for i in order {
             let (s, (ts, end)) = (&self.buf[i], self.spans[i]);
             let Some(sop) = sum_op(s.key.op) else { continue };
-            let (path, kind) = dec.summed_file(s.key.file, s.key.dev, s.key.ino, s.key.tgid, enc);
+            let (path, kind) = match dec.summed_file(s.key.file, s.key.dev, s.key.ino, s.key.tgid, enc) {
+                Some(found) => found,
+                None if !last && now < end + NAME_WAIT_NS => {
+                    // Named by an open still in the ring: the next rounds.
+                    self.pending.entry(s.key.sec).or_default().push(*s);
+                    self.waited += 1;
+                    continue;
+                }
+                None => dec.unnamed_sum(enc),
+            };
             let mut r = IoSummary {
                 pid: s.key.tgid,
                 tid: s.key.tid,

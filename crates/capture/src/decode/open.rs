@@ -5,7 +5,7 @@ use std::mem::offset_of;
 use mltrace_log::*;
 
 use super::{is_normal, tail, KernelDecoder, F_DISCONNECTED, F_PASSED, TR_ABS, TR_UNREADABLE};
-use crate::files::{classify, join_normalize, FileFacts};
+use crate::files::{classify, inode_ident, join_normalize, FileFacts};
 use crate::name::Name;
 use crate::skel::types::{ev_file, ev_hdr, ev_open, op};
 
@@ -39,7 +39,8 @@ impl KernelDecoder {
     /// that names its file): its name and kind, unless an open's passed
     /// path named it already.
     fn name(&mut self, key: u64, facts: &FileFacts<'_>, flags: u8, dev: u32) {
-        if flags & F_PASSED == 0 && self.files.passed_name(key, facts.ino) {
+        let ident = inode_ident(dev, facts.ino);
+        if flags & F_PASSED == 0 && self.files.passed_name(key, ident) {
             return;
         }
         let (kind, path) = classify(facts);
@@ -52,9 +53,9 @@ impl KernelDecoder {
             Name::new(&path)
         };
         if flags & F_PASSED != 0 {
-            self.files.insert_passed(key, kind, name, facts.ino);
+            self.files.insert_passed(key, kind, name, ident);
         } else {
-            self.files.insert_ino(key, kind, name, facts.ino);
+            self.files.insert_ino(key, kind, name, ident);
         }
     }
 
