@@ -219,8 +219,6 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 	u8 trunc = 0;
 	u8 op = v->op;
 	u64 start = v->ts;
-	/* files_seen's entry for the file, when it holds another inode. */
-	u64 *stale = NULL, ident = 0;
 
 	if (!hp)
 		return 0;
@@ -267,7 +265,7 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 		 * (a slot reused for the same inode: a file reopened in a loop). */
 		struct file *f = fd_file(ret);
 		u64 key = (u64)f;
-		u64 *seen, *epoch = bpf_map_lookup_elem(&files_epoch, &zero);
+		u64 ident = 0, *seen, *epoch = bpf_map_lookup_elem(&files_epoch, &zero);
 
 		e->file = key;
 		if (f) {
@@ -283,9 +281,13 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 			seen = &ident;
 		else
 			seen = bpf_map_lookup_elem(&files_seen, &key);
-		if (seen && seen != &ident && *seen != ident)
-			stale = seen;
 		if (!(seen && f && *seen == ident)) {
+			/* On the fast route the opener remembers the file in the
+			 * thread, not here: an entry here is of the file this
+			 * identity was before, and would let that file, opened
+			 * here again, go unnamed. Forgotten (0 matches none). */
+			if (seen)
+				*seen = 0;
 			/* --path judges the kernel's own path: walk then. */
 			e->named = name_in_open(key, len, !want_path_on && passed_names_it(e->path, len));
 			alen = e->named ? e->abs_len : 0;
@@ -309,10 +311,5 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 		count_lost(LOST_RING);
 		return 0;
 	}
-	/* On the fast route the opener remembers the file itself, not in
-	 * files_seen: an entry there is of the file this identity was before,
-	 * and would let that file, opened here again, go unnamed. */
-	if (e->named && stale)
-		*stale = ident;
 	return e->named;
 }
