@@ -321,15 +321,12 @@ impl FileTable {
         Some(found)
     }
 
-    /// As [`FileTable::lookup`], with the path: one probe for a live identity.
+    /// As [`FileTable::lookup`], with the path (wherever a rotation the
+    /// lookup caused has put the entry).
     #[inline]
     pub fn resolve(&mut self, key: u64, enc: &mut FrameEncoder) -> Option<(StrId, FileKind, &[u8])> {
-        if !self.live.contains_key(&key) {
-            self.lookup(key, enc)?;
-        }
-        let e = self.live.get_mut(&key)?;
-        let (id, kind) = e.id_in(enc);
-        Some((id, kind, e.name.path()))
+        let (id, kind) = self.lookup(key, enc)?;
+        Some((id, kind, self.get(key)?.name.path()))
     }
 
     fn keep_replaced(&mut self, key: u64, e: Entry) {

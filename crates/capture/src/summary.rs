@@ -45,8 +45,6 @@ pub struct Summaries {
     taken: rustc_hash::FxHashSet<(u32, u32, u32)>,
     /// Why the slots could not be read, the first time.
     pub error: Option<String>,
-    /// Times a sum waited a round for its file's name.
-    pub waited: u64,
     /// Records written, and calls they sum.
     pub records: u64,
     pub calls: u64,
@@ -140,7 +138,6 @@ impl Summaries {
                 None if !last && now < end + NAME_WAIT_NS => {
                     // Named by an open still in the ring: the next rounds.
                     self.pending.entry(s.key.sec).or_default().push(*s);
-                    self.waited += 1;
                     continue;
                 }
                 None => dec.unnamed_sum(enc),

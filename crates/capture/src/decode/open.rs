@@ -36,8 +36,7 @@ pub(super) fn open_op(o: u8) -> OpenOp {
 
 impl KernelDecoder {
     /// Remembers what file identity `key` is (from an ev_file, or an open
-    /// that names its file): its name and kind, unless an open's passed
-    /// path named it already.
+    /// that names its file), unless an open's passed path named it already.
     fn name(&mut self, key: u64, facts: &FileFacts<'_>, flags: u8, dev: u32) {
         let ident = inode_ident(dev, facts.ino);
         if flags & F_PASSED == 0 && self.files.passed_name(key, ident) {
