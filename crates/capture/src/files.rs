@@ -204,10 +204,11 @@ pub struct FileTable {
     /// after its calls, and names the identity and the inode it was for.
     replaced: rustc_hash::FxHashMap<(u64, u64), Entry>,
     replaced_order: std::collections::VecDeque<(u64, u64)>,
-    /// Whether `replaced` is kept: only a summary's sums look there (in
-    /// full detail a record never names an identity's earlier file, as the
-    /// kernel names the new one before its calls), and on a small-file
-    /// loader keeping it was a fifth of the recorder's consumer.
+    /// Whether `replaced` is kept: only a summary's sums of files other
+    /// than regular ones look there (in full detail a record never names
+    /// an identity's earlier file, as the kernel names the new one before
+    /// its calls), and on a small-file loader keeping it was a fifth of the
+    /// recorder's consumer.
     pub keep_replaced: bool,
 }
 
@@ -330,7 +331,9 @@ impl FileTable {
     }
 
     fn keep_replaced(&mut self, key: u64, e: Entry) {
-        if !self.keep_replaced {
+        // A regular file's sums carry its inode, not its identity (the
+        // kernel sums every open of it as one): found by inode, never here.
+        if !self.keep_replaced || e.kind == FileKind::Regular {
             return;
         }
         let id = (key, e.ino);
