@@ -30,6 +30,7 @@ mod output;
 pub mod python;
 pub mod recorder;
 pub mod relay;
+pub mod ring;
 mod summary;
 pub mod syscalls;
 pub mod system;

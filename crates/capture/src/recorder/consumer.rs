@@ -1,12 +1,11 @@
 //! The consumer thread: drains the ring buffer, decodes and encodes
 //! frames, and adds what the other threads send (samples, phases, counts).
 
-use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use libbpf_rs::RingBufferBuilder;
+use libbpf_rs::MapCore as _;
 use mltrace_log::*;
 use mltrace_sample::gpu::GpuEventSample;
 use mltrace_sample::SampleSink;
@@ -18,6 +17,7 @@ use crate::cuda::{self, LibProbes};
 use crate::decode::{DecodeStats, KernelDecoder};
 use crate::error::CaptureError;
 use crate::mllog::{MllogMsg, PhaseRecorder};
+use crate::ring::Ring;
 use crate::system;
 
 pub(super) struct Consumer<'s> {
@@ -252,16 +252,11 @@ impl Consumer<'_> {
 type ConsumerResult = Result<([u64; LOST_SLOTS], Vec<String>, (usize, u64, u64, Vec<String>)), CaptureError>;
 
 pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> ConsumerResult {
-    let state = RefCell::new(consumer);
-    let mut builder = RingBufferBuilder::new();
-    builder
-        .add(&skel.maps.events, |data| {
-            state.borrow_mut().on_event(data, skel);
-            0
-        })
-        .map_err(|source| CaptureError::Bpf { stage: "opening the ring buffer".into(), source })?;
-    let rb = builder.build().map_err(|source| CaptureError::Bpf { stage: "opening the ring buffer".into(), source })?;
-    let shared = state.borrow().shared;
+    let mut c = consumer;
+    let mut rb = Ring::new(&skel.maps.events, u64::from(skel.maps.events.max_entries())).map_err(|e| {
+        CaptureError::Bpf { stage: "opening the ring buffer".into(), source: libbpf_rs::Error::from(e) }
+    })?;
+    let shared = c.shared;
     let mut last_losses = Instant::now();
     let mut last_counts = Instant::now();
     let mut last_sums = Instant::now();
@@ -272,7 +267,6 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: 
     loop {
         // Nothing more can be written: stop capturing, let the command run.
         if shared.write_error.lock().unwrap().is_some() {
-            let c = state.borrow();
             return Ok((
                 c.lost_seen,
                 c.warnings(),
@@ -283,13 +277,12 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: 
         let round = Instant::now();
         let sums_due = stopping || last_sums.elapsed() >= Duration::from_millis(200);
         if sums_due {
-            state.borrow_mut().read_slots(skel);
+            c.read_slots(skel);
         }
         // Wakeups are batched in the kernel, so poll() may time out with
         // data waiting: always consume afterwards.
-        let _ = rb.poll(Duration::from_millis(50));
-        let _ = rb.consume();
-        let mut c = state.borrow_mut();
+        rb.poll(Duration::from_millis(50));
+        rb.consume(|data| c.on_event(data, skel));
         c.drain_samples();
         c.drain_mllog();
         c.drain_accounting();
@@ -325,7 +318,7 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: 
         }
         if stopping {
             // The readers have finished: phases still open end here.
-            let c = &mut *c;
+            let c = &mut c;
             if let Some(s) = &mut c.summaries {
                 s.open_spans(skel, &mut c.enc);
             }
