@@ -86,6 +86,23 @@ struct {
 	__uint(max_entries, 1 << 24);
 } records SEC(".maps");
 
+/* The same records in one ring per CPU, when `per_cpu` (user space makes
+ * the rings): no lock, producer position or record header shared between
+ * CPUs, to measure what the one shared ring costs each call. */
+struct cpu_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 256);
+	__type(key, u32);
+	__array(values, struct cpu_ring);
+} cpu_records SEC(".maps");
+
+const volatile bool per_cpu = false;
+
 struct record {
 	u64 ts;
 	u64 dur;
@@ -127,7 +144,18 @@ int BPF_PROG(latency_exit, struct pt_regs *regs, long ret)
 	s = bpf_task_storage_get(&starts, t, 0, 0);
 	if (!s || !s->ts)
 		return 0;
-	r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	if (per_cpu) {
+		u32 cpu = bpf_get_smp_processor_id();
+		void *ring = bpf_map_lookup_elem(&cpu_records, &cpu);
+
+		if (!ring) {
+			bump(0);
+			return 0;
+		}
+		r = bpf_ringbuf_reserve(ring, sizeof(*r), 0);
+	} else {
+		r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	}
 	if (!r) {
 		bump(0);
 		return 0;

@@ -190,34 +190,92 @@ fn tempfile_path(what: &str) -> PathBuf {
 /// times in task storage, one ring record per syscall, drained by a thread
 /// of ours as mltrace's consumer drains its ring.
 fn latency_floor(w: &Workload) -> Result<String> {
+    let mut cmd = Command::new(&w.bin);
+    cmd.args(&w.args);
+    let (out, _) = latency_floor_run(cmd, &w.bin.display().to_string(), false)?;
+    Ok(out)
+}
+
+/// What the latency floor's stages cost over one run of its command: its
+/// programs' runs and run time (`kernel.bpf_stats_enabled`, when on) and
+/// its consumer's records and CPU time.
+pub(crate) struct FloorStages {
+    pub(crate) progs: Vec<(String, u64, u64)>,
+    pub(crate) records: u64,
+    pub(crate) consumer_cpu_ns: u64,
+}
+
+/// The CPU time of the calling thread.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Runs `cmd` (and its descendants) under the latency floor; its stdout,
+/// and what each stage of the floor cost meanwhile. The consumer reads
+/// each record's first word, as any consumer must read what it keeps.
+/// `per_cpu`: one ring per CPU instead of one shared by all.
+pub(crate) fn latency_floor_run(mut cmd: Command, what: &str, per_cpu: bool) -> Result<(String, FloorStages)> {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let mut storage = MaybeUninit::uninit();
     let mut open = floor::FloorSkelBuilder::default().open(&mut storage)?;
     open.progs.floor_enter.set_autoload(false);
     open.progs.floor_exit.set_autoload(false);
+    open.maps.rodata_data.as_deref_mut().context("floor .rodata")?.per_cpu = per_cpu;
     let mut skel = open.load()?;
+    let mut cpu_rings = Vec::new();
+    if per_cpu {
+        use libbpf_rs::MapCore as _;
+        let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+            ..Default::default()
+        };
+        for cpu in 0..libbpf_rs::num_possible_cpus()? as u32 {
+            let m = libbpf_rs::MapHandle::create(libbpf_rs::MapType::RingBuf, None::<&str>, 0, 0, 1 << 22, &opts)?;
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&m));
+            skel.maps.cpu_records.update(&cpu.to_ne_bytes(), &fd.to_ne_bytes(), libbpf_rs::MapFlags::ANY)?;
+            cpu_rings.push(m);
+        }
+    }
     skel.attach()?;
     let records = AtomicU64::new(0);
+    let checksum = AtomicU64::new(0);
+    let consumer_cpu = AtomicU64::new(0);
     let done = AtomicBool::new(false);
     // An owned handle the consumer thread can hold (the skeleton's is not Sync).
     let records_map = libbpf_rs::MapHandle::try_from(&skel.maps.records)?;
     let target = &mut skel.maps.bss_data.as_deref_mut().context("floor .bss")?.target_tgid;
     let out = std::thread::scope(|s| -> Result<String> {
         let consumer = s.spawn(|| -> Result<()> {
-            let mut rb = libbpf_rs::RingBufferBuilder::new();
-            rb.add(&records_map, |_| {
+            let cpu0 = thread_cpu_ns();
+            let sum = std::cell::Cell::new(0u64);
+            let on_record = |r: &[u8]| {
                 records.fetch_add(1, Ordering::Relaxed);
-                0
-            })?;
-            let rb = rb.build()?;
-            while !done.load(Ordering::Relaxed) {
-                let _ = rb.poll(std::time::Duration::from_millis(50));
-                let _ = rb.consume();
+                let word = r.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]);
+                sum.set(sum.get().wrapping_add(u64::from_ne_bytes(word)));
+            };
+            use libbpf_rs::MapCore as _;
+            let mut rings = vec![mltrace_capture::ring::Ring::new(&records_map, u64::from(records_map.max_entries()))?];
+            for m in &cpu_rings {
+                rings.push(mltrace_capture::ring::Ring::new(m, u64::from(m.max_entries()))?);
             }
-            let _ = rb.consume();
+            while !done.load(Ordering::Relaxed) {
+                // The floor sends no wake-ups: this waits out the timeout.
+                rings[0].poll(std::time::Duration::from_millis(50));
+                for r in &mut rings {
+                    r.consume(on_record);
+                }
+            }
+            for r in &mut rings {
+                r.consume(on_record);
+            }
+            checksum.store(sum.get(), Ordering::Relaxed);
+            consumer_cpu.store(thread_cpu_ns() - cpu0, Ordering::Relaxed);
             Ok(())
         });
-        let child = Command::new(&w.bin).args(&w.args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
         // Set as soon as it runs: its timed loop starts after exec and
         // loading, well after this.
         *target = child.id();
@@ -225,14 +283,28 @@ fn latency_floor(w: &Workload) -> Result<String> {
         done.store(true, Ordering::Relaxed);
         consumer.join().expect("latency floor consumer panicked")?;
         if !out.status.success() {
-            bail!("{} failed under the latency floor", w.bin.display());
+            bail!("{what} failed under the latency floor");
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     })?;
     if records.load(Ordering::Relaxed) == 0 {
         bail!("the latency floor recorded nothing");
     }
-    Ok(out)
+    let ids = [&skel.progs.latency_enter, &skel.progs.latency_exit]
+        .map(|p| libbpf_rs::ProgramHandle::try_from(p).map(|h| h.id()).unwrap_or(0));
+    let progs = libbpf_rs::query::ProgInfoIter::default()
+        .filter(|i| ids.contains(&i.id))
+        .map(|i| (i.name.to_string_lossy().into_owned(), i.run_cnt, i.run_time_ns))
+        .collect();
+    std::hint::black_box(checksum.load(Ordering::Relaxed));
+    Ok((
+        out,
+        FloorStages {
+            progs,
+            records: records.load(Ordering::Relaxed),
+            consumer_cpu_ns: consumer_cpu.load(Ordering::Relaxed),
+        },
+    ))
 }
 
 /// `--peak-rss FILE CMD...`: runs CMD, writes its peak RSS (KiB) to FILE,

@@ -262,6 +262,15 @@ pub fn overhead(
                     }
                 }
             }
+            // What any tracer that times each call pays here, for scale.
+            for per_cpu in [false, true].into_iter().filter(|_| bench.tools.contains(&Tool::LatencyFloor)) {
+                match stages::floor_stages(&workloads[wi], per_cpu) {
+                    Ok(rows) => table.push_str(&rows),
+                    Err(e) => {
+                        let _ = writeln!(table, "  {}, latency floor: failed: {e:#}", workloads[wi].title);
+                    }
+                }
+            }
         }
         eprintln!();
     }

@@ -138,3 +138,53 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Optio
     let _ = writeln!(t, "    {:<40}{:>12.2}{:>11.0}", "in all", ms(bpf_ns + rec_ns), per_event(bpf_ns + rec_ns));
     Ok(t)
 }
+
+/// The latency floor's rows for `w` (the same runs, one load of the
+/// floor): what a tracer that only times each call and sends one 32-byte
+/// ring record pays per stage on this machine, beside mltrace's; with
+/// `per_cpu`, into one ring per CPU (what the one shared ring costs).
+pub(crate) fn floor_stages(w: &Workload, per_cpu: bool) -> Result<String> {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", r#"n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do "$@" || exit 1; i=$((i + 1)); done"#, "sh"])
+        .arg(RUNS.to_string())
+        .arg(&w.bin)
+        .args(&w.args);
+    let (_, f) = {
+        let _on = BpfStats::on();
+        super::latency_floor_run(cmd, &w.bin.display().to_string(), per_cpu)?
+    };
+    if f.progs.iter().all(|p| p.1 == 0) {
+        bail!("no BPF program stats for the latency floor (kernel.bpf_stats_enabled?)");
+    }
+    let n = RUNS as f64;
+    let per_rec = |ns: u64| ns as f64 / f.records.max(1) as f64;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "  {}, latency floor{}: {RUNS} runs, {:.0} records a run (one per syscall of the tree, recorded or not)",
+        w.title,
+        if per_cpu { ", one ring per CPU" } else { "" },
+        f.records as f64 / n
+    );
+    let _ =
+        writeln!(t, "    {:<40}{:>12}{:>11}{:>14}{:>10}", "stage", "CPU ms/run", "ns/record", "calls/run", "ns/call");
+    for (name, runs, ns) in &f.progs {
+        let _ = writeln!(
+            t,
+            "    {:<40}{:>12.2}{:>11.0}{:>14.0}{:>10.0}",
+            format!("BPF {name}"),
+            *ns as f64 / n / 1e6,
+            per_rec(*ns),
+            *runs as f64 / n,
+            *ns as f64 / (*runs).max(1) as f64
+        );
+    }
+    let _ = writeln!(
+        t,
+        "    {:<40}{:>12.2}{:>11.0}",
+        "its consumer (reads each record)",
+        f.consumer_cpu_ns as f64 / n / 1e6,
+        per_rec(f.consumer_cpu_ns)
+    );
+    Ok(t)
+}
