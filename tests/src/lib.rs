@@ -238,14 +238,19 @@ pub fn recorded(out: &Output, log: PathBuf, dir: &Path) -> Recorded {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     if !stderr.contains(" 0 lost") {
-        // What the lost paths were in: the records that name a file `?`.
-        let unknown: Vec<String> = read_log(&log)
+        // What the lost paths were in: the records that name a file `?`,
+        // and the opens whose passed path could not be read.
+        let recs = read_log(&log);
+        let show = |r: &Rec| format!("{:?} {:?}", r.rec, r.strs);
+        let unknown: Vec<String> =
+            recs.iter().filter(|r| r.strs.iter().any(|s| s == "?" || s.starts_with("/?"))).take(5).map(show).collect();
+        let unreadable: Vec<String> = recs
             .iter()
-            .filter(|r| r.strs.iter().any(|s| s == "?" || s.starts_with("/?")))
+            .filter(|r| matches!(&r.rec, Record::Open(o) if o.trunc & mltrace_log::trunc::UNREADABLE != 0))
             .take(5)
-            .map(|r| format!("{:?} {:?}", r.rec, r.strs))
+            .map(show)
             .collect();
-        panic!("{stderr}records with an unknown path: {unknown:#?}");
+        panic!("{stderr}records with an unknown path: {unknown:#?}\nopens with an unreadable path: {unreadable:#?}");
     }
     let kv = key_values(&String::from_utf8_lossy(&out.stdout));
     let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
