@@ -33,6 +33,9 @@ pub struct Ring {
     epoll: OwnedFd,
     /// Our position (the kernel's copy is published from it).
     pos: u64,
+    /// Headers with a length no record can have, each skipped with what
+    /// the producer had sent after it (never seen: the kernel writes them).
+    pub corrupt: u64,
 }
 
 // SAFETY: the mappings belong to the Ring alone; it moves whole.
@@ -76,7 +79,7 @@ impl Ring {
         };
         // SAFETY: the page is mapped and 8-aligned; the kernel wrote it.
         let pos = unsafe { (*consumer.cast::<AtomicU64>()).load(Ordering::Acquire) };
-        let ring = Ring { consumer, rest, page, size, epoll: epoll()?, pos };
+        let ring = Ring { consumer, rest, page, size, epoll: epoll()?, pos, corrupt: 0 };
         let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: 0 };
         // SAFETY: both fds are open; ev lives across the call.
         check(unsafe { libc::epoll_ctl(ring.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
@@ -123,9 +126,11 @@ impl Ring {
                 }
                 let body = (len & !(BUSY | DISCARD)) as u64;
                 if body + HEADER > self.size {
-                    // Not a record the kernel could have written.
-                    self.publish();
-                    return n;
+                    // Not a record the kernel could have written: what
+                    // follows cannot be told apart either. Skipped, counted.
+                    self.corrupt += 1;
+                    self.pos = prod;
+                    break;
                 }
                 if len & DISCARD == 0 {
                     // SAFETY: a record is at most the ring's size, and the
@@ -195,7 +200,10 @@ mod tests {
                 map(rest.add(page + size), size, 2 * page, libc::PROT_READ);
                 let w = map(std::ptr::null_mut(), page + size, page, rw);
                 libc::close(fd);
-                Fake { ring: Ring { consumer, rest, page, size: size as u64, epoll: epoll().unwrap(), pos: 0 }, w }
+                Fake {
+                    ring: Ring { consumer, rest, page, size: size as u64, epoll: epoll().unwrap(), pos: 0, corrupt: 0 },
+                    w,
+                }
             }
         }
 
@@ -251,6 +259,21 @@ mod tests {
             }
         }
         assert!(p > 2 * 4096);
+    }
+
+    #[test]
+    fn an_impossible_length_is_counted_and_skipped_to_what_was_sent() {
+        let mut f = Fake::new(4096);
+        let a = f.put(0, b"first", 0);
+        let bad = (8192u32).to_ne_bytes();
+        // SAFETY: inside the writable data.
+        unsafe { std::ptr::copy_nonoverlapping(bad.as_ptr(), f.w.add(f.ring.page + a as usize), 4) };
+        f.produce(a + 64);
+        assert_eq!(drain(&mut f), vec![b"first".to_vec()]);
+        assert_eq!((f.ring.corrupt, f.published()), (1, a + 64));
+        let c = f.put(a + 64, b"after", 0);
+        f.produce(c);
+        assert_eq!(drain(&mut f), vec![b"after".to_vec()]);
     }
 
     #[test]

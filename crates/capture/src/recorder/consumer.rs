@@ -283,6 +283,8 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: 
         // data waiting: always consume afterwards.
         rb.poll(Duration::from_millis(50));
         rb.consume(|data| c.on_event(data, skel));
+        // Counted as malformed records (each skipped what followed it).
+        c.dec.stats.malformed += std::mem::take(&mut rb.corrupt);
         c.drain_samples();
         c.drain_mllog();
         c.drain_accounting();
