@@ -1,10 +1,12 @@
 //! The consumer's side of a BPF ring buffer, read in place.
 //!
 //! libbpf's consumer publishes its position after every record, and every
-//! reservation on a producing CPU reads that position: one cache line
-//! moved between CPUs per record, both ways. This reader publishes its
-//! position once per batch (and every [`PUBLISH_BYTES`] within one, so a
-//! long drain still frees space as it goes).
+//! reservation on a producing CPU reads that position. This reader
+//! publishes it once per batch (and every [`PUBLISH_BYTES`] within one, so
+//! a long drain still frees space as it goes); on the 2-vCPU development
+//! VM that made no measurable difference. It reads several rings (the
+//! bench's floor has one per CPU) and hands each record over without a
+//! callback through C.
 //!
 //! The layout is the kernel's (kernel/bpf/ringbuf.c): a page with the
 //! consumer position (the only page user space may write), a page with the
