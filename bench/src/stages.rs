@@ -112,20 +112,11 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Optio
         events as f64 / n,
         added_ns.map(|a| format!("; section 1's added time {:.1} ms a run", a / 1e6)).unwrap_or_default()
     );
-    let _ =
-        writeln!(t, "    {:<40}{:>12}{:>11}{:>14}{:>10}", "stage", "CPU ms/run", "ns/event", "calls/run", "ns/call");
+    header(&mut t, "ns/event");
     let mut bpf: Vec<&(String, u64, u64)> = progs.iter().filter(|p| !p.0.starts_with('(')).collect();
     bpf.sort_by_key(|p| std::cmp::Reverse(p.2));
     for (name, runs, ns) in &bpf {
-        let _ = writeln!(
-            t,
-            "    {:<40}{:>12.2}{:>11.0}{:>14.0}{:>10.0}",
-            format!("BPF {name}"),
-            ms(*ns),
-            per_event(*ns),
-            *runs as f64 / n,
-            *ns as f64 / (*runs).max(1) as f64
-        );
+        program_row(&mut t, name, *runs, *ns, events);
     }
     for (comm, count, ns) in &threads {
         let what = if count > &1 { format!("recorder {comm} ({count} threads)") } else { format!("recorder {comm}") };
@@ -166,18 +157,9 @@ pub(crate) fn floor_stages(w: &Workload, per_cpu: bool) -> Result<String> {
         if per_cpu { ", one ring per CPU" } else { "" },
         f.records as f64 / n
     );
-    let _ =
-        writeln!(t, "    {:<40}{:>12}{:>11}{:>14}{:>10}", "stage", "CPU ms/run", "ns/record", "calls/run", "ns/call");
+    header(&mut t, "ns/record");
     for (name, runs, ns) in &f.progs {
-        let _ = writeln!(
-            t,
-            "    {:<40}{:>12.2}{:>11.0}{:>14.0}{:>10.0}",
-            format!("BPF {name}"),
-            *ns as f64 / n / 1e6,
-            per_rec(*ns),
-            *runs as f64 / n,
-            *ns as f64 / (*runs).max(1) as f64
-        );
+        program_row(&mut t, name, *runs, *ns, f.records);
     }
     let _ = writeln!(
         t,
@@ -187,4 +169,24 @@ pub(crate) fn floor_stages(w: &Workload, per_cpu: bool) -> Result<String> {
         per_rec(f.consumer_cpu_ns)
     );
     Ok(t)
+}
+
+/// The column heads of a stage table; `per` names the unit of the third.
+fn header(t: &mut String, per: &str) {
+    let _ = writeln!(t, "    {:<40}{:>12}{:>11}{:>14}{:>10}", "stage", "CPU ms/run", per, "calls/run", "ns/call");
+}
+
+/// A BPF program's row: its `runs` and run time `ns` over [`RUNS`] runs
+/// of the workload that made `units` records.
+fn program_row(t: &mut String, name: &str, runs: u64, ns: u64, units: u64) {
+    let n = RUNS as f64;
+    let _ = writeln!(
+        t,
+        "    {:<40}{:>12.2}{:>11.0}{:>14.0}{:>10.0}",
+        format!("BPF {name}"),
+        ns as f64 / n / 1e6,
+        ns as f64 / units.max(1) as f64,
+        runs as f64 / n,
+        ns as f64 / runs.max(1) as f64
+    );
 }

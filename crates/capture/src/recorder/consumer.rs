@@ -251,8 +251,7 @@ impl Consumer<'_> {
 /// Losses, warnings, and (file names held, forgotten, left out by --path; processes untraced).
 type ConsumerResult = Result<([u64; LOST_SLOTS], Vec<String>, (usize, u64, u64, Vec<String>)), CaptureError>;
 
-pub(super) fn consumer_loop(skel: &Skeleton<'_>, consumer: Consumer<'_>, flush: Duration) -> ConsumerResult {
-    let mut c = consumer;
+pub(super) fn consumer_loop(skel: &Skeleton<'_>, mut c: Consumer<'_>, flush: Duration) -> ConsumerResult {
     let mut rb = Ring::new(&skel.maps.events, u64::from(skel.maps.events.max_entries())).map_err(|e| {
         CaptureError::Bpf { stage: "opening the ring buffer".into(), source: libbpf_rs::Error::from(e) }
     })?;
