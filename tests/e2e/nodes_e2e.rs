@@ -351,6 +351,16 @@ fn merge_aligns_clocks_through_realtime_anchors() {
 /// slow node). Merged, the verdict names that host and pid as the
 /// straggler, and each rank's data wait in `ranks[]` is within 0.1 of what
 /// its trainer measured itself.
+///
+/// The trainers compute by sleeping 30 ms a step, so that a healthy run
+/// (about 2 s) is mostly a timer's wait: this test shares the machine, and
+/// a neighbour's load stretches only the CPU part. With 10 ms a step
+/// (0.76 s runs), a fresh-clone CI run once found a healthy rank 25% slower
+/// than the median, waiting for a CPU 24% of its run against 5%, and named
+/// it, rightly, a straggler. Two busy loops beside the trainer alone
+/// stretch its run by 24% at 10 ms a step (800 ms to 995), by 8-14% at
+/// 30 (2.01 s to 2.18-2.30), against the 25% that names a straggler. The
+/// slow rank's workers sleep 270 ms a batch: about 4 s, twice a healthy run.
 #[test]
 fn the_slow_rank_of_four_hosts_is_named() {
     let Some(_turn) = require_root!() else {
@@ -367,11 +377,11 @@ fn the_slow_rank_of_four_hosts_is_named() {
     let slow = "node2";
     let mut measured = Vec::new();
     for (i, h) in hosts.iter().enumerate() {
-        let sleep = if *h == slow { "120" } else { "0" };
+        let sleep = if *h == slow { "270" } else { "0" };
         // Each host's rank 3 of 8, as torchrun would say (read from the
         // trainer's environment, not its place).
         let rank = (8 * i + 3).to_string();
-        let cmd = format!("-f --gpu off -o {h}.bin -- {py} {} {} 60 10 sleep", script.display(), data.display());
+        let cmd = format!("-f --gpu off -o {h}.bin -- {py} {} {} 60 30 sleep", script.display(), data.display());
         let env = [
             ("STEP_TRAINER_ROUNDS", "4"),
             ("STEP_TRAINER_WORKER_SLEEP_MS", sleep),
