@@ -62,6 +62,7 @@ enum {
 	BPF_NOEXIST = 1,
 	BPF_EXIST = 2,
 	BPF_F_NO_PREALLOC = 1,
+	BPF_F_MMAPABLE = 1024,
 };
 
 enum {

@@ -256,21 +256,23 @@ pub(crate) fn latency_floor_run(mut cmd: Command, what: &str, per_cpu: bool) -> 
                 let word = r.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]);
                 sum.set(sum.get().wrapping_add(u64::from_ne_bytes(word)));
             };
-            use libbpf_rs::MapCore as _;
-            let mut rings = vec![mltrace_capture::ring::Ring::new(&records_map, u64::from(records_map.max_entries()))?];
-            for m in &cpu_rings {
-                rings.push(mltrace_capture::ring::Ring::new(m, u64::from(m.max_entries()))?);
-            }
+            // Merged as the recorder merges its rings: by each record's
+            // start plus duration (the floor's record: ts, dur, ...).
+            let key = |r: &[u8]| {
+                let w = |at: usize| r.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap()));
+                w(0).wrapping_add(w(8))
+            };
+            let mut rings = if cpu_rings.is_empty() {
+                mltrace_capture::ring::Merged::open(std::slice::from_ref(&records_map), key)?
+            } else {
+                mltrace_capture::ring::Merged::open(&cpu_rings, key)?
+            };
             while !done.load(Ordering::Relaxed) {
                 // The floor sends no wake-ups: this waits out the timeout.
-                rings[0].poll(std::time::Duration::from_millis(50));
-                for r in &mut rings {
-                    r.consume(on_record);
-                }
+                rings.poll(std::time::Duration::from_millis(50));
+                rings.consume(on_record);
             }
-            for r in &mut rings {
-                r.consume(on_record);
-            }
+            while rings.consume(on_record) > 0 || rings.held_back() {}
             checksum.store(sum.get(), Ordering::Relaxed);
             consumer_cpu.store(thread_cpu_ns() - cpu0, Ordering::Relaxed);
             Ok(())

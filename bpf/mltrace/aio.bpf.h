@@ -118,7 +118,7 @@ static __noinline int on_aio(struct inflight *v, s64 ret, u64 now, u64 id)
 	if (!hp)
 		return 0;
 	u32 stk = hp->stack;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return 0;

@@ -188,7 +188,7 @@ int block_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 	u32 cmd = BPF_CORE_READ(rq, cmd_flags);
 	bool final = nr_bytes >= remaining;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		if (final && v)

@@ -13,10 +13,41 @@ static __always_inline void count_lost(u32 kind)
 		*c += 1;
 }
 
+/* This CPU's ring (none only if user space failed to put one in place:
+ * then every record is counted lost). */
+static __always_inline void *cpu_ring(void)
+{
+	u32 *cpu = bpf_map_lookup_elem(&cpu_index, (const void *)&key_zero);
+
+	return cpu ? bpf_map_lookup_elem(&cpu_rings, cpu) : NULL;
+}
+
+static __always_inline void *rb_reserve(u64 size)
+{
+	void *r = cpu_ring();
+
+	return r ? bpf_ringbuf_reserve(r, size, 0) : NULL;
+}
+
+static __always_inline long rb_output(void *data, u64 size, u64 flags)
+{
+	void *r = cpu_ring();
+
+	return r ? bpf_ringbuf_output(r, data, size, flags) : -1;
+}
+
+/* Wakes the consumer if it sleeps with the flag set (it sets it once it
+ * has slept a while: ring.rs, Merged::poll), once: the flag is cleared
+ * here (two CPUs may both see it set). No look-up of the ring and no
+ * query: this runs on every record (see consumer_asleep). */
 static __always_inline u64 wake_flags(void)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									     : BPF_RB_NO_WAKEUP;
+	u32 *asleep = bpf_map_lookup_elem(&consumer_asleep, (const void *)&key_zero);
+
+	if (!asleep || !*asleep)
+		return BPF_RB_NO_WAKEUP;
+	*asleep = 0;
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 static __always_inline void fill_hdr(struct ev_hdr *h, u8 kind, u8 op, u64 id, u64 ts)

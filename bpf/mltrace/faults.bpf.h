@@ -54,7 +54,7 @@ int major_fault(struct bpf_perf_event_data *ctx)
 
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return 0;

@@ -245,7 +245,7 @@ __noinline int emit_path(u64 key, u64 path_ptr, u64 inode_ptr, u64 flags, u64 id
 	e->flags = hp->flags;
 	if (want_path_on)
 		judge_path(key, hp, off, len);
-	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_file, path) + (len & (PATHBUF - 1)), 0)) {
+	if (rb_output(e, offsetof(struct ev_file, path) + (len & (PATHBUF - 1)), 0)) {
 		count_lost(LOST_RING);
 		return -1;
 	}

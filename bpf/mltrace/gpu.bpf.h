@@ -230,7 +230,7 @@ int BPF_KRETPROBE(cu_return, long rc)
 		return 0;
 	}
 	u32 stk = py_stack(id);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 	} else {
@@ -500,7 +500,7 @@ int BPF_KRETPROBE(nccl_return, long rc)
 	k.tgid = id >> 32;
 	r = v->comm ? bpf_map_lookup_elem(&nccl_comms, &k) : NULL;
 	u32 stk = py_stack(id);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 	} else {

@@ -67,14 +67,14 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 			if ((file_mode(f, fast) & S_IFMT) == S_IFREG)
 				sum_file = 0;
 		}
-		if (SUM_CALL(v, sum_file, ino, dev_op, ret, now - v->ts)) {
+		if (SUM_CALL(v, now, sum_file, ino, dev_op, ret, now - v->ts)) {
 			if (ret >= 0 && now - v->ts < summary_slow_ns)
 				return;
 			flags |= IOF_SUMMED;
 		}
 	}
 	u32 stk = py_stack(id);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
@@ -141,13 +141,13 @@ static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s
 
 	/* Summed without its file: the file is gone, and its struct file
 	 * is the next open's. */
-	if (summary && SUM_CALL(v, 0, 0, SUM_DEV_OP(0, now, v->op), ret, now - v->ts)) {
+	if (summary && SUM_CALL(v, now, 0, 0, SUM_DEV_OP(0, now, v->op), ret, now - v->ts)) {
 		if (ret >= 0 && now - v->ts < summary_slow_ns)
 			return;
 		flags = IOF_SUMMED;
 	}
 	u32 stk = py_stack(id);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
@@ -187,7 +187,7 @@ static __noinline int on_xfer(struct inflight *v, s64 ret, u64 now, u64 id)
 	u64 out_key = file_key(fd_file(out_fd), id, NULL);
 
 	u32 stk = hp->stack;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return 0;
@@ -306,8 +306,8 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 	e->path_len = len;
 	e->trunc = trunc;
 	e->nblk = v->nblk;
-	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)) + (alen & (PATHBUF - 1)),
-			       wake_flags())) {
+	if (rb_output(e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)) + (alen & (PATHBUF - 1)),
+		      wake_flags())) {
 		count_lost(LOST_RING);
 		return 0;
 	}

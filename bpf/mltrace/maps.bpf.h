@@ -19,8 +19,6 @@
 
 /* Set by user space before load. */
 const volatile u8 sys_op[MAX_SYSCALL_NR] = {};
-/* Wake the consumer only when this much is waiting; it also polls. */
-const volatile u64 wakeup_bytes = 1 << 20;
 
 /* tgid -> TRACED_LIVE, or TRACED_EXITED once its last thread passed
  * sched_process_exit (user space lists only the live ones). */
@@ -167,10 +165,50 @@ struct {
 	__type(value, u64);
 } files_epoch SEC(".maps");
 
-struct {
+/* Records go to the ring of the CPU their program runs on: no lock shared
+ * between CPUs on the hot path. User space creates the rings (sized from
+ * --ring-size), puts them in place before attaching, and reads them merged
+ * in the order of each record's key (crates/capture/src/ring.rs). */
+struct cpu_ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20);
-} events SEC(".maps");
+	__uint(max_entries, 4096);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* set to the possible CPUs at load */
+	__type(key, u32);
+	__array(values, struct cpu_ring);
+} cpu_rings SEC(".maps");
+
+/* Non-zero while the consumer sleeps in epoll_wait after a first quiet
+ * while (user space sets it through a mapping; the program that wakes the
+ * consumer clears it): one wake-up a sleep. Asking for one on every record
+ * once a ring held a bound made every record pay an interrupt while the
+ * consumer ran behind (1.1 us a call on (b) with 64 KiB rings), and
+ * querying the ring on every record kept one more value live in
+ * fast_sys_exit, over 6.1's stack bound (docs/performance.md). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, u32);
+	__type(value, u32);
+} consumer_asleep SEC(".maps");
+
+/* The key of one-value maps, kept off the programs' stacks: 6.1's
+ * verifier counts each frame in 32-byte steps, and fast_sys_exit's (224
+ * bytes) with the calls under it is at the 512 allowed. */
+const volatile u32 key_zero = 0;
+
+/* Each CPU's own index (user space fills it): the key of its ring's
+ * look-up, without a slot on the stack (see key_zero). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} cpu_index SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -185,8 +185,8 @@ static __noinline int on_meta(struct inflight *v, s64 ret, u64 now, u64 id)
 	e->path_len = len;
 	e->path2_len = len2;
 	e->trunc = trunc;
-	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_meta, path) + (len & (PATHBUF - 1)) + (len2 & (PATHBUF - 1)),
-			       wake_flags()))
+	if (rb_output(e, offsetof(struct ev_meta, path) + (len & (PATHBUF - 1)) + (len2 & (PATHBUF - 1)),
+		      wake_flags()))
 		count_lost(LOST_RING);
 	return 0;
 }

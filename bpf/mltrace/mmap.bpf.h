@@ -55,7 +55,7 @@ static __noinline int on_map(struct inflight *v, s64 ret, u64 now, u64 id)
 	u64 key = file_key(f, id, NULL);
 
 	u32 stk = hp->stack;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return 0;
@@ -92,7 +92,7 @@ static __always_inline void emit_anon(u32 tgid, u64 id)
 
 	if (!c)
 		return;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return;

@@ -126,7 +126,7 @@ static __noinline int on_net(struct inflight *v, s64 ret, u64 now, u64 id)
 	fd = hp->args[0];
 	f = fd_file(fd);
 	u32 stk = hp->stack;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return 0;

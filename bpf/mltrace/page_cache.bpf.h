@@ -13,7 +13,7 @@ EV_KIND(EV_PCACHE, 15);  /* mltrace_log::PageCache */
 
 static __always_inline void send_pcache(u8 op, u64 id, u64 ts, u64 ino, u64 index, u32 dev, u32 pages)
 {
-	struct ev_pcache *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct ev_pcache *e = rb_reserve(sizeof(*e));
 
 	if (!e) {
 		count_lost(LOST_RING);

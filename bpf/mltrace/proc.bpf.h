@@ -25,7 +25,7 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 		count_lost(LOST_MAP);
 	if (cpid != ptgid)
 		py_fork(ptgid, cpid);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
@@ -132,8 +132,8 @@ static __always_inline void on_exec(struct task_struct *task, struct linux_binpr
 	}
 	e->filename_len = flen;
 	e->argv_len = alen;
-	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_exec, data) + ((flen + alen) & (PATHBUF + ARGVBUF - 1)),
-			       wake_flags()))
+	if (rb_output(e, offsetof(struct ev_exec, data) + ((flen + alen) & (PATHBUF + ARGVBUF - 1)),
+		      wake_flags()))
 		count_lost(LOST_RING);	/* After the exec's record: user space forgets the old program's there. */
 	py_exec(task, id);
 }
@@ -183,7 +183,7 @@ static __always_inline void on_exit(struct task_struct *task)
 		emit_anon(tgid, id);
 		py_forget(tgid);
 	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
@@ -261,7 +261,7 @@ static __always_inline void on_rename(struct task_struct *task, const char *comm
 	u32 tgid = BPF_CORE_READ(task, tgid);
 	struct ev_comm *e;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return;

@@ -142,7 +142,7 @@ static __always_inline void py_ask(struct py_heap *hp, struct py_layout *l, u32 
 			return;
 		l->asked = now;
 	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
@@ -209,8 +209,8 @@ static __always_inline void py_code_send(struct py_heap *hp, struct py_layout *l
 		len = 0;
 	e->lines_len = len;
 	/* Sent up to the end of its line table (the names have fixed places). */
-	if (bpf_ringbuf_output(&events, e, offsetof(struct ev_pycode, data) + 2 * PY_STR + (len & 0x3fff),
-			       wake_flags()))
+	if (rb_output(e, offsetof(struct ev_pycode, data) + 2 * PY_STR + (len & 0x3fff),
+		      wake_flags()))
 		count_lost(LOST_RING);
 }
 
@@ -377,8 +377,8 @@ __noinline u32 py_stack(u64 id)
 		count_lost(LOST_MAP);
 	if (depth > PY_DEPTH)
 		return 0;
-	if (bpf_ringbuf_output(&events, &hp->st, offsetof(struct ev_pystack, frames) + depth * sizeof(struct py_frame),
-			       wake_flags())) {
+	if (rb_output(&hp->st, offsetof(struct ev_pystack, frames) + depth * sizeof(struct py_frame),
+		      wake_flags())) {
 		count_lost(LOST_RING);
 		bpf_map_delete_elem(&py_stacks, &hp->key);
 		return 0;
@@ -409,7 +409,7 @@ __noinline int py_adopt(u64 id, u64 ino, u32 dev, u64 base, u32 exec)
 	hp->fresh.gen = l ? l->gen : bpf_get_prandom_u32();
 	if (bpf_map_update_elem(&py_procs, &tgid, &hp->fresh, BPF_ANY))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return 0;

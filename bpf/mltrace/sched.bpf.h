@@ -249,7 +249,7 @@ static __always_inline u64 stint_of(struct task_struct *t)
 
 static __always_inline void on_switch(bool preempt, struct task_struct *prev, struct task_struct *next, u8 traced)
 {
-	struct ev_sched *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct ev_sched *e = rb_reserve(sizeof(*e));
 	u32 pid, tid;
 
 	if (!e) {
@@ -277,7 +277,7 @@ static __always_inline void on_switch(bool preempt, struct task_struct *prev, st
  * `dest` (SCHED_MIGRATE). */
 static __always_inline void on_wake(struct task_struct *p, u8 op, s32 dest, u8 traced)
 {
-	struct ev_sched *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct ev_sched *e = rb_reserve(sizeof(*e));
 	u64 id = bpf_get_current_pid_tgid();
 	u32 pid, tid;
 
@@ -362,7 +362,7 @@ static __always_inline void span_start(struct sched_acc *a, u64 now, u8 st)
 static __always_inline void span_send(struct task_struct *t, struct sched_acc *a, u64 now, u8 slept, u64 waker, u8 by,
 				      u16 flags)
 {
-	struct ev_span *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct ev_span *e = rb_reserve(sizeof(*e));
 
 	if (e) {
 		fill_hdr(&e->h, EV_SPAN, 0, ((u64)t->tgid << 32) | (u32)t->pid, now);

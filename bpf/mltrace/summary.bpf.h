@@ -136,15 +136,19 @@ static __always_inline u32 sum_slot_of(u32 op)
 }
 
 /* Sends a slot's sums; the ring full: a record lost, counted. */
-static __always_inline void send_slot(struct sum_slot *s)
+static __always_inline void send_slot(struct sum_slot *s, u64 now)
 {
-	if (s->sum.calls && bpf_ringbuf_output(&events, s, sizeof(*s), wake_flags()))
+	/* Its merge key (the rings per CPU): a clock read after the open
+	 * naming its file (the caller's, not a helper call here: that spilled
+	 * one more register in fast_sys_exit, over 6.1's stack bound). */
+	s->h.ts = now;
+	if (s->sum.calls && rb_output(s, sizeof(*s), wake_flags()))
 		count_lost(LOST_RING);
 }
 
 /* The fast and per-call routes: the call added to its thread's slot, which
  * is sent first when it holds another file's, operation's or second's. */
-static __always_inline int sum_fast(struct tstate *ts, u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur)
+static __always_inline int sum_fast(struct tstate *ts, u64 now, u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	u32 op = dev_op & 0xff, i = sum_slot_of(op), b;
@@ -158,7 +162,7 @@ static __always_inline int sum_fast(struct tstate *ts, u64 file, u64 ino, u64 de
 	s = &ts->sums[i];
 	if (s->key.stack != stack || s->key.file != file || s->key.ino != ino || s->key.sec != sec || s->key.op != op ||
 	    s->key.dev != dev_op >> 32 || s->key.exec != t->self_exec_id || s->key.tid != t->pid || !s->sum.calls) {
-		send_slot(s);
+		send_slot(s, now);
 		/* Odd while the key changes: the iterator skips the slot. */
 		s->seq++;
 		asm volatile("" ::: "memory");
@@ -194,6 +198,8 @@ static __always_inline void send_slots(struct inflight *st)
 {
 	struct tstate *ts = (struct tstate *)st;
 
+	u64 now = bpf_ktime_get_boot_ns();
+
 	if (!summary)
 		return;
 	for (int i = 0; i < SUM_SLOTS; i++) {
@@ -201,7 +207,7 @@ static __always_inline void send_slots(struct inflight *st)
 
 		if (!s->sum.calls)
 			continue;
-		send_slot(s);
+		send_slot(s, now);
 		/* Emptied, the iterator's way (the task outlives this). */
 		s->seq++;
 		asm volatile("" ::: "memory");
@@ -246,4 +252,4 @@ int sum_slots(struct bpf_iter__task *ctx)
 	return 0;
 }
 
-#define SUM_CALL(st, ...) (fast ? sum_fast((struct tstate *)(st), __VA_ARGS__) : sum_compat(__VA_ARGS__))
+#define SUM_CALL(st, now, ...) (fast ? sum_fast((struct tstate *)(st), now, __VA_ARGS__) : sum_compat(__VA_ARGS__))

@@ -78,7 +78,7 @@ static __always_inline void untrace(struct task_struct *task, u32 tgid, u8 op, u
 		return;
 	/* Its anonymous mmaps so far: counted while it was the user's. */
 	emit_anon(tgid, bpf_get_current_pid_tgid());
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return;

@@ -153,7 +153,7 @@ int uring_complete(struct trace_event_raw_io_uring_complete *ctx)
 	}
 	/* The file is named in the submitter's name: the id only labels EV_FILE. */
 	u64 fkey = file_key(BPF_CORE_READ(k, file), ((u64)v.pid << 32) | v.tid, NULL);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count_lost(LOST_RING);
 		return 0;

@@ -8,9 +8,10 @@
 //! `decode/` (aio.rs, mem.rs, sched.rs).
 
 use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd};
 
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType, OpenObject};
 
 use crate::error::CaptureError;
 use crate::features::{BlockRoute, FaultRoute, KernelBtf, PageCacheRoute, UringRoute, WakeContext};
@@ -42,7 +43,8 @@ const _: () = {
 
 #[derive(Clone, Debug)]
 pub struct BpfConfig {
-    /// Ring buffer size in bytes (rounded up to a power of two, at least a page).
+    /// Ring buffer space in bytes, shared out among the CPUs' rings (see
+    /// [`ring_sizes`]); 0: 32 MiB, and at least 1 MiB a CPU.
     pub ring_bytes: u32,
     /// Record block I/O (system-wide).
     pub block: bool,
@@ -103,7 +105,7 @@ pub struct Adopt {
 impl Default for BpfConfig {
     fn default() -> Self {
         BpfConfig {
-            ring_bytes: 32 << 20,
+            ring_bytes: 0,
             block: true,
             block_route: None,
             route: None,
@@ -423,15 +425,13 @@ fn load_route<'obj>(
 ) -> Result<Loaded<'obj>, CaptureError> {
     let builder = MltraceSkelBuilder::default();
     let mut open = builder.open(storage).map_err(bpf_err("opening the BPF object"))?;
-    let ring = cfg.ring_bytes.max(4096).next_power_of_two();
+    let rings = cpu_rings(cfg.ring_bytes)?;
     let rodata = open.maps.rodata_data.as_deref_mut().expect("rodata is mmapped");
     rodata.sys_op = syscalls::table(plan.mappings, cfg.only_ids.is_some());
     if let Some((uid, gid)) = cfg.only_ids {
         rodata.only_uid = uid;
         rodata.only_gid = gid;
     }
-    // Wake the consumer when an eighth of the ring is waiting; it also polls.
-    rodata.wakeup_bytes = u64::from(ring / 8);
     rodata.blk_have_io_start = plan.block == Some(BlockRoute::IoStart);
     rodata.py_stacks_on = cfg.py_stacks;
     if let Some(slow) = cfg.summary_slow_ns {
@@ -563,7 +563,8 @@ fn load_route<'obj>(
     }
     // Kernels before 5.11 cannot even create a task-storage map.
     open.maps.tstore.set_autocreate(fast).map_err(bpf_err("configuring the task storage"))?;
-    open.maps.events.set_max_entries(ring).map_err(bpf_err("sizing the ring buffer"))?;
+    open.maps.cpu_rings.set_max_entries(rings.len() as u32).map_err(bpf_err("sizing the ring table"))?;
+    open.maps.cpu_rings.set_inner_map_fd(rings[0].as_fd()).map_err(bpf_err("declaring the rings"))?;
     // Preallocated (LRU): only as big as needed when --path is given.
     if cfg.adopt.as_ref().is_none_or(|a| a.path.is_none()) {
         open.maps.path_excluded.set_max_entries(1).map_err(bpf_err("sizing the --path map"))?;
@@ -585,12 +586,23 @@ fn load_route<'obj>(
         source,
     })?;
     if let Some(cg) = cfg.adopt.as_ref().and_then(|a| a.cgroup.as_ref()) {
-        use std::os::fd::AsRawFd;
         skel.maps
             .cgroup_filter
             .update(&0u32.to_ne_bytes(), &(cg.as_raw_fd() as u32).to_ne_bytes(), MapFlags::ANY)
             .map_err(bpf_err("setting the --cgroup filter"))?;
     }
+    for (cpu, m) in rings.iter().enumerate() {
+        skel.maps
+            .cpu_rings
+            .update(&(cpu as u32).to_ne_bytes(), &m.as_fd().as_raw_fd().to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf_err("putting the rings in place"))?;
+    }
+    // Each CPU's index as its own value: the programs' key for its ring.
+    let index: Vec<Vec<u8>> = (0..rings.len() as u32).map(|cpu| cpu.to_ne_bytes().to_vec()).collect();
+    skel.maps
+        .cpu_index
+        .update_percpu(&0u32.to_ne_bytes(), &index, MapFlags::ANY)
+        .map_err(bpf_err("numbering the CPUs"))?;
     if let Err(e) = skel.attach() {
         return Err(bpf_err(&format!("attaching the programs{}", which_fails_to_attach(&skel)))(e));
     }
@@ -606,7 +618,38 @@ fn load_route<'obj>(
             }
         }
     }
-    Ok(Loaded { skel, call_links: links })
+    Ok(Loaded { skel, call_links: links, rings })
+}
+
+/// How many rings a recording makes (one per possible CPU) and each one's
+/// size when they share `total` bytes: the largest power of two that fits
+/// a ring's share, and at least a page. `total` 0: 32 MiB, and at least
+/// 1 MiB a ring (a ring per CPU holds only its CPU's burst, and the
+/// consumer, one thread, is woken once each time it sleeps).
+pub fn ring_sizes(total: u32) -> Result<(u32, u32), CaptureError> {
+    let cpus = libbpf_rs::num_possible_cpus().map_err(bpf_err("counting the CPUs"))?.max(1) as u32;
+    let page = crate::system::page_size() as u32;
+    let share = match total {
+        0 => (32 << 20) / cpus,
+        t => t / cpus,
+    };
+    let share = share.max(if total == 0 { 1 << 20 } else { page });
+    Ok((cpus, 1u32 << (31 - share.leading_zeros())))
+}
+
+/// A ring per possible CPU, sharing `total` bytes ([`ring_sizes`]).
+fn cpu_rings(total: u32) -> Result<Vec<MapHandle>, CaptureError> {
+    let (cpus, each) = ring_sizes(total)?;
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    (0..cpus)
+        .map(|_| {
+            MapHandle::create(MapType::RingBuf, None::<&str>, 0, 0, each, &opts)
+                .map_err(bpf_err(&format!("creating a ring buffer of {each} bytes for each of {cpus} CPUs")))
+        })
+        .collect()
 }
 
 /// The call a trampoline program is for (`tr_enter_NAME`, `tr_exit_NAME`).
@@ -614,11 +657,13 @@ pub fn trampoline_call(prog: &str) -> Option<String> {
     prog.strip_prefix("tr_enter_").or_else(|| prog.strip_prefix("tr_exit_")).map(str::to_string)
 }
 
-/// The loaded programs, and on the per-call route the links of its two
-/// programs to each call's tracepoints: keep both while recording.
+/// The loaded programs; on the per-call route the links of its two
+/// programs to each call's tracepoints: keep both while recording; and the
+/// ring of each CPU, in CPU order.
 pub struct Loaded<'obj> {
     pub skel: MltraceSkel<'obj>,
     pub call_links: Vec<libbpf_rs::Link>,
+    pub rings: Vec<MapHandle>,
 }
 
 /// After `attach()` failed: " (NAME, SECTION)" of the first program that
@@ -896,6 +941,17 @@ pub fn write_prog_stats(skel: &MltraceSkel<'_>, loaded_since: u64, startup_cpu_n
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rings_share_the_space_in_powers_of_two_of_at_least_a_page() {
+        let (cpus, each) = ring_sizes(0).unwrap();
+        assert_eq!(cpus as usize, libbpf_rs::num_possible_cpus().unwrap());
+        assert!(each.is_power_of_two() && each >= 1 << 20 && (each <= (32 << 20) / cpus || each == 1 << 20));
+        let (_, each) = ring_sizes(3 << 20).unwrap();
+        let page = crate::system::page_size() as u32;
+        assert!(each.is_power_of_two() && u64::from(each) * u64::from(cpus) <= 3 << 20 || each == page);
+        assert_eq!(ring_sizes(1).unwrap().1, page, "a page at least");
+    }
 
     /// The trampoline route has a pair of programs for every call the
     /// other routes can record, of the same operation, and no other.

@@ -369,6 +369,34 @@ fn event_of(kind: u8) -> Option<&'static Event> {
     EVENT_LISTS.get(usize::from(l).wrapping_sub(1))?.get(usize::from(i))
 }
 
+/// A ring record's merge key (see [`crate::ring::Merged`]): a clock read
+/// its program made after whatever the record depends on. A call's record
+/// carries its start and duration, whose sum is its exit's clock read; a
+/// block request's, its completion; every other record's header time is
+/// its program's own (a summary's sum: set as it is sent).
+pub fn record_key(data: &[u8]) -> u64 {
+    use std::mem::offset_of;
+    let word = |at: usize| data.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap()));
+    let ts = word(offset_of!(ev_hdr, ts));
+    let kind = data.first().copied().unwrap_or(0) as u32;
+    let dur_at = match kind {
+        k if k == Io::CODE as u32 => Some(offset_of!(types::ev_io, dur)),
+        k if k == Close::CODE as u32 => Some(offset_of!(types::ev_close, dur)),
+        k if k == Transfer::CODE as u32 => Some(offset_of!(types::ev_xfer, dur)),
+        k if k == Open::CODE as u32 => Some(offset_of!(ev_open, dur)),
+        k if k == Mapping::CODE as u32 => Some(offset_of!(types::ev_map, dur)),
+        k if k == IoUring::CODE as u32 => Some(offset_of!(types::ev_uring, dur)),
+        k if k == Aio::CODE as u32 => Some(offset_of!(types::ev_aio, dur)),
+        k if k == NetCall::CODE as u32 => Some(offset_of!(types::ev_net, dur)),
+        k if k == MetaCall::CODE as u32 => Some(offset_of!(types::ev_meta, dur)),
+        k if k == GpuCall::CODE as u32 => Some(offset_of!(types::ev_gpu, dur)),
+        k if k == Collective::CODE as u32 => Some(offset_of!(types::ev_nccl, dur)),
+        k if k == Block::CODE as u32 => return word(offset_of!(types::ev_block, complete)),
+        _ => None,
+    };
+    dur_at.map_or(ts, |at| ts.wrapping_add(word(at)))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

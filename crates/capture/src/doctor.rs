@@ -204,7 +204,7 @@ pub fn run() -> Vec<Check> {
         }
         let mut storage: [MaybeUninit<_>; 6] = std::array::from_fn(|_| MaybeUninit::uninit());
         match bpf::load(&mut storage, &cfg, &mut p) {
-            Ok(bpf::Loaded { skel, call_links }) => {
+            Ok(bpf::Loaded { skel, call_links, .. }) => {
                 let calls = if call_links.is_empty() {
                     String::new()
                 } else {
@@ -219,8 +219,9 @@ pub fn run() -> Vec<Check> {
                     name,
                     Status::Ok,
                     format!(
-                        "{}: {n} programs verified, loaded and attached{calls} (with their maps and ring buffer){uring}",
-                        route.describe()
+                        "{}: {n} programs verified, loaded and attached{calls} (with their maps and {}){uring}",
+                        route.describe(),
+                        rings_said()
                     ),
                 ));
                 // The perf events, for real: the same as `record` does.
@@ -410,4 +411,15 @@ fn python_check() -> Check {
 /// Whether `record` can run, given the checks.
 pub fn ready(checks: &[Check]) -> bool {
     checks.iter().all(|c| c.status != Status::Fail)
+}
+
+/// The ring buffers a recording writes to, said for `doctor`.
+fn rings_said() -> String {
+    match bpf::ring_sizes(BpfConfig::default().ring_bytes) {
+        Ok((n, each)) => {
+            let each = if each >= 1 << 20 { format!("{} MiB", each >> 20) } else { format!("{} KiB", each >> 10) };
+            format!("a ring buffer for each of {n} CPUs, {each} each by default (record --ring-size)")
+        }
+        Err(e) => format!("a ring buffer per CPU ({e})"),
+    }
 }

@@ -203,7 +203,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let mut plan = bpf::Plan::new(&opts.bpf, &KernelBtf::load());
     let mut storage: [MaybeUninit<_>; 6] = std::array::from_fn(|_| MaybeUninit::uninit());
     let loaded_since = system::boottime_ns();
-    let bpf::Loaded { skel, call_links: _call_links } = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
+    let bpf::Loaded { skel, call_links: _call_links, rings } = bpf::load(&mut storage, &opts.bpf, &mut plan)?;
     probes::tell_plan(&plan);
     let _fault_links = bpf::attach_faults(&skel, &mut plan);
     if let Some(why) = &plan.fault_fallback {
@@ -313,6 +313,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let traced_pids = move || bpf::traced_pids(skel_for_pids);
     let skel_ref = &skel;
     let shared_ref = &shared;
+    let rings_ref = &rings[..];
     let out_ref = &mut out;
     let outcome = std::thread::scope(|s| {
         let writer_h = std::thread::Builder::new()
@@ -321,7 +322,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
             .map_err(io_err("starting the writer thread"))?;
         let consumer_h = std::thread::Builder::new()
             .name("mltrace-consumer".into())
-            .spawn_scoped(s, move || consumer_loop(skel_ref, consumer, flush))
+            .spawn_scoped(s, move || consumer_loop(skel_ref, rings_ref, consumer, flush))
             .map_err(io_err("starting the consumer thread"))?;
         let stop_samplers = &shared_ref.stop_samplers;
         let samplers = samplers::start(s, interval, gpu, traced_pids, samples_tx, gpu_events_tx, stop_samplers);

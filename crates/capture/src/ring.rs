@@ -1,12 +1,18 @@
-//! The consumer's side of a BPF ring buffer, read in place.
+//! The consumer's side of mltrace's BPF ring buffers, one per CPU, read in
+//! place and merged into one stream.
+//!
+//! Each program writes to the ring of the CPU it runs on, so no lock is
+//! shared between CPUs. The price is order: a record that names a file
+//! (an open) may sit in one ring while the first read of that file sits in
+//! another. [`Merged`] hands records over in the order of each record's
+//! key, a clock read its program made after whatever the record depends on
+//! ([`crate::decode::record_key`]), which keeps every such dependency.
 //!
 //! libbpf's consumer publishes its position after every record, and every
 //! reservation on a producing CPU reads that position. This reader
 //! publishes it once per batch (and every [`PUBLISH_BYTES`] within one, so
-//! a long drain still frees space as it goes); on the 2-vCPU development
-//! VM that made no measurable difference. It reads several rings (the
-//! bench's floor has one per CPU) and hands each record over without a
-//! callback through C.
+//! a long drain still frees space as it goes), and hands each record over
+//! without a callback through C.
 //!
 //! The layout is the kernel's (kernel/bpf/ringbuf.c): a page with the
 //! consumer position (the only page user space may write), a page with the
@@ -15,29 +21,38 @@
 //! length with a busy and a discard bit, and a page offset user space does
 //! not need. Records are 8-byte aligned.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::system::page_size;
+
 const BUSY: u32 = 1 << 31;
 const DISCARD: u32 = 1 << 30;
 const HEADER: u64 = 8;
+/// How long [`Merged::poll`] sleeps before the producers may wake it: a
+/// ring of 1 MiB (the least a CPU gets by default) holds more than a CPU
+/// sends in that time (about 0.5 MB on (b), whose 4 workers keep two
+/// CPUs making calls).
+pub const QUIET: Duration = Duration::from_millis(5);
 /// Consumed bytes after which a batch publishes its position anyway.
 pub const PUBLISH_BYTES: u64 = 1 << 20;
 
+/// One ring buffer map, mapped.
 pub struct Ring {
     consumer: *mut u8,
     /// The producer's page and the data twice, read-only.
     rest: *mut u8,
     page: usize,
     size: u64,
-    epoll: OwnedFd,
     /// Our position (the kernel's copy is published from it).
     pos: u64,
     /// Headers with a length no record can have, each skipped with what
     /// the producer had sent after it (never seen: the kernel writes them).
-    pub corrupt: u64,
+    corrupt: u64,
 }
 
 // SAFETY: the mappings belong to the Ring alone; it moves whole.
@@ -51,6 +66,11 @@ fn check(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
+/// The total length of a record whose header says `len`.
+fn stride(len: u32) -> u64 {
+    ((len & !(BUSY | DISCARD)) as u64 + HEADER + 7) & !7
+}
+
 impl Ring {
     /// Maps the ring buffer map `map` of `size` bytes (its max_entries, a
     /// power of two).
@@ -59,8 +79,7 @@ impl Ring {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "ring size not a power of two"));
         }
         let fd = map.as_fd().as_raw_fd();
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let page = page_size();
         let map_at = |len: usize, prot: libc::c_int, off: usize| -> io::Result<*mut u8> {
             // SAFETY: a fresh shared mapping of the map's fd; checked below.
             let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, off as libc::off_t) };
@@ -81,11 +100,31 @@ impl Ring {
         };
         // SAFETY: the page is mapped and 8-aligned; the kernel wrote it.
         let pos = unsafe { (*consumer.cast::<AtomicU64>()).load(Ordering::Acquire) };
-        let ring = Ring { consumer, rest, page, size, epoll: epoll()?, pos, corrupt: 0 };
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: 0 };
-        // SAFETY: both fds are open; ev lives across the call.
-        check(unsafe { libc::epoll_ctl(ring.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
-        Ok(ring)
+        Ok(Ring { consumer, rest, page, size, pos, corrupt: 0 })
+    }
+
+    /// The length word of the record header at `pos` (with its busy and
+    /// discard bits).
+    fn header(&self, pos: u64) -> u32 {
+        let at = self.page + (pos & (self.size - 1)) as usize;
+        // SAFETY: `at` is inside the first copy of the data; 8-aligned.
+        unsafe { (*self.rest.add(at).cast::<AtomicU32>()).load(Ordering::Acquire) }
+    }
+
+    /// Whether a header's length is one the kernel could have written.
+    fn possible(&self, len: u32) -> bool {
+        (len & !(BUSY | DISCARD)) as u64 + HEADER <= self.size
+    }
+
+    /// The body of the committed record at `pos` whose header says `len`
+    /// (checked by the caller with [`Ring::possible`]).
+    fn body(&self, pos: u64, len: u32) -> &[u8] {
+        let at = self.page + (pos & (self.size - 1)) as usize;
+        // SAFETY: a record is at most the ring's size, and the data is
+        // mapped twice in a row: contiguous even when it wraps. The
+        // producer does not write it again until our position is published
+        // past it.
+        unsafe { std::slice::from_raw_parts(self.rest.add(at + HEADER as usize), (len & !(BUSY | DISCARD)) as usize) }
     }
 
     fn producer(&self) -> u64 {
@@ -93,71 +132,286 @@ impl Ring {
         unsafe { (*self.rest.cast::<AtomicU64>()).load(Ordering::Acquire) }
     }
 
+    /// The position last published.
+    fn published(&self) -> u64 {
+        // SAFETY: the consumer's page is mapped and 8-aligned.
+        unsafe { (*self.consumer.cast::<AtomicU64>()).load(Ordering::Relaxed) }
+    }
+
     fn publish(&self) {
         // SAFETY: the consumer's page is mapped, writable and 8-aligned.
         unsafe { (*self.consumer.cast::<AtomicU64>()).store(self.pos, Ordering::Release) }
     }
+}
 
-    /// Waits up to `timeout` for the kernel's wake-up; whether it came.
-    pub fn poll(&self, timeout: Duration) -> bool {
-        let mut ev = libc::epoll_event { events: 0, u64: 0 };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: the epoll fd is open; room for one event.
-        unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), &mut ev, 1, ms) > 0 }
-    }
+/// Rings, one per CPU, read as one stream in the order of each record's
+/// key. A call of [`Merged::consume`] reads every ring's producer position
+/// twice, P then Q. Records before P are taken in key order, up to the
+/// smallest key of another ring's records that cannot be taken yet: those
+/// after P (and before Q), and those behind a record still being written.
+/// They wait for the next call.
+///
+/// Why that keeps dependencies: a record B that depends on A was reserved
+/// after A's program committed A (A's open returned before B's call
+/// began), so when B is before P, A is committed and before P too, and A's
+/// key, read before A was committed, is below B's. A record reserved after
+/// Q was reserved after the P reading too: nothing taken now depends on it.
+/// Within one ring, records go in the ring's order (what one shared ring
+/// gave): a record cannot depend on one reserved after it.
+pub struct Merged {
+    rings: Vec<Ring>,
+    key: fn(&[u8]) -> u64,
+    /// Each ring's next record to take, by key: (key, ring), with its
+    /// header in `lens`.
+    heads: BinaryHeap<Reverse<(u64, usize)>>,
+    lens: Vec<u32>,
+    /// Each ring's smallest key among records that cannot be taken yet;
+    /// the smallest of them with its ring, and the smallest of the other
+    /// rings' (so that a ring's bound for the others is found at once).
+    bounds: Vec<u64>,
+    low: (u64, usize),
+    second: u64,
+    /// Woken by any ring's producer.
+    epoll: OwnedFd,
+    /// Whether the last consume() left records before P untaken.
+    held: bool,
+    /// The producer positions of a pass's two readings (kept to reuse).
+    p: Vec<u64>,
+    q: Vec<u64>,
+    /// A mapped flag the producers read: set while [`Merged::poll`]
+    /// sleeps, so that only then does a filling ring wake it.
+    asleep: Option<Flag>,
+}
 
-    /// Hands each record sent so far to `f`, in order; stops at a record
-    /// still being written. Returns how many.
-    pub fn consume(&mut self, mut f: impl FnMut(&[u8])) -> usize {
-        let data = self.page;
-        let mut n = 0;
-        let mut published = self.pos;
-        loop {
-            let prod = self.producer();
-            if self.pos >= prod {
-                break;
-            }
-            while self.pos < prod {
-                let at = data + (self.pos & (self.size - 1)) as usize;
-                // SAFETY: `at` is inside the first copy of the data; the
-                // header is 8-aligned.
-                let len = unsafe { (*self.rest.add(at).cast::<AtomicU32>()).load(Ordering::Acquire) };
-                if len & BUSY != 0 {
-                    self.publish();
-                    return n;
-                }
-                let body = (len & !(BUSY | DISCARD)) as u64;
-                if body + HEADER > self.size {
-                    // Not a record the kernel could have written: what
-                    // follows cannot be told apart either. Skipped, counted.
-                    self.corrupt += 1;
-                    self.pos = prod;
-                    break;
-                }
-                if len & DISCARD == 0 {
-                    // SAFETY: a record is at most the ring's size, and the
-                    // data is mapped twice in a row: contiguous even when
-                    // it wraps. The producer does not write it again until
-                    // our position is published past it.
-                    let rec = unsafe { std::slice::from_raw_parts(self.rest.add(at + HEADER as usize), body as usize) };
-                    f(rec);
-                    n += 1;
-                }
-                self.pos += (body + HEADER + 7) & !7;
-                if self.pos - published >= PUBLISH_BYTES {
-                    self.publish();
-                    published = self.pos;
-                }
-            }
-        }
-        self.publish();
-        n
+/// A page of a `BPF_F_MMAPABLE` array map, mapped: its first value.
+struct Flag(*mut AtomicU32);
+
+impl Drop for Flag {
+    fn drop(&mut self) {
+        // SAFETY: mapped in sleep_flag() with this length.
+        unsafe { libc::munmap(self.0.cast(), page_size()) };
     }
 }
 
-fn epoll() -> io::Result<OwnedFd> {
-    // SAFETY: epoll_create1 has no preconditions; the fd is ours.
-    Ok(unsafe { OwnedFd::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) })
+impl Merged {
+    /// Merges `rings`, ordered by `key`; `maps` are their maps, for
+    /// the producer's wake-ups (none in tests).
+    pub fn new<M: AsFd>(rings: Vec<Ring>, maps: &[M], key: fn(&[u8]) -> u64) -> io::Result<Merged> {
+        // SAFETY: epoll_create1 has no preconditions; the fd is ours.
+        let epoll = unsafe { OwnedFd::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+        for m in maps {
+            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: 0 };
+            // SAFETY: both fds are open; ev lives across the call.
+            check(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, m.as_fd().as_raw_fd(), &mut ev) })?;
+        }
+        let n = rings.len();
+        Ok(Merged {
+            rings,
+            key,
+            heads: BinaryHeap::with_capacity(n),
+            lens: vec![0; n],
+            bounds: vec![u64::MAX; n],
+            low: (u64::MAX, usize::MAX),
+            second: u64::MAX,
+            epoll,
+            held: false,
+            p: Vec::with_capacity(n),
+            q: Vec::with_capacity(n),
+            asleep: None,
+        })
+    }
+
+    /// Maps every map of `maps` (ring buffers of their max_entries bytes)
+    /// and merges them.
+    pub fn open<M: AsFd + libbpf_rs::MapCore>(maps: &[M], key: fn(&[u8]) -> u64) -> io::Result<Merged> {
+        let rings = maps.iter().map(|m| Ring::new(m, u64::from(m.max_entries()))).collect::<io::Result<_>>()?;
+        Merged::new(rings, maps, key)
+    }
+
+    /// Malformed headers met in every ring since the last call (each
+    /// skipped with what its producer had sent after it).
+    pub fn take_corrupt(&mut self) -> u64 {
+        self.rings.iter_mut().map(|r| std::mem::take(&mut r.corrupt)).sum()
+    }
+
+    /// Whether the last [`Merged::consume`] left committed records behind
+    /// (to order them against records still being written).
+    pub fn held_back(&self) -> bool {
+        self.held
+    }
+
+    /// Maps `map` (a one-value `BPF_F_MMAPABLE` array the producers
+    /// read) as the flag [`Merged::poll`] sets while it sleeps.
+    pub fn sleep_flag(&mut self, map: impl AsFd) -> io::Result<()> {
+        let fd = map.as_fd().as_raw_fd();
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        // SAFETY: a fresh shared mapping of the map's fd; checked below.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), page_size(), prot, libc::MAP_SHARED, fd, 0) };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        self.asleep = Some(Flag(p.cast()));
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for any ring's wake-up; whether one came.
+    /// The producers are asked for a wake-up only after [`QUIET`] of it
+    /// (the flag of [`Merged::sleep_flag`]): a consumer that sleeps
+    /// little is not woken by every record it would have found anyway.
+    pub fn poll(&self, timeout: Duration) -> bool {
+        let wait = |t: Duration| {
+            let mut ev = [libc::epoll_event { events: 0, u64: 0 }; 8];
+            let ms = t.as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: the epoll fd is open; room for 8 events.
+            unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), ev.as_mut_ptr(), ev.len() as i32, ms) > 0 }
+        };
+        // SAFETY: the flag's page stays mapped while self lives; 4-aligned.
+        let Some(flag) = self.asleep.as_ref().map(|f| unsafe { &*f.0 }) else { return wait(timeout) };
+        if timeout <= QUIET {
+            return wait(timeout);
+        }
+        if wait(QUIET) {
+            return true;
+        }
+        flag.store(1, Ordering::SeqCst);
+        let woken = wait(timeout - QUIET);
+        flag.store(0, Ordering::SeqCst);
+        woken
+    }
+
+    /// The smallest key of the committed records of ring `i` from `pos`
+    /// up to `end`.
+    fn min_key(&self, i: usize, mut pos: u64, end: u64) -> u64 {
+        let r = &self.rings[i];
+        let mut min = u64::MAX;
+        while pos < end {
+            let len = r.header(pos);
+            if !r.possible(len) {
+                break;
+            }
+            if len & (BUSY | DISCARD) == 0 {
+                min = min.min((self.key)(r.body(pos, len)));
+            }
+            pos += stride(len);
+        }
+        min
+    }
+
+    /// Queues ring `i`'s next record before `p` (discarded ones skipped);
+    /// where a record still being written stops it, lowers the ring's bound
+    /// to what follows that record up to `q`.
+    fn next_head(&mut self, i: usize, p: u64, q: u64) {
+        let r = &mut self.rings[i];
+        while r.pos < p {
+            let len = r.header(r.pos);
+            if !r.possible(len) {
+                // Nothing after it can be told apart: skipped to P, counted.
+                r.corrupt += 1;
+                r.pos = p;
+                return;
+            }
+            if len & BUSY != 0 {
+                let busy = r.pos;
+                self.lower(i, self.min_key(i, busy, q));
+                return;
+            }
+            if len & DISCARD == 0 {
+                self.lens[i] = len;
+                self.heads.push(Reverse(((self.key)(r.body(r.pos, len)), i)));
+                return;
+            }
+            r.pos += stride(len);
+        }
+    }
+
+    /// Lowers ring `i`'s bound to `b` (where `b` is lower).
+    fn lower(&mut self, i: usize, b: u64) {
+        if b >= self.bounds[i] {
+            return;
+        }
+        self.bounds[i] = b;
+        if b < self.low.0 {
+            if self.low.1 != i {
+                self.second = self.low.0;
+            }
+            self.low = (b, i);
+        } else {
+            // Not the lowest ring: its old bound was at least the lowest.
+            self.second = self.second.min(b);
+        }
+    }
+
+    /// The smallest bound of a ring other than `i`.
+    fn bound_for(&self, i: usize) -> u64 {
+        if i == self.low.1 {
+            self.second
+        } else {
+            self.low.0
+        }
+    }
+
+    /// Hands every record that can be ordered now to `f`, in key order,
+    /// reading the producers again until a pass finds nothing new (records
+    /// sent while `f` ran are taken too, as a single ring's reader takes
+    /// them); returns how many.
+    pub fn consume(&mut self, mut f: impl FnMut(&[u8])) -> usize {
+        let mut n = 0;
+        loop {
+            let m = self.pass(&mut f);
+            n += m;
+            if m == 0 || self.held {
+                break;
+            }
+        }
+        // Once per call: each reservation reads this position, and a
+        // write makes the producing CPUs fetch it again.
+        for r in &self.rings {
+            if r.published() != r.pos {
+                r.publish();
+            }
+        }
+        n
+    }
+
+    /// One pass of [`Merged::consume`]: the records before one reading of
+    /// the producers.
+    fn pass(&mut self, f: &mut impl FnMut(&[u8])) -> usize {
+        let (mut p, mut q) = (std::mem::take(&mut self.p), std::mem::take(&mut self.q));
+        p.clear();
+        p.extend(self.rings.iter().map(Ring::producer));
+        q.clear();
+        q.extend(self.rings.iter().map(Ring::producer));
+        self.heads.clear();
+        self.bounds.fill(u64::MAX);
+        (self.low, self.second) = ((u64::MAX, usize::MAX), u64::MAX);
+        for i in 0..self.rings.len() {
+            if q[i] > p[i] {
+                self.lower(i, self.min_key(i, p[i], q[i]));
+            }
+            self.next_head(i, p[i], q[i]);
+        }
+        let mut n = 0;
+        self.held = false;
+        while let Some(&Reverse((k, i))) = self.heads.peek() {
+            // A ring's own bound does not hold its records back.
+            if k >= self.bound_for(i) {
+                self.held = true;
+                break;
+            }
+            self.heads.pop();
+            let len = self.lens[i];
+            let r = &mut self.rings[i];
+            f(r.body(r.pos, len));
+            n += 1;
+            r.pos += stride(len);
+            if r.pos - r.published() >= PUBLISH_BYTES {
+                r.publish();
+            }
+            self.next_head(i, p[i], q[i]);
+        }
+        (self.p, self.q) = (p, q);
+        n
+    }
 }
 
 impl Drop for Ring {
@@ -174,51 +428,50 @@ impl Drop for Ring {
 mod tests {
     use super::*;
 
-    /// A ring laid out as the kernel lays one out, over a memfd: the data
-    /// mapped twice in a row, and a writer that plays the producer.
-    struct Fake {
-        ring: Ring,
+    /// The writer's side of a ring laid out as the kernel lays one out,
+    /// over a memfd: the data mapped twice in a row.
+    struct Writer {
         /// The producer's page and the data (once), writable.
         w: *mut u8,
+        consumer: *mut u8,
+        page: usize,
+        size: u64,
     }
 
-    impl Fake {
-        fn new(size: usize) -> Fake {
-            // SAFETY: plain system calls on a fresh memfd; every result is checked.
-            unsafe {
-                let page = libc::sysconf(libc::_SC_PAGESIZE) as usize;
-                let fd = libc::memfd_create(c"ring".as_ptr(), 0);
-                assert!(fd >= 0);
-                assert_eq!(libc::ftruncate(fd, (2 * page + size) as libc::off_t), 0);
-                let map = |at: *mut u8, len: usize, off: usize, prot: libc::c_int| {
-                    let flags = libc::MAP_SHARED | if at.is_null() { 0 } else { libc::MAP_FIXED };
-                    let p = libc::mmap(at.cast(), len, prot, flags, fd, off as libc::off_t);
-                    assert_ne!(p, libc::MAP_FAILED);
-                    p.cast::<u8>()
-                };
-                let rw = libc::PROT_READ | libc::PROT_WRITE;
-                let consumer = map(std::ptr::null_mut(), page, 0, rw);
-                let rest = map(std::ptr::null_mut(), page + 2 * size, page, libc::PROT_READ);
-                map(rest.add(page + size), size, 2 * page, libc::PROT_READ);
-                let w = map(std::ptr::null_mut(), page + size, page, rw);
-                libc::close(fd);
-                Fake {
-                    ring: Ring { consumer, rest, page, size: size as u64, epoll: epoll().unwrap(), pos: 0, corrupt: 0 },
-                    w,
-                }
-            }
+    fn fake(size: usize) -> (Ring, Writer) {
+        // SAFETY: plain system calls on a fresh memfd; every result is checked.
+        unsafe {
+            let page = libc::sysconf(libc::_SC_PAGESIZE) as usize;
+            let fd = libc::memfd_create(c"ring".as_ptr(), 0);
+            assert!(fd >= 0);
+            assert_eq!(libc::ftruncate(fd, (2 * page + size) as libc::off_t), 0);
+            let map = |at: *mut u8, len: usize, off: usize, prot: libc::c_int| {
+                let flags = libc::MAP_SHARED | if at.is_null() { 0 } else { libc::MAP_FIXED };
+                let p = libc::mmap(at.cast(), len, prot, flags, fd, off as libc::off_t);
+                assert_ne!(p, libc::MAP_FAILED);
+                p.cast::<u8>()
+            };
+            let rw = libc::PROT_READ | libc::PROT_WRITE;
+            let consumer = map(std::ptr::null_mut(), page, 0, rw);
+            let rest = map(std::ptr::null_mut(), page + 2 * size, page, libc::PROT_READ);
+            map(rest.add(page + size), size, 2 * page, libc::PROT_READ);
+            let w = map(std::ptr::null_mut(), page + size, page, rw);
+            libc::close(fd);
+            let size = size as u64;
+            (Ring { consumer, rest, page, size, pos: 0, corrupt: 0 }, Writer { w, consumer, page, size })
         }
+    }
 
+    impl Writer {
         /// Writes a record of `body` at producer position `at` (its
         /// header with `flags`), wrapping as the kernel does.
         fn put(&self, at: u64, body: &[u8], flags: u32) -> u64 {
-            let (page, size) = (self.ring.page, self.ring.size);
             let mut rec = (body.len() as u32 | flags).to_ne_bytes().to_vec();
             rec.extend_from_slice(&[0; 4]);
             rec.extend_from_slice(body);
             for (i, b) in rec.iter().enumerate() {
                 // SAFETY: inside the writable data.
-                unsafe { *self.w.add(page + ((at + i as u64) % size) as usize) = *b };
+                unsafe { *self.w.add(self.page + ((at + i as u64) % self.size) as usize) = *b };
             }
             at + ((rec.len() as u64 + 7) & !7)
         }
@@ -230,34 +483,65 @@ mod tests {
 
         fn published(&self) -> u64 {
             // SAFETY: the consumer's page.
-            unsafe { *self.ring.consumer.cast::<u64>() }
+            unsafe { *self.consumer.cast::<u64>() }
         }
     }
 
-    fn drain(f: &mut Fake) -> Vec<Vec<u8>> {
-        let mut got = Vec::new();
-        f.ring.consume(|r| got.push(r.to_vec()));
-        got
+    fn first_word(r: &[u8]) -> u64 {
+        r.get(..8).map_or(0, |w| u64::from_ne_bytes(w.try_into().unwrap()))
+    }
+
+    /// Rings merged by their records' first word; `put(ring, position,
+    /// key, flags)` writes, `take()` hands over what the merge gives.
+    struct Rings {
+        m: Merged,
+        w: Vec<Writer>,
+    }
+
+    impl Rings {
+        fn new(n: usize) -> Rings {
+            let (rings, w): (Vec<_>, Vec<_>) = (0..n).map(|_| fake(4096)).unzip();
+            Rings { m: Merged::new(rings, &[] as &[OwnedFd], first_word).unwrap(), w }
+        }
+
+        fn put(&self, ring: usize, at: u64, key: u64, flags: u32) -> u64 {
+            self.w[ring].put(at, &key.to_ne_bytes(), flags)
+        }
+
+        fn produce(&self, ring: usize, pos: u64) {
+            self.w[ring].produce(pos);
+        }
+
+        fn take(&mut self) -> Vec<u64> {
+            let mut got = Vec::new();
+            self.m.consume(|r| got.push(first_word(r)));
+            got
+        }
+
+        fn take_bodies(&mut self) -> Vec<Vec<u8>> {
+            let mut got = Vec::new();
+            self.m.consume(|r| got.push(r.to_vec()));
+            got
+        }
     }
 
     #[test]
-    fn reads_records_in_order_across_the_wrap_and_skips_discarded_ones() {
-        let mut f = Fake::new(4096);
+    fn one_ring_reads_in_order_across_the_wrap_and_skips_discarded_records() {
+        let mut t = Rings::new(1);
         let mut p = 0;
         let mut want = Vec::new();
         // Past the end of the data twice, with records that straddle it.
         for i in 0..400u32 {
             let body: Vec<u8> = (0..(i % 37 + 1)).map(|j| (i + j) as u8).collect();
             let discard = i % 5 == 3;
-            p = f.put(p, &body, if discard { DISCARD } else { 0 });
+            p = t.w[0].put(p, &body, if discard { DISCARD } else { 0 });
             if !discard {
                 want.push(body);
             }
             if i % 10 == 9 {
-                f.produce(p);
-                let got = drain(&mut f);
-                assert_eq!(got, std::mem::take(&mut want), "at record {i}");
-                assert_eq!(f.published(), p, "the position is published");
+                t.produce(0, p);
+                assert_eq!(t.take_bodies(), std::mem::take(&mut want), "at record {i}");
+                assert_eq!(t.w[0].published(), p, "the position is published");
             }
         }
         assert!(p > 2 * 4096);
@@ -265,30 +549,191 @@ mod tests {
 
     #[test]
     fn an_impossible_length_is_counted_and_skipped_to_what_was_sent() {
-        let mut f = Fake::new(4096);
-        let a = f.put(0, b"first", 0);
-        let bad = (8192u32).to_ne_bytes();
+        let mut t = Rings::new(1);
+        let a = t.put(0, 0, 1, 0);
+        let bad = 8192u32.to_ne_bytes();
+        let w = &t.w[0];
         // SAFETY: inside the writable data.
-        unsafe { std::ptr::copy_nonoverlapping(bad.as_ptr(), f.w.add(f.ring.page + a as usize), 4) };
-        f.produce(a + 64);
-        assert_eq!(drain(&mut f), vec![b"first".to_vec()]);
-        assert_eq!((f.ring.corrupt, f.published()), (1, a + 64));
-        let c = f.put(a + 64, b"after", 0);
-        f.produce(c);
-        assert_eq!(drain(&mut f), vec![b"after".to_vec()]);
+        unsafe { std::ptr::copy_nonoverlapping(bad.as_ptr(), w.w.add(w.page + a as usize), 4) };
+        t.produce(0, a + 64);
+        assert_eq!(t.take(), vec![1]);
+        assert_eq!((t.m.take_corrupt(), t.w[0].published()), (1, a + 64));
+        let c = t.put(0, a + 64, 2, 0);
+        t.produce(0, c);
+        assert_eq!(t.take(), vec![2]);
     }
 
     #[test]
-    fn stops_at_a_record_still_being_written() {
-        let mut f = Fake::new(4096);
-        let a = f.put(0, b"first", 0);
-        let b = f.put(a, b"second", BUSY);
-        let c = f.put(b, b"third", 0);
-        f.produce(c);
-        assert_eq!(drain(&mut f), vec![b"first".to_vec()]);
-        assert_eq!(f.published(), a, "not past the busy record");
-        f.put(a, b"second", 0);
-        assert_eq!(drain(&mut f), vec![b"second".to_vec(), b"third".to_vec()]);
-        assert_eq!(f.published(), c);
+    fn one_ring_stops_at_a_record_still_being_written() {
+        let mut t = Rings::new(1);
+        let a = t.put(0, 0, 5, 0);
+        let b = t.put(0, a, 6, BUSY);
+        // Behind the busy record, a smaller key: it bounds other rings only.
+        let c = t.put(0, b, 1, 0);
+        t.produce(0, c);
+        assert_eq!(t.take(), vec![5]);
+        assert_eq!(t.w[0].published(), a, "not past the busy record");
+        assert!(!t.m.held_back());
+        t.put(0, a, 6, 0);
+        assert_eq!(t.take(), vec![6, 1]);
+        assert_eq!(t.w[0].published(), c);
+    }
+
+    #[test]
+    fn rings_merge_in_key_order() {
+        let mut t = Rings::new(2);
+        let (mut a, mut b) = (0, 0);
+        for k in [1, 4, 5, 9] {
+            a = t.put(0, a, k, 0);
+        }
+        for k in [2, 3, 6, 7, 8] {
+            b = t.put(1, b, k, 0);
+        }
+        t.produce(0, a);
+        t.produce(1, b);
+        assert_eq!(t.take(), (1..=9).collect::<Vec<_>>());
+        // Across the wrap, many times.
+        let mut want = Vec::new();
+        for k in 10..2000u64 {
+            if k % 3 == 0 {
+                a = t.put(0, a, k, 0);
+            } else {
+                b = t.put(1, b, k, if k % 7 == 0 { DISCARD } else { 0 });
+            }
+            if k % 7 != 0 || k % 3 == 0 {
+                want.push(k);
+            }
+            if k % 50 == 0 {
+                t.produce(0, a);
+                t.produce(1, b);
+                assert_eq!(t.take(), want, "at {k}");
+                want.clear();
+            }
+        }
+    }
+
+    #[test]
+    fn a_record_being_written_holds_back_later_keys_of_the_other_rings() {
+        let mut t = Rings::new(3);
+        let a1 = t.put(0, 0, 1, 0);
+        let a2 = t.put(0, a1, 2, BUSY);
+        let a3 = t.put(0, a2, 3, 0);
+        let b = t.put(1, 0, 4, 0);
+        let b = t.put(1, b, 5, 0);
+        let c = t.put(2, 0, 2, 0);
+        for (ring, pos) in [(0, a3), (1, b), (2, c)] {
+            t.produce(ring, pos);
+        }
+        // 3 waits behind the busy 2, and bounds the other rings: 4 and 5
+        // wait; 2, below the bound, goes.
+        assert_eq!(t.take(), vec![1, 2]);
+        assert!(t.m.held_back());
+        t.put(0, a1, 2, 0);
+        assert_eq!(t.take(), vec![2, 3, 4, 5]);
+        assert!(!t.m.held_back());
+        assert_eq!(t.take(), Vec::<u64>::new());
+    }
+
+    /// The bound each ring's records meet is the smallest of the other
+    /// rings' bounds, whichever order the bounds are lowered in.
+    #[test]
+    fn a_rings_bound_is_the_smallest_of_the_others() {
+        let mut t = Rings::new(5);
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..200 {
+            t.m.bounds.fill(u64::MAX);
+            (t.m.low, t.m.second) = ((u64::MAX, usize::MAX), u64::MAX);
+            for _ in 0..(round % 12) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                t.m.lower((seed % 5) as usize, (seed >> 8) % 64);
+                for i in 0..5 {
+                    let others = (0..5).filter(|&j| j != i).map(|j| t.m.bounds[j]).min().unwrap();
+                    assert_eq!(t.m.bound_for(i), others, "ring {i}, bounds {:?}", t.m.bounds);
+                }
+            }
+        }
+    }
+
+    /// Many rings, keys out of order within each ring (spans committed
+    /// late), busy records coming and going: every record comes out once,
+    /// and never before a record it could depend on: one from another
+    /// ring committed before its key's clock read.
+    #[test]
+    fn many_rings_with_busy_records_lose_nothing_and_keep_dependencies() {
+        let n = 6;
+        let mut t = Rings::new(n);
+        let mut pos = vec![0u64; n];
+        let mut got: Vec<u64> = Vec::new();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        // Each record: (ring, key, reserved at, committed at), in clock ticks.
+        let mut recs: Vec<(usize, u64, u64, u64)> = Vec::new();
+        let mut busy: Option<(usize, u64, u64)> = None;
+        let put = |t: &Rings, ring: usize, at: u64, key: u64, id: u64, flags: u32| {
+            let mut body = key.to_ne_bytes().to_vec();
+            body.extend_from_slice(&id.to_ne_bytes());
+            t.w[ring].put(at, &body, flags)
+        };
+        let ids = |t: &mut Rings| {
+            let mut v = Vec::new();
+            t.m.consume(|r| v.push(u64::from_ne_bytes(r[8..16].try_into().unwrap())));
+            v
+        };
+        for clock in 1..4000u64 {
+            // Records go behind a busy one too (programs that nest on its CPU).
+            let ring = (rand() % n as u64) as usize;
+            // Keys: mostly the clock, sometimes a span's earlier start.
+            let key = if rand() % 10 == 0 { clock.saturating_sub(rand() % 50) } else { clock };
+            let id = recs.len() as u64;
+            if busy.is_none() && rand() % 20 == 0 {
+                busy = Some((ring, pos[ring], id));
+                recs.push((ring, key, clock, u64::MAX));
+                pos[ring] = put(&t, ring, pos[ring], key, id, BUSY);
+            } else {
+                recs.push((ring, key, clock, clock));
+                pos[ring] = put(&t, ring, pos[ring], key, id, 0);
+            }
+            t.produce(ring, pos[ring]);
+            if rand() % 7 == 0 {
+                got.extend(ids(&mut t));
+            }
+            if let Some((r, at, id)) = busy.filter(|_| rand() % 5 == 0) {
+                recs[id as usize].3 = clock;
+                put(&t, r, at, recs[id as usize].1, id, 0);
+                busy = None;
+            }
+            // Keep each ring well under its 4096 bytes.
+            if pos.iter().zip(&t.m.rings).any(|(p, r)| p - r.pos > 2048) {
+                got.extend(ids(&mut t));
+            }
+        }
+        if let Some((r, at, id)) = busy {
+            recs[id as usize].3 = 4000;
+            put(&t, r, at, recs[id as usize].1, id, 0);
+        }
+        got.extend(ids(&mut t));
+        assert_eq!(got.len(), recs.len(), "every record");
+        let mut at = vec![usize::MAX; recs.len()];
+        for (i, &id) in got.iter().enumerate() {
+            assert_eq!(at[id as usize], usize::MAX, "record {id} twice");
+            at[id as usize] = i;
+        }
+        let mut checked = 0;
+        for (x, &(rx, kx, _, cx)) in recs.iter().enumerate() {
+            for (y, &(ry, ky, _, _)) in recs.iter().enumerate() {
+                if rx != ry && cx < ky {
+                    checked += 1;
+                    assert!(at[x] < at[y], "record {y} (key {ky}) came out before {x} (key {kx}) it may depend on");
+                }
+            }
+        }
+        assert!(checked > recs.len() * recs.len() / 4, "{checked} pairs");
     }
 }

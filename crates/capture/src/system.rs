@@ -290,3 +290,9 @@ mod proc_io_tests {
         assert!(parse_proc_io("garbage\nrchar: x\n", 0, 1, 1).is_none());
     }
 }
+
+/// The machine's page size (at least 4 KiB).
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as usize
+}

@@ -22,9 +22,11 @@ pub struct Args {
     /// Overwrite the output file if it exists
     #[arg(short, long)]
     force: bool,
-    /// BPF ring buffer size, e.g. 32m or 256k (rounded up to a power of two)
-    #[arg(long, default_value = "32m", value_name = "SIZE", value_parser = parse_size)]
-    ring_size: u32,
+    /// BPF ring buffer space, e.g. 64m or 256k, shared out among the CPUs:
+    /// a ring each, of the largest power of two that fits its share (at
+    /// least a page) [default: 32m, and at least 1m a CPU]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    ring_size: Option<u32>,
     /// No live status line
     #[arg(short, long)]
     quiet: bool,
@@ -322,7 +324,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         });
     }
     opts.force = a.force;
-    opts.bpf.ring_bytes = a.ring_size;
+    opts.bpf.ring_bytes = a.ring_size.unwrap_or(0);
     if let Some(d) = a.frame_interval {
         opts.flush_interval = d.max(std::time::Duration::from_millis(1));
     }

@@ -907,8 +907,7 @@ fn ready(m: &Mapping, f: &ElfFacts, name: Option<&Named>, in_exe: bool) -> Disco
 }
 
 fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as u64
+    crate::system::page_size() as u64
 }
 
 #[cfg(test)]

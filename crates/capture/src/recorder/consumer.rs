@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use libbpf_rs::MapCore as _;
+use libbpf_rs::MapHandle;
 use mltrace_log::*;
 use mltrace_sample::gpu::GpuEventSample;
 use mltrace_sample::SampleSink;
@@ -17,7 +17,7 @@ use crate::cuda::{self, LibProbes};
 use crate::decode::{DecodeStats, KernelDecoder};
 use crate::error::CaptureError;
 use crate::mllog::{MllogMsg, PhaseRecorder};
-use crate::ring::Ring;
+use crate::ring::Merged;
 use crate::system;
 
 pub(super) struct Consumer<'s> {
@@ -251,10 +251,18 @@ impl Consumer<'_> {
 /// Losses, warnings, and (file names held, forgotten, left out by --path; processes untraced).
 type ConsumerResult = Result<([u64; LOST_SLOTS], Vec<String>, (usize, u64, u64, Vec<String>)), CaptureError>;
 
-pub(super) fn consumer_loop(skel: &Skeleton<'_>, mut c: Consumer<'_>, flush: Duration) -> ConsumerResult {
-    let mut rb = Ring::new(&skel.maps.events, u64::from(skel.maps.events.max_entries())).map_err(|e| {
-        CaptureError::Bpf { stage: "opening the ring buffer".into(), source: libbpf_rs::Error::from(e) }
-    })?;
+pub(super) fn consumer_loop(
+    skel: &Skeleton<'_>,
+    rings: &[MapHandle],
+    mut c: Consumer<'_>,
+    flush: Duration,
+) -> ConsumerResult {
+    let mapping = |e: std::io::Error| CaptureError::Bpf {
+        stage: "mapping the ring buffers".into(),
+        source: libbpf_rs::Error::from(e),
+    };
+    let mut merged = Merged::open(rings, crate::decode::record_key).map_err(mapping)?;
+    merged.sleep_flag(&skel.maps.consumer_asleep).map_err(mapping)?;
     let shared = c.shared;
     let mut last_losses = Instant::now();
     let mut last_counts = Instant::now();
@@ -280,19 +288,20 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, mut c: Consumer<'_>, flush: Dur
         }
         // Wakeups are batched in the kernel, so poll() may time out with
         // data waiting: always consume afterwards.
-        rb.poll(Duration::from_millis(50));
-        rb.consume(|data| c.on_event(data, skel));
+        merged.poll(Duration::from_millis(50));
+        merged.consume(|data| c.on_event(data, skel));
         // Counted as malformed records (each skipped what followed it).
-        c.dec.stats.malformed += std::mem::take(&mut rb.corrupt);
+        c.dec.stats.malformed += merged.take_corrupt();
         c.drain_samples();
         c.drain_mllog();
         c.drain_accounting();
         c.attach_libraries(skel);
         c.answer_python(skel);
-        // This round drained everything queued since it began: records sent
-        // before the kernel side forgot (plus a margin for programs running
-        // at that moment) have all been decoded.
-        if forgot_at.is_some_and(|t| round >= t + Duration::from_millis(10)) && !kernel_untold {
+        // This round drained everything queued since it began (unless the
+        // merge held records back): records sent before the kernel side
+        // forgot (plus a margin for programs running at that moment) have
+        // all been decoded.
+        if forgot_at.is_some_and(|t| round >= t + Duration::from_millis(10)) && !kernel_untold && !merged.held_back() {
             c.dec.files_mut().release_retired();
             forgot_at = None;
         }
@@ -318,6 +327,16 @@ pub(super) fn consumer_loop(skel: &Skeleton<'_>, mut c: Consumer<'_>, flush: Dur
             last_sums = Instant::now();
         }
         if stopping {
+            // What the merge held back waits only for records being
+            // written as it read: take it before the end.
+            for _ in 0..100 {
+                if !merged.held_back() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+                merged.consume(|data| c.on_event(data, skel));
+            }
+            c.dec.stats.malformed += merged.take_corrupt();
             // The readers have finished: phases still open end here.
             let c = &mut c;
             if let Some(s) = &mut c.summaries {
