@@ -33,11 +33,15 @@ use crate::system::page_size;
 const BUSY: u32 = 1 << 31;
 const DISCARD: u32 = 1 << 30;
 const HEADER: u64 = 8;
-/// How long [`Merged::poll`] sleeps before the producers may wake it: a
-/// ring of 1 MiB (the least a CPU gets by default) holds more than a CPU
-/// sends in that time (about 0.5 MB on (b), whose 4 workers keep two
-/// CPUs making calls).
-pub const QUIET: Duration = Duration::from_millis(5);
+/// The most [`Merged::poll`] sleeps before the producers may wake it.
+/// Each wake-up costs its producer an interrupt, and each round of the
+/// consumer its fixed work: on (b) the consumer's median was 342 and 334
+/// ns a record when woken every 5 ms, 294 and 322 every 20, in two
+/// alternations with main's build (docs/performance.md).
+pub const QUIET_MAX: Duration = Duration::from_millis(20);
+/// The fastest one CPU is taken to send records, to size that sleep to
+/// the rings: (b)'s four workers send about 45 MB/s over two CPUs.
+const PEAK_BYTES_PER_SEC: u64 = 256 << 20;
 /// Consumed bytes after which a batch publishes its position anyway.
 pub const PUBLISH_BYTES: u64 = 1 << 20;
 
@@ -181,6 +185,8 @@ pub struct Merged {
     /// A mapped flag the producers read: set while [`Merged::poll`]
     /// sleeps, so that only then does a filling ring wake it.
     asleep: Option<Flag>,
+    /// How long [`Merged::poll`] sleeps before setting that flag.
+    quiet: Duration,
 }
 
 /// A page of a `BPF_F_MMAPABLE` array map, mapped: its first value.
@@ -205,6 +211,7 @@ impl Merged {
             check(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, m.as_fd().as_raw_fd(), &mut ev) })?;
         }
         let n = rings.len();
+        let quiet = quiet_for(rings.iter().map(|r| r.size).min().unwrap_or(0));
         Ok(Merged {
             rings,
             key,
@@ -218,6 +225,7 @@ impl Merged {
             p: Vec::with_capacity(n),
             q: Vec::with_capacity(n),
             asleep: None,
+            quiet,
         })
     }
 
@@ -255,9 +263,12 @@ impl Merged {
     }
 
     /// Waits up to `timeout` for any ring's wake-up; whether one came.
-    /// The producers are asked for a wake-up only after [`QUIET`] of it
+    /// The producers are asked for a wake-up only after a quiet spell
     /// (the flag of [`Merged::sleep_flag`]): a consumer that sleeps
     /// little is not woken by every record it would have found anyway.
+    /// The spell is short enough for the smallest ring to stay half
+    /// empty through it ([`quiet_for`]): a full ring reserves nothing, so
+    /// no record could wake the consumer.
     pub fn poll(&self, timeout: Duration) -> bool {
         let wait = |t: Duration| {
             let mut ev = [libc::epoll_event { events: 0, u64: 0 }; 8];
@@ -267,14 +278,14 @@ impl Merged {
         };
         // SAFETY: the flag's page stays mapped while self lives; 4-aligned.
         let Some(flag) = self.asleep.as_ref().map(|f| unsafe { &*f.0 }) else { return wait(timeout) };
-        if timeout <= QUIET {
+        if timeout <= self.quiet {
             return wait(timeout);
         }
-        if wait(QUIET) {
+        if wait(self.quiet) {
             return true;
         }
         flag.store(1, Ordering::SeqCst);
-        let woken = wait(timeout - QUIET);
+        let woken = wait(timeout - self.quiet);
         flag.store(0, Ordering::SeqCst);
         woken
     }
@@ -412,6 +423,14 @@ impl Merged {
         (self.p, self.q) = (p, q);
         n
     }
+}
+
+/// How long a consumer may sleep unwoken beside rings of at least `size`
+/// bytes: the time a CPU sending at [`PEAK_BYTES_PER_SEC`] takes to fill
+/// half of one, at most [`QUIET_MAX`].
+pub fn quiet_for(size: u64) -> Duration {
+    let half = Duration::from_nanos((size / 2).saturating_mul(1_000_000_000) / PEAK_BYTES_PER_SEC);
+    half.min(QUIET_MAX)
 }
 
 impl Drop for Ring {
@@ -636,6 +655,15 @@ mod tests {
 
     /// The bound each ring's records meet is the smallest of the other
     /// rings' bounds, whichever order the bounds are lowered in.
+    #[test]
+    fn the_quiet_spell_leaves_half_the_smallest_ring_empty() {
+        // 128 KiB a CPU (--ring-size 256k on two CPUs): 0.24 ms.
+        assert_eq!(quiet_for(128 << 10).as_micros(), 244);
+        assert_eq!(quiet_for(2 << 20), Duration::from_nanos(3_906_250));
+        assert_eq!(quiet_for(16 << 20), QUIET_MAX);
+        assert_eq!(quiet_for(0), Duration::ZERO);
+    }
+
     #[test]
     fn a_rings_bound_is_the_smallest_of_the_others() {
         let mut t = Rings::new(5);
