@@ -653,6 +653,14 @@ mod tests {
         assert_eq!(t.take(), Vec::<u64>::new());
     }
 
+    /// A repeatable pseudo-random sequence (xorshift64) for the tests.
+    fn xorshift(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
     /// The bound each ring's records meet is the smallest of the other
     /// rings' bounds, whichever order the bounds are lowered in.
     #[test]
@@ -672,10 +680,8 @@ mod tests {
             t.m.bounds.fill(u64::MAX);
             (t.m.low, t.m.second) = ((u64::MAX, usize::MAX), u64::MAX);
             for _ in 0..(round % 12) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                t.m.lower((seed % 5) as usize, (seed >> 8) % 64);
+                let r = xorshift(&mut seed);
+                t.m.lower((r % 5) as usize, (r >> 8) % 64);
                 for i in 0..5 {
                     let others = (0..5).filter(|&j| j != i).map(|j| t.m.bounds[j]).min().unwrap();
                     assert_eq!(t.m.bound_for(i), others, "ring {i}, bounds {:?}", t.m.bounds);
@@ -695,12 +701,7 @@ mod tests {
         let mut pos = vec![0u64; n];
         let mut got: Vec<u64> = Vec::new();
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rand = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rand = move || xorshift(&mut seed);
         // Each record: (ring, key, reserved at, committed at), in clock ticks.
         let mut recs: Vec<(usize, u64, u64, u64)> = Vec::new();
         let mut busy: Option<(usize, u64, u64)> = None;
