@@ -43,8 +43,8 @@ const _: () = {
 
 #[derive(Clone, Debug)]
 pub struct BpfConfig {
-    /// Ring buffer space in bytes, shared out among the CPUs' rings (see
-    /// [`ring_sizes`]); 0: 32 MiB, and at least 1 MiB a CPU.
+    /// Ring buffer space in bytes, shared out among the online CPUs'
+    /// rings (see [`ring_sizes`]); 0: 32 MiB, and at least 1 MiB a CPU.
     pub ring_bytes: u32,
     /// Record block I/O (system-wide).
     pub block: bool,
@@ -621,33 +621,44 @@ fn load_route<'obj>(
     Ok(Loaded { skel, call_links: links, rings })
 }
 
-/// How many rings a recording makes (one per possible CPU) and each one's
-/// size when they share `total` bytes: the largest power of two that fits
-/// a ring's share, and at least a page. `total` 0: 32 MiB, and at least
-/// 1 MiB a ring (a ring per CPU holds only its CPU's burst, and the
-/// consumer, one thread, is woken once each time it sleeps).
-pub fn ring_sizes(total: u32) -> Result<(u32, u32), CaptureError> {
-    let cpus = libbpf_rs::num_possible_cpus().map_err(bpf_err("counting the CPUs"))?.max(1) as u32;
-    let page = crate::system::page_size() as u32;
+/// The size of each possible CPU's ring when they share `total` bytes.
+/// The CPUs online now share it: each gets the largest power of two that
+/// fits its share, and at least a page; `total` 0: 32 MiB, and at least 1
+/// MiB a ring (a ring holds only its CPU's burst, and the consumer, one
+/// thread, is woken once each time it sleeps). A CPU offline now gets a
+/// page: machines whose possible CPUs far outnumber their online ones
+/// (hot-plug slots) would otherwise lock megabytes for CPUs that never run.
+pub fn ring_sizes(total: u32) -> Result<Vec<u32>, CaptureError> {
+    let possible = libbpf_rs::num_possible_cpus().map_err(bpf_err("counting the CPUs"))?.max(1) as u32;
+    // Unreadable: every possible CPU counts as online, as before hot-plug.
+    let online = crate::system::online_cpus().unwrap_or_else(|_| (0..possible).collect());
+    Ok(ring_sizes_for(total, possible, &online, crate::system::page_size() as u32))
+}
+
+fn ring_sizes_for(total: u32, possible: u32, online: &[u32], page: u32) -> Vec<u32> {
+    let is_online = |cpu: u32| online.contains(&cpu);
+    let sharing = (0..possible).filter(|&c| is_online(c)).count().max(1) as u32;
     let share = match total {
-        0 => (32 << 20) / cpus,
-        t => t / cpus,
+        0 => ((32 << 20) / sharing).max(1 << 20),
+        t => (t / sharing).max(page),
     };
-    let share = share.max(if total == 0 { 1 << 20 } else { page });
-    Ok((cpus, 1u32 << (31 - share.leading_zeros())))
+    let each = 1u32 << (31 - share.leading_zeros());
+    (0..possible).map(|cpu| if is_online(cpu) { each } else { page }).collect()
 }
 
 /// A ring per possible CPU, sharing `total` bytes ([`ring_sizes`]).
 fn cpu_rings(total: u32) -> Result<Vec<MapHandle>, CaptureError> {
-    let (cpus, each) = ring_sizes(total)?;
+    let sizes = ring_sizes(total)?;
     let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
         sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
         ..Default::default()
     };
-    (0..cpus)
-        .map(|_| {
-            MapHandle::create(MapType::RingBuf, None::<&str>, 0, 0, each, &opts)
-                .map_err(bpf_err(&format!("creating a ring buffer of {each} bytes for each of {cpus} CPUs")))
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(cpu, &size)| {
+            MapHandle::create(MapType::RingBuf, None::<&str>, 0, 0, size, &opts)
+                .map_err(bpf_err(&format!("creating a ring buffer of {size} bytes for CPU {cpu}")))
         })
         .collect()
 }
@@ -944,13 +955,31 @@ mod tests {
 
     #[test]
     fn rings_share_the_space_in_powers_of_two_of_at_least_a_page() {
-        let (cpus, each) = ring_sizes(0).unwrap();
-        assert_eq!(cpus as usize, libbpf_rs::num_possible_cpus().unwrap());
-        assert!(each.is_power_of_two() && each >= 1 << 20 && (each <= (32 << 20) / cpus || each == 1 << 20));
-        let (_, each) = ring_sizes(3 << 20).unwrap();
-        let page = crate::system::page_size() as u32;
-        assert!(each.is_power_of_two() && u64::from(each) * u64::from(cpus) <= 3 << 20 || each == page);
-        assert_eq!(ring_sizes(1).unwrap().1, page, "a page at least");
+        let sizes = ring_sizes(0).unwrap();
+        assert_eq!(sizes.len(), libbpf_rs::num_possible_cpus().unwrap());
+        let page = 4096;
+        // Two CPUs online: 16 MiB each of the default 32; 3 MiB: 1 MiB each.
+        assert_eq!(ring_sizes_for(0, 2, &[0, 1], page), [16 << 20; 2]);
+        assert_eq!(ring_sizes_for(3 << 20, 2, &[0, 1], page), [1 << 20; 2]);
+        assert_eq!(ring_sizes_for(1, 2, &[0, 1], page), [page; 2], "a page at least");
+        // 64 online: the default's floor of 1 MiB each; a given total is kept.
+        let many: Vec<u32> = (0..64).collect();
+        assert!(ring_sizes_for(0, 64, &many, page).iter().all(|&s| s == 1 << 20));
+        assert!(ring_sizes_for(8 << 20, 64, &many, page).iter().all(|&s| s == 128 << 10));
+    }
+
+    /// A VM with 256 CPU slots and 8 CPUs online: the 8 share the space,
+    /// the 248 offline get a page each (not 248 MiB).
+    #[test]
+    fn offline_cpus_get_a_page_each() {
+        let online = [0, 1, 2, 3, 8, 9, 10, 11];
+        let sizes = ring_sizes_for(0, 256, &online, 4096);
+        assert_eq!(sizes.len(), 256);
+        for (cpu, &size) in sizes.iter().enumerate() {
+            let want = if online.contains(&(cpu as u32)) { 4 << 20 } else { 4096 };
+            assert_eq!(size, want, "cpu {cpu}");
+        }
+        assert_eq!(sizes.iter().map(|&s| u64::from(s)).sum::<u64>(), (32 << 20) + 248 * 4096);
     }
 
     /// The trampoline route has a pair of programs for every call the

@@ -416,9 +416,18 @@ pub fn ready(checks: &[Check]) -> bool {
 /// The ring buffers a recording writes to, said for `doctor`.
 fn rings_said() -> String {
     match bpf::ring_sizes(BpfConfig::default().ring_bytes) {
-        Ok((n, each)) => {
-            let each = if each >= 1 << 20 { format!("{} MiB", each >> 20) } else { format!("{} KiB", each >> 10) };
-            format!("a ring buffer for each of {n} CPUs, {each} each by default (record --ring-size)")
+        Ok(sizes) => {
+            let each = sizes.iter().copied().max().unwrap_or(0);
+            let sharing = sizes.iter().filter(|&&s| s == each).count();
+            let offline = sizes.len() - sharing;
+            let size = if each >= 1 << 20 { format!("{} MiB", each >> 20) } else { format!("{} KiB", each >> 10) };
+            let cpus = |n: usize| if n == 1 { "1 CPU".to_string() } else { format!("{n} CPUs") };
+            let mut said =
+                format!("a ring buffer of {size} by default (record --ring-size) for each of {} online", cpus(sharing));
+            if offline > 0 {
+                said.push_str(&format!(", a page for each of {} offline now", cpus(offline)));
+            }
+            said
         }
         Err(e) => format!("a ring buffer per CPU ({e})"),
     }

@@ -35,18 +35,6 @@ pub struct FaultLinks {
     _links: Vec<Link>,
 }
 
-/// CPUs in a list such as `0-3,8,10-11` (/sys/devices/system/cpu/online).
-pub fn parse_cpu_list(s: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
-            out.extend(a..=b.min(a.saturating_add(65535)));
-        }
-    }
-    out
-}
-
 fn open_event(cpu: u32) -> std::io::Result<i32> {
     let attr = PerfEventAttr {
         kind: PERF_TYPE_SOFTWARE,
@@ -78,12 +66,7 @@ fn open_event(cpu: u32) -> std::io::Result<i32> {
 /// Opens the event on every online CPU and attaches the program. An error
 /// says why faults cannot be recorded here (nothing stays attached).
 pub fn attach(skel: &MltraceSkel<'_>) -> Result<FaultLinks, String> {
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .map_err(|e| format!("reading /sys/devices/system/cpu/online: {e}"))?;
-    let cpus = parse_cpu_list(&online);
-    if cpus.is_empty() {
-        return Err(format!("no CPUs in /sys/devices/system/cpu/online ({:?})", online.trim()));
-    }
+    let cpus = crate::system::online_cpus()?;
     let mut links = Vec::with_capacity(cpus.len());
     for cpu in cpus {
         let fd = open_event(cpu).map_err(|e| format!("perf_event_open(PAGE_FAULTS_MAJ, cpu {cpu}): {e}"))?;
@@ -102,11 +85,7 @@ pub fn attach(skel: &MltraceSkel<'_>) -> Result<FaultLinks, String> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn cpu_lists() {
-        assert_eq!(super::parse_cpu_list("0-3,8,10-11\n"), [0, 1, 2, 3, 8, 10, 11]);
-        assert_eq!(super::parse_cpu_list("0"), [0]);
-        assert!(super::parse_cpu_list("").is_empty());
-        assert!(super::parse_cpu_list("x-y").is_empty());
+    fn the_attr_is_of_its_first_published_size() {
         assert_eq!(std::mem::size_of::<super::PerfEventAttr>(), 64, "PERF_ATTR_SIZE_VER0");
     }
 }

@@ -211,7 +211,9 @@ impl Merged {
             check(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, m.as_fd().as_raw_fd(), &mut ev) })?;
         }
         let n = rings.len();
-        let quiet = quiet_for(rings.iter().map(|r| r.size).min().unwrap_or(0));
+        // Sized by the online CPUs' rings, which share the space equally;
+        // a CPU offline at the start has a page (bpf::ring_sizes).
+        let quiet = quiet_for(rings.iter().map(|r| r.size).max().unwrap_or(0));
         Ok(Merged {
             rings,
             key,
@@ -266,9 +268,10 @@ impl Merged {
     /// The producers are asked for a wake-up only after a quiet spell
     /// (the flag of [`Merged::sleep_flag`]): a consumer that sleeps
     /// little is not woken by every record it would have found anyway.
-    /// The spell is short enough for the smallest ring to stay half
-    /// empty through it ([`quiet_for`]): a full ring reserves nothing, so
-    /// no record could wake the consumer.
+    /// The spell is short enough for the rings of online CPUs (the
+    /// largest: an offline CPU's has a page) to stay half empty through it
+    /// ([`quiet_for`]): a full ring reserves nothing, so no record could
+    /// wake the consumer.
     pub fn poll(&self, timeout: Duration) -> bool {
         let wait = |t: Duration| {
             let mut ev = [libc::epoll_event { events: 0, u64: 0 }; 8];

@@ -53,6 +53,29 @@ pub fn cpu_count() -> u32 {
     std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
 }
 
+/// CPUs in a list such as `0-3,8,10-11` (/sys/devices/system/cpu/online).
+pub fn parse_cpu_list(s: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
+            out.extend(a..=b.min(a.saturating_add(65535)));
+        }
+    }
+    out
+}
+
+/// The CPUs online now, or why they cannot be read.
+pub fn online_cpus() -> Result<Vec<u32>, String> {
+    const ONLINE: &str = "/sys/devices/system/cpu/online";
+    let list = fs::read_to_string(ONLINE).map_err(|e| format!("reading {ONLINE}: {e}"))?;
+    let cpus = parse_cpu_list(&list);
+    if cpus.is_empty() {
+        return Err(format!("no CPUs in {ONLINE} ({:?})", list.trim()));
+    }
+    Ok(cpus)
+}
+
 /// Whether the `tp/` programs (page cache, io_uring, fault start) can
 /// find their tracepoints' ids: libbpf reads them from tracefs, which is
 /// root's alone (0700) whatever capabilities a binary has, and is not
@@ -195,6 +218,14 @@ pub fn missing_privileges() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,8,10-11\n"), [0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(parse_cpu_list("0"), [0]);
+        assert!(parse_cpu_list("").is_empty());
+        assert!(parse_cpu_list("x-y").is_empty());
+    }
 
     #[test]
     fn anchor_is_consistent() {
