@@ -89,6 +89,20 @@ else
   result - fail record-export "see smoke.log"
 fi
 
+# Rings of two sizes in one map (bpf::ring_sizes): CPU 1 offline at the
+# start gets a page, CPU 0 the rest; the kernel must take both, and the
+# records on CPU 0 all arrive.
+cpu1=/sys/devices/system/cpu/cpu1/online
+if [ -z "$HOST" ] && [ -w $cpu1 ] && echo 0 >$cpu1 2>/dev/null; then
+  if "$BIN" record -q -f --gpu off -o "$RES/offline.bin" -- cat "$TMPDIR/smoke.dat" >/dev/null 2>"$RES/offline.log" &&
+     grep -q ', 0 lost' "$RES/offline.log" && "$BIN" doctor 2>&1 | grep -q 'a page for each of 1 CPU offline'; then
+    result - pass rings-offline-cpu
+  else
+    result - fail rings-offline-cpu "see offline.log"
+  fi
+  echo 1 >$cpu1
+fi
+
 cd "$(dirname "$BIN")/../../tests" 2>/dev/null || cd /
 while read -r bin name; do
   exe=$(awk -v b="$bin" '$1 == b { print $2 }' "$TESTS" | head -1)
