@@ -239,18 +239,24 @@ pub fn recorded(out: &Output, log: PathBuf, dir: &Path) -> Recorded {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     if !stderr.contains(" 0 lost") {
         // What the lost paths were in: the records that name a file `?`,
-        // and the opens whose passed path could not be read.
+        // and the calls whose passed path or arguments could not be read.
         let recs = read_log(&log);
         let show = |r: &Rec| format!("{:?} {:?}", r.rec, r.strs);
         let unknown: Vec<String> =
             recs.iter().filter(|r| r.strs.iter().any(|s| s == "?" || s.starts_with("/?"))).take(5).map(show).collect();
+        let unreadable = |t: u8| t & mltrace_log::trunc::UNREADABLE != 0;
         let unreadable: Vec<String> = recs
             .iter()
-            .filter(|r| matches!(&r.rec, Record::Open(o) if o.trunc & mltrace_log::trunc::UNREADABLE != 0))
+            .filter(|r| match &r.rec {
+                Record::Open(o) => unreadable(o.trunc),
+                Record::MetaCall(m) => unreadable(m.trunc),
+                Record::Exec(e) => unreadable(e.trunc),
+                _ => false,
+            })
             .take(5)
             .map(show)
             .collect();
-        panic!("{stderr}records with an unknown path: {unknown:#?}\nopens with an unreadable path: {unreadable:#?}");
+        panic!("{stderr}records with an unknown path: {unknown:#?}\ncalls with an unreadable string: {unreadable:#?}");
     }
     let kv = key_values(&String::from_utf8_lossy(&out.stdout));
     let js = mltrace(&["stats", "--json", log.to_str().unwrap()], dir);
