@@ -664,10 +664,10 @@ mod tests {
         *seed
     }
 
-    /// The bound each ring's records meet is the smallest of the other
-    /// rings' bounds, whichever order the bounds are lowered in.
+    /// The consumer's unwoken sleep leaves half of an online CPU's ring
+    /// empty at the fastest a CPU is taken to send.
     #[test]
-    fn the_quiet_spell_leaves_half_the_smallest_ring_empty() {
+    fn the_quiet_spell_leaves_half_a_ring_empty() {
         // 128 KiB a CPU (--ring-size 256k on two CPUs): 0.24 ms.
         assert_eq!(quiet_for(128 << 10).as_micros(), 244);
         assert_eq!(quiet_for(2 << 20), Duration::from_nanos(3_906_250));
@@ -675,6 +675,8 @@ mod tests {
         assert_eq!(quiet_for(0), Duration::ZERO);
     }
 
+    /// The bound each ring's records meet is the smallest of the other
+    /// rings' bounds, whichever order the bounds are lowered in.
     #[test]
     fn a_rings_bound_is_the_smallest_of_the_others() {
         let mut t = Rings::new(5);
