@@ -44,7 +44,8 @@ const _: () = {
 #[derive(Clone, Debug)]
 pub struct BpfConfig {
     /// Ring buffer space in bytes, shared out among the online CPUs'
-    /// rings (see [`ring_sizes`]); 0: 32 MiB, and at least 1 MiB a CPU.
+    /// rings (see [`ring_sizes`]); 0: 64 MiB, at most 32 and at least 1
+    /// MiB a CPU.
     pub ring_bytes: u32,
     /// Record block I/O (system-wide).
     pub block: bool,
@@ -623,9 +624,11 @@ fn load_route<'obj>(
 
 /// The size of each possible CPU's ring when they share `total` bytes.
 /// The CPUs online now share it: each gets the largest power of two that
-/// fits its share, and at least a page; `total` 0: 32 MiB, and at least 1
-/// MiB a ring (a ring holds only its CPU's burst, and the consumer, one
-/// thread, is woken once each time it sleeps). A CPU offline now gets a
+/// fits its share, and at least a page. `total` 0: 64 MiB, at most 32 and
+/// at least 1 MiB a ring: one busy CPU's ring holds its burst alone, and
+/// with two CPUs 32 MiB is what the one shared ring held before (16 MiB
+/// each let a debug build's consumer, behind a one-worker loader of
+/// 250,000 calls a second, lose records). A CPU offline now gets a
 /// page: machines whose possible CPUs far outnumber their online ones
 /// (hot-plug slots) would otherwise lock megabytes for CPUs that never run.
 pub fn ring_sizes(total: u32) -> Result<Vec<u32>, CaptureError> {
@@ -639,7 +642,7 @@ fn ring_sizes_for(total: u32, possible: u32, online: &[u32], page: u32) -> Vec<u
     let is_online = |cpu: u32| online.contains(&cpu);
     let sharing = (0..possible).filter(|&c| is_online(c)).count().max(1) as u32;
     let share = match total {
-        0 => ((32 << 20) / sharing).max(1 << 20),
+        0 => ((64 << 20) / sharing).clamp(1 << 20, 32 << 20),
         t => (t / sharing).max(page),
     };
     let each = 1u32 << (31 - share.leading_zeros());
@@ -958,8 +961,10 @@ mod tests {
         let sizes = ring_sizes(0).unwrap();
         assert_eq!(sizes.len(), libbpf_rs::num_possible_cpus().unwrap());
         let page = 4096;
-        // Two CPUs online: 16 MiB each of the default 32; 3 MiB: 1 MiB each.
-        assert_eq!(ring_sizes_for(0, 2, &[0, 1], page), [16 << 20; 2]);
+        // Two CPUs online: 32 MiB each of the default 64 (one: 32 too);
+        // 3 MiB: 1 MiB each.
+        assert_eq!(ring_sizes_for(0, 2, &[0, 1], page), [32 << 20; 2]);
+        assert_eq!(ring_sizes_for(0, 1, &[0], page), [32 << 20]);
         assert_eq!(ring_sizes_for(3 << 20, 2, &[0, 1], page), [1 << 20; 2]);
         assert_eq!(ring_sizes_for(1, 2, &[0, 1], page), [page; 2], "a page at least");
         // 64 online: the default's floor of 1 MiB each; a given total is kept.
@@ -976,10 +981,10 @@ mod tests {
         let sizes = ring_sizes_for(0, 256, &online, 4096);
         assert_eq!(sizes.len(), 256);
         for (cpu, &size) in sizes.iter().enumerate() {
-            let want = if online.contains(&(cpu as u32)) { 4 << 20 } else { 4096 };
+            let want = if online.contains(&(cpu as u32)) { 8 << 20 } else { 4096 };
             assert_eq!(size, want, "cpu {cpu}");
         }
-        assert_eq!(sizes.iter().map(|&s| u64::from(s)).sum::<u64>(), (32 << 20) + 248 * 4096);
+        assert_eq!(sizes.iter().map(|&s| u64::from(s)).sum::<u64>(), (64 << 20) + 248 * 4096);
     }
 
     /// The trampoline route has a pair of programs for every call the

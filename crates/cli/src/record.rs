@@ -25,7 +25,7 @@ pub struct Args {
     /// BPF ring buffer space, e.g. 64m or 256k, shared out among the CPUs
     /// online at the start: a ring each, of the largest power of two that
     /// fits its share (at least a page; a page for a CPU offline then)
-    /// [default: 32m, and at least 1m a CPU]
+    /// [default: 64m, at most 32m and at least 1m a CPU]
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     ring_size: Option<u32>,
     /// No live status line
