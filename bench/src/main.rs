@@ -192,7 +192,7 @@ fn tempfile_path(what: &str) -> PathBuf {
 fn latency_floor(w: &Workload) -> Result<String> {
     let mut cmd = Command::new(&w.bin);
     cmd.args(&w.args);
-    let (out, _) = latency_floor_run(cmd, &w.bin.display().to_string(), false)?;
+    let (out, _) = latency_floor_run(cmd, &w.bin.display().to_string(), FloorRings::Shared)?;
     Ok(out)
 }
 
@@ -203,6 +203,17 @@ pub(crate) struct FloorStages {
     pub(crate) progs: Vec<(String, u64, u64)>,
     pub(crate) records: u64,
     pub(crate) consumer_cpu_ns: u64,
+}
+
+/// Where the latency floor's programs send their records.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FloorRings {
+    /// One ring shared by every CPU.
+    Shared,
+    /// One ring per CPU.
+    PerCpu,
+    /// One ring per CPU, records sent 64 at a time (see floor.bpf.c).
+    Batched,
 }
 
 /// The CPU time of the calling thread.
@@ -216,14 +227,18 @@ fn thread_cpu_ns() -> u64 {
 /// Runs `cmd` (and its descendants) under the latency floor; its stdout,
 /// and what each stage of the floor cost meanwhile. The consumer reads
 /// each record's first word, as any consumer must read what it keeps.
-/// `per_cpu`: one ring per CPU instead of one shared by all.
-pub(crate) fn latency_floor_run(mut cmd: Command, what: &str, per_cpu: bool) -> Result<(String, FloorStages)> {
+/// `rings`: one shared by all CPUs, one per CPU, or one per CPU with
+/// records sent in batches.
+pub(crate) fn latency_floor_run(mut cmd: Command, what: &str, rings: FloorRings) -> Result<(String, FloorStages)> {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let mut storage = MaybeUninit::uninit();
     let mut open = floor::FloorSkelBuilder::default().open(&mut storage)?;
     open.progs.floor_enter.set_autoload(false);
     open.progs.floor_exit.set_autoload(false);
-    open.maps.rodata_data.as_deref_mut().context("floor .rodata")?.per_cpu = per_cpu;
+    let per_cpu = rings != FloorRings::Shared;
+    let ro = open.maps.rodata_data.as_deref_mut().context("floor .rodata")?;
+    ro.per_cpu = per_cpu;
+    ro.batched = rings == FloorRings::Batched;
     let mut skel = open.load()?;
     let mut cpu_rings = Vec::new();
     if per_cpu {
@@ -252,7 +267,8 @@ pub(crate) fn latency_floor_run(mut cmd: Command, what: &str, per_cpu: bool) -> 
             let cpu0 = thread_cpu_ns();
             let sum = std::cell::Cell::new(0u64);
             let on_record = |r: &[u8]| {
-                records.fetch_add(1, Ordering::Relaxed);
+                // A batch is its records' 32 bytes each, end to end.
+                records.fetch_add((r.len() as u64 / 32).max(1), Ordering::Relaxed);
                 let word = r.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]);
                 sum.set(sum.get().wrapping_add(u64::from_ne_bytes(word)));
             };

@@ -263,8 +263,9 @@ pub fn overhead(
                 }
             }
             // What any tracer that times each call pays here, for scale.
-            for per_cpu in [false, true].into_iter().filter(|_| bench.tools.contains(&Tool::LatencyFloor)) {
-                match stages::floor_stages(&workloads[wi], per_cpu) {
+            use super::FloorRings::*;
+            for rings in [Shared, PerCpu, Batched].into_iter().filter(|_| bench.tools.contains(&Tool::LatencyFloor)) {
+                match stages::floor_stages(&workloads[wi], rings) {
                     Ok(rows) => table.push_str(&rows),
                     Err(e) => {
                         let _ = writeln!(table, "  {}, latency floor: failed: {e:#}", workloads[wi].title);

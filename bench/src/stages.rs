@@ -132,9 +132,10 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Optio
 
 /// The latency floor's rows for `w` (the same runs, one load of the
 /// floor): what a tracer that only times each call and sends one 32-byte
-/// ring record pays per stage on this machine, beside mltrace's; with
-/// `per_cpu`, into one ring per CPU (what the one shared ring costs).
-pub(crate) fn floor_stages(w: &Workload, per_cpu: bool) -> Result<String> {
+/// ring record pays per stage on this machine, beside mltrace's; into
+/// one ring per CPU (what the one shared ring costs), or per CPU in
+/// batches (what a reservation a record costs).
+pub(crate) fn floor_stages(w: &Workload, rings: super::FloorRings) -> Result<String> {
     let mut cmd = Command::new("sh");
     cmd.args(["-c", r#"n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do "$@" || exit 1; i=$((i + 1)); done"#, "sh"])
         .arg(RUNS.to_string())
@@ -142,7 +143,7 @@ pub(crate) fn floor_stages(w: &Workload, per_cpu: bool) -> Result<String> {
         .args(&w.args);
     let (_, f) = {
         let _on = BpfStats::on();
-        super::latency_floor_run(cmd, &w.bin.display().to_string(), per_cpu)?
+        super::latency_floor_run(cmd, &w.bin.display().to_string(), rings)?
     };
     if f.progs.iter().all(|p| p.1 == 0) {
         bail!("no BPF program stats for the latency floor (kernel.bpf_stats_enabled?)");
@@ -154,7 +155,11 @@ pub(crate) fn floor_stages(w: &Workload, per_cpu: bool) -> Result<String> {
         t,
         "  {}, latency floor{}: {RUNS} runs, {:.0} records a run (one per syscall of the tree, recorded or not)",
         w.title,
-        if per_cpu { ", one ring per CPU" } else { "" },
+        match rings {
+            super::FloorRings::Shared => "",
+            super::FloorRings::PerCpu => ", one ring per CPU",
+            super::FloorRings::Batched => ", one ring per CPU, 64 records a submit",
+        },
         f.records as f64 / n
     );
     header(&mut t, "ns/record");
