@@ -23,6 +23,7 @@ mod long;
 mod many_files;
 mod overhead;
 mod rate;
+mod replay;
 mod sizes;
 mod stages;
 mod startup;
@@ -519,6 +520,13 @@ fn main() -> Result<()> {
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some("--peak-rss") && argv.len() > 3 {
         peak_rss_launcher(&argv[2..]);
+    }
+    // `--replay DUMP`: a ring dump (`MLTRACE_RING_DUMP`) through the decoder
+    // alone, to measure or profile it without a workload.
+    if argv.get(1).map(String::as_str) == Some("--replay") && argv.len() == 3 {
+        let r = replay::replay(std::path::Path::new(&argv[2]))?;
+        println!("{} records: {:.0} ns a record (best of the passes), {:.0} the first", r.records, r.best, r.first);
+        return Ok(());
     }
     // `--synthetic-run PATH EPOCHS EPOCH_SECS RATE`: a made-up training run
     // (workers, phases, counters, block I/O) for export checks and `make soak`.

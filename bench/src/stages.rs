@@ -127,7 +127,47 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Optio
     let _ = writeln!(t, "    {:<40}{:>12.2}{:>11.0}", "all BPF programs", ms(bpf_ns), per_event(bpf_ns));
     let _ = writeln!(t, "    {:<40}{:>12.2}{:>11.0}", "the recorder, all threads", ms(rec_ns), per_event(rec_ns));
     let _ = writeln!(t, "    {:<40}{:>12.2}{:>11.0}", "in all", ms(bpf_ns + rec_ns), per_event(bpf_ns + rec_ns));
+    if mode.is_empty() {
+        match replayed(bench, w) {
+            Ok(r) => {
+                let _ = writeln!(
+                    t,
+                    "    {:<40}{:>12.2}{:>11.0}  (first pass {:.0}; {} records)",
+                    "its decoder alone, replayed (best of 7)",
+                    r.best * r.records as f64 / n / 1e6,
+                    r.best,
+                    r.first,
+                    r.records
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(t, "    its decoder alone, replayed: failed: {e:#}");
+            }
+        }
+    }
     Ok(t)
+}
+
+/// The same runs recorded again with the consumer's records dumped, and
+/// replayed through the decoder alone (see replay.rs).
+fn replayed(bench: &Bench, w: &Workload) -> Result<super::replay::Replay> {
+    let log = bench.dir.join(format!("stages-{}-dumped.bin", w.key));
+    let dump = bench.dir.join(format!("stages-{}.ring-dump", w.key));
+    let snaps = bench.dir.join(format!("stages-{}-dumped.threads", w.key));
+    run_measured(
+        Command::new(&bench.mltrace)
+            .args(["record", "-q", "-f", "--gpu", "off", "-o"])
+            .arg(&log)
+            .args(["--", "sh", "-c", WRAPPER, "sh"])
+            .arg(&snaps)
+            .arg(RUNS.to_string())
+            .arg(&w.bin)
+            .args(&w.args)
+            .env("MLTRACE_RING_DUMP", &dump),
+    )?;
+    let r = super::replay::replay(&dump);
+    let _ = fs::remove_file(&dump);
+    r
 }
 
 /// The latency floor's rows for `w` (the same runs, one load of the

@@ -15,6 +15,7 @@ pub mod bpf;
 pub mod cuda;
 pub mod decode;
 pub mod doctor;
+pub mod dump;
 mod elfsym;
 mod environ;
 pub mod error;

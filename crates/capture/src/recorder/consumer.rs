@@ -43,6 +43,9 @@ pub(super) struct Consumer<'s> {
     pub(super) gpu_counts: Option<cuda::GpuCounts>,
     /// `--detail summary`: the calls summed in the kernel.
     pub(super) summaries: Option<crate::summary::Summaries>,
+    /// `MLTRACE_RING_DUMP`: every record, as merged, for the bench's
+    /// replay of the decoder alone.
+    pub(super) dump: Option<crate::dump::Dump>,
 }
 
 /// The decoder of a recording that starts `pid` (or attaches); CUDA and
@@ -205,6 +208,9 @@ impl Consumer<'_> {
 
     #[inline]
     fn on_event(&mut self, data: &[u8], skel: &Skeleton<'_>) {
+        if let Some(d) = &mut self.dump {
+            d.write(data);
+        }
         self.dec.decode(data, &mut self.enc);
         // Answered at once: the process's calls until then have no stack.
         if self.dec.py.has_asked() {
