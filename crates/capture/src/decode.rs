@@ -38,7 +38,13 @@ const F_PASSED: u8 = types::str_bits::F_PASSED.0 as u8;
 /// Copies the first bytes of `data` into a zeroed `T` (a plain C struct from
 /// the skeleton, valid for any bytes). Records with strings are shorter than
 /// their struct: only what was sent is copied.
+#[inline]
 fn read<T: Copy>(data: &[u8]) -> T {
+    if data.len() >= size_of::<T>() {
+        // SAFETY: the bytes are there; any byte pattern is a valid T (as
+        // below). A copy of a known size, not a call to memcpy.
+        return unsafe { data.as_ptr().cast::<T>().read_unaligned() };
+    }
     let mut v = MaybeUninit::<T>::zeroed();
     let n = data.len().min(size_of::<T>());
     // SAFETY: `n` bytes fit both buffers; T is a repr(C) struct of integers
