@@ -547,7 +547,10 @@ fn main() -> Result<()> {
     if argv.get(1).map(String::as_str) == Some("--synthetic-log") && argv.len() == 4 {
         return export::synthetic_log(Path::new(&argv[2]), argv[3].parse().context("N: a number of events")?);
     }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    // Canonical: the workloads open files under it as a job under an
+    // absolute dataset root does (a `..` in every path cost the recorder
+    // a normalisation and a second string an open, 2026-12-06).
+    let root = fs::canonicalize(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))?;
     let dir = root.join("target/bench");
     fs::create_dir_all(&dir)?;
     // BENCH_MLTRACE=PATH measures another build in this build's place (its
