@@ -227,7 +227,9 @@ fn each_rank_gets_its_own_data_wait() {
     };
     let (dir, bin, data) = setup();
     let script = two_ranks(dir.path(), &bin, &data);
-    let (_, stdout, json) = record_sh(dir.path(), "ranks.bin", &script);
+    let (log, stdout, json) = record_sh(dir.path(), "ranks.bin", &script);
+    let early = sampled_before_forked(&read_log(&log));
+    assert!(early.is_empty(), "processes sampled before their fork was written (pid, sample, fork): {early:?}");
     // Each trainer prints its block at exit: pid, worker, total_ns, blocked_ns.
     let blocks: Vec<_> = stdout.split("pid ").skip(1).map(|b| key_values(&format!("pid {b}"))).collect();
     assert_eq!(blocks.len(), 2, "{stdout}");

@@ -155,6 +155,33 @@ pub fn read_log(path: &Path) -> Vec<Rec> {
     out
 }
 
+/// The processes whose counter samples come in the log before the
+/// record of their fork (pid, the sample's and the fork's places): the
+/// model learns a process from its first record, so a worker sampled
+/// first is not seen as its parent's worker.
+pub fn sampled_before_forked(recs: &[Rec]) -> Vec<(u32, usize, usize)> {
+    let mut first_sample: HashMap<u32, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, r) in recs.iter().enumerate() {
+        match &r.rec {
+            Record::Counter(c) if c.pid != 0 => {
+                first_sample.entry(c.pid).or_insert(i);
+            }
+            Record::Fork(f) if !f.thread => {
+                if let Some(&s) = first_sample.get(&f.pid) {
+                    out.push((f.pid, s, i));
+                }
+            }
+            // Its pid may be another process's later.
+            Record::Exit(e) if e.process_exit => {
+                first_sample.remove(&e.pid);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Mapping calls and major faults of process `pid` (or all) that the
 /// trace draws (those about data files), by replaying the log through the
 /// model's mapping tables.
