@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
+use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -69,6 +70,22 @@ fn threads(text: &str) -> Vec<(String, usize, u64)> {
     by_comm
 }
 
+/// `record` with `mode` into `log` of [`RUNS`] runs of `w` under the
+/// wrapper, which writes the recorder's threads' CPU to `snaps`.
+fn recording(bench: &Bench, w: &Workload, mode: &[&str], log: &Path, snaps: &Path) -> Command {
+    let mut cmd = Command::new(&bench.mltrace);
+    cmd.args(["record", "-q", "-f", "--gpu", "off"])
+        .args(mode)
+        .arg("-o")
+        .arg(log)
+        .args(["--", "sh", "-c", WRAPPER, "sh"])
+        .arg(snaps)
+        .arg(RUNS.to_string())
+        .arg(&w.bin)
+        .args(&w.args);
+    cmd
+}
+
 /// One workload's rows, recorded with `mode` (`record`'s options, e.g.
 /// `--detail summary`); `added_ns`: section 1's median added time per run.
 pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Option<f64>) -> Result<String> {
@@ -80,19 +97,7 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Optio
     let _ = fs::remove_file(&snaps);
     {
         let _on = BpfStats::on();
-        run_measured(
-            Command::new(&bench.mltrace)
-                .args(["record", "-q", "-f", "--gpu", "off"])
-                .args(mode)
-                .arg("-o")
-                .arg(&log)
-                .args(["--", "sh", "-c", WRAPPER, "sh"])
-                .arg(&snaps)
-                .arg(RUNS.to_string())
-                .arg(&w.bin)
-                .args(&w.args)
-                .env("MLTRACE_BPF_STATS", &stats),
-        )?;
+        run_measured(recording(bench, w, mode, &log, &snaps).env("MLTRACE_BPF_STATS", &stats))?;
     }
     let progs = prog_stats(&stats);
     if progs.is_empty() {
@@ -154,17 +159,7 @@ fn replayed(bench: &Bench, w: &Workload) -> Result<super::replay::Replay> {
     let log = bench.dir.join(format!("stages-{}-dumped.bin", w.key));
     let dump = bench.dir.join(format!("stages-{}.ring-dump", w.key));
     let snaps = bench.dir.join(format!("stages-{}-dumped.threads", w.key));
-    run_measured(
-        Command::new(&bench.mltrace)
-            .args(["record", "-q", "-f", "--gpu", "off", "-o"])
-            .arg(&log)
-            .args(["--", "sh", "-c", WRAPPER, "sh"])
-            .arg(&snaps)
-            .arg(RUNS.to_string())
-            .arg(&w.bin)
-            .args(&w.args)
-            .env("MLTRACE_RING_DUMP", &dump),
-    )?;
+    run_measured(recording(bench, w, &[], &log, &snaps).env("MLTRACE_RING_DUMP", &dump))?;
     let r = super::replay::replay(&dump);
     let _ = fs::remove_file(&dump);
     r

@@ -94,10 +94,9 @@ pub fn read(path: &Path) -> io::Result<Records> {
     let (mut at, mut spans) = (12, Vec::new());
     while at < bytes.len() {
         let len = bytes.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize);
-        if len.is_none_or(|n| bytes.len() - (at + 4) < n) {
+        let Some(n) = len.filter(|&n| bytes.len() - (at + 4) >= n) else {
             return Err(bad(format!("a record cut short at offset {at}")));
-        }
-        let n = len.unwrap_or(0);
+        };
         spans.push((at + 4, n));
         at += 4 + n;
     }
