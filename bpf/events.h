@@ -54,6 +54,24 @@ enum op {
 	OP__COUNT,
 };
 
+/*
+ * Records batched per CPU (common.bpf.h): one ring record holding several,
+ * each behind an 8-byte header like the ring's own (its length, 4 bytes
+ * unused) and 8-byte aligned. It starts with a batch_hdr whose kind,
+ * RING_BATCH, no record kind takes (crates/capture/src/ring.rs splits it).
+ */
+enum ring_batch {
+	RING_BATCH = 255,
+	BATCH_BYTES = 4096, /* a batch sends less at once, its header included */
+	BATCHED_MAX = 1024, /* a larger record (an open with long paths) goes straight */
+};
+
+struct batch_hdr {
+	u8 kind;
+	u8 _pad[3];
+	u32 count;
+};
+
 /* Drop counters, indexed like mltrace_log::LostKind. */
 enum lost {
 	LOST_RING = 1,

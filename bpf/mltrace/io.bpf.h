@@ -74,7 +74,13 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 		}
 	}
 	u32 stk = py_stack(id);
-	e = rb_reserve(sizeof(*e));
+	struct batch *b = cpu_batch();
+
+	e = b ? batch_room(b, sizeof(*e)) : NULL;
+	if (!e) {
+		b = NULL;
+		e = rb_reserve(sizeof(*e));
+	}
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
@@ -131,7 +137,10 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 	e->ret = ret;
 	e->fd = fd;
 	e->nblk = v->nblk;
-	bpf_ringbuf_submit(e, wake_flags());
+	if (b)
+		batch_add(b, sizeof(*e), now);
+	else
+		bpf_ringbuf_submit(e, wake_flags());
 }
 
 static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
@@ -147,7 +156,13 @@ static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s
 		flags = IOF_SUMMED;
 	}
 	u32 stk = py_stack(id);
-	e = rb_reserve(sizeof(*e));
+	struct batch *b = cpu_batch();
+
+	e = b ? batch_room(b, sizeof(*e)) : NULL;
+	if (!e) {
+		b = NULL;
+		e = rb_reserve(sizeof(*e));
+	}
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
@@ -159,7 +174,11 @@ static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s
 	e->file = v->file;
 	e->ret = ret;
 	e->fd = ARG(1);
-	bpf_ringbuf_submit(e, wake_flags());
+	e->_pad = 0;
+	if (b)
+		batch_add(b, sizeof(*e), now);
+	else
+		bpf_ringbuf_submit(e, wake_flags());
 }
 
 static __noinline int on_xfer(struct inflight *v, s64 ret, u64 now, u64 id)
@@ -204,6 +223,27 @@ static __noinline int on_xfer(struct inflight *v, s64 ret, u64 now, u64 id)
 	e->nblk = v->nblk;
 	bpf_ringbuf_submit(e, wake_flags());
 	return 0;
+}
+
+/* An open's record (built in the heap): into the batch when it fits. */
+static __always_inline long open_out(struct ev_open *e, u32 size, u64 now)
+{
+	struct batch *b = cpu_batch();
+	void *at;
+
+	if (b && size < BATCHED_MAX) {
+		at = batch_room(b, size);
+		if (at) {
+			long err = bpf_probe_read_kernel(at, size & (BATCHED_MAX - 1), e);
+
+			if (!err)
+				batch_add(b, size, now);
+			else
+				WRITE_ONCE(b->busy, 0);
+			return err;
+		}
+	}
+	return rb_output(e, size, wake_flags());
 }
 
 static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
@@ -306,8 +346,7 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 	e->path_len = len;
 	e->trunc = trunc;
 	e->nblk = v->nblk;
-	if (rb_output(e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)) + (alen & (PATHBUF - 1)),
-		      wake_flags())) {
+	if (open_out(e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)) + (alen & (PATHBUF - 1)), now)) {
 		count_lost(LOST_RING);
 		return 0;
 	}

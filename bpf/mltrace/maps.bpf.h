@@ -210,6 +210,33 @@ struct {
 	__type(value, u32);
 } cpu_index SEC(".maps");
 
+/* Each CPU's batch of records not yet sent (common.bpf.h, batch_room):
+ * one reservation of its ring for up to BATCH_BYTES of records. Mapped by
+ * user space, which reads each CPU's `oldest` to hold back what the batch
+ * could precede, and runs flush_batch on a CPU whose batch goes stale. */
+struct batch {
+	u64 oldest; /* the merge key of its first record; 0 while empty */
+	u32 len;    /* bytes in data, the batch_hdr included; 0 while empty */
+	u32 busy;   /* a program on this CPU is adding or sending */
+	u32 count;  /* records in it */
+	u32 _line[11]; /* user space reads `oldest` of every CPU: a line each */
+	u8 data[BATCH_BYTES + BATCHED_MAX + 8]; /* used up to BATCH_BYTES; the
+						 * rest lets the verifier see a
+						 * bounded offset plus a bounded
+						 * size fit */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set to the possible CPUs at load */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, u32);
+	__type(value, struct batch);
+} batches SEC(".maps");
+
+/* Set by user space once flush_batch has run: records go into batches. */
+u32 batch_on = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, LOST__COUNT);

@@ -102,6 +102,16 @@ static __always_inline void leave(u8 op, struct inflight *v, struct inflight *st
 	}
 }
 
+/* Sends this CPU's batch of records (common.bpf.h): run by user space on
+ * a CPU whose batch holds records back (BPF_PROG_TEST_RUN on that CPU),
+ * and on every CPU before the last read; never attached. */
+SEC("raw_tp")
+int flush_batch(void *ctx)
+{
+	flush_cpu_batch();
+	return 0;
+}
+
 /* The compat route: raw_tp programs, state in hash maps. */
 SEC("raw_tp/sys_enter")
 int sys_enter(struct bpf_raw_tracepoint_args *ctx)

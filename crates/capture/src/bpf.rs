@@ -565,6 +565,8 @@ fn load_route<'obj>(
     // Kernels before 5.11 cannot even create a task-storage map.
     open.maps.tstore.set_autocreate(fast).map_err(bpf_err("configuring the task storage"))?;
     open.maps.cpu_rings.set_max_entries(rings.len() as u32).map_err(bpf_err("sizing the ring table"))?;
+    open.maps.batches.set_max_entries(rings.len() as u32).map_err(bpf_err("sizing the batches"))?;
+    open.progs.flush_batch.set_autoattach(false);
     open.maps.cpu_rings.set_inner_map_fd(rings[0].as_fd()).map_err(bpf_err("declaring the rings"))?;
     // Preallocated (LRU): only as big as needed when --path is given.
     if cfg.adopt.as_ref().is_none_or(|a| a.path.is_none()) {
@@ -604,6 +606,12 @@ fn load_route<'obj>(
         .cpu_index
         .update_percpu(&0u32.to_ne_bytes(), &index, MapFlags::ANY)
         .map_err(bpf_err("numbering the CPUs"))?;
+    // Records are batched once the consumer can send a batch on its CPU
+    // (flush_batch run there, 5.10+): a kernel that cannot run it gets
+    // every record straight.
+    if batching_wanted() && send_batch(&skel, 0).is_ok() {
+        skel.maps.bss_data.as_deref_mut().expect("bss is mmapped").batch_on = 1;
+    }
     if let Err(e) = skel.attach() {
         return Err(bpf_err(&format!("attaching the programs{}", which_fails_to_attach(&skel)))(e));
     }
@@ -674,6 +682,25 @@ pub fn trampoline_call(prog: &str) -> Option<String> {
 /// The loaded programs; on the per-call route the links of its two
 /// programs to each call's tracepoints: keep both while recording; and the
 /// ring of each CPU, in CPU order.
+/// Whether records are to be batched: unless `MLTRACE_BATCH=0` (for
+/// measuring what batching saves; docs/performance.md).
+fn batching_wanted() -> bool {
+    std::env::var_os("MLTRACE_BATCH").is_none_or(|v| v != "0")
+}
+
+/// Whether the programs batch their records (see `batch_room` in
+/// bpf/mltrace/common.bpf.h).
+pub fn batching(skel: &MltraceSkel<'_>) -> bool {
+    skel.maps.bss_data.as_deref().is_some_and(|b| b.batch_on != 0)
+}
+
+/// Sends CPU `cpu`'s batch of records into its ring now: runs flush_batch
+/// there (BPF_PROG_TEST_RUN on that CPU).
+pub fn send_batch(skel: &MltraceSkel<'_>, cpu: u32) -> Result<(), libbpf_rs::Error> {
+    let input = libbpf_rs::ProgramInput { cpu, flags: libbpf_sys::BPF_F_TEST_RUN_ON_CPU, ..Default::default() };
+    skel.progs.flush_batch.test_run(input).map(drop)
+}
+
 pub struct Loaded<'obj> {
     pub skel: MltraceSkel<'obj>,
     pub call_links: Vec<libbpf_rs::Link>,

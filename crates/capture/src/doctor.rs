@@ -215,11 +215,16 @@ pub fn run() -> Vec<Check> {
                     Err(why) if why.starts_with("its programs") => format!("; io_uring left out: {why}"),
                     _ => String::new(),
                 };
+                let batched = if bpf::batching(&skel) {
+                    "; records sent in batches of up to 4 KiB a CPU"
+                } else {
+                    "; each record sent alone (a batch could not be sent on a CPU)"
+                };
                 out.push(check(
                     name,
                     Status::Ok,
                     format!(
-                        "{}: {n} programs verified, loaded and attached{calls} (with their maps and {}){uring}",
+                        "{}: {n} programs verified, loaded and attached{calls} (with their maps and {}){batched}{uring}",
                         route.describe(),
                         rings_said()
                     ),

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use libbpf_rs::MapHandle;
+use libbpf_rs::{MapCore, MapHandle};
 use mltrace_log::*;
 use mltrace_sample::gpu::GpuEventSample;
 use mltrace_sample::SampleSink;
@@ -46,6 +46,8 @@ pub(super) struct Consumer<'s> {
     /// `MLTRACE_RING_DUMP`: every record, as merged, for the bench's
     /// replay of the decoder alone.
     pub(super) dump: Option<crate::dump::Dump>,
+    /// Records left in a CPU's batch that it could not send at the end.
+    pub(super) unsent_batched: u64,
 }
 
 /// The decoder of a recording that starts `pid` (or attaches); CUDA and
@@ -241,6 +243,7 @@ impl Consumer<'_> {
         now[LostKind::Malformed as usize] += malformed;
         now[LostKind::UnknownFile as usize] += unknown_file;
         now[LostKind::Skipped as usize] += bpf::read_skipped(skel);
+        now[LostKind::RingFull as usize] += self.unsent_batched;
         let ts = system::boottime_ns();
         for (k, (&n, seen)) in now.iter().zip(self.lost_seen.iter_mut()).enumerate() {
             if n > *seen {
@@ -269,12 +272,16 @@ pub(super) fn consumer_loop(
     };
     let mut merged = Merged::open(rings, crate::decode::record_key).map_err(mapping)?;
     merged.sleep_flag(&skel.maps.consumer_asleep).map_err(mapping)?;
+    let batched = bpf::batching(skel);
+    if batched {
+        merged.batches(&skel.maps.batches, skel.maps.batches.value_size() as usize).map_err(mapping)?;
+    }
     let shared = c.shared;
     let mut last_losses = Instant::now();
     let mut last_counts = Instant::now();
     let mut last_sums = Instant::now();
     // Files the decoder forgot: when the kernel side was told, and how often.
-    let mut forgot_at: Option<Instant> = None;
+    let mut forgot_at: Option<(Instant, u64)> = None;
     let mut epoch = 0u64;
     let mut kernel_untold = false;
     loop {
@@ -296,6 +303,15 @@ pub(super) fn consumer_loop(
         // data waiting: always consume afterwards.
         merged.poll(Duration::from_millis(50));
         merged.consume(|data| c.on_event(data, skel));
+        // A CPU whose batch went unsent since the last round makes no
+        // more calls for now: its records hold the others back.
+        if batched {
+            let stale = merged.stale_batches();
+            if !stale.is_empty() {
+                send_batches(skel, &stale);
+                merged.consume(|data| c.on_event(data, skel));
+            }
+        }
         // Counted as malformed records (each skipped what followed it).
         c.dec.stats.malformed += merged.take_corrupt();
         c.drain_samples();
@@ -307,7 +323,12 @@ pub(super) fn consumer_loop(
         // merge held records back): records sent before the kernel side
         // forgot (plus a margin for programs running at that moment) have
         // all been decoded.
-        if forgot_at.is_some_and(|t| round >= t + Duration::from_millis(10)) && !kernel_untold && !merged.held_back() {
+        // Batched records wait in their CPU's batch: none from before the forgetting may.
+        if forgot_at.is_some_and(|(t, boot)| {
+            round >= t + Duration::from_millis(10) && merged.oldest_unsent().is_none_or(|k| k > boot)
+        }) && !kernel_untold
+            && !merged.held_back()
+        {
             c.dec.files_mut().release_retired();
             forgot_at = None;
         }
@@ -315,7 +336,7 @@ pub(super) fn consumer_loop(
         if !forget.is_empty() {
             epoch += 1;
             match crate::files::forget_files(skel, &forget, epoch) {
-                Ok(()) => forgot_at = Some(Instant::now()),
+                Ok(()) => forgot_at = Some((Instant::now(), system::boottime_ns())),
                 // The kernel side may still trust them: keep them all.
                 Err(_) => kernel_untold = true,
             }
@@ -334,14 +355,27 @@ pub(super) fn consumer_loop(
         }
         if stopping {
             // What the merge held back waits only for records being
-            // written as it read: take it before the end.
+            // written as it read, and for the CPUs' batches: take it
+            // before the end.
             for _ in 0..100 {
+                if batched {
+                    let unsent = merged.unsent_cpus();
+                    if !unsent.is_empty() {
+                        send_batches(skel, &unsent);
+                        merged.consume(|data| c.on_event(data, skel));
+                        continue;
+                    }
+                }
                 if !merged.held_back() {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(1));
                 merged.consume(|data| c.on_event(data, skel));
             }
+            // A batch its CPU could not send (gone offline) is lost, and
+            // the last sends may have found a ring full: count both.
+            c.unsent_batched = merged.unsent_records();
+            c.account_losses(skel);
             c.dec.stats.malformed += merged.take_corrupt();
             // The readers have finished: phases still open end here.
             let c = &mut c;
@@ -361,5 +395,13 @@ pub(super) fn consumer_loop(
         if c.last_cut.elapsed() >= flush {
             c.cut();
         }
+    }
+}
+
+/// Has `cpus` send their batches of records now (a CPU that cannot is
+/// left: its records wait, and are counted lost if they never come).
+fn send_batches(skel: &Skeleton<'_>, cpus: &[usize]) {
+    for &cpu in cpus {
+        let _ = bpf::send_batch(skel, cpu as u32);
     }
 }
