@@ -262,6 +262,14 @@ pub fn overhead(
                     }
                 }
             }
+            if bench.tools.contains(&Tool::Floor) {
+                match stages::count_floor_stages(&workloads[wi]) {
+                    Ok(rows) => table.push_str(&rows),
+                    Err(e) => {
+                        let _ = writeln!(table, "  {}, count-only floor: failed: {e:#}", workloads[wi].title);
+                    }
+                }
+            }
             // What any tracer that times each call pays here, for scale.
             use super::FloorRings::*;
             for rings in [Shared, PerCpu, Batched].into_iter().filter(|_| bench.tools.contains(&Tool::LatencyFloor)) {

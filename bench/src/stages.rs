@@ -15,6 +15,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use libbpf_rs::skel::{OpenSkel as _, Skel as _, SkelBuilder as _};
+
 use super::cold::{prog_stats, BpfStats};
 use super::{log_counts, run_measured, Bench, Workload};
 
@@ -208,6 +210,56 @@ pub(crate) fn floor_stages(w: &Workload, rings: super::FloorRings) -> Result<Str
         f.consumer_cpu_ns as f64 / n / 1e6,
         per_rec(f.consumer_cpu_ns)
     );
+    Ok(t)
+}
+
+/// The count-only floor's rows for `w` (the same runs): programs on the
+/// same two raw tracepoints that only count. What the measurement itself
+/// reads for a program that does next to nothing: `kernel.bpf_stats_enabled`
+/// reads the clock around every run, which every row above pays once.
+pub(crate) fn count_floor_stages(w: &Workload) -> Result<String> {
+    let mut storage = std::mem::MaybeUninit::uninit();
+    let mut open = super::floor::FloorSkelBuilder::default().open(&mut storage)?;
+    for p in [
+        &mut open.progs.latency_enter,
+        &mut open.progs.latency_exit,
+        &mut open.progs.latency_fork,
+        &mut open.progs.floor_call_enter,
+        &mut open.progs.floor_call_exit,
+    ] {
+        p.set_autoload(false);
+    }
+    let mut skel = open.load()?;
+    skel.attach()?;
+    let ids = [&skel.progs.floor_enter, &skel.progs.floor_exit]
+        .map(|p| libbpf_rs::ProgramHandle::try_from(p).map(|h| h.id()).unwrap_or(0));
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", r#"n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do "$@" || exit 1; i=$((i + 1)); done"#, "sh"])
+        .arg(RUNS.to_string())
+        .arg(&w.bin)
+        .args(&w.args);
+    {
+        let _on = BpfStats::on();
+        run_measured(&mut cmd)?;
+    }
+    let progs: Vec<(String, u64, u64)> = libbpf_rs::query::ProgInfoIter::default()
+        .filter(|i| ids.contains(&i.id))
+        .map(|i| (i.name.to_string_lossy().into_owned(), i.run_cnt, i.run_time_ns))
+        .collect();
+    drop(skel);
+    if progs.iter().all(|p| p.1 == 0) {
+        bail!("no BPF program stats for the count-only floor (kernel.bpf_stats_enabled?)");
+    }
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "  {}, count-only floor: {RUNS} runs (every syscall of the machine counted: what the measurement reads for a program that does next to nothing)",
+        w.title
+    );
+    header(&mut t, "");
+    for (name, runs, ns) in &progs {
+        program_row(&mut t, name, *runs, *ns, 0);
+    }
     Ok(t)
 }
 

@@ -65,7 +65,7 @@ static __always_inline struct batch *cpu_batch(void)
 }
 
 /* Sends batch `b` (its caller holds it busy) and empties it. */
-static __always_inline void send_batch(struct batch *b)
+static __always_inline void send_batch_now(struct batch *b)
 {
 	u32 len = READ_ONCE(b->len), count = b->count;
 	struct batch_hdr *h = (void *)b->data;
@@ -88,31 +88,44 @@ static __always_inline void send_batch(struct batch *b)
 	WRITE_ONCE(b->oldest, 0);
 }
 
-/* Sends this CPU's batch unless a program it interrupted is adding to it. */
-static __always_inline void flush_cpu_batch(void)
+/* The same, not inlined: its copies in fast_sys_exit took that program
+ * past the stack's bound. */
+static __noinline void send_batch(struct batch *b)
+{
+	send_batch_now(b);
+}
+
+/* What marks a batch busy: flush_batch, or a thread adding a record (see
+ * rec_room). */
+#define BUSY_FLUSH 1
+#define THREAD_TAG(id) ((u32)(id) | 0x80000000)
+
+/* Sends this CPU's batch unless a program it interrupted is adding to it
+ * (before every straight record: not inlined, for the stack's sake). */
+static __noinline void flush_cpu_batch(void)
 {
 	struct batch *b = cpu_batch();
 
 	if (!b || READ_ONCE(b->busy) || !READ_ONCE(b->len))
 		return;
-	WRITE_ONCE(b->busy, 1);
+	WRITE_ONCE(b->busy, BUSY_FLUSH);
 	barrier();
-	send_batch(b);
+	send_batch_now(b);
 	barrier();
 	WRITE_ONCE(b->busy, 0);
 }
 
 /* The place of a record of `size` bytes (at most BATCHED_MAX) in batch
- * `b`, which it marks busy until batch_add; sends the batch first when
- * the record would not fit. NULL when a program this one interrupted is
- * adding to it: then the record goes straight. */
-static __always_inline void *batch_room(struct batch *b, u32 size)
+ * `b`, which it marks busy with `tag` until batch_add; sends the batch
+ * first when the record would not fit. NULL when a program this one
+ * interrupted is adding to it: then the record goes straight. */
+static __always_inline void *batch_room(struct batch *b, u32 size, u32 tag)
 {
 	u32 len;
 
 	if (READ_ONCE(b->busy))
 		return NULL;
-	WRITE_ONCE(b->busy, 1);
+	WRITE_ONCE(b->busy, tag);
 	barrier();
 	len = READ_ONCE(b->len);
 	if (len + 8 + size >= BATCH_BYTES) {
@@ -142,6 +155,47 @@ static __always_inline void batch_add(struct batch *b, u32 size, u64 key)
 	WRITE_ONCE(b->len, len + ((size + 8 + 7) & ~7));
 	barrier();
 	WRITE_ONCE(b->busy, 0);
+}
+
+/*
+ * A syscall's record, in two steps that keep nothing more alive between
+ * them than the record and the thread (fast_sys_exit's stack is at the
+ * verifier's bound): rec_room gives its place, in the CPU's batch or, when
+ * the batch cannot take it, in the per-CPU heap (a map value either way,
+ * so the verifier need not know which); rec_done adds it to the batch if
+ * the batch is still marked with this thread's tag, else sends it
+ * straight. A thread's tag is its id with the top bit set (never
+ * BUSY_FLUSH): one thread is never in two exits at once.
+ */
+
+static __always_inline void *rec_room(u32 size, u64 id)
+{
+	struct batch *b = cpu_batch();
+	void *at = b ? batch_room(b, size, THREAD_TAG(id)) : NULL;
+	struct heap *hp;
+
+	if (at)
+		return at;
+	hp = bpf_map_lookup_elem(&heap, (const void *)&key_zero);
+	if (!hp)
+		return NULL;
+	/* Else the compiler adds the offset before the check, which the
+	 * verifier refuses. */
+	asm volatile("" : "+r"(hp));
+	return hp->rec;
+}
+
+static __always_inline long rb_output(void *data, u64 size, u64 flags);
+
+static __always_inline long rec_done(void *e, u32 size, u64 key, u64 id)
+{
+	struct batch *b = cpu_batch();
+
+	if (b && READ_ONCE(b->busy) == THREAD_TAG(id)) {
+		batch_add(b, size, key);
+		return 0;
+	}
+	return rb_output(e, size, wake_flags());
 }
 
 /* A record straight into the ring: the CPU's batch goes first. */

@@ -74,13 +74,8 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 		}
 	}
 	u32 stk = py_stack(id);
-	struct batch *b = cpu_batch();
 
-	e = b ? batch_room(b, sizeof(*e)) : NULL;
-	if (!e) {
-		b = NULL;
-		e = rb_reserve(sizeof(*e));
-	}
+	e = rec_room(sizeof(*e), id);
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
@@ -137,10 +132,8 @@ static __always_inline void on_io(struct inflight *v, struct inflight *st, struc
 	e->ret = ret;
 	e->fd = fd;
 	e->nblk = v->nblk;
-	if (b)
-		batch_add(b, sizeof(*e), now);
-	else
-		bpf_ringbuf_submit(e, wake_flags());
+	if (rec_done(e, sizeof(*e), now, id))
+		count_lost(LOST_RING);
 }
 
 static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s64 ret, u64 now, u64 id, bool fast)
@@ -156,13 +149,8 @@ static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s
 		flags = IOF_SUMMED;
 	}
 	u32 stk = py_stack(id);
-	struct batch *b = cpu_batch();
 
-	e = b ? batch_room(b, sizeof(*e)) : NULL;
-	if (!e) {
-		b = NULL;
-		e = rb_reserve(sizeof(*e));
-	}
+	e = rec_room(sizeof(*e), id);
 	if (!e) {
 		count_lost(LOST_RING);
 		return;
@@ -175,16 +163,13 @@ static __always_inline void on_close(struct inflight *v, struct pt_regs *regs, s
 	e->ret = ret;
 	e->fd = ARG(1);
 	e->_pad = 0;
-	if (b)
-		batch_add(b, sizeof(*e), now);
-	else
-		bpf_ringbuf_submit(e, wake_flags());
+	if (rec_done(e, sizeof(*e), now, id))
+		count_lost(LOST_RING);
 }
 
 static __noinline int on_xfer(struct inflight *v, s64 ret, u64 now, u64 id)
 {
-	u32 zero = 0;
-	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
+	struct heap *hp = bpf_map_lookup_elem(&heap, (const void *)&key_zero);
 	int in_fd, out_fd;
 	u64 req;
 	struct ev_xfer *e;
@@ -226,13 +211,13 @@ static __noinline int on_xfer(struct inflight *v, s64 ret, u64 now, u64 id)
 }
 
 /* An open's record (built in the heap): into the batch when it fits. */
-static __always_inline long open_out(struct ev_open *e, u32 size, u64 now)
+static __always_inline long open_out(struct ev_open *e, u32 size, u64 now, u64 id)
 {
 	struct batch *b = cpu_batch();
 	void *at;
 
 	if (b && size < BATCHED_MAX) {
-		at = batch_room(b, size);
+		at = batch_room(b, size, THREAD_TAG(id));
 		if (at) {
 			long err = bpf_probe_read_kernel(at, size & (BATCHED_MAX - 1), e);
 
@@ -248,8 +233,7 @@ static __always_inline long open_out(struct ev_open *e, u32 size, u64 now)
 
 static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 {
-	u32 zero = 0;
-	struct heap *hp = bpf_map_lookup_elem(&heap, &zero);
+	struct heap *hp = bpf_map_lookup_elem(&heap, (const void *)&key_zero);
 	struct ev_open *e;
 	const char *upath;
 	int dirfd = AT_FDCWD;
@@ -305,7 +289,7 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 		 * (a slot reused for the same inode: a file reopened in a loop). */
 		struct file *f = fd_file(ret);
 		u64 key = (u64)f;
-		u64 ident = 0, *seen, *epoch = bpf_map_lookup_elem(&files_epoch, &zero);
+		u64 ident = 0, *seen, *epoch = bpf_map_lookup_elem(&files_epoch, (const void *)&key_zero);
 
 		e->file = key;
 		if (f) {
@@ -346,7 +330,7 @@ static __noinline int on_open(struct inflight *v, s64 ret, u64 now, u64 id)
 	e->path_len = len;
 	e->trunc = trunc;
 	e->nblk = v->nblk;
-	if (open_out(e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)) + (alen & (PATHBUF - 1)), now)) {
+	if (open_out(e, offsetof(struct ev_open, path) + (len & (PATHBUF - 1)) + (alen & (PATHBUF - 1)), now, id)) {
 		count_lost(LOST_RING);
 		return 0;
 	}

@@ -217,7 +217,7 @@ struct {
 struct batch {
 	u64 oldest; /* the merge key of its first record; 0 while empty */
 	u32 len;    /* bytes in data, the batch_hdr included; 0 while empty */
-	u32 busy;   /* a program on this CPU is adding or sending */
+	u32 busy;   /* who is adding to it or sending it (rec_room), 0: none */
 	u32 count;  /* records in it */
 	u32 _line[11]; /* user space reads `oldest` of every CPU: a line each */
 	u8 data[BATCH_BYTES + BATCHED_MAX + 8]; /* used up to BATCH_BYTES; the
@@ -257,6 +257,8 @@ struct heap {
 	struct ev_file file;
 	struct ev_open open;
 	struct ev_exec exec;
+	u64 rec[16];  /* a call's record when its CPU's batch cannot take it
+		       * (common.bpf.h, rec_room) */
 };
 
 struct {

@@ -318,7 +318,9 @@ impl Merged {
 
     /// Maps `map`, the programs' batches of unsent records (an array of
     /// a value per ring, `value_size` bytes each, `BPF_F_MMAPABLE`), to
-    /// order the rings' records against them.
+    /// order the rings' records against them; from then on a record that
+    /// starts with [`BATCH`] is a batch (without, a record's first byte is
+    /// the reader's own business).
     pub fn batches(&mut self, map: impl AsFd, value_size: usize) -> io::Result<()> {
         let stride = value_size.next_multiple_of(8);
         let len = (stride * self.rings.len()).next_multiple_of(page_size());
@@ -414,7 +416,7 @@ impl Merged {
             }
             if len & (BUSY | DISCARD) == 0 {
                 let body = r.body(pos, len);
-                if body.first() == Some(&BATCH) {
+                if self.batches.is_some() && body.first() == Some(&BATCH) {
                     let mut at = HEADER as usize;
                     while let Some(Ok((rec, next))) = batched(body, at) {
                         min = min.min((self.key)(rec));
@@ -450,7 +452,7 @@ impl Merged {
             }
             if len & DISCARD == 0 {
                 let body = r.body(r.pos, len);
-                if body.first() != Some(&BATCH) {
+                if self.batches.is_none() || body.first() != Some(&BATCH) {
                     self.lens[i] = len;
                     self.heads.push(Reverse(((self.key)(body), i)));
                     return;
@@ -860,6 +862,7 @@ mod tests {
     #[test]
     fn batches_are_taken_apart_and_merged_record_by_record() {
         let mut t = Rings::new(2);
+        let _ = t.batches();
         let a = t.put_batch(0, 0, &[1, 4, 7]);
         let b = t.put(1, 0, 2, 0);
         let b = t.put_batch(1, b, &[3, 5]);
@@ -873,8 +876,21 @@ mod tests {
     }
 
     #[test]
+    fn without_batches_a_record_is_never_taken_apart() {
+        // The bench's floor sends records of its own layout, whose first
+        // byte may be BATCH's.
+        let mut t = Rings::new(1);
+        let body = [BATCH, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+        let a = t.w[0].put(0, &body, 0);
+        t.produce(0, a);
+        assert_eq!(t.take_bodies(), vec![body.to_vec()]);
+        assert_eq!(t.m.take_corrupt(), 0);
+    }
+
+    #[test]
     fn a_batch_held_back_halfway_goes_on_where_it_stopped() {
         let mut t = Rings::new(2);
+        let _ = t.batches();
         let a = t.put_batch(0, 0, &[1, 5, 6]);
         let b = t.put(1, 0, 2, 0);
         let b2 = t.put(1, b, 3, BUSY);
@@ -943,6 +959,7 @@ mod tests {
     #[test]
     fn a_batch_whose_record_overruns_it_is_counted_and_skipped() {
         let mut t = Rings::new(1);
+        let _ = t.batches();
         let mut body = vec![BATCH, 0, 0, 0, 2, 0, 0, 0];
         body.extend_from_slice(&8u32.to_ne_bytes());
         body.extend_from_slice(&[0; 4]);
