@@ -167,7 +167,6 @@ static __always_inline void batch_add(struct batch *b, u32 size, u64 key)
  * straight. A thread's tag is its id with the top bit set (never
  * BUSY_FLUSH): one thread is never in two exits at once.
  */
-
 static __always_inline void *rec_room(u32 size, u64 id)
 {
 	struct batch *b = cpu_batch();
@@ -241,7 +240,6 @@ static __always_inline void fill_hdr(struct ev_hdr *h, u8 kind, u8 op, u64 id, u
 	h->stack = 0;
 	h->ts = ts;
 }
-
 
 /* Syscall arguments: direct loads from the typed pt_regs of tp_btf, CO-RE
  * reads from the raw pointer of raw_tp. `fast` is always a constant. */

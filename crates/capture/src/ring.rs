@@ -236,6 +236,9 @@ pub struct Merged {
     batches: Option<Batches>,
     unsent: Vec<u64>,
     unsent_before: Vec<u64>,
+    /// CPUs whose batch could not be sent (gone offline): their batch no
+    /// longer holds the others back (what it holds at the end is lost).
+    unsendable: Vec<bool>,
 }
 
 /// A page of a `BPF_F_MMAPABLE` array map, mapped: its first value.
@@ -280,6 +283,7 @@ impl Merged {
             batches: None,
             unsent: vec![0; n],
             unsent_before: vec![0; n],
+            unsendable: vec![false; n],
         })
     }
 
@@ -345,6 +349,13 @@ impl Merged {
         stale
     }
 
+    /// Stops waiting for CPU `i`'s batch: it could not be sent there.
+    pub fn unsendable(&mut self, i: usize) {
+        if let Some(u) = self.unsendable.get_mut(i) {
+            *u = true;
+        }
+    }
+
     /// The oldest key of any unsent batch at the last pass.
     pub fn oldest_unsent(&self) -> Option<u64> {
         self.unsent.iter().copied().filter(|&k| k != 0).min()
@@ -372,6 +383,9 @@ impl Merged {
             // SAFETY: value i is inside the mapping, 8-aligned; the
             // programs write its first word.
             *k = unsafe { (*b.base.add(i * b.stride).cast::<AtomicU64>()).load(Ordering::Acquire) };
+            if self.unsendable[i] {
+                *k = 0;
+            }
         }
     }
 
@@ -954,6 +968,20 @@ mod tests {
         set(2, 0);
         t.take();
         assert_eq!(t.m.stale_batches(), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_batch_that_cannot_be_sent_stops_holding_the_others_back() {
+        let mut t = Rings::new(2);
+        let set = t.batches();
+        let a = t.put(0, 0, 5, 0);
+        t.produce(0, a);
+        set(1, 4);
+        assert_eq!(t.take(), Vec::<u64>::new());
+        assert!(t.m.held_back());
+        t.m.unsendable(1);
+        assert_eq!(t.take(), vec![5]);
+        assert_eq!(t.m.oldest_unsent(), None);
     }
 
     #[test]

@@ -308,7 +308,7 @@ pub(super) fn consumer_loop(
         if batched {
             let stale = merged.stale_batches();
             if !stale.is_empty() {
-                send_batches(skel, &stale);
+                send_batches(skel, &mut merged, &stale);
                 merged.consume(|data| c.on_event(data, skel));
             }
         }
@@ -361,7 +361,7 @@ pub(super) fn consumer_loop(
                 if batched {
                     let unsent = merged.unsent_cpus();
                     if !unsent.is_empty() {
-                        send_batches(skel, &unsent);
+                        send_batches(skel, &mut merged, &unsent);
                         merged.consume(|data| c.on_event(data, skel));
                         continue;
                     }
@@ -398,10 +398,13 @@ pub(super) fn consumer_loop(
     }
 }
 
-/// Has `cpus` send their batches of records now (a CPU that cannot is
-/// left: its records wait, and are counted lost if they never come).
-fn send_batches(skel: &Skeleton<'_>, cpus: &[usize]) {
+/// Has `cpus` send their batches of records now. A CPU that cannot (gone
+/// offline) no longer holds the merge back; its records are counted lost
+/// at the end if they never come.
+fn send_batches(skel: &Skeleton<'_>, merged: &mut Merged, cpus: &[usize]) {
     for &cpu in cpus {
-        let _ = bpf::send_batch(skel, cpu as u32);
+        if bpf::send_batch(skel, cpu as u32).is_err() {
+            merged.unsendable(cpu);
+        }
     }
 }
