@@ -115,6 +115,9 @@ static __noinline void flush_cpu_batch(void)
 	WRITE_ONCE(b->busy, 0);
 }
 
+/* The bytes a record of `size` takes in a batch: its header, 8-aligned. */
+#define BATCHED_SPAN(size) (((size) + 8 + 7) & ~7)
+
 /* The place of a record of `size` bytes (at most BATCHED_MAX) in batch
  * `b`, which it marks busy with `tag` until batch_add; sends the batch
  * first when the record would not fit. NULL when a program this one
@@ -128,13 +131,15 @@ static __always_inline void *batch_room(struct batch *b, u32 size, u32 tag)
 	WRITE_ONCE(b->busy, tag);
 	barrier();
 	len = READ_ONCE(b->len);
-	if (len + 8 + size >= BATCH_BYTES) {
+	/* What batch_add will take: its header and the record, 8-aligned. A
+	 * batch never reaches BATCH_BYTES (send_batch_now's bound). */
+	if (len + BATCHED_SPAN(size) >= BATCH_BYTES) {
 		send_batch(b);
 		len = 0;
 	}
 	if (len < sizeof(struct batch_hdr))
 		len = sizeof(struct batch_hdr);
-	/* len + 8 + size < BATCH_BYTES: the mask changes nothing. */
+	/* len < BATCH_BYTES: the mask changes nothing. */
 	return &b->data[(len & (BATCH_BYTES - 1)) + 8];
 }
 
@@ -152,7 +157,7 @@ static __always_inline void batch_add(struct batch *b, u32 size, u64 key)
 	*(u32 *)&b->data[(len & (BATCH_BYTES - 1)) + 4] = 0;
 	b->count++;
 	barrier();
-	WRITE_ONCE(b->len, len + ((size + 8 + 7) & ~7));
+	WRITE_ONCE(b->len, len + BATCHED_SPAN(size));
 	barrier();
 	WRITE_ONCE(b->busy, 0);
 }
