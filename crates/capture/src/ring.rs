@@ -445,10 +445,11 @@ impl Merged {
         min
     }
 
-    /// Queues ring `i`'s next record before `p` (discarded ones skipped,
-    /// batches taken apart); where a record still being written stops it,
-    /// lowers the ring's bound to what follows that record up to `q`.
-    fn next_head(&mut self, i: usize, p: u64, q: u64) {
+    /// The key of ring `i`'s next record before `p` (discarded ones
+    /// skipped, batches taken apart), its length in `lens`; where a record
+    /// still being written stops it, none, and the ring's bound lowered to
+    /// what follows that record up to `q`.
+    fn next_head(&mut self, i: usize, p: u64, q: u64) -> Option<u64> {
         let r = &mut self.rings[i];
         while r.pos < p {
             let len = r.header(r.pos);
@@ -457,19 +458,18 @@ impl Merged {
                 r.corrupt += 1;
                 r.pos = p;
                 r.sub = 0;
-                return;
+                return None;
             }
             if len & BUSY != 0 {
                 let busy = r.pos;
                 self.lower(i, self.min_key(i, busy, q));
-                return;
+                return None;
             }
             if len & DISCARD == 0 {
                 let body = r.body(r.pos, len);
                 if self.batches.is_none() || body.first() != Some(&BATCH) {
                     self.lens[i] = len;
-                    self.heads.push(Reverse(((self.key)(body), i)));
-                    return;
+                    return Some((self.key)(body));
                 }
                 let at = r.sub.max(HEADER as usize);
                 let found = batched(body, at).map(|b| b.map(|(rec, _)| ((self.key)(rec), rec.len() as u32)));
@@ -477,8 +477,7 @@ impl Merged {
                     Some(Ok((key, rec_len))) => {
                         r.sub = at;
                         self.lens[i] = rec_len;
-                        self.heads.push(Reverse((key, i)));
-                        return;
+                        return Some(key);
                     }
                     // A record longer than its batch: the rest is skipped, counted.
                     Some(Err(())) => r.corrupt += 1,
@@ -488,6 +487,7 @@ impl Merged {
             }
             r.pos += stride(len);
         }
+        None
     }
 
     /// Lowers ring `i`'s bound to `b` (where `b` is lower).
@@ -558,17 +558,23 @@ impl Merged {
             if self.unsent[i] != 0 {
                 self.lower(i, self.unsent[i]);
             }
-            self.next_head(i, p[i], q[i]);
+            if let Some(k) = self.next_head(i, p[i], q[i]) {
+                self.heads.push(Reverse((k, i)));
+            }
         }
         let mut n = 0;
         self.held = false;
-        while let Some(&Reverse((k, i))) = self.heads.peek() {
+        // The smallest head is taken out of the heap; while the next record
+        // of its ring stays below the other rings' heads (a run, as a
+        // batch's records mostly are), it is taken without going through
+        // the heap.
+        let mut cur = self.heads.pop().map(|Reverse(h)| h);
+        while let Some((k, i)) = cur {
             // A ring's own bound does not hold its records back.
             if k >= self.bound_for(i) {
                 self.held = true;
                 break;
             }
-            self.heads.pop();
             let len = self.lens[i];
             let r = &mut self.rings[i];
             if r.sub == 0 {
@@ -589,7 +595,15 @@ impl Merged {
             if r.pos - r.published() >= PUBLISH_BYTES {
                 r.publish();
             }
-            self.next_head(i, p[i], q[i]);
+            cur = match self.next_head(i, p[i], q[i]) {
+                None => self.heads.pop().map(|Reverse(h)| h),
+                // Another ring's head is smaller: it is taken next, and
+                // this ring's goes into its place (one sift, no pop and push).
+                Some(k) => match self.heads.peek_mut() {
+                    Some(mut top) if top.0 < (k, i) => Some(std::mem::replace(&mut top.0, (k, i))),
+                    _ => Some((k, i)),
+                },
+            };
         }
         (self.p, self.q) = (p, q);
         n
