@@ -512,7 +512,7 @@ pub(crate) mod tests {
         same_codes(GPU_H, "nccl_api", NcclOp::ALL, |e| e as u8, NcclOp::from_u8, &[]);
         same_codes(EVENTS_H, "sched_state", SchedState::ALL, |e| e as u8, SchedState::from_u8, &[]);
         same_codes(EVENTS_H, "wake_by", WakeBy::ALL, |e| e as u8, WakeBy::from_u8, &[]);
-        let mine = [LostKind::Other, LostKind::Malformed, LostKind::UnknownFile, LostKind::Skipped];
+        let mine = [LostKind::Other, LostKind::Malformed, LostKind::UnknownFile, LostKind::Skipped, LostKind::Unsent];
         same_codes(EVENTS_H, "lost", LostKind::ALL, |e| e as u8, LostKind::from_u8, &mine);
     }
 

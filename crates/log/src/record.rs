@@ -275,6 +275,9 @@ code_enum!(
         /// CPU, or, on some kernels, another tracing program was): the
         /// event they would have seen is missing.
         Skipped = 6 => "BPF program skipped",
+        /// Records still in a CPU's batch when the recording ended, the
+        /// batch never sent into its ring (its CPU had gone offline).
+        Unsent = 7 => "batch never sent",
     }
 );
 

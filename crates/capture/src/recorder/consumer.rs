@@ -243,7 +243,7 @@ impl Consumer<'_> {
         now[LostKind::Malformed as usize] += malformed;
         now[LostKind::UnknownFile as usize] += unknown_file;
         now[LostKind::Skipped as usize] += bpf::read_skipped(skel);
-        now[LostKind::RingFull as usize] += self.unsent_batched;
+        now[LostKind::Unsent as usize] += self.unsent_batched;
         let ts = system::boottime_ns();
         for (k, (&n, seen)) in now.iter().zip(self.lost_seen.iter_mut()).enumerate() {
             if n > *seen {
