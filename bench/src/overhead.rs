@@ -242,7 +242,7 @@ pub fn overhead(
     if want_stages && !staged.is_empty() {
         let _ = writeln!(
             table,
-            "\n== 1b. Where the cost goes, per stage (one recording of each; BPF: kernel.bpf_stats_enabled, with the \
+            "\n== 1b. Where the cost goes, per stage (the median of BENCH_STAGE_REPS recordings of each, 3 by default; BPF: kernel.bpf_stats_enabled, with the \
              calls of other processes the programs filter out; the recorder: its threads' CPU from the first run to \
              the last; ns/event: per record in the log) =="
         );

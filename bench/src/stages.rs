@@ -88,9 +88,26 @@ fn recording(bench: &Bench, w: &Workload, mode: &[&str], log: &Path, snaps: &Pat
     cmd
 }
 
-/// One workload's rows, recorded with `mode` (`record`'s options, e.g.
-/// `--detail summary`); `added_ns`: section 1's median added time per run.
-pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Option<f64>) -> Result<String> {
+/// Recordings of each workload and mode: each stage's row is the median
+/// of theirs, with the spread of its per-unit column (the machine's noise
+/// moves one recording's figures by a third).
+fn reps() -> usize {
+    std::env::var("BENCH_STAGE_REPS").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(3)
+}
+
+/// A row's figures from each recording: (ns, runs or 0, events).
+type Each = Vec<(u64, u64, u64)>;
+
+/// One recording's figures: BPF programs (name, runs, ns), the recorder's
+/// threads (comm, threads, ns), events in the log and lost.
+struct Recorded {
+    progs: Vec<(String, u64, u64)>,
+    threads: Vec<(String, usize, u64)>,
+    events: u64,
+    lost: u64,
+}
+
+fn record_once(bench: &Bench, w: &Workload, mode: &[&str]) -> Result<Recorded> {
     let tag = if mode.is_empty() { String::new() } else { format!("-{}", mode.join("-").replace("--", "")) };
     let log = bench.dir.join(format!("stages-{}{tag}.bin", w.key));
     let stats = bench.dir.join(format!("stages-{}{tag}.bpf-stats", w.key));
@@ -101,39 +118,101 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Optio
         let _on = BpfStats::on();
         run_measured(recording(bench, w, mode, &log, &snaps).env("MLTRACE_BPF_STATS", &stats))?;
     }
-    let progs = prog_stats(&stats);
+    let progs: Vec<_> = prog_stats(&stats).into_iter().filter(|p| !p.0.starts_with('(')).collect();
     if progs.is_empty() {
         bail!("no BPF program stats in {} (kernel.bpf_stats_enabled?)", stats.display());
     }
     let threads = threads(&fs::read_to_string(&snaps).context("the wrapper's snapshots")?);
     let (events, lost, _) = log_counts(&log)?;
+    Ok(Recorded { progs, threads, events, lost })
+}
+
+/// The median of `v` (the lower middle of an even count), and its range.
+fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    match (v.first(), v.last()) {
+        (Some(&lo), Some(&hi)) => (v[(v.len() - 1) / 2], lo, hi),
+        _ => (0.0, 0.0, 0.0),
+    }
+}
+
+/// One workload's rows, recorded with `mode` (`record`'s options, e.g.
+/// `--detail summary`) [`reps`] times; `added_ns`: section 1's median
+/// added time per run.
+pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Option<f64>) -> Result<String> {
+    let recs = (0..reps()).map(|_| record_once(bench, w, mode)).collect::<Result<Vec<_>>>()?;
     let n = RUNS as f64;
-    let per_event = |ns: u64| ns as f64 / events.max(1) as f64;
-    let ms = |ns: u64| ns as f64 / n / 1e6;
+    let k = recs.len();
+    let (events, _, _) = median(recs.iter().map(|r| r.events as f64).collect());
+    let lost: u64 = recs.iter().map(|r| r.lost).sum();
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "  {}{}: {RUNS} runs in one recording, {:.0} events a run, {lost} lost{}",
+        "  {}{}: {RUNS} runs in each of {k} recordings, {:.0} events a run, {lost} lost in all{}",
         w.title,
         if mode.is_empty() { String::new() } else { format!(", record {}", mode.join(" ")) },
-        events as f64 / n,
+        events / n,
         added_ns.map(|a| format!("; section 1's added time {:.1} ms a run", a / 1e6)).unwrap_or_default()
     );
+    let _ =
+        writeln!(t, "    (each figure the median of the {k} recordings; in brackets the lowest and highest per unit)");
     header(&mut t, "ns/event");
-    let mut bpf: Vec<&(String, u64, u64)> = progs.iter().filter(|p| !p.0.starts_with('(')).collect();
-    bpf.sort_by_key(|p| std::cmp::Reverse(p.2));
-    for (name, runs, ns) in &bpf {
-        program_row(&mut t, name, *runs, *ns, events);
+    let row = |t: &mut String, what: &str, each: &[(u64, u64, u64)]| {
+        let (ms, _, _) = median(each.iter().map(|e| e.0 as f64 / n / 1e6).collect());
+        let (per_ev, lo_ev, hi_ev) = median(each.iter().map(|e| e.0 as f64 / e.2.max(1) as f64).collect());
+        if each.iter().all(|e| e.1 == 0) {
+            let _ = writeln!(t, "    {what:<40}{ms:>12.2}{per_ev:>11.0}{:>24}", format!("[{lo_ev:.0}-{hi_ev:.0}]"));
+            return;
+        }
+        let (calls, _, _) = median(each.iter().map(|e| e.1 as f64 / n).collect());
+        let (per_call, lo, hi) = median(each.iter().map(|e| e.0 as f64 / e.1.max(1) as f64).collect());
+        let _ = writeln!(t, "    {what:<40}{ms:>12.2}{per_ev:>11.0}{calls:>14.0}{per_call:>10.0}  [{lo:.0}-{hi:.0}]");
+    };
+    // Programs by their median time, every one any recording ran.
+    let mut names: Vec<&str> = Vec::new();
+    for r in &recs {
+        for p in &r.progs {
+            if !names.contains(&p.0.as_str()) {
+                names.push(&p.0);
+            }
+        }
     }
-    for (comm, count, ns) in &threads {
+    let prog_of = |r: &Recorded, name: &str| r.progs.iter().find(|p| p.0 == name).map_or((0, 0), |p| (p.2, p.1));
+    let mut progs: Vec<(&str, Each)> = names
+        .iter()
+        .map(|&name| {
+            (
+                name,
+                recs.iter()
+                    .map(|r| {
+                        let (ns, runs) = prog_of(r, name);
+                        (ns, runs, r.events)
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    progs.sort_by(|a, b| {
+        let m = |v: &[(u64, u64, u64)]| median(v.iter().map(|e| e.0 as f64).collect()).0;
+        m(&b.1).total_cmp(&m(&a.1))
+    });
+    for (name, each) in &progs {
+        row(&mut t, &format!("BPF {name}"), each);
+    }
+    // The recorder's threads, by name, in the first recording's order.
+    for (comm, count, _) in &recs[0].threads {
+        let each: Vec<_> =
+            recs.iter().map(|r| (r.threads.iter().find(|c| &c.0 == comm).map_or(0, |c| c.2), 0, r.events)).collect();
         let what = if count > &1 { format!("recorder {comm} ({count} threads)") } else { format!("recorder {comm}") };
-        let _ = writeln!(t, "    {what:<40}{:>12.2}{:>11.0}", ms(*ns), per_event(*ns));
+        row(&mut t, &what, &each);
     }
-    let bpf_ns: u64 = bpf.iter().map(|p| p.2).sum();
-    let rec_ns: u64 = threads.iter().map(|c| c.2).sum();
-    let _ = writeln!(t, "    {:<40}{:>12.2}{:>11.0}", "all BPF programs", ms(bpf_ns), per_event(bpf_ns));
-    let _ = writeln!(t, "    {:<40}{:>12.2}{:>11.0}", "the recorder, all threads", ms(rec_ns), per_event(rec_ns));
-    let _ = writeln!(t, "    {:<40}{:>12.2}{:>11.0}", "in all", ms(bpf_ns + rec_ns), per_event(bpf_ns + rec_ns));
+    let sum =
+        |f: &dyn Fn(&Recorded) -> u64| -> Vec<(u64, u64, u64)> { recs.iter().map(|r| (f(r), 0, r.events)).collect() };
+    let bpf_ns = |r: &Recorded| r.progs.iter().map(|p| p.2).sum::<u64>();
+    let rec_ns = |r: &Recorded| r.threads.iter().map(|c| c.2).sum::<u64>();
+    row(&mut t, "all BPF programs", &sum(&bpf_ns));
+    row(&mut t, "the recorder, all threads", &sum(&rec_ns));
+    row(&mut t, "in all", &sum(&|r| bpf_ns(r) + rec_ns(r)));
     if mode.is_empty() {
         match replayed(bench, w) {
             Ok(r) => {
