@@ -60,17 +60,19 @@ pub fn overhead(
         bench.reps
     );
     let _ = write!(table, "{:<48}", "workload");
-    for t in &bench.tools {
-        let _ = write!(table, "{:>22}", t.name());
+    // A column as wide as its tool's name and a space, at least 22.
+    let widths: Vec<usize> = bench.tools.iter().map(|t| (t.name().len() + 2).max(22)).collect();
+    for (t, w) in bench.tools.iter().zip(&widths) {
+        let _ = write!(table, "{:>w$}", t.name());
     }
     let _ = writeln!(table);
     for (wi, w) in workloads.iter().enumerate() {
         let _ = write!(table, "{:<48}", w.title);
         let base = med(wi, Tool::Untraced).unwrap_or(1).max(1);
-        for &t in &bench.tools {
+        for (&t, width) in bench.tools.iter().zip(&widths) {
             let cell =
                 med(wi, t).map(|m| format!("{} (x{:.2})", secs(m), m as f64 / base as f64)).unwrap_or("-".into());
-            let _ = write!(table, "{cell:>22}");
+            let _ = write!(table, "{cell:>width$}");
         }
         let _ = writeln!(table);
     }

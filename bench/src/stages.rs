@@ -351,12 +351,13 @@ fn header(t: &mut String, per: &str) {
 /// of the workload that made `units` records.
 fn program_row(t: &mut String, name: &str, runs: u64, ns: u64, units: u64) {
     let n = RUNS as f64;
+    // No units (the count-only floor writes no records): no per-unit column.
+    let per_unit = if units == 0 { String::new() } else { format!("{:.0}", ns as f64 / units as f64) };
     let _ = writeln!(
         t,
-        "    {:<40}{:>12.2}{:>11.0}{:>14.0}{:>10.0}",
+        "    {:<40}{:>12.2}{per_unit:>11}{:>14.0}{:>10.0}",
         format!("BPF {name}"),
         ns as f64 / n / 1e6,
-        ns as f64 / units.max(1) as f64,
         runs as f64 / n,
         ns as f64 / runs.max(1) as f64
     );
