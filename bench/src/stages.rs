@@ -128,7 +128,7 @@ fn record_once(bench: &Bench, w: &Workload, mode: &[&str]) -> Result<Recorded> {
 }
 
 /// The median of `v` (the lower middle of an even count), and its range.
-fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
+fn median_and_range(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
     match (v.first(), v.last()) {
         (Some(&lo), Some(&hi)) => (v[(v.len() - 1) / 2], lo, hi),
@@ -143,7 +143,7 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Optio
     let recs = (0..reps()).map(|_| record_once(bench, w, mode)).collect::<Result<Vec<_>>>()?;
     let n = RUNS as f64;
     let k = recs.len();
-    let (events, _, _) = median(recs.iter().map(|r| r.events as f64).collect());
+    let (events, _, _) = median_and_range(recs.iter().map(|r| r.events as f64).collect());
     let lost: u64 = recs.iter().map(|r| r.lost).sum();
     let mut t = String::new();
     let _ = writeln!(
@@ -157,15 +157,15 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Optio
     let _ =
         writeln!(t, "    (each figure the median of the {k} recordings; in brackets the lowest and highest per unit)");
     header(&mut t, "ns/event");
-    let row = |t: &mut String, what: &str, each: &[(u64, u64, u64)]| {
-        let (ms, _, _) = median(each.iter().map(|e| e.0 as f64 / n / 1e6).collect());
-        let (per_ev, lo_ev, hi_ev) = median(each.iter().map(|e| e.0 as f64 / e.2.max(1) as f64).collect());
+    let row = |t: &mut String, what: &str, each: &Each| {
+        let (ms, _, _) = median_and_range(each.iter().map(|e| e.0 as f64 / n / 1e6).collect());
+        let (per_ev, lo_ev, hi_ev) = median_and_range(each.iter().map(|e| e.0 as f64 / e.2.max(1) as f64).collect());
         if each.iter().all(|e| e.1 == 0) {
             let _ = writeln!(t, "    {what:<40}{ms:>12.2}{per_ev:>11.0}{:>24}", format!("[{lo_ev:.0}-{hi_ev:.0}]"));
             return;
         }
-        let (calls, _, _) = median(each.iter().map(|e| e.1 as f64 / n).collect());
-        let (per_call, lo, hi) = median(each.iter().map(|e| e.0 as f64 / e.1.max(1) as f64).collect());
+        let (calls, _, _) = median_and_range(each.iter().map(|e| e.1 as f64 / n).collect());
+        let (per_call, lo, hi) = median_and_range(each.iter().map(|e| e.0 as f64 / e.1.max(1) as f64).collect());
         let _ = writeln!(t, "    {what:<40}{ms:>12.2}{per_ev:>11.0}{calls:>14.0}{per_call:>10.0}  [{lo:.0}-{hi:.0}]");
     };
     // Programs by their median time, every one any recording ran.
@@ -177,23 +177,14 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Optio
             }
         }
     }
-    let prog_of = |r: &Recorded, name: &str| r.progs.iter().find(|p| p.0 == name).map_or((0, 0), |p| (p.2, p.1));
-    let mut progs: Vec<(&str, Each)> = names
-        .iter()
-        .map(|&name| {
-            (
-                name,
-                recs.iter()
-                    .map(|r| {
-                        let (ns, runs) = prog_of(r, name);
-                        (ns, runs, r.events)
-                    })
-                    .collect(),
-            )
-        })
-        .collect();
+    let each_of = |name: &str| -> Each {
+        recs.iter()
+            .map(|r| r.progs.iter().find(|p| p.0 == name).map_or((0, 0, r.events), |p| (p.2, p.1, r.events)))
+            .collect()
+    };
+    let mut progs: Vec<(&str, Each)> = names.iter().map(|&name| (name, each_of(name))).collect();
     progs.sort_by(|a, b| {
-        let m = |v: &[(u64, u64, u64)]| median(v.iter().map(|e| e.0 as f64).collect()).0;
+        let m = |v: &Each| median_and_range(v.iter().map(|e| e.0 as f64).collect()).0;
         m(&b.1).total_cmp(&m(&a.1))
     });
     for (name, each) in &progs {
@@ -206,8 +197,7 @@ pub(crate) fn stages(bench: &Bench, w: &Workload, mode: &[&str], added_ns: Optio
         let what = if count > &1 { format!("recorder {comm} ({count} threads)") } else { format!("recorder {comm}") };
         row(&mut t, &what, &each);
     }
-    let sum =
-        |f: &dyn Fn(&Recorded) -> u64| -> Vec<(u64, u64, u64)> { recs.iter().map(|r| (f(r), 0, r.events)).collect() };
+    let sum = |f: &dyn Fn(&Recorded) -> u64| -> Each { recs.iter().map(|r| (f(r), 0, r.events)).collect() };
     let bpf_ns = |r: &Recorded| r.progs.iter().map(|p| p.2).sum::<u64>();
     let rec_ns = |r: &Recorded| r.threads.iter().map(|c| c.2).sum::<u64>();
     row(&mut t, "all BPF programs", &sum(&bpf_ns));
