@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use mltrace_sample::cpu;
 use mltrace_tests::*;
 
 /// The stand-in libcuda.so.1, built into `dir/lib`.
@@ -22,11 +21,6 @@ struct Run {
     steal: f64,
     /// Recorded on the compat syscall route.
     compat: bool,
-}
-
-/// Each CPU's times so far (/proc/stat, as the recorder reads it).
-fn cpu_times() -> Vec<(Option<u32>, cpu::CpuTimes)> {
-    cpu::parse_stat(&std::fs::read_to_string("/proc/stat").unwrap())
 }
 
 fn run(dir: &Path, py: &str, cuda: Option<&Path>, gpu_s: &str, mode: &str, route: &[&str]) -> Run {
@@ -48,16 +42,9 @@ fn run_with(dir: &Path, py: &str, cuda: Option<&Path>, shape: &[&str], route: &[
     if let Some(p) = cuda {
         cmd.env("MLTRACE_CUDA_LIB", p);
     }
-    let before = cpu_times();
+    let steal = steal::Steal::start();
     let out = proc::output(&mut cmd);
-    // mpstat's %steal per CPU (index 6), the most of any.
-    let steal = cpu_times()
-        .iter()
-        .zip(&before)
-        .filter(|((n, _), _)| n.is_some())
-        .filter_map(|((_, a), (_, b))| cpu::percentages(b, a))
-        .map(|p| p[6] / 100.0)
-        .fold(0.0, f64::max);
+    let steal = steal.most();
     let r = recorded(&out, log, dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("{stdout}"));
@@ -129,7 +116,7 @@ fn on_cpu_and_runnable(r: &Run, what: &str) {
     let ckpt: f64 = r.json["checkpoints"].as_array().unwrap().iter().filter_map(|c| c["duration_s"].as_f64()).sum();
     let other_io = (f(b, "own_io") - ckpt / life).max(0.0);
     for (share, expect, stolen) in
-        [("on_cpu", on_cpu, on_cpu * r.steal / (1.0 - r.steal)), ("runnable", queued / life, 0.0)]
+        [("on_cpu", on_cpu, steal::stolen(on_cpu, r.steal)), ("runnable", queued / life, 0.0)]
     {
         let got = f(b, share);
         let bound = if r.compat && share == "runnable" { allow::COMPAT_RUNNABLE.get() } else { bound };

@@ -52,7 +52,17 @@ fn check_threads(run: &Run, what: &str) {
     assert!(data > 2.0 * TOLERANCE.get() && gil > 2.0 * TOLERANCE.get(), "{what}: data {data:.3}, GIL {gil:.3}");
     let b = &v["breakdown"];
     near(&format!("{what}: data wait"), v["data_wait_fraction"].as_f64().unwrap(), data, v);
-    near(&format!("{what}: GIL wait"), b["gil_wait"].as_f64().unwrap(), gil, v);
+    // Its CPU clock leaves out what the hypervisor stole while it held a
+    // CPU, so its GIL wait (off a CPU by its clocks) holds that, which the
+    // trace counts on CPU: the trace's may read lower by it.
+    let stolen = steal::stolen(run.kv["cpu_ns"] as f64 / life, run.kv["steal_ppm"] as f64 / 1e6);
+    TOLERANCE.check_beside(
+        b["gil_wait"].as_f64().unwrap(),
+        gil,
+        stolen,
+        0.0,
+        format_args!("{what}: GIL wait (verdict {v})"),
+    );
     let sum: f64 = b.as_object().unwrap().values().map(|x| x.as_f64().unwrap()).sum();
     assert!((sum - 1.0).abs() < 1e-9, "{what}: the shares add up to {sum}: {b}");
     // As the trainer's process's share, and said.

@@ -134,10 +134,16 @@ fn a_ddp_rank_slowed_by_its_loaders_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let (v, measured, log) = ddp(dir.path(), &torchrun, "loader");
     check(&v, &measured, &log, "data");
-    // The slow rank waited for data, the others for it.
+    // The slow rank waited for data, the others for it: its data wait
+    // clear of theirs. Not a fixed share: on a busy machine its loaders
+    // wait for a CPU too, and it with them (0.133 of its time once, with
+    // 0.29 runnable, against 0.15 asked then).
     let ranks = v["ranks"].as_array().unwrap();
+    let data = |r: &Value| r["data_wait_fraction"].as_f64().unwrap();
     let slow = ranks.iter().find(|r| r["rank"] == SLOW).unwrap();
-    assert!(slow["data_wait_fraction"].as_f64().unwrap() > 0.15, "{slow}");
+    let others = ranks.iter().filter(|r| r["rank"] != SLOW).map(data).fold(0.0, f64::max);
+    eprintln!("data wait: the slow rank {:.3}, the others at most {others:.3}", data(slow));
+    assert!(data(slow) > others + 0.05, "{slow} against the others' {others:.3}");
 }
 
 #[test]

@@ -345,18 +345,11 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
     };
     let (dir, bin, data) = setup();
     let lib = fake_nvml(dir.path());
-    let stat = || mltrace_sample::cpu::parse_stat(&std::fs::read_to_string("/proc/stat").unwrap());
-    let before = stat();
+    let steal = steal::Steal::start();
     let full = two_epochs(dir.path(), &bin, &data, &lib, &[]);
     let sum = two_epochs(dir.path(), &bin, &data, &lib, &["--detail", "summary"]);
     // The most of one CPU's time the hypervisor took over both runs.
-    let steal = stat()
-        .iter()
-        .zip(&before)
-        .filter(|((n, _), _)| n.is_some())
-        .filter_map(|((_, a), (_, b))| mltrace_sample::cpu::percentages(b, a))
-        .map(|p| p[6] / 100.0)
-        .fold(0.0, f64::max);
+    let steal = steal.most();
     check_data_wait(&sum);
     let (v, w) = (&full.json["verdict"], &sum.json["verdict"]);
     // Under full emulation the trainer's own shares move between runs
@@ -390,7 +383,7 @@ fn summary_detail_keeps_the_verdict_per_epoch_and_per_rank() {
             let e = &r.json["verdict"]["epochs"][k - 1];
             let clock = r.kv[&format!("epoch{k}_cpu_ns")] as f64 / r.kv[&format!("epoch{k}_total_ns")] as f64;
             let got = e["breakdown"]["on_cpu"].as_f64().unwrap();
-            let stolen = clock * steal / (1.0 - steal);
+            let stolen = steal::stolen(clock, steal);
             eprintln!("epoch {k} on a CPU: {got:.4} (CPU clock {clock:.4}, +{stolen:.4} stolen)");
             assert!(
                 emulated() || (got >= clock - 0.08 && got <= clock + stolen + 0.08),

@@ -49,6 +49,24 @@ impl Allowance {
         self.check_width(got, want, (self.get() * want.abs()).max(floor), what)
     }
 
+    /// As [`Self::check`], where `got` may also read up to `below` lower
+    /// or `above` higher than `want` for what the run measured beside (its
+    /// steal, its time queued for a CPU); noted as how far past those.
+    pub fn check_beside(&self, got: f64, want: f64, below: f64, above: f64, what: impl std::fmt::Display) {
+        debug_assert!(!self.relative, "{}: a width in shares", self.name);
+        let past = if got < want { (got - want + below).min(0.0) } else { (got - want - above).max(0.0) };
+        let width = self.get();
+        crate::tools::note_allowance(&format!("{} {what} {past:+.4} {width:.4}", self.name.replace(' ', "_")));
+        assert!(
+            past.abs() <= width,
+            "{what}: {got:.4} against {want:.4} measured (-{below:.4}/+{above:.4} for what the run measured \
+             beside), {past:+.4} past that, past the {} allowance of {width:.4} ({}; it rests on: {})",
+            self.name,
+            self.why,
+            self.measured
+        );
+    }
+
     fn check_width(&self, got: f64, want: f64, width: f64, what: impl std::fmt::Display) {
         let delta = got - want;
         // Noted in the allowance's own terms: relative ones as a share of `want`.

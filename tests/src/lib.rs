@@ -17,6 +17,7 @@ pub mod allow;
 mod binary;
 pub mod proc;
 pub mod stand_in;
+pub mod steal;
 pub mod tools;
 
 pub use binary::mltrace_bin;

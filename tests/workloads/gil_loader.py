@@ -23,7 +23,10 @@ interval, and hold it when a batch comes.
 It prints `key value` lines: `pid`; `blocked_ns` (wall time in `get()`
 less its run delay there: with loader processes, its wait for data),
 `data_ns` (of it, until the batch was put), `gil_ns`, `runq_ns` (its run
-delay over the loop) and `steps`.
+delay over the loop), `cpu_ns` (its CPU clock over the loop), `steal_ppm`
+(the most of one CPU's time the hypervisor stole over the loop: its CPU
+clock leaves that out, so `gil_ns` holds it; tests/workloads/steal.py)
+and `steps`.
 """
 import multiprocessing
 import os
@@ -31,6 +34,8 @@ import queue
 import sys
 import threading
 import time
+
+import steal
 
 CHUNK = 256 << 10
 FILE = 1 << 20
@@ -100,6 +105,7 @@ def main():
     blocked = data = 0
     fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
     t_start, cpu_start, delay_start = time.monotonic_ns(), time.thread_time_ns(), run_delay(fd)
+    stolen0 = steal.ticks()
     for _ in range(steps):
         r0 = run_delay(fd)
         t0 = time.monotonic_ns()
@@ -111,6 +117,7 @@ def main():
         churn(own, compute_rounds)
     wall = time.monotonic_ns() - t_start
     cpu, runq = time.thread_time_ns() - cpu_start, run_delay(fd) - delay_start
+    stolen = steal.most_ppm(stolen0, steal.ticks())
     # Off a CPU, not waiting for one, and not for a batch: for the GIL.
     gil = wall - cpu - runq - data
     for t in loaders:
@@ -120,6 +127,8 @@ def main():
     print("data_ns", data)
     print("gil_ns", gil)
     print("runq_ns", runq)
+    print("cpu_ns", cpu)
+    print("steal_ppm", stolen)
     print("steps", steps)
 
 

@@ -28,7 +28,9 @@ here too, on the workload's own clock.
 It prints `key value` lines. The trainer: `pid`, `steps`, `total_ns` (its
 first request to its last step's end), `blocked_ns` (waiting for
 batches), `cpus`, `idle_ppm` (the machine's idle and iowait share over
-its clock, /proc/stat, in millionths), `disk_busy_ppm` (the disk's
+its clock, /proc/stat, in millionths), `steal_ppm` (the most of one
+CPU's time the hypervisor stole over its clock: tests/workloads/steal.py),
+`disk_busy_ppm` (the disk's
 share of that time with requests in flight, /proc/diskstats). Each
 worker K: `wK_pid`, `wK_wall_ns` (its start to its last batch put),
 `wK_cpu_ns` (its main thread's CPU time), `wK_read_ns` (in reads),
@@ -45,6 +47,7 @@ import random
 import time
 
 from compute import compute, hash_rounds
+import steal
 
 PAGE = 4096
 MIB = 1 << 20
@@ -203,6 +206,7 @@ def main():
     q = ctx.Queue(maxsize=a.queue)
     procs = [ctx.Process(target=worker, args=(k, a, work, q, rounds)) for k in range(a.workers)]
     idle0, all0 = cpu_ticks()
+    stolen0 = steal.ticks()
     busy0 = io_ticks(disk) if disk else 0
     start = time.perf_counter_ns()
     for p in procs:
@@ -218,6 +222,7 @@ def main():
         compute(ms, a.how)
     total = time.perf_counter_ns() - start
     idle1, all1 = cpu_ticks()
+    stolen1 = steal.ticks()
     busy1 = io_ticks(disk) if disk else 0
     for p in procs:
         p.join()
@@ -227,6 +232,7 @@ def main():
     print(f"blocked_ns {blocked}")
     print(f"cpus {os.cpu_count()}")
     print(f"idle_ppm {round(1e6 * (idle1 - idle0) / max(1, all1 - all0))}")
+    print(f"steal_ppm {steal.most_ppm(stolen0, stolen1)}")
     if disk:
         print(f"disk_busy_ppm {round(1e6 * (busy1 - busy0) / (total / 1e6))}")
 
