@@ -9,7 +9,9 @@ counts in the wait and the trace as runnable. And its main thread's time
 on a CPU outside the GPU and checkpoint calls (on_cpu, by its CPU clock:
 the interpreter's start-up included): how much it computed rather than
 queued for a CPU, on a machine others share; and all the time the kernel
-counts it queued for a CPU (queued).
+counts it queued for a CPU (queued). And of its computing, the time
+neither its CPU clock nor its run delay counted (cpu_lost): its CPU
+taken by the hypervisor, which a trace counts on CPU.
 
 breakdown.py OUT_DIR LIBCUDA|- STEPS LOADER_S GPU_S CPU_S CKPT_MIB spin|sleep"""
 import ctypes
@@ -68,7 +70,7 @@ def main():
         lib.fakeCudaSet(ctypes.c_longlong(int(gpu_s * 1e9)), ctypes.c_int(mode == "spin"))
         lib.cuStreamSynchronize.argtypes = [ctypes.c_void_p]
     got = {"data": 0.0, "gpu": 0.0, "cpu": 0.0, "io": 0.0, "startup": startup}
-    got.update({"data_queued": 0.0, "gpu_queued": 0.0, "io_queued": 0.0})
+    got.update({"data_queued": 0.0, "gpu_queued": 0.0, "io_queued": 0.0, "cpu_lost": 0.0})
     in_calls = 0.0
     parent, child = mp.Pipe(duplex=False)
     worker = mp.get_context("fork").Process(target=loader, args=(child, steps, load_s))
@@ -78,9 +80,12 @@ def main():
         parent.recv_bytes()
         got["data"] += time.perf_counter() - t
         got["data_queued"] += queued() - q
-        t = time.perf_counter()
+        t, q, c = time.perf_counter(), queued(), time.thread_time()
         spin(cpu_s)
         got["cpu"] += time.perf_counter() - t
+        # Spinning, neither its CPU clock nor its run delay moved: the
+        # hypervisor had its CPU (the trace counts that on CPU).
+        got["cpu_lost"] += max(0.0, time.perf_counter() - t - (time.thread_time() - c) - (queued() - q))
         if lib is not None:
             t, q, c = time.perf_counter(), queued(), time.thread_time()
             lib.cuStreamSynchronize(None)

@@ -24,8 +24,8 @@ It prints `key value` lines: `pid`; `blocked_ns` (wall time in `get()`
 less its run delay there: with loader processes, its wait for data),
 `data_ns` (of it, until the batch was put), `gil_ns`, `runq_ns` (its run
 delay over the loop), `cpu_ns` (its CPU clock over the loop), `steal_ppm`
-(the most of one CPU's time the hypervisor stole over the loop: its CPU
-clock leaves that out, so `gil_ns` holds it; tests/workloads/steal.py)
+(the share of the CPUs' busy time the hypervisor stole over the loop:
+its CPU clock leaves that out, so `gil_ns` holds it; tests/workloads/steal.py)
 and `steps`.
 """
 import multiprocessing
@@ -117,7 +117,7 @@ def main():
         churn(own, compute_rounds)
     wall = time.monotonic_ns() - t_start
     cpu, runq = time.thread_time_ns() - cpu_start, run_delay(fd) - delay_start
-    stolen = steal.most_ppm(stolen0, steal.ticks())
+    stolen = steal.share_ppm(stolen0, steal.ticks())
     # Off a CPU, not waiting for one, and not for a batch: for the GIL.
     gil = wall - cpu - runq - data
     for t in loaders:

@@ -28,8 +28,8 @@ here too, on the workload's own clock.
 It prints `key value` lines. The trainer: `pid`, `steps`, `total_ns` (its
 first request to its last step's end), `blocked_ns` (waiting for
 batches), `cpus`, `idle_ppm` (the machine's idle and iowait share over
-its clock, /proc/stat, in millionths), `steal_ppm` (the most of one
-CPU's time the hypervisor stole over its clock: tests/workloads/steal.py),
+its clock, /proc/stat, in millionths), `steal_ppm` (the share of the
+CPUs' busy time the hypervisor stole over its clock: tests/workloads/steal.py),
 `disk_busy_ppm` (the disk's
 share of that time with requests in flight, /proc/diskstats). Each
 worker K: `wK_pid`, `wK_wall_ns` (its start to its last batch put),
@@ -232,7 +232,7 @@ def main():
     print(f"blocked_ns {blocked}")
     print(f"cpus {os.cpu_count()}")
     print(f"idle_ppm {round(1e6 * (idle1 - idle0) / max(1, all1 - all0))}")
-    print(f"steal_ppm {steal.most_ppm(stolen0, stolen1)}")
+    print(f"steal_ppm {steal.share_ppm(stolen0, stolen1)}")
     if disk:
         print(f"disk_busy_ppm {round(1e6 * (busy1 - busy0) / (total / 1e6))}")
 
