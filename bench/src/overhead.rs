@@ -1,5 +1,5 @@
 //! Sections 1 and 1b: each workload under each tool, round after round
-//! (medians, and the targets they are held to); then, for (b) and (p),
+//! (medians, and the targets they are held to); then, for (a), (b) and (p),
 //! where the cost goes per stage.
 
 use std::io::Write;
@@ -232,15 +232,17 @@ pub fn overhead(
             let _ = writeln!(table, "  ({key}) summary slowdown < 5%: {slow:+.1}%  {}", verdict(slow < 5.0));
         }
     }
-    // 1b. Per stage, for (b) and (p): with BENCH_STAGES=1, and in quick
-    // runs (BENCH_ONLY) of either unless BENCH_STAGES=0.
+    // 1b. Per stage, for (a), (b) and (p): with BENCH_STAGES=1, and in
+    // quick runs (BENCH_ONLY) of any of them unless BENCH_STAGES=0. (a)
+    // is one recorded call with everything warm, beside (b)'s cold ones.
     let want_stages = match std::env::var("BENCH_STAGES").ok().as_deref() {
         Some("0") => false,
         Some(_) => true,
         None => quick,
     };
-    let staged: Vec<usize> =
-        (0..workloads.len()).filter(|&wi| matches!(workloads[wi].key, "b" | "p") && run_w(workloads[wi].key)).collect();
+    let staged: Vec<usize> = (0..workloads.len())
+        .filter(|&wi| matches!(workloads[wi].key, "a" | "b" | "p") && run_w(workloads[wi].key))
+        .collect();
     if want_stages && !staged.is_empty() {
         let _ = writeln!(
             table,
