@@ -26,7 +26,10 @@ trainer marks each step (`mltrace_ebpf.mark("step")`), takes the next
 batch (its wait, timed) and computes COMPUTE_MS, spinning (the default)
 or sleeping (as storage benchmarks emulate an accelerator). It prints `key
 value` lines: `pid`, `steps`, `total_ns` (its first request to its last
-step's end) and `blocked_ns` (its time waiting for batches).
+step's end), `blocked_ns` (its time waiting for batches), `cpu_ns` (its
+main thread's CPU clock at the end: the interpreter's start-up included)
+and `steal_ppm` (the share of the CPUs' busy time the hypervisor stole
+over its clock: tests/workloads/steal.py).
 """
 import multiprocessing as mp
 import os
@@ -35,6 +38,7 @@ import sys
 import time
 
 from compute import compute
+import steal
 
 PAGE = 4096
 BATCH_MS = 30
@@ -80,6 +84,7 @@ def run(path, epochs, steps, samples, compute_ms, how):
     batches = batch_pages(path, epochs * steps, samples)
     ctx = mp.get_context("fork")
     q = ctx.Queue(maxsize=2)
+    stolen = steal.ticks()
     start = time.perf_counter_ns()
     w = ctx.Process(target=worker, args=(path, batches, q))
     w.start()
@@ -98,11 +103,14 @@ def run(path, epochs, steps, samples, compute_ms, how):
         if ph:
             ph.__exit__(None, None, None)
     total = time.perf_counter_ns() - start
+    cpu, stolen = time.thread_time_ns(), steal.share_ppm(stolen, steal.ticks())
     w.join()
     print(f"pid {os.getpid()}")
     print(f"steps {epochs * steps}")
     print(f"total_ns {total}")
     print(f"blocked_ns {blocked}")
+    print(f"cpu_ns {cpu}")
+    print(f"steal_ppm {stolen}")
 
 
 def calibrate(path, batches):
