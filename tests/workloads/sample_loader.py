@@ -84,7 +84,7 @@ def run(path, epochs, steps, samples, compute_ms, how):
     batches = batch_pages(path, epochs * steps, samples)
     ctx = mp.get_context("fork")
     q = ctx.Queue(maxsize=2)
-    stolen = steal.ticks()
+    ticks0 = steal.ticks()
     start = time.perf_counter_ns()
     w = ctx.Process(target=worker, args=(path, batches, q))
     w.start()
@@ -103,7 +103,7 @@ def run(path, epochs, steps, samples, compute_ms, how):
         if ph:
             ph.__exit__(None, None, None)
     total = time.perf_counter_ns() - start
-    cpu, stolen = time.thread_time_ns(), steal.share_ppm(stolen, steal.ticks())
+    cpu, stolen = time.thread_time_ns(), steal.share_ppm(ticks0, steal.ticks())
     w.join()
     print(f"pid {os.getpid()}")
     print(f"steps {epochs * steps}")

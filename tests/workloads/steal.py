@@ -11,7 +11,8 @@ for it from the same run (tests/src/steal.rs reads the same).
 def ticks():
     """The machine's (stolen, busy) ticks: /proc/stat's cpu line, busy
     being all but idle and iowait (steal included)."""
-    f = [int(x) for x in open("/proc/stat").readline().split()[1:9]]
+    with open("/proc/stat") as stat:
+        f = [int(x) for x in stat.readline().split()[1:9]]
     return f[7], sum(f) - f[3] - f[4]
 
 
