@@ -257,6 +257,15 @@ impl FileTable {
 
     fn insert_entry(&mut self, key: u64, kind: FileKind, name: Shared, passed_ino: u64, ino: u64) {
         let entry = Entry { name, kind, cached: Cached::NONE, passed_ino, ino };
+        // A key is in one generation at most (lookup and this move it to
+        // the live one): found live, the others need no look.
+        if let Some(slot) = self.live.get_mut(&key) {
+            let prev = std::mem::replace(slot, entry);
+            if self.keep_replaced && prev.ino != 0 && prev.ino != ino {
+                self.keep_replaced(key, prev);
+            }
+            return;
+        }
         // An identity seen before is most often live: the other two are
         // looked in only when they hold any.
         let before = [
