@@ -33,6 +33,8 @@ pub(crate) fn replay(dump: &Path) -> Result<Replay> {
     let mut enc = FrameEncoder::new();
     for _ in 0..PASSES {
         let mut dec = KernelDecoder::with_file_generation(recs.pid, mltrace_capture::files::GENERATION);
+        // As the recorder's consumer keeps it (recorder::consumer::decoder).
+        dec.keep_replaced_names(recs.summary);
         let start = Instant::now();
         for r in recs.iter() {
             dec.decode(r, &mut enc);

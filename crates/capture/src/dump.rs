@@ -2,14 +2,15 @@
 //! them, for the bench to replay through the decoder alone (what decoding
 //! costs without the workload's CPUs, caches and rings around it).
 //!
-//! The file: `MLTRDUMP`, the command's pid (u32, little-endian), then each
-//! record as its length (u32) and its bytes.
+//! The file: `MLTRDMP2`, the command's pid (u32, little-endian), whether
+//! it was recorded in summary detail (u32: 1 or 0; the decoder keeps more
+//! then), then each record as its length (u32) and its bytes.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 
-const MAGIC: &[u8; 8] = b"MLTRDUMP";
+const MAGIC: &[u8; 8] = b"MLTRDMP2";
 
 pub struct Dump {
     out: Option<BufWriter<File>>,
@@ -19,15 +20,16 @@ pub struct Dump {
 impl Dump {
     /// The dump `MLTRACE_RING_DUMP` asks for, if any (a file that cannot
     /// be made is said once, and nothing is dumped).
-    pub fn from_env(root_pid: u32) -> Option<Dump> {
-        Dump::create(std::path::PathBuf::from(std::env::var_os("MLTRACE_RING_DUMP")?), root_pid)
+    pub fn from_env(root_pid: u32, summary: bool) -> Option<Dump> {
+        Dump::create(std::path::PathBuf::from(std::env::var_os("MLTRACE_RING_DUMP")?), root_pid, summary)
     }
 
-    fn create(path: std::path::PathBuf, root_pid: u32) -> Option<Dump> {
+    fn create(path: std::path::PathBuf, root_pid: u32, summary: bool) -> Option<Dump> {
         let made = File::create(&path).and_then(|f| {
             let mut out = BufWriter::with_capacity(1 << 20, f);
             out.write_all(MAGIC)?;
             out.write_all(&root_pid.to_le_bytes())?;
+            out.write_all(&u32::from(summary).to_le_bytes())?;
             Ok(out)
         });
         match made {
@@ -62,6 +64,8 @@ impl Drop for Dump {
 #[derive(Debug)]
 pub struct Records {
     pub pid: u32,
+    /// Recorded in summary detail.
+    pub summary: bool,
     bytes: Vec<u8>,
     /// Each record's start in `bytes` and its length.
     spans: Vec<(usize, usize)>,
@@ -87,11 +91,16 @@ pub fn read(path: &Path) -> io::Result<Records> {
     let mut bytes = Vec::new();
     File::open(path)?.read_to_end(&mut bytes)?;
     let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {what}", path.display()));
-    if bytes.len() < 12 || &bytes[..8] != MAGIC {
-        return Err(bad("not a ring dump (no MLTRDUMP header)".into()));
+    if bytes.len() < 16 || &bytes[..8] != MAGIC {
+        return Err(bad("not a ring dump of this build (no MLTRDMP2 header)".into()));
     }
     let pid = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    let (mut at, mut spans) = (12, Vec::new());
+    let summary = match u32::from_le_bytes(bytes[12..16].try_into().unwrap()) {
+        0 => false,
+        1 => true,
+        n => return Err(bad(format!("detail {n} at offset 12, expected 0 (full) or 1 (summary)"))),
+    };
+    let (mut at, mut spans) = (16, Vec::new());
     while at < bytes.len() {
         let len = bytes.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize);
         let Some(n) = len.filter(|&n| bytes.len() - (at + 4) >= n) else {
@@ -100,7 +109,7 @@ pub fn read(path: &Path) -> io::Result<Records> {
         spans.push((at + 4, n));
         at += 4 + n;
     }
-    Ok(Records { pid, bytes, spans })
+    Ok(Records { pid, summary, bytes, spans })
 }
 
 #[cfg(test)]
@@ -111,18 +120,19 @@ mod tests {
     fn a_dump_reads_back_and_a_cut_one_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d");
-        let mut d = Dump::create(path.clone(), 42).unwrap();
+        let mut d = Dump::create(path.clone(), 42, true).unwrap();
         d.write(b"abc");
         d.write(b"");
         d.write(&[7; 300]);
         drop(d);
         let recs = read(&path).unwrap();
         assert_eq!(recs.pid, 42);
+        assert!(recs.summary);
         assert_eq!(recs.iter().collect::<Vec<_>>(), vec![&b"abc"[..], &[], &[7; 300][..]]);
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         let e = read(&path).unwrap_err().to_string();
-        assert!(e.contains("cut short at offset 23"), "{e}");
+        assert!(e.contains("cut short at offset 27"), "{e}");
         std::fs::write(&path, b"nope").unwrap();
         assert!(read(&path).unwrap_err().to_string().contains("not a ring dump"));
     }

@@ -301,7 +301,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         gpu_counts: (!uprobes.is_empty()).then(|| cuda::GpuCounts::new(system::boottime_ns())),
         summaries: opts.bpf.summary_slow_ns.map(|_| crate::summary::Summaries::default()),
         uprobes,
-        dump: crate::dump::Dump::from_env(pid as u32),
+        dump: crate::dump::Dump::from_env(pid as u32, opts.bpf.summary_slow_ns.is_some()),
     };
     let mut consumer = consumer;
     consumer.dec.py.walk = opts.bpf.py_stacks;
