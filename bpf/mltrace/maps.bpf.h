@@ -257,8 +257,8 @@ struct heap {
 	struct ev_file file;
 	struct ev_open open;
 	struct ev_exec exec;
-	u64 rec[16];  /* a call's record when its CPU's batch cannot take it
-		       * (common.bpf.h, rec_room) */
+	u64 rec[32];  /* a call's record (or a summary's slot) when its CPU's
+		       * batch cannot take it (common.bpf.h, rec_room) */
 };
 
 struct {

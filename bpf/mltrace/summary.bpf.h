@@ -146,6 +146,31 @@ static __always_inline void send_slot(struct sum_slot *s, u64 now)
 		count_lost(LOST_RING);
 }
 
+/* A slot's sums into the CPU's batch (the ring's record when the batch
+ * cannot take it), not straight: on a small-file loader nearly every file
+ * ends a slot, and a straight record also sends the batch before it.
+ * A subprogram: its copy and the batch's bookkeeping once, not at every
+ * handler that sums. */
+static __noinline void send_slot_batched(struct sum_slot *s, u64 now, u64 id)
+{
+	void *at;
+
+	_Static_assert(sizeof(*s) <= sizeof(((struct heap *)0)->rec) && sizeof(*s) < BATCHED_MAX,
+		       "a slot fits rec_room's places");
+
+	s->h.ts = now;
+	if (!s->sum.calls)
+		return;
+	at = rec_room(sizeof(*s), id);
+	if (!at) {
+		count_lost(LOST_RING);
+		return;
+	}
+	__builtin_memcpy(at, s, sizeof(*s));
+	if (rec_done(at, sizeof(*s), now, id))
+		count_lost(LOST_RING);
+}
+
 /* The fast and per-call routes: the call added to its thread's slot, which
  * is sent first when it holds another file's, operation's or second's. */
 static __always_inline int sum_fast(struct tstate *ts, u64 now, u64 file, u64 ino, u64 dev_op, s64 ret, u64 dur)
@@ -162,7 +187,7 @@ static __always_inline int sum_fast(struct tstate *ts, u64 now, u64 file, u64 in
 	s = &ts->sums[i];
 	if (s->key.stack != stack || s->key.file != file || s->key.ino != ino || s->key.sec != sec || s->key.op != op ||
 	    s->key.dev != dev_op >> 32 || s->key.exec != t->self_exec_id || s->key.tid != t->pid || !s->sum.calls) {
-		send_slot(s, now);
+		send_slot_batched(s, now, ((u64)t->tgid << 32) | t->pid);
 		/* Odd while the key changes: the iterator skips the slot. */
 		s->seq++;
 		asm volatile("" ::: "memory");
