@@ -266,8 +266,7 @@ impl FileTable {
             }
             return;
         }
-        // An identity seen before is most often live: the other two are
-        // looked in only when they hold any.
+        // Not live: the other two are looked in only when they hold any.
         let before = [
             if self.old.is_empty() { None } else { self.old.remove(&key) },
             if self.retired.is_empty() { None } else { self.retired.remove(&key) },

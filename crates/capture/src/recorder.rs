@@ -277,15 +277,10 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let (acct_tx, acct_rx) = bounded::<Vec<IoAccounting>>(1);
     let (frames_tx, frames_rx) = bounded::<EncodedFrame>(4);
     let (free_tx, free_rx) = bounded::<EncodedFrame>(4);
+    let summary = opts.bpf.summary_slow_ns.is_some();
     let consumer = Consumer {
         enc,
-        dec: consumer::decoder(
-            attaching.as_ref(),
-            pid as u32,
-            opts.file_generation,
-            !uprobes.is_empty(),
-            opts.bpf.summary_slow_ns.is_some(),
-        ),
+        dec: consumer::decoder(attaching.as_ref(), pid as u32, opts.file_generation, !uprobes.is_empty(), summary),
         frames: frames_tx,
         free: free_rx,
         frame_records: opts.frame_records,
@@ -301,7 +296,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         gpu_counts: (!uprobes.is_empty()).then(|| cuda::GpuCounts::new(system::boottime_ns())),
         summaries: opts.bpf.summary_slow_ns.map(|_| crate::summary::Summaries::default()),
         uprobes,
-        dump: crate::dump::Dump::from_env(pid as u32, opts.bpf.summary_slow_ns.is_some()),
+        dump: crate::dump::Dump::from_env(pid as u32, summary),
     };
     let mut consumer = consumer;
     consumer.dec.py.walk = opts.bpf.py_stacks;
