@@ -36,7 +36,16 @@ pub(crate) fn replay(dump: &Path) -> Result<Replay> {
         // As the recorder's consumer keeps it (recorder::consumer::decoder).
         dec.keep_replaced_names(recs.summary);
         let start = Instant::now();
+        // Each record looked at ahead as the consumer's merge does.
+        let ahead = mltrace_capture::ring::AHEAD as usize;
+        for r in recs.iter().take(ahead) {
+            dec.ahead(r);
+        }
+        let mut later = recs.iter().skip(ahead);
         for r in recs.iter() {
+            if let Some(a) = later.next() {
+                dec.ahead(a);
+            }
             dec.decode(r, &mut enc);
             if enc.len() >= DEFAULT_FRAME_RECORDS {
                 enc.finish_into(&mut frame);

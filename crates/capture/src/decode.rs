@@ -134,6 +134,8 @@ pub struct KernelDecoder {
     /// mltrace's own launch handshake, not the command's.
     pre_exec: Option<u32>,
     open_buf: Reused<ev_open>,
+    /// Opens looked at ahead (see [`Self::ahead`]).
+    ahead: open::Ahead,
     meta_buf: meta::Buf,
     file_buf: Reused<ev_file>,
     /// A network call's peer as text, before it is interned (reused).
@@ -282,6 +284,17 @@ impl KernelDecoder {
     pub fn unnamed_sum(&mut self, enc: &mut FrameEncoder) -> (StrId, FileKind) {
         self.stats.unknown_file += 1;
         (enc.intern(b"?"), FileKind::Unknown)
+    }
+
+    /// A ring record a few records before [`Self::decode`] is given it
+    /// (see [`crate::ring::Sink`]).
+    #[inline]
+    pub fn ahead(&mut self, data: &[u8]) {
+        self.ahead.looked += 1;
+        if data.first() == Some(&Open::CODE) {
+            self.open_ahead(data);
+        }
+        self.opens_ahead();
     }
 
     /// Decodes one ring record into zero or more log records.

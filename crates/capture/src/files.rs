@@ -282,6 +282,15 @@ impl FileTable {
         self.maybe_rotate();
     }
 
+    /// Brings `key`'s live entry, and the name an open naming it anew
+    /// would let go of, into the cache.
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        if let Some(e) = self.live.get(&key) {
+            crate::cache::prefetch(std::sync::Arc::as_ptr(&e.name));
+        }
+    }
+
     /// Whether `key` is still the file (inode `ino`) an open named by its
     /// passed path. The kernel side names a file again when a task other
     /// than the opener uses it first; that walk resolves symlinks, and one

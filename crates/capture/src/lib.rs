@@ -12,6 +12,7 @@
 pub mod attach;
 mod batch;
 pub mod bpf;
+mod cache;
 pub mod cuda;
 pub mod decode;
 pub mod doctor;

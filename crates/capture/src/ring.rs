@@ -49,6 +49,41 @@ const PEAK_BYTES_PER_SEC: u64 = 256 << 20;
 /// Consumed bytes after which a batch publishes its position anyway.
 pub const PUBLISH_BYTES: u64 = 1 << 20;
 
+/// How many records of a ring [`Sink::ahead`] is given before they are
+/// taken: enough for the cache misses of that many to overlap, few
+/// enough that what they bring in is still there when each is taken.
+pub const AHEAD: u32 = 16;
+
+/// How far into a batch its lines are asked for ahead of the record
+/// looked at: a few records' worth, not all 4 KiB at once (more asks
+/// than a core has room for stall it until the first have come).
+const PREFETCH_BYTES: usize = 512;
+
+/// Where [`Merged::consume`] hands records: each to `take`, in key
+/// order, and first to `ahead` a few records of its ring before that
+/// (to fetch what decoding it will need while the ones before it are
+/// decoded). A closure takes records and looks at none ahead.
+pub trait Sink {
+    fn take(&mut self, rec: &[u8]);
+    fn ahead(&mut self, _rec: &[u8]) {}
+}
+
+impl<F: FnMut(&[u8])> Sink for F {
+    fn take(&mut self, rec: &[u8]) {
+        self(rec)
+    }
+}
+
+/// How far a ring's records were handed to [`Sink::ahead`]: the record at
+/// `pos` (within a batch, its sub-record at `sub`), and how many of those
+/// handed are not taken yet.
+#[derive(Clone, Copy, Default)]
+struct Ahead {
+    pos: u64,
+    sub: usize,
+    lead: u32,
+}
+
 /// One ring buffer map, mapped.
 pub struct Ring {
     consumer: *mut u8,
@@ -239,6 +274,8 @@ pub struct Merged {
     /// CPUs whose batch could not be sent (gone offline): their batch no
     /// longer holds the others back (what it holds at the end is lost).
     unsendable: Vec<bool>,
+    /// Each ring's records handed to [`Sink::ahead`].
+    ahead: Vec<Ahead>,
 }
 
 /// A page of a `BPF_F_MMAPABLE` array map, mapped: its first value.
@@ -284,6 +321,7 @@ impl Merged {
             unsent: vec![0; n],
             unsent_before: vec![0; n],
             unsendable: vec![false; n],
+            ahead: vec![Ahead::default(); n],
         })
     }
 
@@ -516,11 +554,58 @@ impl Merged {
         }
     }
 
+    /// Hands ring `i`'s records before `p` to [`Sink::ahead`] until
+    /// [`AHEAD`] of them are not taken yet (from the next to take on,
+    /// where the last look is behind it).
+    fn look_ahead(&mut self, i: usize, p: u64, f: &mut impl Sink) {
+        let r = &self.rings[i];
+        let a = &mut self.ahead[i];
+        if a.pos < r.pos || (a.pos == r.pos && a.sub.max(HEADER as usize) < r.sub.max(HEADER as usize)) {
+            *a = Ahead { pos: r.pos, sub: r.sub, lead: 0 };
+        }
+        while a.lead < AHEAD && a.pos < p {
+            let len = r.header(a.pos);
+            if !r.possible(len) || len & BUSY != 0 {
+                return;
+            }
+            if len & DISCARD == 0 {
+                let body = r.body(a.pos, len);
+                if self.batches.is_none() || body.first() != Some(&BATCH) {
+                    f.ahead(body);
+                    a.lead += 1;
+                } else if let Some(Ok((rec, next))) = batched(body, a.sub.max(HEADER as usize)) {
+                    // A batch's records are found one from the other: its
+                    // lines are asked for a stretch ahead of the one looked at.
+                    if a.sub == 0 {
+                        for at in (0..body.len().min(PREFETCH_BYTES)).step_by(64) {
+                            crate::cache::prefetch(body[at..].as_ptr());
+                        }
+                    } else if let Some(ahead) = body.get(a.sub + PREFETCH_BYTES..) {
+                        crate::cache::prefetch(ahead.as_ptr());
+                    }
+                    f.ahead(rec);
+                    a.lead += 1;
+                    if next < body.len() {
+                        a.sub = next;
+                        continue;
+                    }
+                }
+            }
+            a.sub = 0;
+            a.pos += stride(len);
+        }
+    }
+
     /// Hands every record that can be ordered now to `f`, in key order,
     /// reading the producers again until a pass finds nothing new (records
     /// sent while `f` ran are taken too, as a single ring's reader takes
     /// them); returns how many.
-    pub fn consume(&mut self, mut f: impl FnMut(&[u8])) -> usize {
+    pub fn consume(&mut self, f: impl FnMut(&[u8])) -> usize {
+        self.consume_into(f)
+    }
+
+    /// As [`Merged::consume`], to a sink that looks at records ahead.
+    pub fn consume_into(&mut self, mut f: impl Sink) -> usize {
         let mut n = 0;
         loop {
             let m = self.pass(&mut f);
@@ -541,7 +626,7 @@ impl Merged {
 
     /// One pass of [`Merged::consume`]: the records before one reading of
     /// the producers.
-    fn pass(&mut self, f: &mut impl FnMut(&[u8])) -> usize {
+    fn pass(&mut self, f: &mut impl Sink) -> usize {
         let (mut p, mut q) = (std::mem::take(&mut self.p), std::mem::take(&mut self.q));
         p.clear();
         p.extend(self.rings.iter().map(Ring::producer));
@@ -560,6 +645,7 @@ impl Merged {
             }
             if let Some(k) = self.next_head(i, p[i], q[i]) {
                 self.heads.push(Reverse((k, i)));
+                self.look_ahead(i, p[i], f);
             }
         }
         let mut n = 0;
@@ -578,13 +664,13 @@ impl Merged {
             let len = self.lens[i];
             let r = &mut self.rings[i];
             if r.sub == 0 {
-                f(r.body(r.pos, len));
+                f.take(r.body(r.pos, len));
                 r.pos += stride(len);
             } else {
                 let outer = r.header(r.pos);
                 let body = r.body(r.pos, outer);
                 let (at, whole) = (r.sub + HEADER as usize, body.len());
-                f(&body[at..at + len as usize]);
+                f.take(&body[at..at + len as usize]);
                 r.sub = (at + len as usize + 7) & !7;
                 if r.sub >= whole {
                     r.sub = 0;
@@ -595,6 +681,9 @@ impl Merged {
             if r.pos - r.published() >= PUBLISH_BYTES {
                 r.publish();
             }
+            let a = &mut self.ahead[i];
+            a.lead = a.lead.saturating_sub(1);
+            self.look_ahead(i, p[i], f);
             cur = match self.next_head(i, p[i], q[i]) {
                 None => self.heads.pop().map(|Reverse(h)| h),
                 // Another ring's head is smaller: it is taken next, and
@@ -1079,10 +1168,11 @@ mod tests {
             b.clear();
             t.w[ring].put(at, &body, 0)
         };
-        let ids = |t: &mut Rings| {
-            let mut v = Vec::new();
-            t.m.consume(|r| v.push(u64::from_ne_bytes(r[8..16].try_into().unwrap())));
-            v
+        let mut looking =
+            Looking { rings: n, looked: Default::default(), pending: Default::default(), taken: Vec::new() };
+        let mut ids = |t: &mut Rings| {
+            t.m.consume_into(&mut looking);
+            std::mem::take(&mut looking.taken)
         };
         for clock in 1..4000u64 {
             let ring = (rand() % n as u64) as usize;
@@ -1134,6 +1224,30 @@ mod tests {
         every_record_once_in_dependency_order(&got, &recs);
     }
 
+    /// A sink that checks what it is shown ahead: every record before it
+    /// is taken, once, and no more than [`AHEAD`] of a ring's at a time.
+    struct Looking {
+        rings: usize,
+        looked: std::collections::HashSet<u64>,
+        pending: std::collections::HashSet<u64>,
+        taken: Vec<u64>,
+    }
+
+    impl Sink for &mut Looking {
+        fn take(&mut self, r: &[u8]) {
+            let id = u64::from_ne_bytes(r[8..16].try_into().unwrap());
+            assert!(self.pending.remove(&id), "record {id} taken without a look ahead");
+            self.taken.push(id);
+        }
+
+        fn ahead(&mut self, r: &[u8]) {
+            let id = u64::from_ne_bytes(r[8..16].try_into().unwrap());
+            assert!(self.looked.insert(id), "record {id} looked at twice");
+            self.pending.insert(id);
+            assert!(self.pending.len() <= AHEAD as usize * self.rings, "looked too far ahead");
+        }
+    }
+
     /// `got` (record ids in the order taken) holds each of `recs` (ring,
     /// key, committed at) once, and each record after every record of
     /// another ring committed before its key was read.
@@ -1172,10 +1286,11 @@ mod tests {
             body.extend_from_slice(&id.to_ne_bytes());
             t.w[ring].put(at, &body, flags)
         };
-        let ids = |t: &mut Rings| {
-            let mut v = Vec::new();
-            t.m.consume(|r| v.push(u64::from_ne_bytes(r[8..16].try_into().unwrap())));
-            v
+        let mut looking =
+            Looking { rings: n, looked: Default::default(), pending: Default::default(), taken: Vec::new() };
+        let mut ids = |t: &mut Rings| {
+            t.m.consume_into(&mut looking);
+            std::mem::take(&mut looking.taken)
         };
         for clock in 1..4000u64 {
             // Records go behind a busy one too (programs that nest on its CPU).

@@ -9,6 +9,24 @@ use crate::files::{classify, inode_ident, join_normalize, FileFacts};
 use crate::name::Name;
 use crate::skel::types::{ev_file, ev_hdr, ev_open, op};
 
+/// Opens seen ahead of their decoding (see [`crate::cache`]): each
+/// inode's slot is asked for first, its name (behind a pointer in the
+/// slot) [`Ahead::LAG`] records later, when the slot has come.
+#[derive(Default)]
+pub(super) struct Ahead {
+    /// Records looked at ahead so far.
+    pub looked: u64,
+    /// Opens whose names are still to ask for: when each was looked at,
+    /// its inode, and its file identity.
+    opens: std::collections::VecDeque<(u64, u32, u64, u64)>,
+}
+
+impl Ahead {
+    /// Half of [`crate::ring`]'s look ahead: the name comes that many
+    /// records before the open is decoded.
+    const LAG: u64 = 8;
+}
+
 /// The events this module decodes (see [`super::Event`]).
 pub(super) const EVENTS: &[super::Event] = &[
     super::Event {
@@ -35,6 +53,33 @@ pub(super) fn open_op(o: u8) -> OpenOp {
 }
 
 impl KernelDecoder {
+    /// An open a few records before it is decoded: its inode's slot is
+    /// asked for now, the name the slot holds a few records later, when
+    /// the slot is there (see [`Ahead`]).
+    pub(super) fn open_ahead(&mut self, data: &[u8]) {
+        let word = |at: usize| data.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap()));
+        if data.get(offset_of!(ev_open, named)).is_none_or(|&n| n == 0) {
+            return;
+        }
+        let (dev, ino) = (word(offset_of!(ev_open, dev)) as u32, word(offset_of!(ev_open, ino)));
+        self.inodes.prefetch(dev, ino);
+        let at = self.ahead.looked;
+        self.ahead.opens.push_back((at, dev, ino, word(offset_of!(ev_open, file))));
+    }
+
+    /// The second step of [`Self::open_ahead`] for opens looked at
+    /// [`Ahead::LAG`] records ago or more.
+    pub(super) fn opens_ahead(&mut self) {
+        while let Some(&(at, dev, ino, key)) = self.ahead.opens.front() {
+            if at + Ahead::LAG > self.ahead.looked {
+                return;
+            }
+            self.ahead.opens.pop_front();
+            self.inodes.prefetch_name(dev, ino);
+            self.files.prefetch(key);
+        }
+    }
+
     /// Remembers what file identity `key` is (from an ev_file, or an open
     /// that names its file), unless an open's passed path named it already.
     fn name(&mut self, key: u64, facts: &FileFacts<'_>, flags: u8, dev: u32) {

@@ -255,6 +255,24 @@ impl Consumer<'_> {
     }
 }
 
+/// The merged records, to the consumer.
+struct Feed<'a, 'c, 's> {
+    c: &'a mut Consumer<'c>,
+    skel: &'a Skeleton<'s>,
+}
+
+impl crate::ring::Sink for Feed<'_, '_, '_> {
+    #[inline]
+    fn take(&mut self, rec: &[u8]) {
+        self.c.on_event(rec, self.skel);
+    }
+
+    #[inline]
+    fn ahead(&mut self, rec: &[u8]) {
+        self.c.dec.ahead(rec);
+    }
+}
+
 /// Lost counts by kind, warnings about the training phases, and the file
 /// table's (held, forgotten) with the events `--path` left out.
 /// Losses, warnings, and (file names held, forgotten, left out by --path; processes untraced).
@@ -302,14 +320,14 @@ pub(super) fn consumer_loop(
         // Wakeups are batched in the kernel, so poll() may time out with
         // data waiting: always consume afterwards.
         merged.poll(Duration::from_millis(50));
-        merged.consume(|data| c.on_event(data, skel));
+        merged.consume_into(Feed { c: &mut c, skel });
         // A CPU whose batch went unsent since the last round makes no
         // more calls for now: its records hold the others back.
         if batched {
             let stale = merged.stale_batches();
             if !stale.is_empty() {
                 send_batches(skel, &mut merged, &stale);
-                merged.consume(|data| c.on_event(data, skel));
+                merged.consume_into(Feed { c: &mut c, skel });
             }
         }
         // Counted as malformed records (each skipped what followed it).
@@ -362,7 +380,7 @@ pub(super) fn consumer_loop(
                     let unsent = merged.unsent_cpus();
                     if !unsent.is_empty() {
                         send_batches(skel, &mut merged, &unsent);
-                        merged.consume(|data| c.on_event(data, skel));
+                        merged.consume_into(Feed { c: &mut c, skel });
                         continue;
                     }
                 }
@@ -370,7 +388,7 @@ pub(super) fn consumer_loop(
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(1));
-                merged.consume(|data| c.on_event(data, skel));
+                merged.consume_into(Feed { c: &mut c, skel });
             }
             // A batch its CPU could not send (gone offline) is lost, and
             // the last sends may have found a ring full: count both.
