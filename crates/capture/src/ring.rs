@@ -59,6 +59,14 @@ pub const AHEAD: u32 = 16;
 /// than a core has room for stall it until the first have come).
 const PREFETCH_BYTES: usize = 512;
 
+/// The first [`PREFETCH_BYTES`] of `bytes`, asked for.
+#[inline]
+fn prefetch_lines(bytes: &[u8]) {
+    for at in (0..bytes.len().min(PREFETCH_BYTES)).step_by(64) {
+        crate::cache::prefetch(bytes[at..].as_ptr());
+    }
+}
+
 /// Where [`Merged::consume`] hands records: each to `take`, in key
 /// order, and first to `ahead` a few records of its ring before that
 /// (to fetch what decoding it will need while the ones before it are
@@ -571,15 +579,16 @@ impl Merged {
             if len & DISCARD == 0 {
                 let body = r.body(a.pos, len);
                 if self.batches.is_none() || body.first() != Some(&BATCH) {
+                    // A record of its own (an open, with its paths): all of
+                    // it that the decoder reads first.
+                    prefetch_lines(body);
                     f.ahead(body);
                     a.lead += 1;
                 } else if let Some(Ok((rec, next))) = batched(body, a.sub.max(HEADER as usize)) {
                     // A batch's records are found one from the other: its
                     // lines are asked for a stretch ahead of the one looked at.
                     if a.sub == 0 {
-                        for at in (0..body.len().min(PREFETCH_BYTES)).step_by(64) {
-                            crate::cache::prefetch(body[at..].as_ptr());
-                        }
+                        prefetch_lines(body);
                     } else if let Some(ahead) = body.get(a.sub + PREFETCH_BYTES..) {
                         crate::cache::prefetch(ahead.as_ptr());
                     }
