@@ -91,6 +91,13 @@ fn is_normal(p: &[u8]) -> bool {
             || (p.last() != Some(&b'/') && p[1..].split(|&b| b == b'/').all(|c| !matches!(c, b"" | b"." | b".."))))
 }
 
+/// The 8 bytes of `data` at `at` as a number (0 where the record is
+/// shorter), for the fields read before a record is decoded.
+#[inline]
+fn word(data: &[u8], at: usize) -> u64 {
+    data.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap()))
+}
+
 fn tail(data: &[u8], offset: usize, len: usize) -> &[u8] {
     data.get(offset..).map(|d| &d[..len.min(d.len())]).unwrap_or(&[])
 }
@@ -395,7 +402,7 @@ fn event_of(kind: u8) -> Option<&'static Event> {
 /// its program's own (a summary's sum: set as it is sent).
 pub fn record_key(data: &[u8]) -> u64 {
     use std::mem::offset_of;
-    let word = |at: usize| data.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap()));
+    let word = |at: usize| word(data, at);
     let ts = word(offset_of!(ev_hdr, ts));
     let kind = data.first().copied().unwrap_or(0) as u32;
     let dur_at = match kind {

@@ -131,11 +131,11 @@ impl InodeNames {
     /// Twice the room, or a fresh start at [`CAPACITY`].
     #[cold]
     fn grow(&mut self) {
-        let size = if self.len >= CAPACITY { 0 } else { (self.slots.len() * 2).max(1024) };
-        let fresh = (0..size.max(1024)).map(|_| Slot::default()).collect();
-        let old = std::mem::replace(&mut self.slots, fresh);
+        let start_over = self.len >= CAPACITY;
+        let size = if start_over { 1024 } else { (self.slots.len() * 2).max(1024) };
+        let old = std::mem::replace(&mut self.slots, (0..size).map(|_| Slot::default()).collect());
         self.len = 0;
-        if size == 0 {
+        if start_over {
             return;
         }
         for s in old.into_vec().into_iter().filter(|s| !s.is_empty()) {

@@ -57,7 +57,7 @@ impl KernelDecoder {
     /// asked for now, the name the slot holds a few records later, when
     /// the slot is there (see [`Ahead`]).
     pub(super) fn open_ahead(&mut self, data: &[u8]) {
-        let word = |at: usize| data.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap()));
+        let word = |at: usize| super::word(data, at);
         if data.get(offset_of!(ev_open, named)).is_none_or(|&n| n == 0) {
             return;
         }
