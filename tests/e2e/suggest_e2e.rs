@@ -419,14 +419,37 @@ fn metadata_for_small_files_looked_for_before_each_open() {
     // The split against the same loader's clocks untraced, right after: traced,
     // its clocks also hold the probes' own cost (0.6 µs an open, 0.9 µs a
     // read here), which is outside the calls mltrace times and pulled the
-    // traced clocks' share 0.07-0.10 under mltrace's.
-    let out = proc::output(Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let own = key_values(&String::from_utf8_lossy(&out.stdout));
+    // traced clocks' share 0.07-0.10 under mltrace's. A clock around a call
+    // also holds any time the loader was preempted in it; the loader's run
+    // delay bounds that (its share of the calls' time bounds how far it can
+    // move their split), so the untraced run is taken again while it was
+    // queued for more than 2% of that time, and what was left is allowed
+    // beside, with the traced run's own (in-kernel preemption lies inside
+    // mltrace's times).
+    let queued = |kv: &std::collections::HashMap<String, i64>, calls_ns: f64| kv["w0_queued_ns"] as f64 / calls_ns;
+    let mut own = None;
+    for _ in 0..3 {
+        let out = proc::output(Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let kv = key_values(&String::from_utf8_lossy(&out.stdout));
+        let q = queued(&kv, (kv["w0_meta_ns"] + kv["w0_read_ns"]) as f64);
+        let quiet = q <= 0.02;
+        if own.as_ref().is_none_or(|(_, least)| q < *least) {
+            own = Some((kv, q));
+        }
+        if quiet {
+            break;
+        }
+        eprintln!("the untraced loader was queued for a CPU {q:.3} of its calls' time: again");
+    }
+    let (own, q_own) = own.unwrap();
+    let q_traced = queued(&r.kv, (f(&s["meta_s"]) + f(&s["read_s"])) * 1e9);
     let (meta, read) = (own["w0_meta_ns"] as f64, own["w0_read_ns"] as f64);
-    allow::SUGGESTION_SHARE.check(
+    allow::SUGGESTION_SHARE.check_beside(
         f(&s["meta_share"]),
         meta / (meta + read),
+        q_own + q_traced,
+        q_own + q_traced,
         "opens' and closes' share of its file time, untraced",
     );
     not_fired(&r, &["slow_path", "storage_bound", "deeper_prefetch"], "small files looked for");

@@ -12,6 +12,9 @@
 //! trace counts it as runnable, a workload's clock inside its wait), the
 //! fork to exec of the trainer (its clocks start at the fork, the shares
 //! at the exec) and the interpreter's start-up before the script's clock.
+//! A workload whose split between calls is checked touches its files just
+//! before its clocks start: on these VMs a cached page left idle for a
+//! second costs tens of µs at its next read, which no figure here measures.
 
 /// One allowance: `value` on a machine of this kind, `emulated` under
 /// full emulation (`make test-kernels`' guests, MLTRACE_EMULATED).
@@ -198,7 +201,11 @@ pub const SUGGESTION_SHARE: Allowance = Allowance {
           (the probes' own cost, a wake-up's way back, included), the trace \
           the kernel's part; a share over a worker's life also starts at \
           its clock, not its fork",
-    measured: "at most 0.035 apart in 21 checks (suggest_e2e 3 times, 2026-12-06); the opens' share against the traced loader's clocks read 0.07-0.10 apart (0.100 failed a CI run), so that check holds the loader untraced",
+    measured: "at most 0.035 apart in 21 checks (suggest_e2e 3 times, 2026-12-06); the opens' share against the traced loader's clocks read 0.07-0.10 apart (0.100 failed a CI run), so that check holds the loader untraced; \
+               a CI run read 0.14 apart (2026-12-07) where the untraced loader's files had lain idle: a \
+               cached page untouched for a second costs this VM tens of µs at its next read, so the \
+               workload now reads its files once before it starts; after that, 0.010-0.027 apart in 5 \
+               runs, and 0.05-0.14 beside two busy loops, where the run delay allowed beside was larger",
 };
 
 /// A suggestion's time (s) against the workload's own, relative.
