@@ -362,21 +362,24 @@ fn an_idle_threads_sums_come_in_their_seconds_turn_and_at_the_end() {
     }
 }
 
-/// CLOCK_BOOTTIME (the log's clock) and thread `tid`'s ns on a CPU so far
-/// (/proc/TID/schedstat).
-fn on_cpu_at(tid: u32) -> Option<(u64, u64)> {
+/// CLOCK_BOOTTIME (the log's clock) and thread `tid`'s ns on a CPU and
+/// queued for one so far (/proc/TID/schedstat).
+fn sched_at(tid: u32) -> Option<(u64, [u64; 2])> {
     let text = std::fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?;
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: a valid clock id and a valid pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    Some((ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64, text.split(' ').next()?.parse().ok()?))
+    let mut f = text.split(' ').map(|v| v.trim().parse().ok());
+    Some((ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64, [f.next()??, f.next()??]))
 }
 
-/// What the samples say thread had run by `t` (linear between two).
-fn on_cpu_by(samples: &[(u64, u64)], t: u64) -> f64 {
+/// What the samples say thread had counted in field `k` (0: on a CPU, 1:
+/// queued) by `t` (linear between two).
+fn counted_by(samples: &[(u64, [u64; 2])], t: u64, k: usize) -> f64 {
     let i = samples.partition_point(|s| s.0 <= t).clamp(1, samples.len() - 1);
     let ((t0, c0), (t1, c1)) = (samples[i - 1], samples[i]);
-    c0 as f64 + (c1 as f64 - c0 as f64) * (t as f64 - t0 as f64) / (t1 as f64 - t0 as f64).max(1.0)
+    let (c0, c1) = (c0[k] as f64, c1[k] as f64);
+    c0 + (c1 - c0) * (t as f64 - t0 as f64) / (t1 as f64 - t0 as f64).max(1.0)
 }
 
 /// Summed scheduling of a thread that never sleeps reaches the end of an
@@ -407,7 +410,7 @@ fn an_attached_busy_threads_time_on_cpu_reaches_the_end() {
             std::thread::spawn(move || {
                 let mut v = Vec::new();
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    v.extend(on_cpu_at(pid));
+                    v.extend(sched_at(pid));
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
                 v
@@ -436,12 +439,13 @@ fn an_attached_busy_threads_time_on_cpu_reaches_the_end() {
         let (first, last) = (spans.first().unwrap().from, spans.last().unwrap().ts);
         assert!(last + 50_000_000 >= end, "{route}: the last span ends {} ms before the log", (end - last) / 1_000_000);
         let got = spans.iter().map(|s| s.cpu).sum::<u64>() as f64 / 1e9;
-        let want = (on_cpu_by(&samples, last) - on_cpu_by(&samples, first)) / 1e9;
+        let counted = |k| (counted_by(&samples, last, k) - counted_by(&samples, first, k)) / 1e9;
+        let (want, queued) = (counted(0), counted(1));
         let runnable = spans.iter().map(|s| s.runnable).sum::<u64>() as f64 / 1e9;
         let gaps = samples.windows(2).map(|w| w[1].0 - w[0].0).max().unwrap_or(0) as f64 / 1e9;
         eprintln!(
             "{route}: {} spans over {:.3} s, on CPU {got:.3} s, runnable {runnable:.3} s; the kernel counted \
-             {want:.3} s ({} samples, {gaps:.3} s apart at most)",
+             {want:.3} s on a CPU, {queued:.3} s queued ({} samples, {gaps:.3} s apart at most)",
             spans.len(),
             (last - first) as f64 / 1e9,
             samples.len()
@@ -464,7 +468,8 @@ fn an_attached_busy_threads_time_on_cpu_reaches_the_end() {
             .collect();
         assert!(
             want > 1.5 && (got - want).abs() <= 0.1 * want,
-            "{route}: on CPU {got:.3} s, runnable {runnable:.3} s, the kernel counted {want:.3} s (lost: {lost:?})"
+            "{route}: on CPU {got:.3} s, runnable {runnable:.3} s, the kernel counted {want:.3} s on a CPU and \
+             {queued:.3} s queued (lost: {lost:?})"
         );
     }
 }
