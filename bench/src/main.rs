@@ -18,6 +18,7 @@ use mltrace_log::*;
 mod cold;
 mod cuda;
 mod export;
+mod go;
 mod job;
 mod long;
 mod many_files;
@@ -106,6 +107,9 @@ struct Workload {
     /// Runs per tool in each round: a workload of a tenth of a second needs
     /// more samples than a round count that suits the others.
     repeat: usize,
+    /// The cached files it reads, read by section 1 just before its clock
+    /// starts (it waits for [`go`]'s signal); `None`: it does not wait.
+    warm: Option<PathBuf>,
 }
 
 struct Bench {
@@ -190,9 +194,7 @@ fn tempfile_path(what: &str) -> PathBuf {
 /// Runs `w` under the latency floor (bpf/floor.bpf.c): per-thread start
 /// times in task storage, one ring record per syscall, drained by a thread
 /// of ours as mltrace's consumer drains its ring.
-fn latency_floor(w: &Workload) -> Result<String> {
-    let mut cmd = Command::new(&w.bin);
-    cmd.args(&w.args);
+fn latency_floor(w: &Workload, cmd: Command) -> Result<String> {
     let (out, _) = latency_floor_run(cmd, &w.bin.display().to_string(), FloorRings::Shared)?;
     Ok(out)
 }
@@ -367,11 +369,35 @@ fn log_counts(p: &Path) -> Result<(u64, u64, u64)> {
 }
 
 impl Bench {
+    /// One run of `w` under `tool`, for section 1: the workload's files
+    /// read just before its clock starts, whatever the tool ([`go`]).
     fn run(&self, tool: Tool, w: &Workload) -> Result<Run> {
+        let go = match &w.warm {
+            Some(warm) if go::wanted() => Some(go::Go::start(&self.dir, warm)?),
+            _ => None,
+        };
+        let run = self.run_with(tool, w, &|cmd| {
+            if let Some(g) = &go {
+                g.to(cmd);
+            }
+        });
+        if let Some(g) = go {
+            g.finish()?;
+        }
+        run
+    }
+
+    fn run_with(&self, tool: Tool, w: &Workload, go: &dyn Fn(&mut Command)) -> Result<Run> {
         let out = self.dir.join(format!("out-{}", w.key));
         let mut run = Run::default();
+        let workload = || {
+            let mut cmd = Command::new(&w.bin);
+            cmd.args(&w.args);
+            go(&mut cmd);
+            cmd
+        };
         let stdout = match tool {
-            Tool::Untraced => run_measured(Command::new(&w.bin).args(&w.args))?,
+            Tool::Untraced => run_measured(&mut workload())?,
             Tool::Floor | Tool::CallsFloor => {
                 let per_call = tool == Tool::CallsFloor;
                 let mut storage = MaybeUninit::uninit();
@@ -402,12 +428,12 @@ impl Bench {
                         }
                     }
                 }
-                let s = run_measured(Command::new(&w.bin).args(&w.args))?;
+                let s = run_measured(&mut workload())?;
                 drop(links);
                 drop(skel);
                 s
             }
-            Tool::LatencyFloor => latency_floor(w)?,
+            Tool::LatencyFloor => latency_floor(w, workload())?,
             Tool::Mltrace
             | Tool::MltracePerCall
             | Tool::MltraceNoSched
@@ -439,17 +465,17 @@ impl Bench {
                     }
                     _ => &[],
                 };
-                let (s, rss) = rss_of(
-                    Command::new(bin)
-                        .args(["record", "-q", "-f", "--gpu", "off"])
-                        .args(mode)
-                        .args(live)
-                        .arg("-o")
-                        .arg(&log)
-                        .arg("--")
-                        .arg(&w.bin)
-                        .args(&w.args),
-                )?;
+                let mut cmd = Command::new(bin);
+                cmd.args(["record", "-q", "-f", "--gpu", "off"])
+                    .args(mode)
+                    .args(live)
+                    .arg("-o")
+                    .arg(&log)
+                    .arg("--")
+                    .arg(&w.bin)
+                    .args(&w.args);
+                go(&mut cmd);
+                let (s, rss) = rss_of(&mut cmd)?;
                 let (n, lost, _) = log_counts(&log)?;
                 run.out_bytes = fs::metadata(&log)?.len();
                 run.events = n;
@@ -462,19 +488,20 @@ impl Bench {
                 let script = self.script.replace("WORKLOAD", &w.comm);
                 let cmdline =
                     std::iter::once(w.bin.display().to_string()).chain(w.args.iter().cloned()).collect::<Vec<_>>();
-                let s = run_measured(Command::new("bpftrace").args(["-q", "-o"]).arg(&txt).args([
-                    "-c",
-                    &cmdline.join(" "),
-                    "-e",
-                    &script,
-                ]))?;
+                let mut cmd = Command::new("bpftrace");
+                cmd.args(["-q", "-o"]).arg(&txt).args(["-c", &cmdline.join(" "), "-e", &script]);
+                go(&mut cmd);
+                let s = run_measured(&mut cmd)?;
                 run.out_bytes = fs::metadata(&txt)?.len();
                 run.events = fs::read(&txt)?.iter().filter(|&&b| b == b'\n').count() as u64;
                 s
             }
             Tool::Strace => {
                 let txt = out.with_extension("strace.txt");
-                run_measured(Command::new("strace").args(["-f", "-qq", "-o"]).arg(&txt).arg(&w.bin).args(&w.args))?
+                let mut cmd = Command::new("strace");
+                cmd.args(["-f", "-qq", "-o"]).arg(&txt).arg(&w.bin).args(&w.args);
+                go(&mut cmd);
+                run_measured(&mut cmd)?
             }
         };
         run.loop_ns = first_number(&stdout)?;
@@ -665,6 +692,7 @@ fn main() -> Result<()> {
             args: vec![cached.display().to_string(), "1000000".into()],
             comm: "pread_loop".into(),
             repeat: 1,
+            warm: None,
         },
         Workload {
             key: "b",
@@ -673,6 +701,7 @@ fn main() -> Result<()> {
             args: vec![files.display().to_string(), nfiles.to_string(), "4".into(), "5".into()],
             comm: "loader".into(),
             repeat: 5,
+            warm: Some(files.clone()),
         },
         Workload {
             key: "c",
@@ -681,6 +710,7 @@ fn main() -> Result<()> {
             args: vec![big.display().to_string(), "300".into()],
             comm: "direct".into(),
             repeat: 1,
+            warm: None,
         },
         Workload {
             key: "d",
@@ -689,6 +719,7 @@ fn main() -> Result<()> {
             args: vec![mapped.display().to_string()],
             comm: "mapped".into(),
             repeat: 1,
+            warm: None,
         },
     ];
     if run_w("p") || run_w("q") {
@@ -832,6 +863,7 @@ fn small_files(dir: &Path, wl: &Path) -> Result<Workload> {
         args: vec![wl.join("smallfiles.py").display().to_string(), data.display().to_string(), "4".into()],
         comm,
         repeat: 3,
+        warm: Some(data),
     })
 }
 

@@ -21,6 +21,7 @@ pub fn sustained_rate(bench: &Bench, dir: &Path, cached: &Path) -> String {
             args: vec![cached.display().to_string(), format!("{rate}"), "3".into(), "2".into()],
             comm: "paced".into(),
             repeat: 1,
+            warm: None,
         };
         let r = match bench.run(Tool::Mltrace, &w) {
             Ok(r) => r,

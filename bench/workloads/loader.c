@@ -1,7 +1,8 @@
 /*
  * (b) A data loader: W worker processes, each opening, reading in 64 KiB
  * chunks and closing its share of the files in DIR (named 0..N-1).
- * Prints the ns from the first fork to the last worker's exit.
+ * Prints the ns from the first fork to the last worker's exit. With
+ * BENCH_GO (a FIFO), it waits for a byte there first.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -20,6 +21,16 @@ static long long now(void) {
 int main(int argc, char **argv) {
 	const char *dir = argv[1];
 	int n = atoi(argv[2]), workers = atoi(argv[3]), epochs = argc > 4 ? atoi(argv[4]) : 1;
+	/* Section 1's start signal (bench/src/go.rs): the bench reads the
+	 * files, then sends a byte. */
+	const char *go = getenv("BENCH_GO");
+	if (go) {
+		char c;
+		int fd = open(go, O_RDONLY);
+		if (fd < 0 || read(fd, &c, 1) != 1)
+			return 2;
+		close(fd);
+	}
 	long long t0 = now();
 	for (int w = 0; w < workers; w++) {
 		if (fork() == 0) {

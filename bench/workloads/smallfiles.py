@@ -11,7 +11,8 @@ GIL for about as long as the read.
 DIR holds class subdirectories of files. The file list is built first (as
 ImageFolder does when the dataset is made), then each worker opens, reads
 whole and closes its share, in a shuffled order fixed by its seed. Prints
-the ns from before the first fork to the last worker's exit, last.
+the ns from before the first fork to the last worker's exit, last. With
+BENCH_GO (a FIFO), it waits for a byte there first.
 """
 
 import os
@@ -27,6 +28,12 @@ def main():
     for d in sorted(e.path for e in os.scandir(root) if e.is_dir()):
         files.extend(sorted(e.path for e in os.scandir(d) if e.is_file()))
     random.Random(7919).shuffle(files)
+    # Section 1's start signal (bench/src/go.rs): the bench reads the
+    # files, then sends a byte.
+    go = os.environ.get("BENCH_GO")
+    if go:
+        with open(go, "rb") as f:
+            f.read(1)
     t0 = time.monotonic_ns()
     for w in range(workers):
         if os.fork() == 0:
