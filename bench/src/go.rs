@@ -90,3 +90,45 @@ fn read_all(p: &Path, buf: &mut [u8]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("mltrace-bench-go-{name}-{}", std::process::id()));
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("sub/a.bin"), [7u8; 5000]).unwrap();
+        d
+    }
+
+    /// The workload gets the byte after its files were read, and the
+    /// FIFO is gone after.
+    #[test]
+    fn the_workload_starts_on_the_byte() {
+        let d = dir("byte");
+        let go = Go::start(&d, &d.join("sub")).unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", r#"head -c 1 "$BENCH_GO""#]);
+        go.to(&mut cmd);
+        let out = cmd.output().unwrap();
+        go.finish().unwrap();
+        assert_eq!(out.stdout, b"g");
+        assert!(!d.join("go.fifo").exists());
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A workload that fails before it opens the FIFO does not leave the
+    /// bench waiting.
+    #[test]
+    fn a_workload_that_never_opens_it_does_not_hang() {
+        let d = dir("never");
+        let go = Go::start(&d, &d.join("sub")).unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "exit 3"]);
+        go.to(&mut cmd);
+        assert!(!cmd.status().unwrap().success());
+        go.finish().unwrap();
+        fs::remove_dir_all(&d).unwrap();
+    }
+}
