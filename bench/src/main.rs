@@ -381,10 +381,11 @@ impl Bench {
                 g.to(cmd);
             }
         });
-        if let Some(g) = go {
-            g.finish()?;
-        }
-        run
+        // The run's own error first: the signal's follows from it.
+        let finished = go.map(go::Go::finish);
+        let run = run?;
+        finished.transpose()?;
+        Ok(run)
     }
 
     fn run_with(&self, tool: Tool, w: &Workload, go: &dyn Fn(&mut Command)) -> Result<Run> {

@@ -10,13 +10,13 @@
  * reads it whole, closes it; then writes one byte on the pipe. The
  * trainer, per step: reads a byte (its wait) and sleeps COMPUTE_US.
  * Before it forks the worker, the trainer looks for every name the worker
- * will and reads every file once: on the
- * VMs the tests run on, a cached page left untouched for a second or
- * more costs tens of µs at its next read (the host maps it back in), so
- * without that pass a run's split between opens and reads depended on
- * how long its files had lain idle (measured: 4,000 files of 512 bytes
- * read at 0.2-0.3 µs each right after a pass, 22-63 µs each 0.5-6 s
- * later; the split read 0.24-0.70 in runs seconds apart).
+ * will and reads every file once: on the VMs the tests run on, a cached
+ * page left untouched for a second or more costs tens of µs at its next
+ * read (the host maps it back in), so without that pass a run's split
+ * between opens and reads depended on how long its files had lain idle
+ * (measured: 4,000 files of 512 bytes read at 0.2-0.3 µs each right
+ * after a pass, 22-63 µs each 0.5-6 s later; the split read 0.24-0.70 in
+ * runs seconds apart).
  * Written in C so that its own clock around each call adds next to
  * nothing to the call. It prints `key value` lines: `pid`, `total_ns`,
  * `blocked_ns`; the worker's `w0_pid`, `w0_wall_ns`, `w0_opens` (failed
@@ -58,6 +58,12 @@ static long long queued_ns(void)
 static char **paths;
 static int npaths;
 
+/* The missing name number `j` looked for before `path` is opened. */
+static void missing_name(char *name, size_t size, const char *path, int j)
+{
+	snprintf(name, size, "%s.missing%d", path, j);
+}
+
 static void load_list(const char *list)
 {
 	FILE *f = fopen(list, "r");
@@ -89,7 +95,7 @@ static void worker(int steps, int per_batch, int probes, int out)
 		for (int k = 0; k < per_batch; k++, next = (next + 1) % npaths) {
 			const char *p = paths[next];
 			for (int j = 0; j < probes; j++) {
-				snprintf(name, sizeof name, "%s.missing%d", p, j);
+				missing_name(name, sizeof name, p, j);
 				long long a = now_ns();
 				int fd = open(name, O_RDONLY);
 				meta += now_ns() - a;
@@ -133,7 +139,7 @@ static void touch_all(int probes)
 	char buf[65536], name[4200];
 	for (int i = 0; i < npaths; i++) {
 		for (int j = 0; j < probes; j++) {
-			snprintf(name, sizeof name, "%s.missing%d", paths[i], j);
+			missing_name(name, sizeof name, paths[i], j);
 			int fd = open(name, O_RDONLY);
 			if (fd >= 0)
 				close(fd);
