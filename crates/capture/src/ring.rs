@@ -54,18 +54,13 @@ pub const PUBLISH_BYTES: u64 = 1 << 20;
 /// enough that what they bring in is still there when each is taken.
 pub const AHEAD: u32 = 16;
 
-/// How far into a batch its lines are asked for ahead of the record
-/// looked at: a few records' worth, not all 4 KiB at once (more asks
-/// than a core has room for stall it until the first have come).
-const PREFETCH_BYTES: usize = 512;
-
-/// The first [`PREFETCH_BYTES`] of `bytes`, asked for.
-#[inline]
-fn prefetch_lines(bytes: &[u8]) {
-    for at in (0..bytes.len().min(PREFETCH_BYTES)).step_by(64) {
-        crate::cache::prefetch(bytes[at..].as_ptr());
-    }
-}
+/// How far past the record looked at a ring's lines are asked for: a few
+/// records' worth, not all of a batch's 4 KiB at once (more asks than a
+/// core has room for stall it until the first have come). The stream
+/// runs on across records and batches (the ring is contiguous), so the
+/// next batch's first lines are on their way before its header is read.
+const PREFETCH_BYTES: u64 = 512;
+const LINE: u64 = 64;
 
 /// Where [`Merged::consume`] hands records: each to `take`, in key
 /// order, and first to `ahead` a few records of its ring before that
@@ -90,6 +85,8 @@ struct Ahead {
     pos: u64,
     sub: usize,
     lead: u32,
+    /// The ring position up to which lines were asked for.
+    fetched: u64,
 }
 
 /// One ring buffer map, mapped.
@@ -163,6 +160,19 @@ impl Ring {
         let at = self.page + (pos & (self.size - 1)) as usize;
         // SAFETY: `at` is inside the first copy of the data; 8-aligned.
         unsafe { (*self.rest.add(at).cast::<AtomicU32>()).load(Ordering::Acquire) }
+    }
+
+    /// Asks for the lines from ring position `from` up to `to` (see
+    /// [`PREFETCH_BYTES`]); returns where it stopped.
+    #[inline]
+    fn prefetch(&self, mut from: u64, to: u64) -> u64 {
+        while from < to {
+            let at = self.page + (from & (self.size - 1)) as usize;
+            // A hint: it reads nothing (inside the mapping in any case).
+            crate::cache::prefetch(self.rest.wrapping_add(at));
+            from += LINE;
+        }
+        from
     }
 
     /// Whether a header's length is one the kernel could have written.
@@ -569,9 +579,13 @@ impl Merged {
         let r = &self.rings[i];
         let a = &mut self.ahead[i];
         if a.pos < r.pos || (a.pos == r.pos && a.sub.max(HEADER as usize) < r.sub.max(HEADER as usize)) {
-            *a = Ahead { pos: r.pos, sub: r.sub, lead: 0 };
+            *a = Ahead { pos: r.pos, sub: r.sub, lead: 0, fetched: a.fetched };
         }
+        // Lines already asked for stay asked for; behind the look, it starts again.
+        a.fetched = a.fetched.max(a.pos & !(LINE - 1));
         while a.lead < AHEAD && a.pos < p {
+            // (An open of its own has its paths first in that stretch.)
+            a.fetched = r.prefetch(a.fetched, (a.pos + HEADER + a.sub as u64 + PREFETCH_BYTES).min(p));
             let len = r.header(a.pos);
             if !r.possible(len) || len & BUSY != 0 {
                 return;
@@ -579,19 +593,9 @@ impl Merged {
             if len & DISCARD == 0 {
                 let body = r.body(a.pos, len);
                 if self.batches.is_none() || body.first() != Some(&BATCH) {
-                    // A record of its own (an open, with its paths): all of
-                    // it that the decoder reads first.
-                    prefetch_lines(body);
                     f.ahead(body);
                     a.lead += 1;
                 } else if let Some(Ok((rec, next))) = batched(body, a.sub.max(HEADER as usize)) {
-                    // A batch's records are found one from the other: its
-                    // lines are asked for a stretch ahead of the one looked at.
-                    if a.sub == 0 {
-                        prefetch_lines(body);
-                    } else if let Some(ahead) = body.get(a.sub + PREFETCH_BYTES..) {
-                        crate::cache::prefetch(ahead.as_ptr());
-                    }
                     f.ahead(rec);
                     a.lead += 1;
                     if next < body.len() {
