@@ -2,7 +2,7 @@
 //! for every event, so it allocates only for strings the kernel sends once
 //! (file names, exec arguments), never for reads and writes.
 
-use std::mem::{size_of, MaybeUninit};
+use std::mem::{offset_of, size_of, MaybeUninit};
 
 use mltrace_log::*;
 
@@ -57,22 +57,30 @@ fn read<T: Copy>(data: &[u8]) -> T {
 
 /// A record struct with room for its strings (ev_open carries 8 KiB of
 /// them), kept between records: [`read`] would zero all of it for every
-/// open, where only the sent prefix is copied here. What lies past that
-/// prefix is a previous record's bytes; strings are read from the record.
-struct Reused<T>(Option<Box<T>>);
+/// open. Only its fields before the strings (`HEAD` bytes) are copied
+/// here; the strings are read from the record itself, and what the box
+/// holds past `HEAD` is never looked at (zeros, or nothing yet sent).
+struct Reused<T, const HEAD: usize>(Option<Box<T>>);
 
-impl<T> Default for Reused<T> {
+impl<T, const HEAD: usize> Default for Reused<T, HEAD> {
     fn default() -> Self {
         Reused(None)
     }
 }
 
-impl<T: Copy> Reused<T> {
+impl<T: Copy, const HEAD: usize> Reused<T, HEAD> {
     fn read(&mut self, data: &[u8]) -> Box<T> {
         // SAFETY: T is a repr(C) struct of integers and integer arrays, so
         // all-zero bytes are a valid value.
         let mut b = self.0.take().unwrap_or_else(|| unsafe { Box::<T>::new_zeroed().assume_init() });
-        let n = data.len().min(size_of::<T>());
+        let n = data.len().min(HEAD).min(size_of::<T>());
+        if n < HEAD {
+            // A record shorter than its fields (its decoder checked its
+            // kind's least length): the rest reads as zeros, not as the
+            // last record's.
+            // SAFETY: as above; HEAD is at most the struct's size.
+            unsafe { std::ptr::write_bytes((&mut *b as *mut T).cast::<u8>(), 0, HEAD.min(size_of::<T>())) };
+        }
         // SAFETY: `n` bytes fit both; any byte pattern is a valid T.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), (&mut *b as *mut T).cast::<u8>(), n) };
         b
@@ -140,11 +148,11 @@ pub struct KernelDecoder {
     /// The command's pid until it has exec'd: its syscalls before that are
     /// mltrace's own launch handshake, not the command's.
     pre_exec: Option<u32>,
-    open_buf: Reused<ev_open>,
+    open_buf: Reused<ev_open, { offset_of!(ev_open, path) }>,
     /// Opens looked at ahead (see [`Self::ahead`]).
     ahead: open::Ahead,
     meta_buf: meta::Buf,
-    file_buf: Reused<ev_file>,
+    file_buf: Reused<ev_file, { offset_of!(ev_file, path) }>,
     /// A network call's peer as text, before it is interned (reused).
     peer_buf: Vec<u8>,
     /// `--path`: only file events on paths under this prefix are kept.
@@ -401,7 +409,6 @@ fn event_of(kind: u8) -> Option<&'static Event> {
 /// block request's, its completion; every other record's header time is
 /// its program's own (a summary's sum: set as it is sent).
 pub fn record_key(data: &[u8]) -> u64 {
-    use std::mem::offset_of;
     let word = |at: usize| word(data, at);
     let ts = word(offset_of!(ev_hdr, ts));
     let kind = data.first().copied().unwrap_or(0) as u32;

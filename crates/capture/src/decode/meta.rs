@@ -11,7 +11,7 @@ use crate::skel::types::{ev_hdr, ev_meta};
 
 /// The decoder's reused buffer of a metadata call's record (its paths
 /// make it large).
-pub(super) type Buf = super::Reused<ev_meta>;
+pub(super) type Buf = super::Reused<ev_meta, { offset_of!(ev_meta, path) }>;
 
 /// The events this module decodes (see [`super::Event`]).
 pub(super) const EVENTS: &[super::Event] = &[super::Event {
