@@ -287,6 +287,7 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
         last_cut: Instant::now(),
         lost_seen: [0; bpf::LOST_SLOTS],
         unsent_batched: 0,
+        skipped: 0,
         shared: &shared,
         samples: samples_rx,
         gpu_events: gpu_events_rx,

@@ -48,6 +48,8 @@ pub(super) struct Consumer<'s> {
     pub(super) dump: Option<crate::dump::Dump>,
     /// Records left in a CPU's batch that it could not send at the end.
     pub(super) unsent_batched: u64,
+    /// The programs' skipped runs as last read (see [`Consumer::read_skipped`]).
+    pub(super) skipped: u64,
 }
 
 /// The decoder of a recording that starts `pid` (or attaches); CUDA and
@@ -235,6 +237,13 @@ impl Consumer<'_> {
         let _ = self.frames.send(f);
     }
 
+    /// The runs the kernel skipped, read again: one syscall a loaded
+    /// program (about fifty), so once a second and at the end rather than
+    /// with the other drops, which it made most of an idle consumer's CPU.
+    fn read_skipped(&mut self, skel: &Skeleton<'_>) {
+        self.skipped = bpf::read_skipped(skel);
+    }
+
     /// Turns new drops (kernel counters and our own) into Lost records.
     fn account_losses(&mut self, skel: &Skeleton<'_>) {
         let DecodeStats { malformed, unknown_file, .. } = self.dec.stats;
@@ -242,7 +251,7 @@ impl Consumer<'_> {
         let mut now = bpf::read_lost(skel);
         now[LostKind::Malformed as usize] += malformed;
         now[LostKind::UnknownFile as usize] += unknown_file;
-        now[LostKind::Skipped as usize] += bpf::read_skipped(skel);
+        now[LostKind::Skipped as usize] += self.skipped;
         now[LostKind::Unsent as usize] += self.unsent_batched;
         let ts = system::boottime_ns();
         for (k, (&n, seen)) in now.iter().zip(self.lost_seen.iter_mut()).enumerate() {
@@ -359,13 +368,14 @@ pub(super) fn consumer_loop(
                 Err(_) => kernel_untold = true,
             }
         }
+        if stopping || last_counts.elapsed() >= Duration::from_secs(1) {
+            c.read_skipped(skel);
+            c.count_gpu_calls(skel);
+            last_counts = Instant::now();
+        }
         if stopping || last_losses.elapsed() >= Duration::from_millis(100) {
             c.account_losses(skel);
             last_losses = Instant::now();
-        }
-        if stopping || last_counts.elapsed() >= Duration::from_secs(1) {
-            c.count_gpu_calls(skel);
-            last_counts = Instant::now();
         }
         if sums_due {
             c.take_summaries(skel, stopping);
@@ -393,6 +403,7 @@ pub(super) fn consumer_loop(
             // A batch its CPU could not send (gone offline) is lost, and
             // the last sends may have found a ring full: count both.
             c.unsent_batched = merged.unsent_records();
+            c.read_skipped(skel);
             c.account_losses(skel);
             c.dec.stats.malformed += merged.take_corrupt();
             // The readers have finished: phases still open end here.
