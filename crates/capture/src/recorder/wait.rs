@@ -82,6 +82,7 @@ pub(super) fn wait_child(
 ) -> Option<i32> {
     let mut last = Instant::now();
     let report = |p: &mut ProgressFn| p(&progress_now(shared, started));
+    let exited = ChildExit::open(pid);
     loop {
         let mut status = 0;
         // SAFETY: reaping our own child.
@@ -109,6 +110,40 @@ pub(super) fn wait_child(
                 report(p);
             }
         }
-        std::thread::sleep(Duration::from_millis(10));
+        exited.wait();
+    }
+}
+
+/// Wakes the wait for the command when it exits: its pidfd (5.3+),
+/// polled; without one, a short sleep. Polling waitpid every 10 ms cost
+/// the recorder's main thread about 4 ms of CPU a second on this VM.
+struct ChildExit(Option<std::os::fd::OwnedFd>);
+
+impl ChildExit {
+    /// How long a wait lasts at most: a second interrupt (`shared.abort`)
+    /// and the progress reports are looked at between waits.
+    const MOST: Duration = Duration::from_millis(100);
+
+    fn open(pid: i32) -> ChildExit {
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open takes a pid and flags; a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        // SAFETY: a fresh fd of ours when not -1.
+        ChildExit((fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) }))
+    }
+
+    fn wait(&self) {
+        use std::os::fd::AsRawFd;
+        let Some(fd) = &self.0 else {
+            std::thread::sleep(Duration::from_millis(10));
+            return;
+        };
+        let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd. Readable once the child has exited;
+        // an interruption or error just ends this wait early.
+        let r = unsafe { libc::poll(&mut p, 1, Self::MOST.as_millis() as i32) };
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
