@@ -409,31 +409,68 @@ fn event_of(kind: u8) -> Option<&'static Event> {
 /// block request's, its completion; every other record's header time is
 /// its program's own (a summary's sum: set as it is sent).
 pub fn record_key(data: &[u8]) -> u64 {
-    let word = |at: usize| word(data, at);
-    let ts = word(offset_of!(ev_hdr, ts));
-    let kind = data.first().copied().unwrap_or(0) as u32;
-    let dur_at = match kind {
-        k if k == Io::CODE as u32 => Some(offset_of!(types::ev_io, dur)),
-        k if k == Close::CODE as u32 => Some(offset_of!(types::ev_close, dur)),
-        k if k == Transfer::CODE as u32 => Some(offset_of!(types::ev_xfer, dur)),
-        k if k == Open::CODE as u32 => Some(offset_of!(ev_open, dur)),
-        k if k == Mapping::CODE as u32 => Some(offset_of!(types::ev_map, dur)),
-        k if k == IoUring::CODE as u32 => Some(offset_of!(types::ev_uring, dur)),
-        k if k == Aio::CODE as u32 => Some(offset_of!(types::ev_aio, dur)),
-        k if k == NetCall::CODE as u32 => Some(offset_of!(types::ev_net, dur)),
-        k if k == MetaCall::CODE as u32 => Some(offset_of!(types::ev_meta, dur)),
-        k if k == GpuCall::CODE as u32 => Some(offset_of!(types::ev_gpu, dur)),
-        k if k == Collective::CODE as u32 => Some(offset_of!(types::ev_nccl, dur)),
-        k if k == Block::CODE as u32 => return word(offset_of!(types::ev_block, complete)),
-        _ => None,
-    };
-    dur_at.map_or(ts, |at| ts.wrapping_add(word(at)))
+    let ts = word(data, offset_of!(ev_hdr, ts));
+    match KEY_AT[usize::from(data.first().copied().unwrap_or(0))] {
+        0 => ts,
+        at if at & KEY_ALONE != 0 => word(data, usize::from(at & !KEY_ALONE)),
+        at => ts.wrapping_add(word(data, usize::from(at))),
+    }
 }
+
+/// [`record_key`]'s word by kind: 0, none (the header's time); else its
+/// offset, added to the header's time (a call's duration) or, marked
+/// [`KEY_ALONE`], the key by itself (a block request's completion).
+const KEY_AT: [u8; 256] = {
+    const fn at(offset: usize) -> u8 {
+        assert!(offset > 0 && offset < KEY_ALONE as usize, "a key word's offset fits 7 bits");
+        offset as u8
+    }
+    let mut t = [0u8; 256];
+    t[Io::CODE as usize] = at(offset_of!(types::ev_io, dur));
+    t[Close::CODE as usize] = at(offset_of!(types::ev_close, dur));
+    t[Transfer::CODE as usize] = at(offset_of!(types::ev_xfer, dur));
+    t[Open::CODE as usize] = at(offset_of!(ev_open, dur));
+    t[Mapping::CODE as usize] = at(offset_of!(types::ev_map, dur));
+    t[IoUring::CODE as usize] = at(offset_of!(types::ev_uring, dur));
+    t[Aio::CODE as usize] = at(offset_of!(types::ev_aio, dur));
+    t[NetCall::CODE as usize] = at(offset_of!(types::ev_net, dur));
+    t[MetaCall::CODE as usize] = at(offset_of!(types::ev_meta, dur));
+    t[GpuCall::CODE as usize] = at(offset_of!(types::ev_gpu, dur));
+    t[Collective::CODE as usize] = at(offset_of!(types::ev_nccl, dur));
+    t[Block::CODE as usize] = at(offset_of!(types::ev_block, complete)) | KEY_ALONE;
+    t
+};
+const KEY_ALONE: u8 = 0x80;
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::files::join_normalize;
+
+    /// A record of `T` with its header's time, and `at` holding `word`.
+    fn keyed<T: Copy>(kind: u8, ts: u64, at: usize, word: u64) -> Vec<u8> {
+        let mut b = vec![0u8; size_of::<T>()];
+        b[0] = kind;
+        b[offset_of!(ev_hdr, ts)..][..8].copy_from_slice(&ts.to_ne_bytes());
+        b[at..at + 8].copy_from_slice(&word.to_ne_bytes());
+        b
+    }
+
+    #[test]
+    fn a_records_key_is_its_calls_end_or_its_requests_completion() {
+        let (ts, w) = (1_000_000, 2_500);
+        let io = keyed::<types::ev_io>(Io::CODE, ts, offset_of!(types::ev_io, dur), w);
+        assert_eq!(record_key(&io), ts + w, "a read: its start plus its duration");
+        let open = keyed::<ev_open>(Open::CODE, ts, offset_of!(ev_open, dur), w);
+        assert_eq!(record_key(&open), ts + w);
+        let meta = keyed::<types::ev_meta>(MetaCall::CODE, ts, offset_of!(types::ev_meta, dur), w);
+        assert_eq!(record_key(&meta), ts + w);
+        let block = keyed::<types::ev_block>(Block::CODE, ts, offset_of!(types::ev_block, complete), 7 * w);
+        assert_eq!(record_key(&block), 7 * w, "a block request: its completion");
+        let sched = keyed::<types::ev_sched>(SchedSwitch::CODE, ts, 24, w);
+        assert_eq!(record_key(&sched), ts, "anything else: its header's time");
+        assert_eq!(record_key(&io[..20]), 0, "too short for a time");
+    }
 
     const EVENTS_H: &str = include_str!("../../../bpf/events.h");
     const GPU_H: &str = include_str!("../../../bpf/mltrace/gpu.bpf.h");

@@ -258,9 +258,12 @@ impl Drop for Batches {
 /// reserved then; one sent before it is in the ring before Q. A batch
 /// that stays unsent holds the others back until its CPU sends it:
 /// [`Merged::stale_batches`] says which to have sent.
-pub struct Merged {
+///
+/// `K`, the key, is a type of its own (a function item or closure), not a
+/// function pointer: it is inlined where each record's key is read.
+pub struct Merged<K = fn(&[u8]) -> u64> {
     rings: Vec<Ring>,
-    key: fn(&[u8]) -> u64,
+    key: K,
     /// Each ring's next record to take, by key: (key, ring), with its
     /// header in `lens`.
     heads: BinaryHeap<Reverse<(u64, usize)>>,
@@ -306,10 +309,10 @@ impl Drop for Flag {
     }
 }
 
-impl Merged {
+impl<K: Fn(&[u8]) -> u64> Merged<K> {
     /// Merges `rings`, ordered by `key`; `maps` are their maps, for
     /// the producer's wake-ups (none in tests).
-    pub fn new<M: AsFd>(rings: Vec<Ring>, maps: &[M], key: fn(&[u8]) -> u64) -> io::Result<Merged> {
+    pub fn new<M: AsFd>(rings: Vec<Ring>, maps: &[M], key: K) -> io::Result<Merged<K>> {
         // SAFETY: epoll_create1 has no preconditions; the fd is ours.
         let epoll = unsafe { OwnedFd::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
         for m in maps {
@@ -345,7 +348,7 @@ impl Merged {
 
     /// Maps every map of `maps` (ring buffers of their max_entries bytes)
     /// and merges them.
-    pub fn open<M: AsFd + libbpf_rs::MapCore>(maps: &[M], key: fn(&[u8]) -> u64) -> io::Result<Merged> {
+    pub fn open<M: AsFd + libbpf_rs::MapCore>(maps: &[M], key: K) -> io::Result<Merged<K>> {
         let rings = maps.iter().map(|m| Ring::new(m, u64::from(m.max_entries()))).collect::<io::Result<_>>()?;
         Merged::new(rings, maps, key)
     }
@@ -813,7 +816,7 @@ mod tests {
     impl Rings {
         fn new(n: usize) -> Rings {
             let (rings, w): (Vec<_>, Vec<_>) = (0..n).map(|_| fake(4096)).unzip();
-            Rings { m: Merged::new(rings, &[] as &[OwnedFd], key_of).unwrap(), w }
+            Rings { m: Merged::new(rings, &[] as &[OwnedFd], key_of as fn(&[u8]) -> u64).unwrap(), w }
         }
 
         fn put(&self, ring: usize, at: u64, key: u64, flags: u32) -> u64 {

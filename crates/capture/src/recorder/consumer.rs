@@ -430,7 +430,7 @@ pub(super) fn consumer_loop(
 /// Has `cpus` send their batches of records now. A CPU that cannot (gone
 /// offline) no longer holds the merge back; its records are counted lost
 /// at the end if they never come.
-fn send_batches(skel: &Skeleton<'_>, merged: &mut Merged, cpus: &[usize]) {
+fn send_batches(skel: &Skeleton<'_>, merged: &mut Merged<impl Fn(&[u8]) -> u64>, cpus: &[usize]) {
     for &cpu in cpus {
         if bpf::send_batch(skel, cpu as u32).is_err() {
             merged.unsendable(cpu);
