@@ -32,6 +32,15 @@ struct {
 	__type(value, u32);
 } traced SEC(".maps");
 
+/* Added to after every change to `traced`: user space walks the map (all
+ * of its 65,536 buckets) only when this moved since its last walk. */
+u64 traced_changes = 0;
+
+static __always_inline void traced_changed(void)
+{
+	__sync_fetch_and_add(&traced_changes, 1);
+}
+
 /*
  * Per-thread state. On kernels with task storage (5.11+: the "fast" route,
  * tp_btf programs) it lives with the task and is found without hashing;

@@ -21,8 +21,12 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 
 	cpid = BPF_CORE_READ(child, tgid);
 	ctid = BPF_CORE_READ(child, pid);
-	if (cpid != ptgid && bpf_map_update_elem(&traced, &cpid, &one, BPF_ANY))
-		count_lost(LOST_MAP);
+	if (cpid != ptgid) {
+		if (bpf_map_update_elem(&traced, &cpid, &one, BPF_ANY))
+			count_lost(LOST_MAP);
+		else
+			traced_changed();
+	}
 	if (cpid != ptgid)
 		py_fork(ptgid, cpid);
 	e = rb_reserve(sizeof(*e));
@@ -179,7 +183,8 @@ static __always_inline void on_exit(struct task_struct *task)
 	if (dead) {
 		u32 exited = TRACED_EXITED;
 
-		bpf_map_update_elem(&traced, &tgid, &exited, BPF_EXIST);
+		if (bpf_map_update_elem(&traced, &tgid, &exited, BPF_EXIST) == 0)
+			traced_changed();
 		emit_anon(tgid, id);
 		py_forget(tgid);
 	}
@@ -251,8 +256,8 @@ int sched_free(struct bpf_raw_tracepoint_args *ctx)
 	if ((u32)BPF_CORE_READ(t, pid) != tgid)
 		return 0;
 	v = bpf_map_lookup_elem(&traced, &tgid);
-	if (v && *v == TRACED_EXITED)
-		bpf_map_delete_elem(&traced, &tgid);
+	if (v && *v == TRACED_EXITED && bpf_map_delete_elem(&traced, &tgid) == 0)
+		traced_changed();
 	return 0;
 }
 

@@ -45,6 +45,7 @@ static __always_inline bool adopt_process(struct task_struct *t, u32 tgid)
 	if (!wanted(t, tgid))
 		return false;
 	if (bpf_map_update_elem(&traced, &tgid, &live, BPF_NOEXIST) == 0) {
+		traced_changed();
 		leader = BPF_CORE_READ(t, group_leader);
 		on_rename(leader, leader->comm);
 	}
@@ -76,6 +77,7 @@ static __always_inline void untrace(struct task_struct *task, u32 tgid, u8 op, u
 
 	if (bpf_map_delete_elem(&traced, &tgid))
 		return;
+	traced_changed();
 	/* Its anonymous mmaps so far: counted while it was the user's. */
 	emit_anon(tgid, bpf_get_current_pid_tgid());
 	e = rb_reserve(sizeof(*e));

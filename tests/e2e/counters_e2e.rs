@@ -62,8 +62,8 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     let pids = tmp.path().join("pids");
     let stat = tmp.path().join("burner.stat");
     let script = format!(
-        "sh -c 'while :; do :; done' & B=$!; sleep 30 & S=$!; echo \"$B $S\" > {}; sleep 1.5; \
-         cat /proc/$B/stat > {}; kill $B $S; wait",
+        "sh -c 'while :; do :; done' & B=$!; sleep 30 & S=$!; sleep 0.6; sleep 30 & L=$!; \
+         echo \"$B $S $L\" > {}; sleep 1.5; cat /proc/$B/stat > {}; kill $B $S $L; wait",
         pids.display(),
         stat.display()
     );
@@ -74,7 +74,7 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let ids: Vec<u32> =
         std::fs::read_to_string(&pids).unwrap().split_whitespace().map(|p| p.parse().unwrap()).collect();
-    let (burner, sleeper) = (ids[0], ids[1]);
+    let (burner, sleeper, late) = (ids[0], ids[1], ids[2]);
     let (recs, series) = read_counters(&log);
     let get = |g: &str, n: &str, pid: u32| series.get(&(g.into(), n.into(), pid)).cloned().unwrap_or_default();
     let busy: Vec<(u64, f64)> =
@@ -106,6 +106,10 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     assert!(idle.len() >= 10 && mean(&idle) < 5.0, "sleeper: {idle:?}");
     assert!(get("", "RSS", burner).iter().all(|x| x.1 > 100_000.0));
     assert!(get("", "threads", sleeper).iter().all(|x| x.1 == 1.0));
+    // Started 0.6 s in, after the samplers' first listings of the traced
+    // processes (each listing is reused until the kernel side's set changes).
+    let late = get("", "threads", late);
+    assert!(late.len() >= 10 && late.iter().all(|x| x.1 == 1.0), "late sleeper: {late:?}");
     // Machine-wide counters: mpstat's columns add up to 100%, one sample per
     // interval, covering the whole recording.
     let names = ["usr", "nice", "sys", "iowait", "irq", "soft", "steal", "idle"];

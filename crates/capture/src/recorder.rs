@@ -308,7 +308,9 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
     let interval = opts.sample_interval;
     let gpu = opts.gpu.take();
     let skel_for_pids = &skel;
-    let traced_pids = move || bpf::traced_pids(skel_for_pids);
+    let pids_cache = bpf::TracedPids::default();
+    let pids_ref = &pids_cache;
+    let traced_pids = move || pids_ref.get(skel_for_pids);
     let skel_ref = &skel;
     let shared_ref = &shared;
     let rings_ref = &rings[..];
@@ -334,7 +336,9 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 let sig_h = s.spawn(move || signal_loop(target, shared_ref));
                 let (st, stopped) = match &attaching {
                     None => (wait_child(pid, shared_ref, started, &mut opts.progress), None),
-                    Some(a) => (None, Some(wait_attached(skel_ref, a, shared_ref, started, &mut opts.progress))),
+                    Some(a) => {
+                        (None, Some(wait_attached(skel_ref, pids_ref, a, shared_ref, started, &mut opts.progress)))
+                    }
                 };
                 relays.stop();
                 let (disks, uring_ops) = probes::read_at_end(skel_ref, &plan, &acct_tx, loaded_since, startup_cpu);

@@ -13,6 +13,7 @@ use crate::bpf::{self, Skeleton};
 /// to exit (`-p`), and says which.
 pub(super) fn wait_attached(
     skel: &Skeleton<'_>,
+    pids: &bpf::TracedPids,
     a: &AttachOptions,
     shared: &Shared,
     started: Instant,
@@ -32,7 +33,7 @@ pub(super) fn wait_attached(
         // Exited processes leave the traced set (children started since
         // keep it going).
         if !a.all && last_check.elapsed() >= Duration::from_millis(100) {
-            if bpf::traced_pids(skel).is_empty() {
+            if pids.get(skel).is_empty() {
                 break "the traced processes exited".to_string();
             }
             last_check = Instant::now();
