@@ -105,7 +105,7 @@ impl CpuSampler {
     }
 
     pub fn sample(&mut self, ts: u64, out: &mut SampleSink) {
-        let Ok(text) = std::fs::read_to_string("/proc/stat") else { return };
+        let Ok(text) = crate::read_text("/proc/stat") else { return };
         let now = parse_stat(&text);
         for (which, b) in &now {
             let Some((_, a)) = self.prev.iter().find(|(w, _)| w == which) else { continue };

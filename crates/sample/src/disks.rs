@@ -42,23 +42,34 @@ pub const NAMES: [&str; 5] = ["read", "write", "read IOPS", "write IOPS", "utili
 
 pub struct DiskSampler {
     prev: HashMap<(u32, u32), (u64, DiskLine)>,
+    /// Each device's name and whether it is a whole disk ([`is_disk`]: a
+    /// path lookup in sysfs, once a device rather than every round).
+    kinds: HashMap<(u32, u32), (String, bool)>,
     groups: HashMap<(u32, u32), Arc<str>>,
     names: [Arc<str>; 5],
 }
 
 impl DiskSampler {
     pub fn new() -> Self {
-        DiskSampler { prev: HashMap::new(), groups: HashMap::new(), names: NAMES.map(Arc::from) }
+        DiskSampler { prev: HashMap::new(), kinds: HashMap::new(), groups: HashMap::new(), names: NAMES.map(Arc::from) }
     }
 
     pub fn sample(&mut self, ts: u64, out: &mut SampleSink) {
-        let Ok(text) = std::fs::read_to_string("/proc/diskstats") else { return };
+        let Ok(text) = crate::read_text("/proc/diskstats") else { return };
         for l in text.lines() {
             let Some((maj, min, name, now)) = parse_line(l) else { continue };
-            if !is_disk(name) {
+            let key = (maj, min);
+            let disk = match self.kinds.get(&key) {
+                Some((was, disk)) if was == name => *disk,
+                _ => {
+                    let disk = is_disk(name);
+                    self.kinds.insert(key, (name.to_string(), disk));
+                    disk
+                }
+            };
+            if !disk {
                 continue;
             }
-            let key = (maj, min);
             if let Some((t0, was)) = self.prev.get(&key) {
                 let dt = ts.saturating_sub(*t0) as f64 / 1e9;
                 // Idle loop and ram devices would only add flat lines.

@@ -22,6 +22,17 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 use mltrace_log::CounterUnit;
 
+/// A /proc or /sys file's text, as `std::fs::read_to_string` gives it,
+/// without that function's size hint: a statx and an lseek for every file
+/// read, on files that all say they are empty (about a third of a
+/// sampler round's syscalls).
+pub(crate) fn read_text(path: impl AsRef<std::path::Path>) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::with_capacity(4096);
+    std::fs::File::open(path)?.take(u64::MAX).read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// One counter value, before it is interned into a log frame.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {

@@ -69,7 +69,7 @@ impl MemorySampler {
     }
 
     pub fn sample(&mut self, ts: u64, out: &mut SampleSink) {
-        if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
+        if let Ok(text) = crate::read_text("/proc/meminfo") {
             let m = parse_meminfo(&text);
             for (i, v) in [m.used(), m.cached, m.dirty, m.writeback].into_iter().enumerate() {
                 out.push(Sample {
@@ -85,7 +85,7 @@ impl MemorySampler {
         // Share of the interval in which some task was stalled on the resource.
         for (i, (res, prev)) in self.pressure.iter_mut().enumerate() {
             let Some(total) =
-                std::fs::read_to_string(format!("/proc/pressure/{res}")).ok().and_then(|t| parse_pressure_total(&t))
+                crate::read_text(format!("/proc/pressure/{res}")).ok().and_then(|t| parse_pressure_total(&t))
             else {
                 continue;
             };

@@ -68,7 +68,7 @@ fn ib_ports(root: &Path) -> Vec<(String, String, PathBuf)> {
 /// A port's totals, in bytes and packets: `port_*_data` count 4-byte words
 /// (the IBA's PortXmitData/PortRcvData are octets divided by 4).
 pub fn read_port(counters: &Path) -> Option<Totals> {
-    let r = |n: &str| std::fs::read_to_string(counters.join(n)).ok()?.trim().parse::<u64>().ok();
+    let r = |n: &str| crate::read_text(counters.join(n)).ok()?.trim().parse::<u64>().ok();
     Some([
         r("port_rcv_data")?.saturating_mul(4),
         r("port_xmit_data")?.saturating_mul(4),
@@ -107,7 +107,7 @@ impl NetworkSampler {
 
     pub fn sample(&mut self, ts: u64, out: &mut SampleSink) {
         let mut now: Vec<(Arc<str>, Totals)> = Vec::new();
-        if let Ok(text) = std::fs::read_to_string(&self.net_dev) {
+        if let Ok(text) = crate::read_text(&self.net_dev) {
             // Two header lines, then one line per interface.
             for l in text.lines().skip(2) {
                 let Some((name, t)) = parse_net_dev_line(l) else { continue };

@@ -56,11 +56,10 @@ impl ProcSampler {
     pub fn sample(&mut self, ts: u64, pids: &[u32], out: &mut SampleSink) {
         self.prev.retain(|p, _| pids.contains(p));
         for &pid in pids {
-            let Some(st) = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|t| parse_stat(&t))
-            else {
+            let Some(st) = crate::read_text(format!("/proc/{pid}/stat")).ok().and_then(|t| parse_stat(&t)) else {
                 continue;
             };
-            let rss = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok().and_then(|t| parse_statm(&t));
+            let rss = crate::read_text(format!("/proc/{pid}/statm")).ok().and_then(|t| parse_statm(&t));
             let mut push = |i: usize, unit, value| {
                 out.push(Sample { ts, group: self.group.clone(), name: self.names[i].clone(), unit, pid, value })
             };
