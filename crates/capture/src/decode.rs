@@ -58,8 +58,8 @@ fn read<T: Copy>(data: &[u8]) -> T {
 /// A record struct with room for its strings (ev_open carries 8 KiB of
 /// them), kept between records: [`read`] would zero all of it for every
 /// open. Only its fields before the strings (`HEAD` bytes) are copied
-/// here; the strings are read from the record itself, and what the box
-/// holds past `HEAD` is never looked at (zeros, or nothing yet sent).
+/// here; the strings are read from the record itself (the box's bytes
+/// past `HEAD` stay zeros).
 struct Reused<T, const HEAD: usize>(Option<Box<T>>);
 
 impl<T, const HEAD: usize> Default for Reused<T, HEAD> {

@@ -584,8 +584,9 @@ impl<K: Fn(&[u8]) -> u64> Merged<K> {
         if a.pos < r.pos || (a.pos == r.pos && a.sub.max(HEADER as usize) < r.sub.max(HEADER as usize)) {
             *a = Ahead { pos: r.pos, sub: r.sub, lead: 0, fetched: a.fetched };
         }
-        // Lines already asked for stay asked for; behind the look, it starts again.
-        a.fetched = a.fetched.max(a.pos & !(LINE - 1));
+        // Lines already asked for stay asked for; behind the record looked
+        // at, the stream starts again from it.
+        a.fetched = a.fetched.max((a.pos + HEADER + a.sub as u64) & !(LINE - 1));
         while a.lead < AHEAD && a.pos < p {
             // (An open of its own has its paths first in that stretch.)
             a.fetched = r.prefetch(a.fetched, (a.pos + HEADER + a.sub as u64 + PREFETCH_BYTES).min(p));

@@ -143,7 +143,10 @@ impl ChildExit {
         // SAFETY: one valid pollfd. Readable once the child has exited;
         // an interruption or error just ends this wait early.
         let r = unsafe { libc::poll(&mut p, 1, Self::MOST.as_millis() as i32) };
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+        // Never a busy loop: an error, or a pidfd that says anything but
+        // "exited" (waitpid then reaps the child), waits as before.
+        let failed = r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR);
+        if failed || (r > 0 && p.revents & libc::POLLIN == 0) {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
