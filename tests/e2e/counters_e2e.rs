@@ -104,7 +104,8 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     );
     let idle = get("", "CPU user", sleeper);
     assert!(idle.len() >= 10 && mean(&idle) < 5.0, "sleeper: {idle:?}");
-    assert!(get("", "RSS", burner).iter().all(|x| x.1 > 100_000.0));
+    let rss = get("", "RSS", burner);
+    assert!(rss.iter().all(|x| x.1 > 100_000.0), "burner RSS: {rss:?}");
     assert!(get("", "threads", sleeper).iter().all(|x| x.1 == 1.0));
     // Started 0.6 s in, after the samplers' first listings of the traced
     // processes (each listing is reused until the kernel side's set changes).

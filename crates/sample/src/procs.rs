@@ -17,17 +17,29 @@ pub struct ProcStat {
 }
 
 /// Fields after the `(comm)`, which may itself hold spaces and parentheses.
+/// `None` for a process that has exited and not been reaped yet (state Z
+/// or X): its memory is gone (statm reads zeros), so it is not sampled.
 pub fn parse_stat(text: &str) -> Option<ProcStat> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
+    if matches!(f.first(), Some(&("Z" | "X"))) {
+        return None;
+    }
     // rest starts at field 3 (state): utime is field 14, stime 15, num_threads 20.
     let n = |field: usize| f.get(field - 3).and_then(|v| v.parse().ok());
     Some(ProcStat { utime: n(14)?, stime: n(15)?, threads: n(20)? })
 }
 
-/// Resident set size in pages (second field of statm).
+/// Resident set size in pages (second field of statm). `None` once the
+/// process has let go of its memory (a size of 0: it is exiting, its
+/// memory released before the kernel side hears of the exit).
 pub fn parse_statm(text: &str) -> Option<u64> {
-    text.split_whitespace().nth(1)?.parse().ok()
+    let mut f = text.split_whitespace();
+    let size: u64 = f.next()?.parse().ok()?;
+    if size == 0 {
+        return None;
+    }
+    f.next()?.parse().ok()
 }
 
 pub const NAMES: [&str; 4] = ["CPU user", "CPU system", "RSS", "threads"];
@@ -95,6 +107,10 @@ mod tests {
         let t = "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 7 0 12345 1000 200 18446744073709551615";
         assert_eq!(parse_stat(t), Some(ProcStat { utime: 250, stime: 75, threads: 7 }));
         assert_eq!(parse_statm("5000 1234 300 10 0 2000 0"), Some(1234));
+        let zombie =
+            "1234 (sh) Z 1 1234 1234 0 -1 4227084 100 0 0 0 250 75 0 0 20 0 1 0 12345 0 0 18446744073709551615";
+        assert_eq!(parse_stat(zombie), None, "an exited process is not sampled");
+        assert_eq!(parse_statm("0 0 0 0 0 0 0"), None, "an exiting process's memory is gone, not 0");
         let me = std::fs::read_to_string("/proc/self/stat").unwrap();
         assert!(parse_stat(&me).unwrap().threads >= 1);
     }
