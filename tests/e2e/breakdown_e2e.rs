@@ -71,17 +71,24 @@ fn shares(r: &Run, what: &str) {
     let startup = m["startup"].as_f64().unwrap() / wall;
     let q = |k: &str| m[format!("{k}_queued")].as_f64().unwrap() / wall;
     let queued = q("data") + q("gpu") + q("io");
+    // On a CPU outside the spin, by the main thread's CPU clock outside its
+    // calls (start-up included): the loop's Python, the loader's fork, the
+    // checkpoint's chunk made before its clock (page faults that reclaim
+    // on a machine short of memory). A CI run read 0.097 s of it beyond
+    // the start-up (0.906 s by that clock, 0.641 s spinning, 0.168 s of
+    // start-up), which the trace rightly counted on CPU (0.910 s).
+    let off_spin = ((m["on_cpu"].as_f64().unwrap() - m["cpu"].as_f64().unwrap()) / wall).max(startup);
     for (share, got, mine, below, above) in [
         ("data_wait", f("data_wait"), m["data"].as_f64().unwrap(), q("data"), 0.0),
         ("gpu_wait", f("gpu_wait"), m["gpu"].as_f64().unwrap(), q("gpu"), 0.0),
         ("own_io", f("own_io"), m["io"].as_f64().unwrap(), q("io"), startup),
-        ("on_cpu + runnable", f("on_cpu") + f("runnable"), m["cpu"].as_f64().unwrap(), 0.0, startup + queued),
+        ("on_cpu + runnable", f("on_cpu") + f("runnable"), m["cpu"].as_f64().unwrap(), 0.0, off_spin + queued),
     ] {
         let expect = mine / wall;
         assert!(
             got >= expect - below - bound && got <= expect + above + bound,
-            "{what}: {share} {got:.3} against {expect:.3} measured (-{below:.3} queued, +{above:.3} start-up \
-             and queued in waits): {b} {m}"
+            "{what}: {share} {got:.3} against {expect:.3} measured (-{below:.3} queued, +{above:.3} start-up, \
+             CPU off the spin and queued in waits): {b} {m}"
         );
     }
     on_cpu_and_runnable(r, what);
