@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mltrace_log::{Comm, FrameEncoder, Record};
+use mltrace_log::{Comm, FrameEncoder};
 
 /// What to attach to, and the filters.
 #[derive(Clone, Debug, Default)]
@@ -185,7 +185,7 @@ pub fn snapshot(pid: u32, ts: u64, enc: &mut FrameEncoder) {
     for tid in tids(pid) {
         if let Some(c) = comm_of(pid, tid) {
             let comm = enc.intern(c.as_bytes());
-            enc.push(&Record::Comm(Comm { ts, pid, tid, comm }));
+            enc.push(&Comm { ts, pid, tid, comm });
         }
     }
 }

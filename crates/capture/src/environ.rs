@@ -6,7 +6,7 @@
 //! program's read), which for a rank, alive for the whole job, does not
 //! happen.
 
-use mltrace_log::{env, Env, FrameEncoder, Record};
+use mltrace_log::{env, Env, FrameEncoder};
 
 /// Pushes an [`Env`] record per launcher variable of process `pid`.
 pub fn push(pid: u32, ts: u64, enc: &mut FrameEncoder) {
@@ -14,6 +14,6 @@ pub fn push(pid: u32, ts: u64, enc: &mut FrameEncoder) {
     for (name, value) in env::launcher_vars(&block) {
         let name = enc.intern(name.as_bytes());
         let value = enc.intern(value);
-        enc.push(&Record::Env(Env { pid, ts, name, value }));
+        enc.push(&Env { pid, ts, name, value });
     }
 }

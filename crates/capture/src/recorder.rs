@@ -252,14 +252,14 @@ pub fn record(mut opts: RecordOptions) -> Result<RecordSummary, CaptureError> {
                 abort_child(child);
                 return Err(e);
             }
-            enc.push(&Record::Fork(Fork {
+            enc.push(&Fork {
                 ts: system::boottime_ns(),
                 pid: pid as u32,
                 tid: pid as u32,
                 parent_pid: std::process::id(),
                 parent_tid: std::process::id(),
                 thread: false,
-            }));
+            });
         }
         Some(a) => {
             for &p in &a.pids {

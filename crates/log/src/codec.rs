@@ -24,6 +24,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::declare::Encode;
 use crate::record::*;
 use crate::varint::{get_u64, put_i64, put_u64, unzigzag};
 
@@ -206,7 +207,7 @@ pub(crate) struct Columns {
 }
 
 /// Writes one record's fields (the encoder side of [`crate::declare`]).
-pub(crate) struct W<'a> {
+pub struct W<'a> {
     cols: &'a mut [Vec<u8>; MAX_FIELDS],
     tracks: &'a mut Tracks,
     cur: usize,
@@ -304,7 +305,7 @@ impl Columns {
     }
 
     #[inline]
-    pub fn push(&mut self, rec: &Record) {
+    pub fn push<T: Encode>(&mut self, rec: &T) {
         let k = rec.code();
         self.kinds.push(k);
         let mut w = W { cols: &mut self.cols[k as usize], tracks: &mut self.tracks, cur: k as usize };

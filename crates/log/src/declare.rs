@@ -45,6 +45,18 @@
 
 use crate::record::StrId;
 
+/// What the encoder needs of a record: [`crate::Record`], matched on each
+/// call, or one kind's struct, whose push compiles to that kind's columns
+/// alone (the decoders' hot path: no enum built and matched four times).
+pub trait Encode: Copy {
+    fn code(&self) -> u8;
+    fn ts(&self) -> u64;
+    fn span_end(&self) -> u64;
+    fn round_times(&mut self, q: u64);
+    #[doc(hidden)]
+    fn encode(&self, w: &mut crate::codec::W<'_>);
+}
+
 /// One field's value, as [`crate::Record::visit`] shows it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value {
@@ -512,11 +524,35 @@ macro_rules! records {
 
                 /// `ts` plus the record's duration, if it has one.
                 #[allow(unused_variables)]
+                #[inline]
                 pub fn span_end(&self) -> u64 {
                     let $kind { $($f),+ } = *self;
                     let mut end = self.ts;
                     $( end = end.saturating_add(span_of!($f, $enc $( ( $($arg)* ) )?)); )+
                     end
+                }
+            }
+
+            impl $crate::declare::Encode for $kind {
+                #[inline]
+                fn code(&self) -> u8 {
+                    $code
+                }
+                #[inline]
+                fn ts(&self) -> u64 {
+                    self.ts
+                }
+                #[inline]
+                fn span_end(&self) -> u64 {
+                    $kind::span_end(self)
+                }
+                #[inline]
+                fn round_times(&mut self, q: u64) {
+                    $kind::round_times(self, q)
+                }
+                #[inline]
+                fn encode(&self, w: &mut $crate::codec::W<'_>) {
+                    $kind::encode(self, w)
                 }
             }
         )+
@@ -641,6 +677,12 @@ macro_rules! records {
             #[inline]
             pub(crate) fn encode(&self, w: &mut $crate::codec::W<'_>) {
                 match self { $( Record::$kind(r) => r.encode(w), )+ }
+            }
+
+            /// Pushes the kind's struct, not the enum (the decoders' way).
+            #[cfg(test)]
+            pub(crate) fn push_as_kind(&self, enc: &mut $crate::FrameEncoder) {
+                match self { $( Record::$kind(r) => enc.push(r), )+ }
             }
 
             /// Decodes a record of kind `code` (one of [`KNOWN_KINDS`]) into

@@ -27,7 +27,7 @@ mod v1;
 mod varint;
 mod writer;
 
-pub use declare::{FieldValue, Value};
+pub use declare::{Encode, FieldValue, Value};
 pub use error::LogError;
 pub use header::{
     subsystem, Attach, ClockAnchor, DiskSnapshot, DiskStat, Header, LostTotal, Probe, Trailer, UringOpCount,

@@ -1589,6 +1589,29 @@ impl Record {
     }
 }
 
+impl crate::declare::Encode for Record {
+    #[inline]
+    fn code(&self) -> u8 {
+        Record::code(self)
+    }
+    #[inline]
+    fn ts(&self) -> u64 {
+        Record::ts(self)
+    }
+    #[inline]
+    fn span_end(&self) -> u64 {
+        self.end_ts()
+    }
+    #[inline]
+    fn round_times(&mut self, q: u64) {
+        Record::round_times(self, q)
+    }
+    #[inline]
+    fn encode(&self, w: &mut crate::codec::W<'_>) {
+        Record::encode(self, w)
+    }
+}
+
 /// Slots of [`IoSummary`]'s latency histogram.
 pub const SUM_BUCKETS: usize = 21;
 

@@ -60,7 +60,7 @@ impl KernelDecoder {
             .map(|c| c.trim_end().to_string())
             .unwrap_or_else(|_| format!("iou-sqp-{}", h.pid));
         let comm = enc.intern(comm.as_bytes());
-        enc.push(&Record::Comm(Comm { ts: h.ts, pid: h.pid, tid: h.tid, comm }));
+        enc.push(&Comm { ts: h.ts, pid: h.pid, tid: h.tid, comm });
     }
 
     /// An io_uring request, from its submission to its completion.
@@ -74,7 +74,7 @@ impl KernelDecoder {
         }
         let (path, kind) = self.file(e.file, enc);
         let offset_src = offset_src(h.flags & URF_NO_OFFSET != 0, h.flags & URF_FILEPOS != 0, kind);
-        enc.push(&Record::IoUring(IoUring {
+        enc.push(&IoUring {
             ts: h.ts,
             dur: e.dur,
             pid: h.pid,
@@ -90,7 +90,7 @@ impl KernelDecoder {
             user_data: e.user_data,
             complete_tid: e.complete_tid,
             flags: uring_flags(h.flags),
-        }));
+        });
     }
 
     /// An io_submit or io_getevents call.
@@ -100,7 +100,7 @@ impl KernelDecoder {
             return;
         }
         let (path, kind) = self.file(e.file, enc);
-        enc.push(&Record::Aio(Aio {
+        enc.push(&Aio {
             ts: h.ts,
             dur: e.dur,
             pid: h.pid,
@@ -121,7 +121,7 @@ impl KernelDecoder {
             errors: e.errors,
             flags: if h.flags & IOF_REQ_PARTIAL != 0 { aio::PARTIAL } else { 0 },
             block_reqs: e.nblk,
-        }));
+        });
     }
 }
 

@@ -55,7 +55,7 @@ impl KernelDecoder {
     /// A CUDA call.
     pub(super) fn gpu(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
         let e: ev_gpu = read(data);
-        enc.push(&Record::GpuCall(GpuCall {
+        enc.push(&GpuCall {
             stack: h.stack,
             ts: h.ts,
             dur: e.dur,
@@ -65,13 +65,13 @@ impl KernelDecoder {
             stream: e.stream,
             bytes: e.bytes,
             ret: e.ret,
-        }));
+        });
     }
 
     /// An NCCL collective or group call.
     pub(super) fn nccl(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
         let e: ev_nccl = read(data);
-        enc.push(&Record::Collective(Collective {
+        enc.push(&Collective {
             stack: h.stack,
             ts: h.ts,
             dur: e.dur,
@@ -87,6 +87,6 @@ impl KernelDecoder {
             peer: e.peer,
             stream: e.stream,
             ret: e.ret,
-        }));
+        });
     }
 }

@@ -78,7 +78,7 @@ impl KernelDecoder {
         }
         let (path, kind) = self.file(e.file, enc);
         let offset_src = offset_src(h.flags & IOF_NO_OFFSET != 0, h.flags & IOF_FILEPOS != 0, kind);
-        enc.push(&Record::Io(Io {
+        enc.push(&Io {
             stack: h.stack,
             ts: h.ts,
             dur: e.dur,
@@ -94,7 +94,7 @@ impl KernelDecoder {
             ret: e.ret,
             block_reqs: e.nblk,
             summed: h.flags & IOF_SUMMED != 0,
-        }));
+        });
     }
 
     /// A close.
@@ -104,7 +104,7 @@ impl KernelDecoder {
             return;
         }
         let (path, kind) = self.file(e.file, enc);
-        enc.push(&Record::Close(Close {
+        enc.push(&Close {
             stack: h.stack,
             ts: h.ts,
             dur: e.dur,
@@ -115,7 +115,7 @@ impl KernelDecoder {
             kind,
             ret: e.ret,
             summed: h.flags & IOF_SUMMED != 0,
-        }));
+        });
     }
 
     /// A sendfile or copy_file_range: kept when either file is.
@@ -126,7 +126,7 @@ impl KernelDecoder {
         }
         let (in_path, _) = self.file(e.in_file, enc);
         let (out_path, _) = self.file(e.out_file, enc);
-        enc.push(&Record::Transfer(Transfer {
+        enc.push(&Transfer {
             stack: h.stack,
             ts: h.ts,
             dur: e.dur,
@@ -140,7 +140,7 @@ impl KernelDecoder {
             requested: e.requested,
             ret: e.ret,
             block_reqs: e.nblk,
-        }));
+        });
     }
 }
 

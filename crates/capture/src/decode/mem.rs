@@ -67,7 +67,7 @@ impl KernelDecoder {
             return;
         }
         let (path, kind) = self.file(e.file, enc);
-        enc.push(&Record::Mapping(Mapping {
+        enc.push(&Mapping {
             ts: h.ts,
             dur: e.dur,
             pid: h.pid,
@@ -86,7 +86,7 @@ impl KernelDecoder {
             prot: e.prot,
             flags: e.flags,
             ret: e.ret,
-        }));
+        });
     }
 
     /// A major fault; with its start, the file and page the kernel said.
@@ -141,7 +141,7 @@ impl KernelDecoder {
                 id
             }
         };
-        enc.push(&Record::PageCache(PageCache {
+        enc.push(&PageCache {
             ts: h.ts,
             pid: h.pid,
             tid: h.tid,
@@ -151,7 +151,7 @@ impl KernelDecoder {
             offset: e.index.wrapping_mul(self.page_size),
             bytes: u64::from(e.pages) * self.page_size,
             during: cache_during(h.op),
-        }));
+        });
     }
 }
 
@@ -175,7 +175,7 @@ pub(crate) fn anon_summaries(skel: &MltraceSkel<'_>, enc: &mut FrameEncoder) {
     let ts = crate::system::boottime_ns();
     for (pid, calls, bytes) in anon_counts(skel) {
         let path = enc.intern(b"");
-        enc.push(&Record::Mapping(Mapping {
+        enc.push(&Mapping {
             ts,
             pid,
             tid: pid,
@@ -185,6 +185,6 @@ pub(crate) fn anon_summaries(skel: &MltraceSkel<'_>, enc: &mut FrameEncoder) {
             len: bytes,
             ret: calls as i64,
             ..Default::default()
-        }));
+        });
     }
 }

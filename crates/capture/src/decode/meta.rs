@@ -88,7 +88,7 @@ impl KernelDecoder {
             let abs_path = if *abs == *passed { path } else { enc.intern(&abs) };
             let new_path = enc.intern(passed2);
             let new_abs_path = if *abs2 == *passed2 { new_path } else { enc.intern(&abs2) };
-            enc.push(&Record::MetaCall(MetaCall {
+            enc.push(&MetaCall {
                 stack: h.stack,
                 ts: h.ts,
                 dur: e.dur,
@@ -105,7 +105,7 @@ impl KernelDecoder {
                 ret: e.ret,
                 trunc,
                 block_reqs: e.nblk,
-            }));
+            });
         }
         self.meta_buf.give_back(e);
     }

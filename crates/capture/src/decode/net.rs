@@ -77,7 +77,7 @@ impl KernelDecoder {
         let (path, _) = self.file(e.file, enc);
         net_peer(&e, &mut self.peer_buf);
         let peer = enc.intern(&self.peer_buf);
-        enc.push(&Record::NetCall(NetCall {
+        enc.push(&NetCall {
             stack: h.stack,
             ts: h.ts,
             dur: e.dur,
@@ -91,6 +91,6 @@ impl KernelDecoder {
             ret: e.ret,
             bytes: e.bytes,
             flags: net_flags(h.flags),
-        }));
+        });
     }
 }

@@ -195,7 +195,7 @@ impl KernelDecoder {
             (enc.intern(&joined), FileKind::Unknown)
         };
         let path = if same_as_passed { abs } else { enc.intern(passed) };
-        enc.push(&Record::Open(Open {
+        enc.push(&Open {
             stack: h.stack,
             ts: h.ts,
             dur: e.dur,
@@ -211,7 +211,7 @@ impl KernelDecoder {
             kind,
             trunc,
             block_reqs: e.nblk,
-        }));
+        });
         self.open_buf.give_back(e);
     }
 }

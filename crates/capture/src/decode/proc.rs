@@ -73,14 +73,14 @@ impl KernelDecoder {
         if e.thread == 0 {
             self.py.fork(e.parent_pid, h.pid);
         }
-        enc.push(&Record::Fork(Fork {
+        enc.push(&Fork {
             ts: h.ts,
             pid: h.pid,
             tid: h.tid,
             parent_pid: e.parent_pid,
             parent_tid: e.parent_tid,
             thread: e.thread != 0,
-        }));
+        });
     }
 
     /// An exec, with the counters of what came before it.
@@ -106,7 +106,7 @@ impl KernelDecoder {
         }
         let filename = enc.intern(fname);
         let argv = enc.intern(argv);
-        enc.push(&Record::Exec(Exec { ts: h.ts, pid: h.pid, tid: h.tid, filename, argv, trunc }));
+        enc.push(&Exec { ts: h.ts, pid: h.pid, tid: h.tid, filename, argv, trunc });
         enc.push(&accounting(h, AcctPoint::Exec, &e.ioac));
         crate::environ::push(h.pid, h.ts, enc);
     }
@@ -119,20 +119,14 @@ impl KernelDecoder {
         }
         // Before the exit: a reader drops a process at its exit.
         enc.push(&accounting(h, AcctPoint::Exit, &e.ioac));
-        enc.push(&Record::Exit(Exit {
-            ts: h.ts,
-            pid: h.pid,
-            tid: h.tid,
-            status: e.status,
-            process_exit: e.group_dead != 0,
-        }));
+        enc.push(&Exit { ts: h.ts, pid: h.pid, tid: h.tid, status: e.status, process_exit: e.group_dead != 0 });
     }
 
     /// A thread's new name.
     pub(super) fn comm(&mut self, h: &ev_hdr, data: &[u8], enc: &mut FrameEncoder) {
         let e: ev_comm = read(data);
         let comm = enc.intern(&cstr(&e.comm));
-        enc.push(&Record::Comm(Comm { ts: h.ts, pid: h.pid, tid: h.tid, comm }));
+        enc.push(&Comm { ts: h.ts, pid: h.pid, tid: h.tid, comm });
     }
 
     /// A process that became another user or group: a mark.
@@ -141,7 +135,7 @@ impl KernelDecoder {
         let text = untraced_text(h, &e);
         let name = enc.intern(mltrace_log::labels::UNTRACED_MARK.as_bytes());
         let value = enc.intern(json_string(&text).as_bytes());
-        enc.push(&Record::Mark(Mark { ts: h.ts, name, value, rank: -1, pid: h.pid }));
+        enc.push(&Mark { ts: h.ts, name, value, rank: -1, pid: h.pid });
         if self.untraced.len() < 64 {
             self.untraced.push(text);
         }

@@ -11,7 +11,7 @@ pub mod linetable;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use mltrace_log::{pyf, FrameEncoder, PyFrame, PyInterp, Record};
+use mltrace_log::{pyf, FrameEncoder, PyFrame, PyInterp};
 use rustc_hash::FxHashMap;
 
 use linetable::LineFormat;
@@ -150,7 +150,7 @@ impl PyStacks {
         }
         let (version, why) = (enc.intern(version.as_bytes()), enc.intern(why.as_bytes()));
         let ts = crate::system::boottime_ns();
-        enc.push(&Record::PyInterp(PyInterp { pid, ts, version, stacks: lines.is_some(), why }));
+        enc.push(&PyInterp { pid, ts, version, stacks: lines.is_some(), why });
     }
 
     /// A process forked: the child runs the same interpreter (the kernel
@@ -281,16 +281,7 @@ impl PyStacks {
                     (enc.intern(b"?"), enc.intern(b"?"), 0)
                 }
             };
-            enc.push(&Record::PyFrame(PyFrame {
-                pid: p.pid,
-                ts: p.ts,
-                stack: p.id,
-                depth: depth as u32,
-                function,
-                file,
-                line,
-                flags,
-            }));
+            enc.push(&PyFrame { pid: p.pid, ts: p.ts, stack: p.id, depth: depth as u32, function, file, line, flags });
         }
     }
 }

@@ -79,20 +79,13 @@ impl Consumer<'_> {
             for s in batch {
                 let group = self.enc.intern(s.group.as_bytes());
                 let name = self.enc.intern(s.name.as_bytes());
-                self.enc.push(&Record::Counter(Counter {
-                    ts: s.ts,
-                    group,
-                    name,
-                    unit: s.unit,
-                    pid: s.pid,
-                    value: s.value,
-                }));
+                self.enc.push(&Counter { ts: s.ts, group, name, unit: s.unit, pid: s.pid, value: s.value });
             }
         }
         while let Ok(batch) = self.gpu_events.try_recv() {
             for e in batch {
                 let group = self.enc.intern(e.group.as_bytes());
-                self.enc.push(&Record::GpuEvent(GpuEvent { ts: e.ts, group, kind: e.kind, code: e.code, pid: 0 }));
+                self.enc.push(&GpuEvent { ts: e.ts, group, kind: e.kind, code: e.code, pid: 0 });
             }
         }
     }
@@ -256,7 +249,7 @@ impl Consumer<'_> {
         let ts = system::boottime_ns();
         for (k, (&n, seen)) in now.iter().zip(self.lost_seen.iter_mut()).enumerate() {
             if n > *seen {
-                self.enc.push(&Record::Lost(Lost { ts, kind: LostKind::from_u8(k as u8), count: n - *seen }));
+                self.enc.push(&Lost { ts, kind: LostKind::from_u8(k as u8), count: n - *seen });
                 self.shared.lost.fetch_add(n - *seen, Ordering::Relaxed);
                 *seen = n;
             }
