@@ -72,17 +72,23 @@ impl<T: Copy, const HEAD: usize> Reused<T, HEAD> {
     fn read(&mut self, data: &[u8]) -> Box<T> {
         // SAFETY: T is a repr(C) struct of integers and integer arrays, so
         // all-zero bytes are a valid value.
+        const { assert!(HEAD <= size_of::<T>()) };
         let mut b = self.0.take().unwrap_or_else(|| unsafe { Box::<T>::new_zeroed().assume_init() });
-        let n = data.len().min(HEAD).min(size_of::<T>());
-        if n < HEAD {
-            // A record shorter than its fields (its decoder checked its
-            // kind's least length): the rest reads as zeros, not as the
-            // last record's.
-            // SAFETY: as above; HEAD is at most the struct's size.
-            unsafe { std::ptr::write_bytes((&mut *b as *mut T).cast::<u8>(), 0, HEAD.min(size_of::<T>())) };
+        if data.len() >= HEAD {
+            // A constant size: copied inline, not by a call whose wide
+            // stores the fields' loads then wait for.
+            // SAFETY: HEAD bytes fit both; any byte pattern is a valid T.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), (&mut *b as *mut T).cast::<u8>(), HEAD) };
+            return b;
         }
-        // SAFETY: `n` bytes fit both; any byte pattern is a valid T.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), (&mut *b as *mut T).cast::<u8>(), n) };
+        // A record shorter than its fields (its decoder checked its kind's
+        // least length): the rest reads as zeros, not as the last record's.
+        // SAFETY: as above; HEAD is at most the struct's size, and the
+        // record's bytes fewer.
+        unsafe {
+            std::ptr::write_bytes((&mut *b as *mut T).cast::<u8>(), 0, HEAD);
+            std::ptr::copy_nonoverlapping(data.as_ptr(), (&mut *b as *mut T).cast::<u8>(), data.len());
+        }
         b
     }
 
@@ -446,6 +452,21 @@ const KEY_ALONE: u8 = 0x80;
 pub(crate) mod tests {
     use super::*;
     use crate::files::join_normalize;
+
+    /// A record's fields before its strings are copied whole; a record
+    /// shorter than them reads zeros past its end, never the last one's.
+    #[test]
+    fn a_reused_heads_short_record_reads_zeros_past_its_end() {
+        const HEAD: usize = offset_of!(ev_open, path);
+        let mut buf = Reused::<ev_open, HEAD>::default();
+        let full = keyed::<ev_open>(7, 11, offset_of!(ev_open, ino), 0x5555);
+        let e = buf.read(&full);
+        assert_eq!((e.h.kind, e.h.ts, e.ino), (7, 11, 0x5555));
+        buf.give_back(e);
+        let short = &keyed::<ev_open>(8, 12, offset_of!(ev_open, dur), 3)[..offset_of!(ev_open, ino)];
+        let e = buf.read(short);
+        assert_eq!((e.h.kind, e.h.ts, e.dur, e.ino), (8, 12, 3, 0));
+    }
 
     /// A record of `T` with its header's time, and `at` holding `word`.
     fn keyed<T: Copy>(kind: u8, ts: u64, at: usize, word: u64) -> Vec<u8> {

@@ -339,12 +339,22 @@ impl FileTable {
         Some(found)
     }
 
-    /// As [`FileTable::lookup`], with the path (wherever a rotation the
-    /// lookup caused has put the entry).
+    /// As [`FileTable::lookup`], with what `f` makes of the name: one
+    /// probe where the entry is live (an open's just named file).
     #[inline]
-    pub fn resolve(&mut self, key: u64, enc: &mut FrameEncoder) -> Option<(StrId, FileKind, &[u8])> {
+    pub fn resolve<R>(
+        &mut self,
+        key: u64,
+        enc: &mut FrameEncoder,
+        f: impl FnOnce(&Name) -> R,
+    ) -> Option<(StrId, FileKind, R)> {
+        if let Some(e) = self.live.get_mut(&key) {
+            let (id, kind) = e.id_in(enc);
+            return Some((id, kind, f(&e.name)));
+        }
+        // Wherever a rotation the lookup caused has put it.
         let (id, kind) = self.lookup(key, enc)?;
-        Some((id, kind, self.get(key)?.name.path()))
+        Some((id, kind, f(&self.get(key)?.name)))
     }
 
     fn keep_replaced(&mut self, key: u64, e: Entry) {

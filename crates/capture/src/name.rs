@@ -23,6 +23,9 @@ pub struct Name {
     /// id. Atomic only so that the consumer can move to its thread; one
     /// thread uses it.
     cached: AtomicU64,
+    /// Begins with "...": the kernel side cut a path too deep. Kept here
+    /// so that an open asks it without reading the path's (cold) bytes.
+    elided: bool,
 }
 
 /// Shared by the file table's identities and the inode names.
@@ -30,11 +33,17 @@ pub type Shared = Arc<Name>;
 
 impl Name {
     pub fn new(path: &[u8]) -> Shared {
-        Arc::new(Name { path: path.into(), cached: AtomicU64::new(u64::MAX) })
+        Arc::new(Name { path: path.into(), cached: AtomicU64::new(u64::MAX), elided: path.starts_with(b"...") })
     }
 
     pub fn path(&self) -> &[u8] {
         &self.path
+    }
+
+    /// Whether the path was cut at its start ("..." then its last parts).
+    #[inline]
+    pub fn elided(&self) -> bool {
+        self.elided
     }
 
     /// Its id in `enc`'s current frame, interned at most once a frame.

@@ -153,13 +153,18 @@ impl KernelDecoder {
         // Most often the file is named by the very path passed: one id.
         let mut same_as_passed = false;
         let (abs, kind) = if e.ret >= 0 {
-            match self.files.resolve(e.file, enc) {
-                Some((id, kind, name)) => {
-                    if name.starts_with(b"...") {
+            let filter = self.path_filter.as_ref();
+            // The name's bytes are read only where its length is the
+            // passed path's, or a filter asks.
+            let facts =
+                |n: &Name| (n.elided(), n.path() == passed, filter.is_some_and(|p| !crate::attach::under(n.path(), p)));
+            match self.files.resolve(e.file, enc, facts) {
+                Some((id, kind, (elided, same, filtered))) => {
+                    if elided {
                         trunc |= mltrace_log::trunc::ABS;
                     }
-                    same_as_passed = name == passed;
-                    if self.path_filter.as_ref().is_some_and(|p| !crate::attach::under(name, p)) {
+                    same_as_passed = same;
+                    if filtered {
                         self.stats.filtered += 1;
                         self.open_buf.give_back(e);
                         return;
