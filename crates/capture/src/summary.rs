@@ -4,7 +4,7 @@
 //! has ended, its sums become [`IoSummary`] records.
 
 use libbpf_rs::{MapCore, MapFlags};
-use mltrace_log::{FrameEncoder, IoSummary, Record, SumOp, SUM_BUCKETS};
+use mltrace_log::{FrameEncoder, IoSummary, SumOp, SUM_BUCKETS};
 
 use crate::bpf::bpf_err;
 use crate::decode::KernelDecoder;
@@ -171,7 +171,7 @@ impl Summaries {
             r.set_hist(&s.sum.hist);
             self.records += 1;
             self.calls += s.sum.calls;
-            enc.push(&Record::IoSummary(r));
+            enc.push(&r);
         }
     }
 }

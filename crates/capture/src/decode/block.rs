@@ -90,6 +90,6 @@ impl KernelDecoder {
         if self.hide_others_block && b.flags & (blk::TRACED | blk::KTHREAD) == 0 {
             self.stats.block_hidden += 1;
         }
-        enc.push(&Record::Block(b));
+        enc.push(&b);
     }
 }

@@ -118,7 +118,7 @@ impl KernelDecoder {
             }
         }
         let rec = self.fault(h, &e, enc);
-        enc.push(&Record::MajorFault(rec));
+        enc.push(&rec);
     }
 
     /// Pages inserted in the page cache.

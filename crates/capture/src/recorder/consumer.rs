@@ -93,7 +93,7 @@ impl Consumer<'_> {
     fn drain_accounting(&mut self) {
         while let Ok(batch) = self.accounting.try_recv() {
             for a in batch {
-                self.enc.push(&Record::IoAccounting(a));
+                self.enc.push(&a);
             }
         }
     }
