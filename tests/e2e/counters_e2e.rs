@@ -60,14 +60,15 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("r.bin");
     let pids = tmp.path().join("pids");
+    // The burner's statm, then its stat, by one process right before the
+    // kill: what it runs after the stat is sampled but not in the stat
+    // (a second `cat` took 0.1-0.2 s under emulation).
     let stat = tmp.path().join("burner.stat");
-    let statm = tmp.path().join("burner.statm");
     let script = format!(
         "sh -c 'while :; do :; done' & B=$!; sleep 30 & S=$!; sleep 0.6; sleep 30 & L=$!; \
-         echo \"$B $S $L\" > {}; sleep 1.5; cat /proc/$B/stat > {}; cat /proc/$B/statm > {}; kill $B $S $L; wait",
+         echo \"$B $S $L\" > {}; sleep 1.5; cat /proc/$B/statm /proc/$B/stat > {}; kill $B $S $L; wait",
         pids.display(),
-        stat.display(),
-        statm.display()
+        stat.display()
     );
     let out = mltrace(
         &["record", "-q", "--sample-interval", "100ms", "-o", log.to_str().unwrap(), "--", "sh", "-c", &script],
@@ -87,7 +88,8 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     // integrate CPU % over the intervals and compare with utime + stime.
     let m = mean(&busy[1..busy.len() - 1]);
     assert!(m > 20.0, "burner CPU {m:.1}%: {busy:?}");
-    let text = std::fs::read_to_string(&stat).unwrap();
+    let both = std::fs::read_to_string(&stat).unwrap();
+    let (statm, text) = both.split_once('\n').unwrap();
     let f: Vec<&str> = text[text.rfind(')').unwrap() + 2..].split(' ').collect();
     // SAFETY: sysconf has no preconditions.
     let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
@@ -111,7 +113,7 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     // before 6.2 count a task's recent faults apart until 64 of them
     // (SPLIT_RSS_COUNTING), so a fresh shell's statm can read under 100 kB.
     let rss = get("", "RSS", burner);
-    let pages: f64 = std::fs::read_to_string(&statm).unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let pages: f64 = statm.split(' ').nth(1).unwrap().parse().unwrap();
     // SAFETY: sysconf has no preconditions.
     let kernel_rss = pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as f64;
     let last = rss.last().map_or(0.0, |x| x.1);
