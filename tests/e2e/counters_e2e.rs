@@ -150,7 +150,11 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     }
     let first_io = recs.iter().map(|r| r.rec.ts()).min().unwrap();
     let last_io = recs.iter().map(|r| r.rec.end_ts()).max().unwrap();
-    assert!(ts[0] < first_io + 250_000_000 && *ts.last().unwrap() > last_io - 250_000_000);
+    let (first, last) = (ts[0], *ts.last().unwrap());
+    assert!(
+        first < first_io + 250_000_000 && last > last_io - 250_000_000,
+        "samples from {first} to {last}, records from {first_io} to {last_io} ns"
+    );
     assert!(!get("Memory", "used", 0).is_empty() && !get("Memory", "page cache", 0).is_empty());
     let ncpu = std::thread::available_parallelism().unwrap().get();
     assert!((0..ncpu).all(|c| !get(&format!("CPU {c}"), "idle", 0).is_empty()));
