@@ -153,10 +153,10 @@ fn proc_samplers_see_a_busy_and_an_idle_process() {
     // 0.3 s before in a 6.1 guest) to the last record.
     let first_io = recs.iter().filter(|r| matches!(r.rec, Record::Exec(_))).map(|r| r.rec.ts()).min().unwrap();
     let last_io = recs.iter().map(|r| r.rec.end_ts()).max().unwrap();
-    let (first, last) = (ts[0], *ts.last().unwrap());
+    let (from, to) = (ts[0], *ts.last().unwrap());
     assert!(
-        first < first_io + 250_000_000 && last > last_io - 250_000_000,
-        "samples from {first} to {last}, records from {first_io} to {last_io} ns"
+        from < first_io + 250_000_000 && to > last_io - 250_000_000,
+        "samples from {from} to {to}, records from {first_io} to {last_io} ns"
     );
     assert!(!get("Memory", "used", 0).is_empty() && !get("Memory", "page cache", 0).is_empty());
     let ncpu = std::thread::available_parallelism().unwrap().get();

@@ -536,7 +536,7 @@ macro_rules! records {
             impl $crate::declare::Encode for $kind {
                 #[inline]
                 fn code(&self) -> u8 {
-                    $code
+                    Self::CODE
                 }
                 #[inline]
                 fn ts(&self) -> u64 {
